@@ -1,0 +1,39 @@
+//! `webhook`: Ingests the platform's signed webhook events (GET/POST /webhook, /health, /metrics on SERVER_HTTP_PORT).
+
+use std::path::PathBuf;
+
+use clap::Parser;
+use warden_service::Needs;
+
+const BINARY: &str = "webhook";
+
+/// Ingests the platform's signed webhook events (GET/POST /webhook, /health, /metrics on SERVER_HTTP_PORT).
+///
+/// Configuration comes from the environment (see README "Configuration"), optionally
+/// layered over a TOML file whose keys are the variable names in lower case.
+#[derive(Parser)]
+#[command(name = BINARY, version)]
+struct Args {
+    /// Optional TOML config file; environment variables override it.
+    #[arg(long, env = "WARDEN_CONFIG")]
+    config: Option<PathBuf>,
+}
+
+#[tokio::main]
+async fn main() {
+    let args = Args::parse();
+    let (settings, _telemetry) = warden_service::bootstrap(BINARY, args.config.as_deref());
+    let deps = warden_service::start(
+        BINARY,
+        settings,
+        Needs {
+            redis: true,
+            nats: false,
+            pool_size: 16,
+        },
+    )
+    .await;
+    if let Err(e) = warden_webhook::run(BINARY, deps).await {
+        warden_service::die(BINARY, warden_service::exit::DEPENDENCY, format!("{e:#}"));
+    }
+}

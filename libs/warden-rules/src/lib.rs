@@ -1,0 +1,39 @@
+//! Warden's compliance rules as pure functions.
+//!
+//! Every sender (tools, scheduler, campaigns, retries) asks this crate whether a
+//! message may leave, so the rules live in one place and can be tested without a
+//! database, a cache or a clock. Nothing here does I/O, spawns tasks or reads the
+//! time: callers pass `now` and the facts they loaded (opt-out flags, last inbound
+//! timestamp, frequency count) and get a [`compliance::Decision`] back.
+//!
+//! Modules:
+//! - [`phone`]: canonical phone numbers (E.164 digits) and their country.
+//! - [`kinds`]: message types, template categories, the effective category, channel.
+//! - [`window`]: the 24-hour customer care window.
+//! - [`policy`]: the business policy file (YAML) and its validation.
+//! - [`compliance`]: the decision itself and the frequency-cap status.
+//! - [`keywords`]: stop / resume keywords in inbound texts.
+//! - [`templates`]: template placeholders, variables, names and bodies.
+//! - [`audience`]: campaign audience filters.
+//! - [`import`]: streaming parsers for customer import files.
+//! - [`errors`]: one error type wrapping the module errors for callers that
+//!   only need "this input is invalid, here is why".
+
+#![warn(missing_docs)]
+
+pub mod audience;
+pub mod compliance;
+pub mod errors;
+pub mod import;
+pub mod keywords;
+pub mod kinds;
+pub mod phone;
+pub mod policy;
+pub mod templates;
+pub mod window;
+
+pub use compliance::{ComplianceInput, Decision, FrequencyStatus, ReasonCode, decide};
+pub use errors::RuleError;
+pub use kinds::{Category, MessageType, TemplateCategory, parse_channel};
+pub use phone::{PhoneError, PhoneNumber, canonicalize};
+pub use policy::{FrequencyLimit, Policy, PolicyError, PolicySet};

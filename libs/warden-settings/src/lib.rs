@@ -1,0 +1,558 @@
+//! Warden's settings: one typed tree loaded once per process.
+//!
+//! Sources, later wins: built-in defaults (CONTRACT.md), an optional TOML config file
+//! (keys are the environment variable names in lower case, e.g. `db_host = "..."`), then
+//! the environment. Every bad value is reported as one line naming the variable, and the
+//! binaries turn a [`SettingsError`] into exit code 2.
+
+use std::collections::HashMap;
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// The single messaging channel (CONTRACT.md: not configurable).
+pub const DEFAULT_CHANNEL: &str = "whatsapp";
+
+/// Every variable Warden reads, in the order the README documents them.
+pub const VARIABLES: &[&str] = &[
+    "SERVER_HTTP_PORT",
+    "ADMIN_HTTP_PORT",
+    "SERVER_MCP_NAME",
+    "SERVER_MCP_VERSION",
+    "TIER",
+    "DB_HOST",
+    "DB_PORT",
+    "DB_USER",
+    "DB_PASSWORD",
+    "DB_NAME",
+    "DB_SSLMODE",
+    "REDIS_ADDR",
+    "REDIS_PASSWORD",
+    "REDIS_DB",
+    "NATS_URL",
+    "DELIVERY_STREAM",
+    "PLATFORM_API_URL",
+    "PLATFORM_ACCESS_TOKEN",
+    "PLATFORM_PHONE_NUMBER_ID",
+    "PLATFORM_ACCOUNT_ID",
+    "PLATFORM_WEBHOOK_VERIFY_TOKEN",
+    "PLATFORM_APP_SECRET",
+    "POLICIES_PATH",
+    "SCHEDULER_POLL_INTERVAL",
+    "RATE_LIMIT_MPS",
+    "OTEL_EXPORTER_OTLP_ENDPOINT",
+];
+
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum SettingsError {
+    #[error("{variable}: {reason}")]
+    Invalid { variable: String, reason: String },
+    #[error("config file {path}: {reason}")]
+    File { path: String, reason: String },
+}
+
+fn invalid(variable: &str, reason: impl Into<String>) -> SettingsError {
+    SettingsError::Invalid {
+        variable: variable.to_string(),
+        reason: reason.into(),
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Tier {
+    Oss,
+    Pro,
+}
+
+impl Tier {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Tier::Oss => "oss",
+            Tier::Pro => "pro",
+        }
+    }
+    pub fn is_pro_or_higher(self) -> bool {
+        matches!(self, Tier::Pro)
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SslMode {
+    Disable,
+    Prefer,
+}
+
+impl SslMode {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SslMode::Disable => "disable",
+            SslMode::Prefer => "prefer",
+        }
+    }
+}
+
+#[derive(Clone)]
+pub struct Database {
+    pub host: String,
+    pub port: u16,
+    pub user: String,
+    pub password: String,
+    pub name: String,
+    pub sslmode: SslMode,
+}
+
+impl Database {
+    /// A libpq-style URL for `name` (the configured database unless another is given).
+    pub fn url_for(&self, name: &str) -> String {
+        format!(
+            "postgres://{}:{}@{}:{}/{}?sslmode={}",
+            encode(&self.user),
+            encode(&self.password),
+            self.host,
+            self.port,
+            encode(name),
+            self.sslmode.as_str()
+        )
+    }
+    pub fn url(&self) -> String {
+        self.url_for(&self.name)
+    }
+    /// Where the database lives, without credentials (safe to log).
+    pub fn display_target(&self) -> String {
+        format!("{}:{}/{}", self.host, self.port, self.name)
+    }
+}
+
+impl fmt::Debug for Database {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Database")
+            .field("target", &self.display_target())
+            .field("user", &self.user)
+            .finish_non_exhaustive()
+    }
+}
+
+#[derive(Clone)]
+pub struct Redis {
+    pub addr: String,
+    pub password: String,
+    pub db: u8,
+}
+
+impl Redis {
+    pub fn url(&self) -> String {
+        if self.password.is_empty() {
+            format!("redis://{}/{}", self.addr, self.db)
+        } else {
+            format!(
+                "redis://:{}@{}/{}",
+                encode(&self.password),
+                self.addr,
+                self.db
+            )
+        }
+    }
+}
+
+impl fmt::Debug for Redis {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Redis")
+            .field("addr", &self.addr)
+            .field("db", &self.db)
+            .finish_non_exhaustive()
+    }
+}
+
+#[derive(Clone)]
+pub struct Platform {
+    pub api_url: String,
+    pub access_token: String,
+    pub phone_number_id: String,
+    pub account_id: String,
+    pub webhook_verify_token: String,
+    /// None: the webhook server refuses to start (CONTRACT.md).
+    pub app_secret: Option<String>,
+}
+
+impl fmt::Debug for Platform {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // Secrets never reach a log line.
+        f.debug_struct("Platform")
+            .field("api_url", &self.api_url)
+            .field("phone_number_id", &self.phone_number_id)
+            .field("account_id", &self.account_id)
+            .field("app_secret_set", &self.app_secret.is_some())
+            .finish_non_exhaustive()
+    }
+}
+
+#[derive(Clone, Debug)]
+pub struct Settings {
+    pub http_port: u16,
+    /// ADMIN_HTTP_PORT when set; each binary has its own default.
+    pub admin_port: Option<u16>,
+    pub mcp_name: String,
+    pub mcp_version: String,
+    pub tier: Tier,
+    pub database: Database,
+    pub redis: Redis,
+    pub nats_url: String,
+    pub delivery_stream: String,
+    pub platform: Platform,
+    pub policies_path: PathBuf,
+    pub scheduler_poll_interval: Duration,
+    pub rate_limit_mps: u32,
+    pub otlp_endpoint: Option<String>,
+}
+
+impl Settings {
+    /// Load from the process environment and an optional config file.
+    pub fn load(config_file: Option<&Path>) -> Result<Self, SettingsError> {
+        let env: HashMap<String, String> = std::env::vars().collect();
+        Self::from_sources(config_file, &env)
+    }
+
+    /// The channel every tool defaults to.
+    pub fn channel(&self) -> &'static str {
+        DEFAULT_CHANNEL
+    }
+
+    /// The JetStream subject messages for `channel` are published on.
+    pub fn delivery_subject(&self, channel: &str) -> String {
+        format!(
+            "{}.outbound.{}",
+            self.delivery_stream.to_lowercase(),
+            channel
+        )
+    }
+
+    pub fn from_sources(
+        config_file: Option<&Path>,
+        env: &HashMap<String, String>,
+    ) -> Result<Self, SettingsError> {
+        let file = match config_file {
+            Some(path) => read_file(path)?,
+            None => HashMap::new(),
+        };
+        let src = Source { file, env };
+
+        let sslmode = match src.get("DB_SSLMODE").as_deref().unwrap_or("prefer") {
+            "disable" => SslMode::Disable,
+            "prefer" | "allow" => SslMode::Prefer,
+            other => {
+                return Err(invalid(
+                    "DB_SSLMODE",
+                    format!(
+                        "`{other}` is not supported; use `disable` or `prefer` (TLS to Postgres is not built in, terminate it with a proxy)"
+                    ),
+                ));
+            }
+        };
+        let tier = match src
+            .get("TIER")
+            .unwrap_or_else(|| "oss".into())
+            .to_ascii_lowercase()
+            .as_str()
+        {
+            "oss" => Tier::Oss,
+            "pro" => Tier::Pro,
+            other => {
+                return Err(invalid(
+                    "TIER",
+                    format!("`{other}` is not a tier; use `oss` or `pro`"),
+                ));
+            }
+        };
+        let redis_addr = src.string("REDIS_ADDR", "127.0.0.1:6379");
+        if !redis_addr.contains(':') {
+            return Err(invalid(
+                "REDIS_ADDR",
+                format!("`{redis_addr}` is not host:port"),
+            ));
+        }
+        let nats_url = src.string("NATS_URL", "nats://127.0.0.1:4222");
+        if nats_url.trim().is_empty() {
+            return Err(invalid("NATS_URL", "must not be empty"));
+        }
+        let delivery_stream = src.string("DELIVERY_STREAM", "DELIVERY");
+        if delivery_stream.is_empty()
+            || !delivery_stream
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+        {
+            return Err(invalid(
+                "DELIVERY_STREAM",
+                format!("`{delivery_stream}` must be letters, digits, `_` or `-`"),
+            ));
+        }
+        let api_url = src.string("PLATFORM_API_URL", "http://127.0.0.1:8089");
+        if !(api_url.starts_with("http://") || api_url.starts_with("https://")) {
+            return Err(invalid(
+                "PLATFORM_API_URL",
+                format!("`{api_url}` must start with http:// or https://"),
+            ));
+        }
+        let rate_limit_mps = src.number::<u32>("RATE_LIMIT_MPS", 80)?;
+        if rate_limit_mps == 0 {
+            return Err(invalid("RATE_LIMIT_MPS", "must be at least 1"));
+        }
+        let db_port = src.number::<u16>("DB_PORT", 5432)?;
+        let poll = src.string("SCHEDULER_POLL_INTERVAL", "2s");
+        let scheduler_poll_interval =
+            parse_duration(&poll).map_err(|reason| invalid("SCHEDULER_POLL_INTERVAL", reason))?;
+        if scheduler_poll_interval.is_zero() {
+            return Err(invalid(
+                "SCHEDULER_POLL_INTERVAL",
+                "must be greater than zero",
+            ));
+        }
+
+        Ok(Settings {
+            http_port: src.number::<u16>("SERVER_HTTP_PORT", 8080)?,
+            admin_port: src.optional_number::<u16>("ADMIN_HTTP_PORT")?,
+            mcp_name: src.string("SERVER_MCP_NAME", "warden"),
+            mcp_version: src.string("SERVER_MCP_VERSION", env!("CARGO_PKG_VERSION")),
+            tier,
+            database: Database {
+                host: src.string("DB_HOST", "127.0.0.1"),
+                port: db_port,
+                user: src.string("DB_USER", "warden"),
+                password: src.string("DB_PASSWORD", "warden"),
+                name: src.string("DB_NAME", "warden"),
+                sslmode,
+            },
+            redis: Redis {
+                addr: redis_addr,
+                password: src.string("REDIS_PASSWORD", ""),
+                db: src.number::<u8>("REDIS_DB", 0)?,
+            },
+            nats_url,
+            delivery_stream,
+            platform: Platform {
+                api_url: api_url.trim_end_matches('/').to_string(),
+                access_token: src.string("PLATFORM_ACCESS_TOKEN", "dev-access-token"),
+                phone_number_id: src.string("PLATFORM_PHONE_NUMBER_ID", "100000000000001"),
+                account_id: src.string("PLATFORM_ACCOUNT_ID", "200000000000001"),
+                webhook_verify_token: src
+                    .string("PLATFORM_WEBHOOK_VERIFY_TOKEN", "dev-verify-token"),
+                app_secret: src.get("PLATFORM_APP_SECRET").filter(|s| !s.is_empty()),
+            },
+            policies_path: PathBuf::from(src.string("POLICIES_PATH", "policies/default.yaml")),
+            scheduler_poll_interval,
+            rate_limit_mps,
+            otlp_endpoint: src
+                .get("OTEL_EXPORTER_OTLP_ENDPOINT")
+                .filter(|s| !s.is_empty()),
+        })
+    }
+}
+
+struct Source<'a> {
+    file: HashMap<String, String>,
+    env: &'a HashMap<String, String>,
+}
+
+impl Source<'_> {
+    fn get(&self, variable: &str) -> Option<String> {
+        self.env
+            .get(variable)
+            .cloned()
+            .or_else(|| self.file.get(&variable.to_ascii_lowercase()).cloned())
+    }
+    fn string(&self, variable: &str, default: &str) -> String {
+        self.get(variable).unwrap_or_else(|| default.to_string())
+    }
+    fn optional_number<T: std::str::FromStr>(
+        &self,
+        variable: &str,
+    ) -> Result<Option<T>, SettingsError> {
+        match self.get(variable) {
+            None => Ok(None),
+            Some(raw) if raw.trim().is_empty() => Ok(None),
+            Some(raw) => raw.trim().parse::<T>().map(Some).map_err(|_| {
+                invalid(
+                    variable,
+                    format!(
+                        "`{raw}` is not a valid number (expected {})",
+                        number_hint::<T>()
+                    ),
+                )
+            }),
+        }
+    }
+    fn number<T: std::str::FromStr>(&self, variable: &str, default: T) -> Result<T, SettingsError> {
+        Ok(self.optional_number(variable)?.unwrap_or(default))
+    }
+}
+
+fn number_hint<T>() -> &'static str {
+    match std::any::type_name::<T>() {
+        "u16" => "an integer from 0 to 65535",
+        "u8" => "an integer from 0 to 255",
+        _ => "a non-negative integer",
+    }
+}
+
+fn read_file(path: &Path) -> Result<HashMap<String, String>, SettingsError> {
+    let file_err = |reason: String| SettingsError::File {
+        path: path.display().to_string(),
+        reason,
+    };
+    if !path.is_file() {
+        return Err(file_err("not found".into()));
+    }
+    let cfg = config::Config::builder()
+        .add_source(config::File::from(path).format(config::FileFormat::Toml))
+        .build()
+        .map_err(|e| file_err(e.to_string()))?;
+    let table = cfg
+        .try_deserialize::<HashMap<String, config::Value>>()
+        .map_err(|e| file_err(e.to_string()))?;
+    let mut out = HashMap::new();
+    for (key, value) in table {
+        let key = key.to_ascii_lowercase();
+        if !VARIABLES.iter().any(|v| v.eq_ignore_ascii_case(&key)) {
+            return Err(file_err(format!("unknown key `{key}`")));
+        }
+        let text = value
+            .into_string()
+            .map_err(|e| file_err(format!("`{key}`: {e}")))?;
+        out.insert(key, text);
+    }
+    Ok(out)
+}
+
+/// Parse `30s`, `500ms`, `2m`, `1h`, `1d`, or a bare number of seconds.
+pub fn parse_duration(raw: &str) -> Result<Duration, String> {
+    let s = raw.trim();
+    let split = s
+        .find(|c: char| !c.is_ascii_digit() && c != '.')
+        .unwrap_or(s.len());
+    let (num, unit) = s.split_at(split);
+    let value: f64 = num
+        .parse()
+        .map_err(|_| format!("`{raw}` is not a duration like 30s, 500ms, 2m or 1h"))?;
+    let secs = match unit.trim() {
+        "" | "s" => value,
+        "ms" => value / 1000.0,
+        "m" => value * 60.0,
+        "h" => value * 3600.0,
+        "d" => value * 86400.0,
+        _ => return Err(format!("`{raw}` has an unknown unit; use ms, s, m, h or d")),
+    };
+    if !secs.is_finite() || secs < 0.0 {
+        return Err(format!("`{raw}` is not a valid duration"));
+    }
+    Ok(Duration::from_secs_f64(secs))
+}
+
+/// Percent-encode a URL component (user, password, database name).
+fn encode(raw: &str) -> String {
+    let mut out = String::with_capacity(raw.len());
+    for b in raw.bytes() {
+        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.' | b'~') {
+            out.push(b as char);
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn env(pairs: &[(&str, &str)]) -> HashMap<String, String> {
+        pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    }
+
+    #[test]
+    fn defaults_follow_the_contract() {
+        let s = Settings::from_sources(None, &env(&[])).unwrap();
+        assert_eq!(s.http_port, 8080);
+        assert_eq!(s.database.user, "warden");
+        assert_eq!(s.database.password, "warden");
+        assert_eq!(s.database.name, "warden");
+        assert_eq!(s.redis.addr, "127.0.0.1:6379");
+        assert_eq!(s.nats_url, "nats://127.0.0.1:4222");
+        assert_eq!(s.platform.api_url, "http://127.0.0.1:8089");
+        assert_eq!(s.rate_limit_mps, 80);
+        assert_eq!(s.delivery_stream, "DELIVERY");
+        assert_eq!(s.delivery_subject("whatsapp"), "delivery.outbound.whatsapp");
+        assert!(s.platform.app_secret.is_none());
+        assert_eq!(s.tier, Tier::Oss);
+    }
+
+    #[test]
+    fn bad_values_name_the_variable() {
+        for (var, value) in [
+            ("SERVER_HTTP_PORT", "eighty"),
+            ("SERVER_HTTP_PORT", "70000"),
+            ("DB_PORT", "-1"),
+            ("REDIS_DB", "x"),
+            ("TIER", "gold"),
+            ("RATE_LIMIT_MPS", "0"),
+            ("SCHEDULER_POLL_INTERVAL", "soon"),
+            ("DB_SSLMODE", "verify-full"),
+            ("PLATFORM_API_URL", "ftp://x"),
+            ("DELIVERY_STREAM", "a.b"),
+        ] {
+            let err = Settings::from_sources(None, &env(&[(var, value)])).unwrap_err();
+            let line = err.to_string();
+            assert!(line.starts_with(var), "{line}");
+            assert!(!line.contains('\n'));
+        }
+    }
+
+    #[test]
+    fn config_file_is_overridden_by_env() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("warden.toml");
+        std::fs::write(
+            &path,
+            "db_host = \"db.internal\"\nserver_http_port = 9000\ntier = \"pro\"\n",
+        )
+        .unwrap();
+        let s = Settings::from_sources(Some(&path), &env(&[("SERVER_HTTP_PORT", "9100")])).unwrap();
+        assert_eq!(s.database.host, "db.internal");
+        assert_eq!(s.http_port, 9100);
+        assert_eq!(s.tier, Tier::Pro);
+    }
+
+    #[test]
+    fn config_file_rejects_unknown_keys() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("warden.toml");
+        std::fs::write(&path, "db_hots = \"x\"\n").unwrap();
+        let err = Settings::from_sources(Some(&path), &env(&[])).unwrap_err();
+        assert!(err.to_string().contains("db_hots"));
+    }
+
+    #[test]
+    fn durations() {
+        assert_eq!(parse_duration("30s").unwrap(), Duration::from_secs(30));
+        assert_eq!(parse_duration("500ms").unwrap(), Duration::from_millis(500));
+        assert_eq!(parse_duration("2m").unwrap(), Duration::from_secs(120));
+        assert_eq!(parse_duration("5").unwrap(), Duration::from_secs(5));
+        assert!(parse_duration("").is_err());
+        assert!(parse_duration("1y").is_err());
+    }
+
+    #[test]
+    fn urls_encode_credentials_and_debug_hides_them() {
+        let s = Settings::from_sources(
+            None,
+            &env(&[("DB_PASSWORD", "p@ss:word/"), ("REDIS_PASSWORD", "r p")]),
+        )
+        .unwrap();
+        assert!(s.database.url().contains("p%40ss%3Aword%2F"));
+        assert!(s.redis.url().starts_with("redis://:r%20p@"));
+        let dbg = format!("{s:?}");
+        assert!(!dbg.contains("p@ss"));
+        assert!(!dbg.contains("dev-access-token"));
+    }
+}

@@ -1,0 +1,13 @@
+//! Warden's Postgres store: schema, models, the connection pool, and start-up
+//! (migrations plus seeds, under an advisory lock so several processes can start at once).
+
+pub mod audit;
+pub mod models;
+pub mod pool;
+pub mod schema;
+pub mod seeds;
+pub mod startup;
+pub mod testing;
+
+pub use pool::{PgConn, PgPool, StoreError, connect};
+pub use startup::{PolicySeed, SeedReport, prepare};

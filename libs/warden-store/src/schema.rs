@@ -1,0 +1,210 @@
+//! Diesel table definitions, written by hand to match `migrations/` (no diesel_cli needed).
+
+diesel::table! {
+    customers (phone) {
+        phone -> Text,
+        country -> Text,
+        opt_in_marketing -> Bool,
+        opt_in_utility -> Bool,
+        opt_changed_at -> Nullable<Timestamptz>,
+        opt_change_reason -> Nullable<Text>,
+        tags -> Array<Text>,
+        engagement_score -> Float8,
+        last_interaction_at -> Nullable<Timestamptz>,
+        undeliverable_at -> Nullable<Timestamptz>,
+        marketing_limited_at -> Nullable<Timestamptz>,
+        created_at -> Timestamptz,
+        updated_at -> Timestamptz,
+    }
+}
+
+diesel::table! {
+    conversations (id) {
+        id -> Uuid,
+        customer_phone -> Text,
+        channel -> Text,
+        conversation_type -> Text,
+        last_inbound_at -> Nullable<Timestamptz>,
+        last_outbound_at -> Nullable<Timestamptz>,
+        window_expires_at -> Nullable<Timestamptz>,
+        archived_at -> Nullable<Timestamptz>,
+        created_at -> Timestamptz,
+        updated_at -> Timestamptz,
+    }
+}
+
+diesel::table! {
+    templates (id) {
+        id -> Uuid,
+        name -> Text,
+        locale -> Text,
+        category -> Text,
+        status -> Text,
+        body_text -> Text,
+        platform_id -> Nullable<Text>,
+        rejection_reason -> Nullable<Text>,
+        created_at -> Timestamptz,
+        updated_at -> Timestamptz,
+    }
+}
+
+diesel::table! {
+    campaigns (id) {
+        id -> Uuid,
+        name -> Text,
+        campaign_type -> Text,
+        status -> Text,
+        deliver_at -> Timestamptz,
+        template_name -> Text,
+        locale -> Text,
+        variables -> Jsonb,
+        audience_filter -> Jsonb,
+        sent_count -> Int4,
+        delivered_count -> Int4,
+        failed_count -> Int4,
+        total_recipients -> Int4,
+        enqueued_count -> Int4,
+        audience_cursor -> Nullable<Text>,
+        audience_done -> Bool,
+        status_reason -> Nullable<Text>,
+        paused_at -> Nullable<Timestamptz>,
+        lease_until -> Nullable<Timestamptz>,
+        lease_owner -> Nullable<Text>,
+        created_at -> Timestamptz,
+        updated_at -> Timestamptz,
+    }
+}
+
+diesel::table! {
+    messages (id) {
+        id -> Uuid,
+        customer_phone -> Text,
+        channel -> Text,
+        direction -> Text,
+        message_type -> Text,
+        category -> Text,
+        status -> Text,
+        content -> Jsonb,
+        template_name -> Nullable<Text>,
+        template_locale -> Nullable<Text>,
+        campaign_id -> Nullable<Uuid>,
+        deliver_at -> Nullable<Timestamptz>,
+        wamid -> Nullable<Text>,
+        retry_count -> Int4,
+        attempt -> Int4,
+        published_at -> Nullable<Timestamptz>,
+        lease_until -> Nullable<Timestamptz>,
+        lease_owner -> Nullable<Text>,
+        next_attempt_at -> Nullable<Timestamptz>,
+        error_code -> Nullable<Int4>,
+        error_category -> Nullable<Text>,
+        error_can_retry -> Nullable<Bool>,
+        error_explanation -> Nullable<Text>,
+        error_suggested_action -> Nullable<Text>,
+        trace_context -> Nullable<Jsonb>,
+        sent_at -> Nullable<Timestamptz>,
+        delivered_at -> Nullable<Timestamptz>,
+        read_at -> Nullable<Timestamptz>,
+        failed_at -> Nullable<Timestamptz>,
+        created_at -> Timestamptz,
+        updated_at -> Timestamptz,
+    }
+}
+
+diesel::table! {
+    message_frequencies (id) {
+        id -> Int8,
+        customer_phone -> Text,
+        category -> Text,
+        message_id -> Uuid,
+        counted_at -> Timestamptz,
+    }
+}
+
+diesel::table! {
+    policies (id) {
+        id -> Text,
+        policy_type -> Text,
+        message_types -> Array<Text>,
+        enabled -> Bool,
+        definition -> Jsonb,
+        position -> Int4,
+        in_file -> Bool,
+        updated_at -> Timestamptz,
+    }
+}
+
+diesel::table! {
+    error_knowledge_base (code) {
+        code -> Int4,
+        title -> Text,
+        category -> Text,
+        can_retry -> Bool,
+        handling -> Text,
+        human_explanation -> Text,
+        suggested_action -> Text,
+        updated_at -> Timestamptz,
+    }
+}
+
+diesel::table! {
+    audit_logs (id) {
+        id -> Int8,
+        occurred_at -> Timestamptz,
+        actor -> Text,
+        action -> Text,
+        entity_type -> Text,
+        entity_id -> Text,
+        details -> Jsonb,
+    }
+}
+
+diesel::table! {
+    conversation_pricing (id) {
+        id -> Int4,
+        country -> Text,
+        conversation_type -> Text,
+        cost_e4 -> Int8,
+        currency -> Text,
+        pricing_category -> Text,
+        pricing_model_version -> Text,
+        effective_date -> Date,
+    }
+}
+
+diesel::table! {
+    webhook_events (event_key) {
+        event_key -> Text,
+        kind -> Text,
+        received_at -> Timestamptz,
+    }
+}
+
+diesel::table! {
+    account_quality_events (id) {
+        id -> Int8,
+        event -> Text,
+        current_limit -> Nullable<Text>,
+        display_phone_number -> Nullable<Text>,
+        payload -> Jsonb,
+        received_at -> Timestamptz,
+    }
+}
+
+diesel::joinable!(conversations -> customers (customer_phone));
+diesel::joinable!(messages -> campaigns (campaign_id));
+
+diesel::allow_tables_to_appear_in_same_query!(
+    customers,
+    conversations,
+    templates,
+    campaigns,
+    messages,
+    message_frequencies,
+    policies,
+    error_knowledge_base,
+    audit_logs,
+    conversation_pricing,
+    webhook_events,
+    account_quality_events,
+);

@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Everything `make test` runs, after scripts/services.sh made sure the services are up.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+say() { printf '\n[test] %s\n' "$*"; }
+
+command -v cargo-nextest >/dev/null || { say "installing cargo-nextest"; cargo install --locked cargo-nextest; }
+
+say "building binaries (the end-to-end tests spawn them)"
+cargo build --bins
+
+say "unit, integration and end-to-end tests (cargo nextest)"
+cargo nextest run --workspace --no-fail-fast
+
+if [ -x scripts/test-extra.sh ]; then
+  say "packaging and outside-in checks"
+  scripts/test-extra.sh
+fi
+say "all tests passed"
