@@ -1,0 +1,20 @@
+//! The upstream messaging platform (API v20.0) as Warden sees it: wire types of
+//! webhooks, sends, templates and phone numbers; the webhook signature rule; and an
+//! HTTP client. Shared by the webhook server, the dispatcher, the gateway and the sim,
+//! so every side agrees on the same shapes.
+
+pub mod account;
+pub mod client;
+pub mod error;
+pub mod lenient;
+pub mod message;
+pub mod signature;
+pub mod template;
+pub mod webhook;
+
+pub use account::{PhoneNumber, Throughput};
+pub use client::{API_VERSION, PlatformClient, PlatformConfig};
+pub use error::{ApiError, ErrorBody, ErrorData, PlatformError};
+pub use message::{SendRequest, SendResponse};
+pub use template::{CreateTemplateRequest, CreateTemplateResponse, TemplateInfo};
+pub use webhook::{Change, Status, StatusKind, WebhookEnvelope};

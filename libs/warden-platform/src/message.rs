@@ -1,0 +1,254 @@
+//! `POST /{phone-number-id}/messages`: request and answer bodies.
+
+use crate::lenient;
+use serde::{Deserialize, Serialize};
+
+pub const MESSAGING_PRODUCT: &str = "whatsapp";
+
+/// A send request. `kind` names which of the content fields is set; other kinds
+/// (image, interactive, ...) are not modelled and are refused by the sim.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SendRequest {
+    #[serde(default)]
+    pub messaging_product: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub recipient_type: Option<String>,
+    #[serde(default, deserialize_with = "lenient::string")]
+    pub to: String,
+    #[serde(rename = "type", default)]
+    pub kind: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub text: Option<TextContent>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub template: Option<TemplateMessage>,
+    /// Echoed in every status webhook of this message.
+    #[serde(
+        default,
+        deserialize_with = "lenient::opt_string",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub biz_opaque_callback_data: Option<String>,
+}
+
+impl SendRequest {
+    fn base(to: impl Into<String>, kind: &str) -> Self {
+        Self {
+            messaging_product: MESSAGING_PRODUCT.to_owned(),
+            recipient_type: Some("individual".to_owned()),
+            to: to.into(),
+            kind: kind.to_owned(),
+            text: None,
+            template: None,
+            biz_opaque_callback_data: None,
+        }
+    }
+
+    /// A free-form text message (no link preview).
+    pub fn text(to: impl Into<String>, body: impl Into<String>) -> Self {
+        Self {
+            text: Some(TextContent {
+                preview_url: Some(false),
+                body: body.into(),
+            }),
+            ..Self::base(to, "text")
+        }
+    }
+
+    /// A template message whose body placeholders `{{1}}..{{n}}` take `params` in order.
+    /// No `components` are sent when `params` is empty.
+    pub fn template<I, S>(
+        to: impl Into<String>,
+        name: impl Into<String>,
+        language: impl Into<String>,
+        params: I,
+    ) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        let parameters: Vec<Parameter> = params.into_iter().map(Parameter::text).collect();
+        let components = if parameters.is_empty() {
+            Vec::new()
+        } else {
+            vec![Component {
+                kind: "body".to_owned(),
+                sub_type: None,
+                index: None,
+                parameters,
+            }]
+        };
+        Self {
+            template: Some(TemplateMessage {
+                name: name.into(),
+                language: Language {
+                    code: language.into(),
+                    policy: None,
+                },
+                components,
+            }),
+            ..Self::base(to, "template")
+        }
+    }
+
+    /// Sets `biz_opaque_callback_data` (Warden puts its message_id there).
+    pub fn with_callback_data(mut self, data: impl Into<String>) -> Self {
+        self.biz_opaque_callback_data = Some(data.into());
+        self
+    }
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct TextContent {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub preview_url: Option<bool>,
+    #[serde(default)]
+    pub body: String,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct TemplateMessage {
+    #[serde(default)]
+    pub name: String,
+    #[serde(default)]
+    pub language: Language,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub components: Vec<Component>,
+}
+
+impl TemplateMessage {
+    /// Parameters of the `body` component (case-insensitive), empty when none.
+    pub fn body_parameters(&self) -> &[Parameter] {
+        self.components
+            .iter()
+            .find(|c| c.kind.eq_ignore_ascii_case("body"))
+            .map(|c| c.parameters.as_slice())
+            .unwrap_or(&[])
+    }
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Language {
+    #[serde(default)]
+    pub code: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub policy: Option<String>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Component {
+    /// `body`, `header`, `button`.
+    #[serde(rename = "type", default)]
+    pub kind: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sub_type: Option<String>,
+    #[serde(
+        default,
+        deserialize_with = "lenient::opt_string",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub index: Option<String>,
+    #[serde(default)]
+    pub parameters: Vec<Parameter>,
+}
+
+/// One parameter. Only `text` is modelled; other kinds (currency, date_time, image)
+/// still count as a parameter.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Parameter {
+    #[serde(rename = "type", default)]
+    pub kind: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub text: Option<String>,
+}
+
+impl Parameter {
+    pub fn text(value: impl Into<String>) -> Self {
+        Self {
+            kind: "text".to_owned(),
+            text: Some(value.into()),
+        }
+    }
+}
+
+/// The answer to an accepted send.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SendResponse {
+    #[serde(default)]
+    pub messaging_product: String,
+    #[serde(default)]
+    pub contacts: Vec<SendContact>,
+    #[serde(default)]
+    pub messages: Vec<SentMessage>,
+}
+
+impl SendResponse {
+    /// The wamid of the accepted message.
+    pub fn wamid(&self) -> Option<&str> {
+        self.messages.first().map(|m| m.id.as_str())
+    }
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SendContact {
+    #[serde(default, deserialize_with = "lenient::string")]
+    pub input: String,
+    #[serde(default, deserialize_with = "lenient::string")]
+    pub wa_id: String,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SentMessage {
+    pub id: String,
+    /// `accepted`, `held_for_quality_assessment`, ...
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message_status: Option<String>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn text_request_has_the_platform_shape() {
+        let req = SendRequest::text("628123456789", "hi").with_callback_data("m-1");
+        assert_eq!(
+            serde_json::to_value(&req).unwrap(),
+            json!({"messaging_product": "whatsapp", "recipient_type": "individual",
+                   "to": "628123456789", "type": "text",
+                   "text": {"preview_url": false, "body": "hi"},
+                   "biz_opaque_callback_data": "m-1"})
+        );
+    }
+
+    #[test]
+    fn template_request_has_the_platform_shape() {
+        let req = SendRequest::template("628123456789", "order_update", "en", ["A1", "B2"]);
+        assert_eq!(
+            serde_json::to_value(&req).unwrap(),
+            json!({"messaging_product": "whatsapp", "recipient_type": "individual",
+                   "to": "628123456789", "type": "template",
+                   "template": {"name": "order_update", "language": {"code": "en"},
+                     "components": [{"type": "body", "parameters": [
+                        {"type": "text", "text": "A1"}, {"type": "text", "text": "B2"}]}]}})
+        );
+        let back: SendRequest =
+            serde_json::from_value(serde_json::to_value(&req).unwrap()).unwrap();
+        assert_eq!(back, req);
+        assert_eq!(back.template.unwrap().body_parameters().len(), 2);
+        let none = SendRequest::template("1", "t", "en", Vec::<String>::new());
+        assert!(none.template.unwrap().components.is_empty());
+    }
+
+    #[test]
+    fn parses_send_response() {
+        let r: SendResponse = serde_json::from_value(json!({
+            "messaging_product": "whatsapp",
+            "contacts": [{"input": "+62 812", "wa_id": 62812}],
+            "messages": [{"id": "wamid.HBg", "message_status": "accepted"}]
+        }))
+        .unwrap();
+        assert_eq!(r.wamid(), Some("wamid.HBg"));
+        assert_eq!(r.contacts[0].wa_id, "62812");
+    }
+}

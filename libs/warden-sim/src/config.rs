@@ -1,0 +1,155 @@
+//! Settings of the sim, from flags or environment variables.
+
+use clap::Parser;
+use std::path::PathBuf;
+use std::time::Duration;
+
+pub const DEFAULT_HTTP_PORT: u16 = 8089;
+pub const DEFAULT_ACCESS_TOKEN: &str = "dev-access-token";
+pub const DEFAULT_APP_SECRET: &str = "dev-app-secret";
+pub const DEFAULT_PHONE_NUMBER_ID: &str = "100000000000001";
+pub const DEFAULT_ACCOUNT_ID: &str = "200000000000001";
+pub const DEFAULT_DISPLAY_PHONE_NUMBER: &str = "15550100000";
+/// Where the default template set lives, relative to the working directory.
+pub const DEFAULT_TEMPLATES_PATH: &str = "templates/sim-templates.json";
+
+/// platform-sim: a local, in-memory stand-in for the messaging platform API v20.0.
+#[derive(Debug, Clone, Parser)]
+#[command(name = "platform-sim", version, about, long_about = None)]
+pub struct SimConfig {
+    /// Address to listen on.
+    #[arg(long, env = "SIM_HTTP_HOST", default_value = "0.0.0.0")]
+    pub http_host: String,
+
+    /// Port to listen on.
+    #[arg(long, env = "SIM_HTTP_PORT", default_value_t = DEFAULT_HTTP_PORT)]
+    pub http_port: u16,
+
+    /// Where signed webhooks go (e.g. http://127.0.0.1:8080/webhook); none when unset.
+    #[arg(long, env = "SIM_WEBHOOK_URL")]
+    pub webhook_url: Option<String>,
+
+    /// JSON file of the templates the sim starts with [default: templates/sim-templates.json,
+    /// or a built-in copy when that file is missing].
+    #[arg(long, env = "SIM_TEMPLATES")]
+    pub templates: Option<PathBuf>,
+
+    /// How long a created template stays PENDING before it is APPROVED (e.g. 2s, 500ms).
+    #[arg(long, env = "SIM_APPROVAL_DELAY", default_value = "2s", value_parser = parse_duration)]
+    pub approval_delay: Duration,
+
+    /// Bearer token every /v20.0 call must present.
+    #[arg(long, env = "PLATFORM_ACCESS_TOKEN", default_value = DEFAULT_ACCESS_TOKEN, hide_env_values = true)]
+    pub access_token: String,
+
+    /// Secret of the X-Hub-Signature-256 HMAC on webhooks.
+    #[arg(long, env = "PLATFORM_APP_SECRET", default_value = DEFAULT_APP_SECRET, hide_env_values = true)]
+    pub app_secret: String,
+
+    /// The business phone number id.
+    #[arg(long, env = "PLATFORM_PHONE_NUMBER_ID", default_value = DEFAULT_PHONE_NUMBER_ID)]
+    pub phone_number_id: String,
+
+    /// The business account (WABA) id.
+    #[arg(long, env = "PLATFORM_ACCOUNT_ID", default_value = DEFAULT_ACCOUNT_ID)]
+    pub waba_id: String,
+
+    /// Display number reported in webhook metadata and phone number reads.
+    #[arg(long, env = "SIM_DISPLAY_PHONE_NUMBER", default_value = DEFAULT_DISPLAY_PHONE_NUMBER)]
+    pub display_phone_number: String,
+
+    /// Webhook changes held in memory at most; the oldest is dropped past it.
+    #[arg(long, env = "SIM_WEBHOOK_QUEUE", default_value_t = 100_000)]
+    pub webhook_queue: usize,
+
+    /// Changes per webhook POST at most.
+    #[arg(long, env = "SIM_WEBHOOK_BATCH", default_value_t = 100)]
+    pub webhook_batch: usize,
+
+    /// How long a failing webhook POST is retried before its changes are dropped.
+    #[arg(long, env = "SIM_WEBHOOK_RETRY_FOR", default_value = "10m", value_parser = parse_duration)]
+    pub webhook_retry_for: Duration,
+
+    /// HTTP worker threads (0: one per CPU core).
+    #[arg(long, env = "SIM_WORKERS", default_value_t = 0)]
+    pub workers: usize,
+}
+
+impl Default for SimConfig {
+    /// The documented defaults, without reading the environment (tests rely on that).
+    fn default() -> Self {
+        Self {
+            http_host: "0.0.0.0".to_owned(),
+            http_port: DEFAULT_HTTP_PORT,
+            webhook_url: None,
+            templates: None,
+            approval_delay: Duration::from_secs(2),
+            access_token: DEFAULT_ACCESS_TOKEN.to_owned(),
+            app_secret: DEFAULT_APP_SECRET.to_owned(),
+            phone_number_id: DEFAULT_PHONE_NUMBER_ID.to_owned(),
+            waba_id: DEFAULT_ACCOUNT_ID.to_owned(),
+            display_phone_number: DEFAULT_DISPLAY_PHONE_NUMBER.to_owned(),
+            webhook_queue: 100_000,
+            webhook_batch: 100,
+            webhook_retry_for: Duration::from_secs(600),
+            workers: 0,
+        }
+    }
+}
+
+impl SimConfig {
+    /// The webhook URL, treating an empty variable as unset.
+    pub fn webhook_target(&self) -> Option<&str> {
+        self.webhook_url
+            .as_deref()
+            .map(str::trim)
+            .filter(|u| !u.is_empty())
+    }
+}
+
+/// `1500ms`, `2s`, `1.5s`, `5m`, `1h`, or a bare number of seconds.
+pub fn parse_duration(s: &str) -> Result<Duration, String> {
+    let t = s.trim();
+    let split = t
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(t.len());
+    let (num, unit) = t.split_at(split);
+    let n: f64 = num
+        .parse()
+        .map_err(|_| format!("invalid duration {s:?} (use e.g. 500ms, 2s, 1m)"))?;
+    let secs = match unit.trim() {
+        "" | "s" | "sec" | "secs" => n,
+        "ms" => n / 1000.0,
+        "us" => n / 1_000_000.0,
+        "m" | "min" => n * 60.0,
+        "h" => n * 3600.0,
+        other => return Err(format!("invalid duration unit {other:?} in {s:?}")),
+    };
+    if !secs.is_finite() || secs < 0.0 {
+        return Err(format!("invalid duration {s:?}"));
+    }
+    Ok(Duration::from_secs_f64(secs))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_durations() {
+        assert_eq!(parse_duration("2s").unwrap(), Duration::from_secs(2));
+        assert_eq!(parse_duration("500ms").unwrap(), Duration::from_millis(500));
+        assert_eq!(parse_duration("1.5s").unwrap(), Duration::from_millis(1500));
+        assert_eq!(parse_duration("3").unwrap(), Duration::from_secs(3));
+        assert_eq!(parse_duration("1m").unwrap(), Duration::from_secs(60));
+        assert_eq!(parse_duration("0s").unwrap(), Duration::ZERO);
+        assert!(parse_duration("fast").is_err());
+        assert!(parse_duration("2 weeks").is_err());
+    }
+
+    #[test]
+    fn clap_definition_is_valid() {
+        use clap::CommandFactory;
+        SimConfig::command().debug_assert();
+    }
+}

@@ -1,0 +1,270 @@
+//! The sim's template registry and the template set it starts with.
+
+use serde::Deserialize;
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use warden_platform::template::{TemplateComponent, TemplateInfo, placeholders};
+
+/// The repo's default set, used when the file is not where the working directory
+/// suggests (e.g. the binary runs from elsewhere).
+pub const EMBEDDED_TEMPLATES: &str = include_str!("../../../templates/sim-templates.json");
+
+pub const CATEGORIES: [&str; 3] = ["MARKETING", "UTILITY", "AUTHENTICATION"];
+
+#[derive(Debug, Clone)]
+pub struct Template {
+    pub id: String,
+    pub name: String,
+    pub language: String,
+    /// MARKETING, UTILITY or AUTHENTICATION.
+    pub category: String,
+    /// APPROVED, PENDING, REJECTED, PAUSED, DISABLED, ...
+    pub status: String,
+    pub body: String,
+    /// Distinct `{{n}}` in the body: the body parameters a send must carry.
+    pub params: usize,
+    pub reason: Option<String>,
+}
+
+impl Template {
+    /// The category as status webhooks' pricing writes it.
+    pub fn pricing_category(&self) -> &'static str {
+        match self.category.as_str() {
+            "MARKETING" => "marketing",
+            "AUTHENTICATION" => "authentication",
+            _ => "utility",
+        }
+    }
+
+    pub fn info(&self) -> TemplateInfo {
+        TemplateInfo {
+            name: self.name.clone(),
+            language: self.language.clone(),
+            status: self.status.clone(),
+            category: self.category.clone(),
+            id: self.id.clone(),
+            components: vec![TemplateComponent {
+                kind: "BODY".to_owned(),
+                format: None,
+                text: Some(self.body.clone()),
+                example: None,
+            }],
+            rejected_reason: Some(self.reason.clone().unwrap_or_else(|| "NONE".to_owned())),
+        }
+    }
+}
+
+/// Templates keyed by (name, language).
+#[derive(Debug, Default)]
+pub struct Registry {
+    by_key: HashMap<(String, String), Template>,
+}
+
+impl Registry {
+    pub fn get(&self, name: &str, language: &str) -> Option<&Template> {
+        // Keyed by owned strings; the lookup allocation is cheap next to JSON parsing.
+        self.by_key.get(&(name.to_owned(), language.to_owned()))
+    }
+
+    pub fn get_mut(&mut self, name: &str, language: &str) -> Option<&mut Template> {
+        self.by_key.get_mut(&(name.to_owned(), language.to_owned()))
+    }
+
+    pub fn contains(&self, name: &str, language: &str) -> bool {
+        self.get(name, language).is_some()
+    }
+
+    pub fn insert(&mut self, t: Template) {
+        self.by_key.insert((t.name.clone(), t.language.clone()), t);
+    }
+
+    /// All templates, sorted by name then language (stable paging).
+    pub fn sorted(&self) -> Vec<&Template> {
+        let mut all: Vec<&Template> = self.by_key.values().collect();
+        all.sort_by(|a, b| (&a.name, &a.language).cmp(&(&b.name, &b.language)));
+        all
+    }
+
+    pub fn len(&self) -> usize {
+        self.by_key.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.by_key.is_empty()
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum TemplateFileError {
+    #[error("cannot read SIM_TEMPLATES file {path}: {source}")]
+    Read {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("SIM_TEMPLATES file {origin}: {reason}")]
+    Invalid { origin: String, reason: String },
+}
+
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum FileShape {
+    Wrapped { templates: Vec<FileTemplate> },
+    Bare(Vec<FileTemplate>),
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FileTemplate {
+    name: String,
+    language: String,
+    category: String,
+    #[serde(alias = "body_text")]
+    body: String,
+    #[serde(default = "approved")]
+    status: String,
+    #[serde(default)]
+    id: Option<String>,
+}
+
+fn approved() -> String {
+    "APPROVED".to_owned()
+}
+
+/// One template of the initial set, checked.
+pub struct Seed {
+    pub id: Option<String>,
+    pub name: String,
+    pub language: String,
+    pub category: String,
+    pub status: String,
+    pub body: String,
+    pub params: usize,
+}
+
+/// Reads the initial set: the given file (an error when it is missing), else the
+/// repo's default path when it exists, else the embedded copy.
+pub fn load_initial(explicit: Option<&Path>) -> Result<(Vec<Seed>, String), TemplateFileError> {
+    let (text, origin) = match explicit {
+        Some(path) => (
+            std::fs::read_to_string(path).map_err(|source| TemplateFileError::Read {
+                path: path.to_owned(),
+                source,
+            })?,
+            path.display().to_string(),
+        ),
+        None => {
+            let default = Path::new(crate::config::DEFAULT_TEMPLATES_PATH);
+            match std::fs::read_to_string(default) {
+                Ok(text) => (text, default.display().to_string()),
+                Err(_) => (EMBEDDED_TEMPLATES.to_owned(), "built-in default".to_owned()),
+            }
+        }
+    };
+    let seeds = parse_templates(&text).map_err(|reason| TemplateFileError::Invalid {
+        origin: origin.clone(),
+        reason,
+    })?;
+    Ok((seeds, origin))
+}
+
+/// Parses and checks a template file's text.
+pub fn parse_templates(text: &str) -> Result<Vec<Seed>, String> {
+    let shape: FileShape = serde_json::from_str(text).map_err(|e| e.to_string())?;
+    let list = match shape {
+        FileShape::Wrapped { templates } => templates,
+        FileShape::Bare(list) => list,
+    };
+    let mut seen = std::collections::HashSet::new();
+    let mut out = Vec::with_capacity(list.len());
+    for t in list {
+        let category = t.category.to_ascii_uppercase();
+        if !CATEGORIES.contains(&category.as_str()) {
+            return Err(format!(
+                "template {}/{}: unknown category {:?}",
+                t.name, t.language, t.category
+            ));
+        }
+        if let Some(problem) = name_problem(&t.name) {
+            return Err(format!("template {:?}: {problem}", t.name));
+        }
+        if t.language.trim().is_empty() {
+            return Err(format!("template {}: empty language", t.name));
+        }
+        let params = placeholders(&t.body)
+            .map_err(|e| format!("template {}/{}: {e}", t.name, t.language))?
+            .len();
+        if !seen.insert((t.name.clone(), t.language.clone())) {
+            return Err(format!("template {}/{} listed twice", t.name, t.language));
+        }
+        out.push(Seed {
+            id: t.id,
+            name: t.name,
+            language: t.language,
+            category,
+            status: t.status.to_ascii_uppercase(),
+            body: t.body,
+            params,
+        });
+    }
+    Ok(out)
+}
+
+/// The platform's naming rule: lower case letters, digits and `_`, at most 512.
+pub fn name_problem(name: &str) -> Option<&'static str> {
+    if name.is_empty() {
+        Some("name is empty")
+    } else if name.len() > 512 {
+        Some("name is longer than 512 characters")
+    } else if !name
+        .bytes()
+        .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_')
+    {
+        Some("name may only hold lower case letters, digits and underscores")
+    } else {
+        None
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn embedded_set_is_valid_and_covers_every_category() {
+        let seeds = parse_templates(EMBEDDED_TEMPLATES).unwrap();
+        for cat in CATEGORIES {
+            assert!(
+                seeds.iter().any(|s| s.category == cat
+                    && s.status == "APPROVED"
+                    && s.body.contains("{{1}}")),
+                "no approved {cat} template with {{{{1}}}}"
+            );
+        }
+    }
+
+    #[test]
+    fn rejects_bad_files() {
+        assert!(parse_templates("{").is_err());
+        assert!(
+            parse_templates(r#"[{"name":"a","language":"en","category":"PROMO","body":"x"}]"#)
+                .is_err()
+        );
+        assert!(
+            parse_templates(r#"[{"name":"A b","language":"en","category":"UTILITY","body":"x"}]"#)
+                .is_err()
+        );
+        assert!(
+            parse_templates(
+                r#"[{"name":"a","language":"en","category":"utility","body":"{{2}}"}]"#
+            )
+            .is_err()
+        );
+        let ok = parse_templates(
+            r#"[{"name":"a","language":"en","category":"utility","body_text":"{{1}} {{2}}"}]"#,
+        )
+        .unwrap();
+        assert_eq!(ok[0].params, 2);
+        assert_eq!(ok[0].category, "UTILITY");
+        assert_eq!(ok[0].status, "APPROVED");
+    }
+}

@@ -1,0 +1,1010 @@
+//! End-to-end tests of platform-sim over HTTP: each test starts its own sim (and,
+//! when it needs one, its own webhook receiver) on port 0.
+
+mod common;
+
+use common::*;
+use serde_json::{Value, json};
+use std::collections::HashSet;
+use std::time::{Duration, Instant};
+use warden_platform::signature;
+use warden_platform::webhook::{Change, StatusKind};
+
+#[tokio::test]
+async fn health_and_unknown_paths() {
+    let sim = start_sim(config(None)).await;
+    let r = sim
+        .http
+        .get(format!("{}/health", sim.url))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status().as_u16(), 200);
+    assert_eq!(r.text().await.unwrap(), "OK");
+
+    let r = sim
+        .http
+        .get(format!("{}/v21.0/x", sim.url))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status().as_u16(), 404);
+    let body: Value = r.json().await.unwrap();
+    assert_eq!(body["error"]["code"], 100);
+}
+
+#[tokio::test]
+async fn bearer_token_is_checked_on_every_platform_path() {
+    let sim = start_sim(config(None)).await;
+    let paths = [
+        ("POST", format!("{PHONE_ID}/messages")),
+        ("POST", format!("{WABA_ID}/message_templates")),
+        ("GET", format!("{WABA_ID}/message_templates")),
+        ("GET", format!("{WABA_ID}/phone_numbers")),
+        ("GET", format!("{PHONE_ID}?fields=quality_rating")),
+    ];
+    for (method, path) in &paths {
+        for auth in [
+            None,
+            Some("Bearer wrong"),
+            Some("test-token"),
+            Some("Basic test-token"),
+        ] {
+            let url = format!("{}/v20.0/{path}", sim.url);
+            let mut req = if *method == "POST" {
+                sim.http.post(&url).json(&text("628123456789", "hi", None))
+            } else {
+                sim.http.get(&url)
+            };
+            if let Some(a) = auth {
+                req = req.header("authorization", a);
+            }
+            let r = req.send().await.unwrap();
+            assert_eq!(r.status().as_u16(), 401, "{method} {path} with {auth:?}");
+            let body: Value = r.json().await.unwrap();
+            assert_eq!(body["error"]["code"], 190, "{body}");
+            assert_eq!(body["error"]["type"], "OAuthException");
+            assert!(
+                body["error"]["message"]
+                    .as_str()
+                    .unwrap()
+                    .contains("access token")
+            );
+            assert!(body["error"]["fbtrace_id"].is_string());
+        }
+    }
+    // The scheme is case-insensitive, as for the real API.
+    let r = sim
+        .http
+        .post(sim.messages_url())
+        .header("authorization", format!("bearer {TOKEN}"))
+        .json(&text("628123456789", "hi", None))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status().as_u16(), 200);
+    // Nothing refused was counted.
+    assert_eq!(sim.stats().await["total_sends"], 1);
+}
+
+#[tokio::test]
+async fn text_send_answers_the_platform_body() {
+    let sim = start_sim(config(None)).await;
+    let (status, body) = sim
+        .send(&text("+62 812-3456-789", "hello", Some("msg-1")))
+        .await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["messaging_product"], "whatsapp");
+    assert_eq!(body["contacts"][0]["input"], "+62 812-3456-789");
+    assert_eq!(body["contacts"][0]["wa_id"], "628123456789");
+    let wamid = body["messages"][0]["id"].as_str().unwrap();
+    assert!(wamid.starts_with("wamid."), "{wamid}");
+    assert_eq!(body["messages"][0]["message_status"], "accepted");
+
+    let (_, again) = sim
+        .send(&text("628123456789", "hello", Some("msg-2")))
+        .await;
+    assert_ne!(again["messages"][0]["id"], body["messages"][0]["id"]);
+
+    let stats = sim.stats().await;
+    assert_eq!(stats["total_sends"], 2);
+    assert_eq!(stats["duplicates"], 0);
+    assert_eq!(
+        stats["by_message"]["msg-1"],
+        json!({"count": 1, "wamid": wamid, "recipient": "628123456789"})
+    );
+    assert_eq!(stats["by_recipient"]["628123456789"], 2);
+}
+
+#[tokio::test]
+async fn bad_requests_get_code_100() {
+    let sim = start_sim(config(None)).await;
+    let raw = |body: &'static str| {
+        sim.http
+            .post(sim.messages_url())
+            .bearer_auth(TOKEN)
+            .header("content-type", "application/json")
+            .body(body)
+            .send()
+    };
+    for body in ["{not json", "", "[1,2]", "\"text\""] {
+        let r = raw(body).await.unwrap();
+        assert_eq!(r.status().as_u16(), 400, "{body:?}");
+        let v: Value = r.json().await.unwrap();
+        assert_eq!(v["error"]["code"], 100, "{body:?}: {v}");
+        assert_eq!(v["error"]["message"], "(#100) Invalid parameter");
+    }
+    let cases = [
+        json!({"to": "628123", "type": "text", "text": {"body": "x"}}),
+        json!({"messaging_product": "whatsapp", "type": "text", "text": {"body": "x"}}),
+        json!({"messaging_product": "whatsapp", "to": "628123", "type": "text", "text": {"body": ""}}),
+        json!({"messaging_product": "whatsapp", "to": "628123", "type": "carrier_pigeon"}),
+        json!({"messaging_product": "whatsapp", "to": "628123", "type": "template"}),
+    ];
+    for c in &cases {
+        let (status, v) = sim.send(c).await;
+        assert_eq!(
+            (status, v["error"]["code"].clone()),
+            (400, json!(100)),
+            "{c}: {v}"
+        );
+    }
+    // Wrong phone number id in the path.
+    let r = sim
+        .http
+        .post(format!("{}/v20.0/999/messages", sim.url))
+        .bearer_auth(TOKEN)
+        .json(&text("628123", "x", None))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status().as_u16(), 400);
+    assert_eq!(r.json::<Value>().await.unwrap()["error"]["code"], 100);
+    assert_eq!(sim.stats().await["total_sends"], 0);
+}
+
+#[tokio::test]
+async fn template_sends_check_name_and_parameter_count() {
+    let sim = start_sim(config(None)).await;
+    let (status, v) = sim
+        .send(&template("628123", "no_such_template", "en", &["a"], None))
+        .await;
+    assert_eq!(
+        (status, v["error"]["code"].clone()),
+        (404, json!(132001)),
+        "{v}"
+    );
+    // Right name, wrong language.
+    let (_, v) = sim
+        .send(&template("628123", "warden_otp", "fr", &["1"], None))
+        .await;
+    assert_eq!(v["error"]["code"], 132001);
+    // warden_payment_reminder has {{1}} {{2}} {{3}}.
+    for params in [&[][..], &["a"][..], &["a", "b", "c", "d"][..]] {
+        let (status, v) = sim
+            .send(&template(
+                "628123",
+                "warden_payment_reminder",
+                "en",
+                params,
+                None,
+            ))
+            .await;
+        assert_eq!(
+            (status, v["error"]["code"].clone()),
+            (400, json!(132000)),
+            "{v}"
+        );
+        assert!(
+            v["error"]["error_data"]["details"]
+                .as_str()
+                .unwrap()
+                .contains("(3)")
+        );
+    }
+    let (status, v) = sim
+        .send(&template(
+            "628123",
+            "warden_payment_reminder",
+            "en",
+            &["Ana", "$5", "Monday"],
+            None,
+        ))
+        .await;
+    assert_eq!(status, 200, "{v}");
+    assert_eq!(sim.stats().await["total_sends"], 1);
+}
+
+#[tokio::test]
+async fn status_webhooks_are_signed_and_echo_the_callback_data() {
+    let rx = receiver(0).await;
+    let sim = start_sim(config(Some(rx.url.clone()))).await;
+    let (_, body) = sim
+        .send(&template(
+            "628111222333",
+            "warden_promo",
+            "en",
+            &["Ana"],
+            Some("msg-42"),
+        ))
+        .await;
+    let wamid = body["messages"][0]["id"].as_str().unwrap().to_owned();
+    let (_, _) = sim
+        .send(&text("628111222334", "free form", Some("msg-43")))
+        .await;
+
+    rx.wait_for("6 statuses", |c| c.len() >= 6).await;
+    for r in rx.received() {
+        let sig = r.signature.as_deref().expect("signature header");
+        assert!(signature::verify(SECRET.as_bytes(), &r.body, sig));
+        assert!(!signature::verify(b"other-secret", &r.body, sig));
+        let env = r.envelope();
+        assert_eq!(env.object, "whatsapp_business_account");
+        assert_eq!(env.entry[0].id, WABA_ID);
+        let raw: Value = serde_json::from_slice(&r.body).unwrap();
+        // The wire shape: field + value, string timestamps.
+        let change = &raw["entry"][0]["changes"][0];
+        assert_eq!(change["field"], "messages");
+        assert!(change["value"]["statuses"][0]["timestamp"].is_string());
+        assert_eq!(change["value"]["metadata"]["phone_number_id"], PHONE_ID);
+    }
+    let statuses = rx.statuses();
+    let of = |cb: &str| -> Vec<_> {
+        statuses
+            .iter()
+            .filter(|s| s.biz_opaque_callback_data.as_deref() == Some(cb))
+            .collect()
+    };
+    let promo = of("msg-42");
+    let kinds: Vec<_> = promo.iter().map(|s| s.kind()).collect();
+    assert_eq!(
+        kinds,
+        [StatusKind::Sent, StatusKind::Delivered, StatusKind::Read]
+    );
+    for s in &promo {
+        assert_eq!(s.id, wamid);
+        assert_eq!(s.recipient_id, "628111222333");
+        let p = s.pricing.as_ref().unwrap();
+        assert_eq!(p.pricing_model.as_deref(), Some("PMP"));
+        assert_eq!(p.category.as_deref(), Some("marketing"));
+        assert_eq!(p.billable, Some(true));
+        assert!(s.errors.is_empty());
+    }
+    let service = of("msg-43");
+    assert_eq!(service.len(), 3);
+    let p = service[0].pricing.as_ref().unwrap();
+    assert_eq!(
+        (p.category.as_deref(), p.billable),
+        (Some("service"), Some(false))
+    );
+}
+
+#[tokio::test]
+async fn inbound_sends_a_signed_message_webhook() {
+    let rx = receiver(0).await;
+    let sim = start_sim(config(Some(rx.url.clone()))).await;
+    let (status, v) = sim
+        .control("inbound", &json!({"from": "+62 811 000", "text": "STOP"}))
+        .await;
+    assert_eq!(status, 200, "{v}");
+    assert_eq!(v["webhook_queued"], true);
+    let changes = rx.wait_for("inbound message", |c| !c.is_empty()).await;
+    let Change::Messages(m) = &changes[0] else {
+        panic!("{changes:?}")
+    };
+    let msg = &m.messages[0];
+    assert_eq!(msg.from, "62811000");
+    assert_eq!(msg.kind, "text");
+    assert_eq!(msg.text_body(), Some("STOP"));
+    assert_eq!(msg.id, v["wamid"].as_str().unwrap());
+    let now = warden_sim::webhooks::unix_now();
+    assert!((now - msg.timestamp).abs() < 60);
+    assert_eq!(m.contacts[0].wa_id, "62811000");
+    let r = &rx.received()[0];
+    assert!(signature::verify(
+        SECRET.as_bytes(),
+        &r.body,
+        r.signature.as_deref().unwrap()
+    ));
+    let raw: Value = serde_json::from_slice(&r.body).unwrap();
+    assert!(raw["entry"][0]["changes"][0]["value"]["messages"][0]["timestamp"].is_string());
+
+    // A chosen timestamp (e.g. to test an old care window) is passed through.
+    sim.control(
+        "inbound",
+        &json!({"from": "62811000", "text": "hi", "timestamp": 1_700_000_000}),
+    )
+    .await;
+    let changes = rx.wait_for("second inbound", |c| c.len() >= 2).await;
+    let Change::Messages(m) = &changes[1] else {
+        panic!()
+    };
+    assert_eq!(m.messages[0].timestamp, 1_700_000_000);
+
+    let (status, _) = sim
+        .control("inbound", &json!({"from": "abc", "text": "x"}))
+        .await;
+    assert_eq!(status, 400);
+    let (status, _) = sim.control("inbound", &json!({"text": "x"})).await;
+    assert_eq!(status, 400);
+}
+
+fn template_updates(changes: &[Change]) -> Vec<warden_platform::webhook::TemplateStatusUpdate> {
+    changes
+        .iter()
+        .filter_map(|c| match c {
+            Change::TemplateStatus(t) => Some(t.clone()),
+            _ => None,
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn created_templates_are_approved_after_the_delay() {
+    let rx = receiver(0).await;
+    let mut cfg = config(Some(rx.url.clone()));
+    // Long enough that the PENDING checks below never race the approval.
+    cfg.approval_delay = Duration::from_secs(1);
+    let sim = start_sim(cfg).await;
+    let create = json!({"name": "spring_sale", "language": "en", "category": "marketing",
+        "components": [{"type": "BODY", "text": "Hi {{1}}, spring sale: {{2}}",
+                        "example": {"body_text": [["Ana", "20%"]]}}]});
+    let (status, v) = sim
+        .post_api(&format!("{WABA_ID}/message_templates"), &create)
+        .await;
+    assert_eq!(status, 200, "{v}");
+    assert_eq!(v["status"], "PENDING");
+    assert_eq!(v["category"], "MARKETING");
+    let id = v["id"].as_str().unwrap().to_owned();
+
+    let (_, list) = sim
+        .get_api(&format!("{WABA_ID}/message_templates?name=spring_sale"))
+        .await;
+    assert_eq!(list["data"].as_array().unwrap().len(), 1);
+    assert_eq!(list["data"][0]["status"], "PENDING");
+    // Not approved yet: not sendable.
+    let (_, sent) = sim
+        .send(&template("628123", "spring_sale", "en", &["a", "b"], None))
+        .await;
+    assert_eq!(sent["error"]["code"], 132001);
+
+    let changes = rx
+        .wait_for("approval", |c| !template_updates(c).is_empty())
+        .await;
+    let t = &template_updates(&changes)[0];
+    assert_eq!(t.event, "APPROVED");
+    assert_eq!(t.message_template_id, id);
+    assert_eq!(t.message_template_name, "spring_sale");
+    assert_eq!(t.message_template_language, "en");
+    assert_eq!(t.message_template_category.as_deref(), Some("MARKETING"));
+    let raw: Value = serde_json::from_slice(&rx.received()[0].body).unwrap();
+    assert_eq!(
+        raw["entry"][0]["changes"][0]["field"],
+        "message_template_status_update"
+    );
+    assert!(raw["entry"][0]["changes"][0]["value"]["message_template_id"].is_u64());
+
+    let (_, list) = sim
+        .get_api(&format!(
+            "{WABA_ID}/message_templates?name=spring_sale&language=en"
+        ))
+        .await;
+    assert_eq!(list["data"][0]["status"], "APPROVED");
+    assert_eq!(
+        list["data"][0]["components"][0]["text"],
+        "Hi {{1}}, spring sale: {{2}}"
+    );
+    let (status, _) = sim
+        .send(&template("628123", "spring_sale", "en", &["a", "b"], None))
+        .await;
+    assert_eq!(status, 200);
+
+    // Same name and language again: refused.
+    let (status, v) = sim
+        .post_api(&format!("{WABA_ID}/message_templates"), &create)
+        .await;
+    assert_eq!(
+        (status, v["error"]["code"].clone()),
+        (400, json!(100)),
+        "{v}"
+    );
+}
+
+#[tokio::test]
+async fn template_creation_is_validated() {
+    let sim = start_sim(config(None)).await;
+    let path = format!("{WABA_ID}/message_templates");
+    let bad = [
+        json!({"name": "Bad Name", "language": "en", "category": "UTILITY",
+               "components": [{"type": "BODY", "text": "x"}]}),
+        json!({"name": "ok_name", "language": "en", "category": "PROMO",
+               "components": [{"type": "BODY", "text": "x"}]}),
+        json!({"name": "ok_name", "language": "en", "category": "UTILITY", "components": []}),
+        json!({"name": "ok_name", "language": "", "category": "UTILITY",
+               "components": [{"type": "BODY", "text": "x"}]}),
+        json!({"name": "ok_name", "language": "en", "category": "UTILITY",
+               "components": [{"type": "BODY", "text": "{{2}} only"}]}),
+    ];
+    for b in &bad {
+        let (status, v) = sim.post_api(&path, b).await;
+        assert_eq!(
+            (status, v["error"]["code"].clone()),
+            (400, json!(100)),
+            "{b}: {v}"
+        );
+    }
+    let r = sim
+        .http
+        .post(format!("{}/v20.0/{path}", sim.url))
+        .bearer_auth(TOKEN)
+        .body("{oops")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status().as_u16(), 400);
+    let (status, _) = sim
+        .post_api(
+            "999/message_templates",
+            &json!({"name": "x", "language": "en", "category": "UTILITY",
+                    "components": [{"type": "BODY", "text": "x"}]}),
+        )
+        .await;
+    assert_eq!(status, 400);
+}
+
+#[tokio::test]
+async fn a_manual_decision_wins_over_the_automatic_approval() {
+    let rx = receiver(0).await;
+    let mut cfg = config(Some(rx.url.clone()));
+    cfg.approval_delay = Duration::from_millis(800);
+    let sim = start_sim(cfg).await;
+    let create = json!({"name": "risky", "language": "id", "category": "MARKETING",
+        "components": [{"type": "BODY", "text": "Promo {{1}}"}]});
+    let (status, _) = sim
+        .post_api(&format!("{WABA_ID}/message_templates"), &create)
+        .await;
+    assert_eq!(status, 200);
+    let (status, v) = sim
+        .control(
+            "templates/risky/id/decision",
+            &json!({"status": "REJECTED", "reason": "PROMOTIONAL"}),
+        )
+        .await;
+    assert_eq!(status, 200, "{v}");
+    assert_eq!(v["status"], "REJECTED");
+    assert_eq!(v["rejected_reason"], "PROMOTIONAL");
+
+    let changes = rx
+        .wait_for("rejection", |c| !template_updates(c).is_empty())
+        .await;
+    let t = &template_updates(&changes)[0];
+    assert_eq!(
+        (t.event.as_str(), t.reason.as_deref()),
+        ("REJECTED", Some("PROMOTIONAL"))
+    );
+    assert_eq!(t.message_template_language, "id");
+
+    // Past the approval delay, nothing overrode it.
+    tokio::time::sleep(Duration::from_millis(1000)).await;
+    assert_eq!(template_updates(&rx.changes()).len(), 1);
+    let (_, list) = sim
+        .get_api(&format!("{WABA_ID}/message_templates?name=risky"))
+        .await;
+    assert_eq!(list["data"][0]["status"], "REJECTED");
+
+    // Other decisions on a shipped template: PAUSED blocks sends with 132015.
+    let (status, _) = sim
+        .control(
+            "templates/warden_otp/en/decision",
+            &json!({"status": "paused"}),
+        )
+        .await;
+    assert_eq!(status, 200);
+    let (_, v) = sim
+        .send(&template("628123", "warden_otp", "en", &["1234"], None))
+        .await;
+    assert_eq!(v["error"]["code"], 132015);
+    let changes = rx
+        .wait_for("pause", |c| template_updates(c).len() >= 2)
+        .await;
+    assert_eq!(
+        template_updates(&changes)[1].reason.as_deref(),
+        Some("NONE")
+    );
+
+    let (status, _) = sim
+        .control("templates/nope/en/decision", &json!({"status": "APPROVED"}))
+        .await;
+    assert_eq!(status, 404);
+    let (status, _) = sim
+        .control("templates/risky/id/decision", &json!({"reason": "x"}))
+        .await;
+    assert_eq!(status, 400);
+}
+
+#[tokio::test]
+async fn template_list_pages() {
+    let sim = start_sim(config(None)).await;
+    let mut seen = Vec::new();
+    let mut url = format!("{}/v20.0/{WABA_ID}/message_templates?limit=3", sim.url);
+    for _ in 0..10 {
+        let v: Value = sim
+            .http
+            .get(&url)
+            .bearer_auth(TOKEN)
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        for t in v["data"].as_array().unwrap() {
+            seen.push(format!("{}/{}", t["name"], t["language"]));
+        }
+        match v["paging"]["next"].as_str() {
+            Some(next) => url = next.to_owned(),
+            None => break,
+        }
+    }
+    assert_eq!(seen.len(), 7, "{seen:?}");
+    assert_eq!(seen.iter().collect::<HashSet<_>>().len(), 7);
+    let (_, v) = sim
+        .get_api(&format!(
+            "{WABA_ID}/message_templates?category=authentication"
+        ))
+        .await;
+    assert_eq!(v["data"][0]["name"], "warden_otp");
+}
+
+#[tokio::test]
+async fn phone_numbers_and_quality_fields() {
+    let rx = receiver(0).await;
+    let sim = start_sim(config(Some(rx.url.clone()))).await;
+    let (status, v) = sim.get_api(&format!("{WABA_ID}/phone_numbers")).await;
+    assert_eq!(status, 200, "{v}");
+    let p = &v["data"][0];
+    assert_eq!(p["id"], PHONE_ID);
+    assert_eq!(p["quality_rating"], "GREEN");
+    assert!(p["display_phone_number"].is_string());
+
+    let (status, v) = sim
+        .get_api(&format!(
+            "{PHONE_ID}?fields=quality_rating,messaging_limit_tier,throughput"
+        ))
+        .await;
+    assert_eq!(status, 200);
+    assert_eq!(
+        v,
+        json!({"id": PHONE_ID, "quality_rating": "GREEN", "messaging_limit_tier": "TIER_1K",
+               "throughput": {"level": "STANDARD"}})
+    );
+    let (status, v) = sim.get_api(&format!("{WABA_ID}?fields=name")).await;
+    assert_eq!(status, 200);
+    assert_eq!(v["id"], WABA_ID);
+    assert!(v["name"].is_string());
+    let (status, v) = sim.get_api("12345?fields=name").await;
+    assert_eq!((status, v["error"]["code"].clone()), (400, json!(100)));
+
+    // Quality changes are scriptable and announced by webhook.
+    let (status, _) = sim
+        .control(
+            "quality",
+            &json!({"quality_rating": "RED", "messaging_limit_tier": "TIER_250"}),
+        )
+        .await;
+    assert_eq!(status, 200);
+    let (_, v) = sim
+        .get_api(&format!(
+            "{PHONE_ID}?fields=quality_rating,messaging_limit_tier"
+        ))
+        .await;
+    assert_eq!(
+        (
+            v["quality_rating"].as_str(),
+            v["messaging_limit_tier"].as_str()
+        ),
+        (Some("RED"), Some("TIER_250"))
+    );
+    let changes = rx.wait_for("quality update", |c| !c.is_empty()).await;
+    let Change::Quality(q) = &changes[0] else {
+        panic!("{changes:?}")
+    };
+    assert_eq!(
+        (q.event.as_str(), q.current_limit.as_deref()),
+        ("FLAGGED", Some("TIER_250"))
+    );
+}
+
+#[tokio::test]
+async fn user_preferences_webhook() {
+    let rx = receiver(0).await;
+    let sim = start_sim(config(Some(rx.url.clone()))).await;
+    let (status, _) = sim
+        .control(
+            "user_preferences",
+            &json!({"wa_id": "628555", "value": "stop"}),
+        )
+        .await;
+    assert_eq!(status, 200);
+    let changes = rx.wait_for("preference", |c| !c.is_empty()).await;
+    let Change::UserPreferences(p) = &changes[0] else {
+        panic!()
+    };
+    assert_eq!(p.user_preferences[0].wa_id, "628555");
+    assert_eq!(p.user_preferences[0].value, "stop");
+    assert_eq!(p.user_preferences[0].category, "marketing_messages");
+    let (status, _) = sim
+        .control(
+            "user_preferences",
+            &json!({"wa_id": "628555", "value": "maybe"}),
+        )
+        .await;
+    assert_eq!(status, 400);
+}
+
+#[tokio::test]
+async fn faults_fail_the_next_sends_with_code_and_status() {
+    let sim = start_sim(config(None)).await;
+    let (status, _) = sim
+        .control(
+            "faults",
+            &json!({"recipient": "+62 811-999", "code": 131026, "http_status": 400, "times": 2}),
+        )
+        .await;
+    assert_eq!(status, 200);
+    for i in 0..2 {
+        let (status, v) = sim.send(&text("62811999", "x", Some("m-fault"))).await;
+        assert_eq!(status, 400, "attempt {i}: {v}");
+        assert_eq!(v["error"]["code"], 131026);
+        assert_eq!(v["error"]["message"], "(#131026) Message undeliverable");
+        assert!(v["error"]["fbtrace_id"].is_string());
+    }
+    // Other recipients are unaffected, and the fault is spent after `times`.
+    assert_eq!(sim.send(&text("62811998", "x", None)).await.0, 200);
+    assert_eq!(
+        sim.send(&text("62811999", "x", Some("m-fault"))).await.0,
+        200
+    );
+    let stats = sim.stats().await;
+    // Refused sends are not accepted sends: no duplicate for the retried message.
+    assert_eq!(stats["total_sends"], 2);
+    assert_eq!(stats["duplicates"], 0);
+    assert_eq!(stats["by_message"]["m-fault"]["count"], 1);
+
+    // A 5xx throughput fault for any recipient.
+    sim.control("faults", &json!({"code": 130429, "http_status": 503}))
+        .await;
+    let (status, v) = sim.send(&text("62800001", "x", None)).await;
+    assert_eq!((status, v["error"]["code"].clone()), (503, json!(130429)));
+    assert_eq!(sim.send(&text("62800001", "x", None)).await.0, 200);
+
+    // times: 0 clears an armed fault.
+    sim.control(
+        "faults",
+        &json!({"recipient": "62800002", "code": 131047, "times": 5}),
+    )
+    .await;
+    sim.control(
+        "faults",
+        &json!({"recipient": "62800002", "code": 131047, "times": 0}),
+    )
+    .await;
+    assert_eq!(sim.send(&text("62800002", "x", None)).await.0, 200);
+
+    let (status, _) = sim
+        .control("faults", &json!({"recipient": "62800002"}))
+        .await;
+    assert_eq!(status, 400);
+    let (status, _) = sim
+        .control("faults", &json!({"code": 1, "http_status": 99}))
+        .await;
+    assert_eq!(status, 400);
+}
+
+#[tokio::test]
+async fn an_http_200_fault_accepts_then_fails_by_webhook() {
+    let rx = receiver(0).await;
+    let sim = start_sim(config(Some(rx.url.clone()))).await;
+    sim.control(
+        "faults",
+        &json!({"recipient": "628777", "code": 131050, "http_status": 200}),
+    )
+    .await;
+    let (status, v) = sim
+        .send(&template(
+            "628777",
+            "warden_promo",
+            "en",
+            &["Ana"],
+            Some("m-stop"),
+        ))
+        .await;
+    assert_eq!(status, 200, "{v}");
+    rx.wait_for("failed status", |c| c.len() >= 2).await;
+    let statuses = rx.statuses();
+    let kinds: Vec<_> = statuses.iter().map(|s| s.kind()).collect();
+    assert_eq!(kinds, [StatusKind::Sent, StatusKind::Failed]);
+    let failed = &statuses[1];
+    assert_eq!(failed.biz_opaque_callback_data.as_deref(), Some("m-stop"));
+    assert_eq!(failed.errors[0].code, 131050);
+    assert!(failed.errors[0].title.is_some());
+    assert!(failed.errors[0].details().is_some());
+}
+
+#[tokio::test]
+async fn latency_slows_every_send_until_reset() {
+    let sim = start_sim(config(None)).await;
+    sim.control("faults", &json!({"latency_ms": 300})).await;
+    let t = Instant::now();
+    assert_eq!(sim.send(&text("628123", "x", None)).await.0, 200);
+    assert!(
+        t.elapsed() >= Duration::from_millis(300),
+        "{:?}",
+        t.elapsed()
+    );
+    sim.control("reset", &json!({})).await;
+    let t = Instant::now();
+    assert_eq!(sim.send(&text("628123", "x", None)).await.0, 200);
+    assert!(
+        t.elapsed() < Duration::from_millis(250),
+        "{:?}",
+        t.elapsed()
+    );
+}
+
+#[tokio::test]
+async fn counters_after_200_concurrent_sends_and_duplicates() {
+    let sim = start_sim(config(None)).await;
+    let mut tasks = Vec::new();
+    for i in 0..200 {
+        let http = sim.http.clone();
+        let url = sim.messages_url();
+        tasks.push(tokio::spawn(async move {
+            let to = format!("62800000{:03}", i % 10);
+            let r = http
+                .post(url)
+                .bearer_auth(TOKEN)
+                .json(&text(&to, "x", Some(format!("msg-{i}").as_str())))
+                .send()
+                .await
+                .unwrap();
+            let v: Value = r.json().await.unwrap();
+            v["messages"][0]["id"].as_str().unwrap().to_owned()
+        }));
+    }
+    let mut wamids = HashSet::new();
+    for t in tasks {
+        wamids.insert(t.await.unwrap());
+    }
+    assert_eq!(wamids.len(), 200, "wamids are unique");
+    let stats = sim.stats().await;
+    assert_eq!(stats["total_sends"], 200);
+    assert_eq!(stats["duplicates"], 0);
+    let by_message = stats["by_message"].as_object().unwrap();
+    assert_eq!(by_message.len(), 200);
+    assert!(by_message.values().all(|m| m["count"] == 1));
+    assert!(
+        by_message
+            .values()
+            .all(|m| wamids.contains(m["wamid"].as_str().unwrap()))
+    );
+    let by_recipient = stats["by_recipient"].as_object().unwrap();
+    assert_eq!(by_recipient.len(), 10);
+    assert!(by_recipient.values().all(|n| n == 20));
+
+    // The same callback data sent again counts as a duplicate, each time.
+    for i in 0..5 {
+        assert_eq!(
+            sim.send(&text("62800000000", "x", Some(format!("msg-{i}").as_str())))
+                .await
+                .0,
+            200
+        );
+    }
+    assert_eq!(
+        sim.send(&text("62800000000", "x", Some("msg-0"))).await.0,
+        200
+    );
+    let stats = sim.stats().await;
+    assert_eq!(stats["total_sends"], 206);
+    assert_eq!(stats["duplicates"], 6);
+    assert_eq!(stats["by_message"]["msg-0"]["count"], 3);
+    assert_eq!(stats["by_message"]["msg-1"]["count"], 2);
+    // Without callback data a send counts per recipient only.
+    assert_eq!(sim.send(&text("62800000000", "x", None)).await.0, 200);
+    let stats = sim.stats().await;
+    assert_eq!(stats["by_message"].as_object().unwrap().len(), 200);
+    assert_eq!(stats["by_recipient"]["62800000000"], 27);
+}
+
+#[tokio::test]
+async fn stats_have_exactly_the_contract_shape_and_reset_clears_them() {
+    let sim = start_sim(config(None)).await;
+    sim.send(&text("628123", "x", Some("m1"))).await;
+    sim.control("faults", &json!({"recipient": "628124", "code": 131026}))
+        .await;
+    let stats = sim.stats().await;
+    let keys: HashSet<&str> = stats
+        .as_object()
+        .unwrap()
+        .keys()
+        .map(String::as_str)
+        .collect();
+    assert_eq!(
+        keys,
+        HashSet::from(["total_sends", "duplicates", "by_message", "by_recipient"])
+    );
+    let entry = stats["by_message"]["m1"].as_object().unwrap();
+    let entry_keys: HashSet<&str> = entry.keys().map(String::as_str).collect();
+    assert_eq!(entry_keys, HashSet::from(["count", "wamid", "recipient"]));
+
+    let (status, _) = sim.control("reset", &json!({})).await;
+    assert_eq!(status, 200);
+    assert_eq!(
+        sim.stats().await,
+        json!({"total_sends": 0, "duplicates": 0, "by_message": {}, "by_recipient": {}})
+    );
+    // Faults were cleared too; templates were kept.
+    assert_eq!(sim.send(&text("628124", "x", None)).await.0, 200);
+    assert_eq!(
+        sim.send(&template("628124", "warden_otp", "en", &["1"], None))
+            .await
+            .0,
+        200
+    );
+}
+
+#[tokio::test]
+async fn webhooks_are_retried_while_the_receiver_answers_503() {
+    let rx = receiver(3).await;
+    let sim = start_sim(config(Some(rx.url.clone()))).await;
+    sim.send(&text("628123", "x", Some("m-retry"))).await;
+    let changes = rx
+        .wait_for("delivery after retries", |c| c.len() >= 3)
+        .await;
+    assert_eq!(changes.len(), 3, "delivered once, not duplicated");
+    assert_eq!(rx.hits(), 4);
+    let w = sim.get("/sim/webhooks").await;
+    assert_eq!(w["delivered"], 3);
+    assert_eq!(w["failed_posts"], 3);
+    assert_eq!(w["webhooks_dropped"], 0);
+}
+
+#[tokio::test]
+async fn webhooks_reach_a_receiver_that_was_down_at_first() {
+    let port = free_port();
+    let url = format!("http://127.0.0.1:{port}/webhook");
+    let sim = start_sim(config(Some(url))).await;
+    sim.send(&text("628123", "x", Some("m-late"))).await;
+    sim.control("inbound", &json!({"from": "628123", "text": "hello"}))
+        .await;
+    // Let a few attempts fail on the closed port.
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    let w = sim.get("/sim/webhooks").await;
+    assert!(w["failed_posts"].as_u64().unwrap() >= 1, "{w}");
+    assert_eq!(w["delivered"], 0);
+
+    let rx = receiver_on(std::net::TcpListener::bind(("127.0.0.1", port)).unwrap(), 0);
+    let changes = rx.wait_for("late delivery", |c| c.len() >= 4).await;
+    // Order is kept: the statuses first, then the inbound message.
+    let Change::Messages(last) = &changes[3] else {
+        panic!()
+    };
+    assert_eq!(last.messages[0].text_body(), Some("hello"));
+    for r in rx.received() {
+        assert!(signature::verify(
+            SECRET.as_bytes(),
+            &r.body,
+            r.signature.as_deref().unwrap()
+        ));
+    }
+}
+
+#[tokio::test]
+async fn the_webhook_queue_is_bounded_and_counts_drops() {
+    let port = free_port();
+    let mut cfg = config(Some(format!("http://127.0.0.1:{port}/webhook")));
+    cfg.webhook_queue = 10;
+    let sim = start_sim(cfg).await;
+    for i in 0..20 {
+        sim.send(&text("628123", "x", Some(format!("m{i}").as_str())))
+            .await;
+    }
+    let w = sim.get("/sim/webhooks").await;
+    assert_eq!(w["enqueued"], 60);
+    assert!(w["queued"].as_u64().unwrap() <= 10, "{w}");
+    // 60 changes, at most 10 queued and one batch in flight: the rest were dropped.
+    let dropped = w["webhooks_dropped"].as_u64().unwrap();
+    let in_flight = w["in_flight"].as_u64().unwrap();
+    assert_eq!(
+        dropped + w["queued"].as_u64().unwrap() + in_flight,
+        60,
+        "{w}"
+    );
+    assert!(dropped >= 40, "{w}");
+    let metrics = sim
+        .http
+        .get(format!("{}/metrics", sim.url))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(
+        metrics.contains(&format!("sim_webhooks_dropped_total {dropped}")),
+        "{metrics}"
+    );
+}
+
+#[tokio::test]
+async fn webhooks_are_batched_when_many_are_pending() {
+    // The receiver is down while 40 sends queue 120 changes; once it is up they
+    // arrive in POSTs of at most 100 changes.
+    let port = free_port();
+    let sim = start_sim(config(Some(format!("http://127.0.0.1:{port}/webhook")))).await;
+    for i in 0..40 {
+        sim.send(&text("628123", "x", Some(format!("m{i}").as_str())))
+            .await;
+    }
+    tokio::time::sleep(Duration::from_millis(150)).await;
+    let rx = receiver_on(std::net::TcpListener::bind(("127.0.0.1", port)).unwrap(), 0);
+    rx.wait_for("all statuses", |c| c.len() >= 120).await;
+    let sizes: Vec<usize> = rx
+        .received()
+        .iter()
+        .map(|r| r.envelope().changes().count())
+        .collect();
+    assert!(sizes.iter().all(|&n| n <= 100), "{sizes:?}");
+    assert!(sizes.iter().any(|&n| n > 3), "{sizes:?}");
+    assert_eq!(sizes.iter().sum::<usize>(), 120);
+}
+
+#[tokio::test]
+async fn without_a_webhook_url_nothing_is_sent() {
+    let sim = start_sim(config(Some("  ".into()))).await;
+    assert_eq!(sim.send(&text("628123", "x", None)).await.0, 200);
+    let (_, v) = sim
+        .control("inbound", &json!({"from": "628123", "text": "x"}))
+        .await;
+    assert_eq!(v["webhook_queued"], false);
+    let w = sim.get("/sim/webhooks").await;
+    assert_eq!(w["enabled"], false);
+}
+
+#[tokio::test]
+async fn templates_come_from_sim_templates() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("t.json");
+    std::fs::write(
+        &path,
+        r#"[{"name": "only_one", "language": "pt_BR", "category": "UTILITY", "body": "Oi {{1}}"}]"#,
+    )
+    .unwrap();
+    let mut cfg = config(None);
+    cfg.templates = Some(path);
+    let sim = start_sim(cfg).await;
+    let (_, v) = sim.get_api(&format!("{WABA_ID}/message_templates")).await;
+    assert_eq!(v["data"].as_array().unwrap().len(), 1);
+    assert_eq!(v["data"][0]["status"], "APPROVED");
+    assert_eq!(
+        sim.send(&template("628123", "only_one", "pt_BR", &["x"], None))
+            .await
+            .0,
+        200
+    );
+
+    // A missing or broken explicit file stops startup with a clear error.
+    init();
+    let mut cfg = config(None);
+    cfg.templates = Some(dir.path().join("missing.json"));
+    let err = warden_sim::start(cfg, std::net::TcpListener::bind("127.0.0.1:0").unwrap())
+        .err()
+        .expect("missing file is an error");
+    assert!(err.to_string().contains("missing.json"), "{err}");
+    let broken = dir.path().join("broken.json");
+    std::fs::write(&broken, "[{\"name\": 1}]").unwrap();
+    let mut cfg = config(None);
+    cfg.templates = Some(broken);
+    assert!(warden_sim::start(cfg, std::net::TcpListener::bind("127.0.0.1:0").unwrap()).is_err());
+}
