@@ -1,0 +1,278 @@
+//! Care-window state. Postgres is the truth; Redis holds a copy per customer and channel
+//! whose TTL is the time left in the window. Cache writes go through a script that never
+//! replaces a newer window with an older one, so the cache cannot fall behind Postgres.
+
+use std::time::Duration;
+
+use chrono::{DateTime, TimeDelta, TimeZone, Utc};
+use diesel::prelude::*;
+use diesel_async::{AsyncPgConnection, RunQueryDsl};
+use serde::Serialize;
+use uuid::Uuid;
+use warden_rules::phone::PhoneNumber;
+use warden_rules::window;
+use warden_service::RedisPool;
+use warden_store::models::Conversation;
+use warden_store::schema::conversations;
+
+/// What check_conversation and the compliance engine see.
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct ConversationView {
+    pub id: Option<Uuid>,
+    pub customer_id: String,
+    pub channel: String,
+    pub window_open: bool,
+    pub time_remaining_secs: i64,
+    pub conversation_type: String,
+    pub last_inbound_at: Option<DateTime<Utc>>,
+    pub last_outbound_at: Option<DateTime<Utc>>,
+    pub window_expires_at: Option<DateTime<Utc>>,
+    pub archived: bool,
+}
+
+impl ConversationView {
+    pub fn from_row(
+        row: Option<&Conversation>,
+        phone: &str,
+        channel: &str,
+        now: DateTime<Utc>,
+    ) -> Self {
+        let last_inbound_at = row.and_then(|c| c.last_inbound_at);
+        let state = window::WindowState::at(last_inbound_at, now);
+        ConversationView {
+            id: row.map(|c| c.id),
+            customer_id: phone.to_string(),
+            channel: channel.to_string(),
+            window_open: state.open,
+            time_remaining_secs: state.time_remaining_secs,
+            conversation_type: row
+                .map(|c| c.conversation_type.clone())
+                .unwrap_or_else(|| "service".into()),
+            last_inbound_at,
+            last_outbound_at: row.and_then(|c| c.last_outbound_at),
+            window_expires_at: state.expires_at,
+            archived: row.is_some_and(|c| c.archived_at.is_some()),
+        }
+    }
+}
+
+pub async fn find(
+    conn: &mut AsyncPgConnection,
+    phone: &str,
+    channel: &str,
+) -> QueryResult<Option<Conversation>> {
+    conversations::table
+        .filter(conversations::customer_phone.eq(phone))
+        .filter(conversations::channel.eq(channel))
+        .select(Conversation::as_select())
+        .first(conn)
+        .await
+        .optional()
+}
+
+/// An inbound customer message opens or extends the window from its own timestamp. A late
+/// (older) message never shortens it; a new message un-archives the conversation.
+/// The customer row must exist (conversations reference it).
+pub async fn record_inbound(
+    conn: &mut AsyncPgConnection,
+    phone: &PhoneNumber,
+    channel: &str,
+    at: DateTime<Utc>,
+) -> QueryResult<Conversation> {
+    use diesel::upsert::excluded;
+    let expires = at + window::CARE_WINDOW;
+    diesel::insert_into(conversations::table)
+        .values((
+            conversations::customer_phone.eq(phone.digits()),
+            conversations::channel.eq(channel),
+            conversations::last_inbound_at.eq(at),
+            conversations::window_expires_at.eq(expires),
+        ))
+        .on_conflict((conversations::customer_phone, conversations::channel))
+        .do_update()
+        .set((
+            conversations::last_inbound_at.eq(diesel::dsl::sql::<diesel::sql_types::Nullable<diesel::sql_types::Timestamptz>>(
+                "GREATEST(conversations.last_inbound_at, excluded.last_inbound_at)",
+            )),
+            conversations::window_expires_at.eq(diesel::dsl::sql::<diesel::sql_types::Nullable<diesel::sql_types::Timestamptz>>(
+                "GREATEST(conversations.window_expires_at, excluded.window_expires_at)",
+            )),
+            // Only a message newer than the archive re-opens the conversation.
+            conversations::archived_at.eq(diesel::dsl::sql::<diesel::sql_types::Nullable<diesel::sql_types::Timestamptz>>(
+                "CASE WHEN conversations.archived_at IS NOT NULL AND excluded.last_inbound_at > conversations.archived_at THEN NULL ELSE conversations.archived_at END",
+            )),
+            conversations::updated_at.eq(excluded(conversations::updated_at)),
+        ))
+        .returning(Conversation::as_returning())
+        .get_result(conn)
+        .await
+}
+
+/// A business message was sent: last_outbound_at moves (the window does not). Returns the
+/// row (None when the customer never wrote) so the caller can refresh the cache.
+pub async fn record_outbound(
+    conn: &mut AsyncPgConnection,
+    phone: &str,
+    channel: &str,
+    at: DateTime<Utc>,
+) -> QueryResult<Option<Conversation>> {
+    diesel::update(
+        conversations::table
+            .filter(conversations::customer_phone.eq(phone))
+            .filter(conversations::channel.eq(channel)),
+    )
+    .set((
+        conversations::last_outbound_at.eq(diesel::dsl::sql::<
+            diesel::sql_types::Nullable<diesel::sql_types::Timestamptz>,
+        >("GREATEST(last_outbound_at, ")
+        .bind::<diesel::sql_types::Timestamptz, _>(at)
+        .sql(")")),
+        conversations::updated_at.eq(diesel::dsl::now),
+    ))
+    .returning(Conversation::as_returning())
+    .get_result(conn)
+    .await
+    .optional()
+}
+
+/// The cached part of a conversation.
+#[derive(Clone, Debug)]
+pub struct CachedWindow {
+    pub id: Uuid,
+    pub conversation_type: String,
+    pub last_inbound_at: DateTime<Utc>,
+    pub last_outbound_at: Option<DateTime<Utc>>,
+    pub archived: bool,
+}
+
+impl CachedWindow {
+    pub fn view(&self, phone: &str, channel: &str, now: DateTime<Utc>) -> ConversationView {
+        let state = window::WindowState::at(Some(self.last_inbound_at), now);
+        ConversationView {
+            id: Some(self.id),
+            customer_id: phone.to_string(),
+            channel: channel.to_string(),
+            window_open: state.open,
+            time_remaining_secs: state.time_remaining_secs,
+            conversation_type: self.conversation_type.clone(),
+            last_inbound_at: Some(self.last_inbound_at),
+            last_outbound_at: self.last_outbound_at,
+            window_expires_at: state.expires_at,
+            archived: self.archived,
+        }
+    }
+}
+
+/// Sets the hash only when the stored inbound time is not newer; TTL in milliseconds.
+const PUT_SCRIPT: &str = r#"
+local current = redis.call('HGET', KEYS[1], 'in')
+if current and tonumber(current) > tonumber(ARGV[1]) then return 0 end
+redis.call('HSET', KEYS[1], 'in', ARGV[1], 'out', ARGV[2], 'id', ARGV[3], 'type', ARGV[4], 'arch', ARGV[5])
+redis.call('PEXPIRE', KEYS[1], ARGV[6])
+return 1
+"#;
+
+/// Redis copy of open care windows. Every error degrades to "miss" (fall back to Postgres).
+#[derive(Clone)]
+pub struct WindowCache {
+    redis: Option<RedisPool>,
+    script: redis::Script,
+}
+
+/// Redis calls on the request path give up quickly: Postgres is always there to answer.
+const CACHE_TIMEOUT: Duration = Duration::from_millis(250);
+
+impl WindowCache {
+    pub fn new(redis: Option<RedisPool>) -> Self {
+        WindowCache {
+            redis,
+            script: redis::Script::new(PUT_SCRIPT),
+        }
+    }
+
+    pub fn key(phone: &str, channel: &str) -> String {
+        format!("warden:window:{channel}:{phone}")
+    }
+
+    pub async fn get(&self, phone: &str, channel: &str) -> Option<CachedWindow> {
+        let redis = self.redis.as_ref()?;
+        let key = Self::key(phone, channel);
+        let fetch = async {
+            let mut conn = redis.get().await.ok()?;
+            let fields: Vec<Option<String>> = redis::cmd("HMGET")
+                .arg(&key)
+                .arg(&["in", "out", "id", "type", "arch"])
+                .query_async(&mut *conn)
+                .await
+                .ok()?;
+            Some(fields)
+        };
+        let fields = match tokio::time::timeout(CACHE_TIMEOUT, fetch).await {
+            Ok(Some(f)) => f,
+            _ => return None,
+        };
+        let millis = |v: &Option<String>| v.as_deref().and_then(|s| s.parse::<i64>().ok());
+        let last_inbound_at = Utc.timestamp_millis_opt(millis(&fields[0])?).single()?;
+        Some(CachedWindow {
+            id: fields[2].as_deref().and_then(|s| s.parse().ok())?,
+            conversation_type: fields[3].clone().unwrap_or_else(|| "service".into()),
+            last_inbound_at,
+            last_outbound_at: millis(&fields[1])
+                .filter(|m| *m > 0)
+                .and_then(|m| Utc.timestamp_millis_opt(m).single()),
+            archived: fields[4].as_deref() == Some("1"),
+        })
+    }
+
+    /// Cache a committed row while its window is open (TTL = time left). Never replaces a
+    /// newer window with an older one.
+    pub async fn put(&self, conv: &Conversation) {
+        let (Some(redis), Some(last_in)) = (self.redis.as_ref(), conv.last_inbound_at) else {
+            return;
+        };
+        let left = (last_in + window::CARE_WINDOW) - Utc::now();
+        if left <= TimeDelta::zero() {
+            return;
+        }
+        let key = Self::key(&conv.customer_phone, &conv.channel);
+        let write = async {
+            let mut c = redis.get().await.ok()?;
+            self.script
+                .key(&key)
+                .arg(last_in.timestamp_millis())
+                .arg(
+                    conv.last_outbound_at
+                        .map(|t| t.timestamp_millis())
+                        .unwrap_or(0),
+                )
+                .arg(conv.id.to_string())
+                .arg(&conv.conversation_type)
+                .arg(if conv.archived_at.is_some() { "1" } else { "0" })
+                .arg(left.num_milliseconds().max(1))
+                .invoke_async::<i64>(&mut *c)
+                .await
+                .ok()
+        };
+        if tokio::time::timeout(CACHE_TIMEOUT, write)
+            .await
+            .ok()
+            .flatten()
+            .is_none()
+        {
+            tracing::debug!(key, "window cache write skipped (Redis unavailable)");
+        }
+    }
+
+    /// Drop a cached window (archive, tests).
+    pub async fn forget(&self, phone: &str, channel: &str) {
+        if let Some(redis) = &self.redis {
+            let key = Self::key(phone, channel);
+            let _ = tokio::time::timeout(CACHE_TIMEOUT, async {
+                if let Ok(mut c) = redis.get().await {
+                    let _: Result<i64, _> = redis::cmd("DEL").arg(&key).query_async(&mut *c).await;
+                }
+            })
+            .await;
+        }
+    }
+}

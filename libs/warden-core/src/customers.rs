@@ -1,0 +1,193 @@
+//! Customers: created on first sight, and the one place opt-outs and opt-ins land.
+
+use chrono::{DateTime, Utc};
+use diesel::prelude::*;
+use diesel_async::{AsyncPgConnection, RunQueryDsl};
+use serde_json::json;
+use warden_rules::keywords::OptChange;
+use warden_rules::phone::PhoneNumber;
+use warden_store::models::Customer;
+use warden_store::schema::customers;
+
+/// Which consents an opt change touches.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum OptScope {
+    /// Marketing only (user_preferences, platform 131050).
+    Marketing,
+    /// Marketing and utility (a STOP keyword).
+    All,
+}
+
+/// Create the customer if this is the first time we see them. Race-free: concurrent first
+/// sights insert one row (`ON CONFLICT DO NOTHING`) and all read it back.
+pub async fn ensure(conn: &mut AsyncPgConnection, phone: &PhoneNumber) -> QueryResult<Customer> {
+    diesel::insert_into(customers::table)
+        .values((
+            customers::phone.eq(phone.digits()),
+            customers::country.eq(phone.pricing_country()),
+        ))
+        .on_conflict(customers::phone)
+        .do_nothing()
+        .execute(conn)
+        .await?;
+    customers::table
+        .find(phone.digits())
+        .select(Customer::as_select())
+        .first(conn)
+        .await
+}
+
+/// Create if missing and lock the row for the rest of the transaction: serialises
+/// concurrent sends to one customer so the frequency cap cannot be passed together.
+pub async fn ensure_locked(
+    conn: &mut AsyncPgConnection,
+    phone: &PhoneNumber,
+) -> QueryResult<Customer> {
+    ensure(conn, phone).await?;
+    customers::table
+        .find(phone.digits())
+        .select(Customer::as_select())
+        .for_update()
+        .first(conn)
+        .await
+}
+
+pub async fn find(
+    conn: &mut AsyncPgConnection,
+    phone: &PhoneNumber,
+) -> QueryResult<Option<Customer>> {
+    customers::table
+        .find(phone.digits())
+        .select(Customer::as_select())
+        .first(conn)
+        .await
+        .optional()
+}
+
+/// THE one place an opt-out or opt-in is applied, whatever its source (stop keyword,
+/// user_preferences, platform error 131050). Records who, when and why in the audit log.
+/// Returns true when a consent flag changed.
+pub async fn apply_opt_change(
+    conn: &mut AsyncPgConnection,
+    phone: &PhoneNumber,
+    change: OptChange,
+    scope: OptScope,
+    source: &str,
+    actor: &str,
+    at: DateTime<Utc>,
+) -> QueryResult<bool> {
+    let before = ensure_locked(conn, phone).await?;
+    let opt_in = matches!(change, OptChange::Resume);
+    let marketing = opt_in;
+    let utility = match scope {
+        OptScope::All => opt_in,
+        OptScope::Marketing => before.opt_in_utility,
+    };
+    if before.opt_in_marketing == marketing && before.opt_in_utility == utility {
+        return Ok(false);
+    }
+    let reason = format!("{} via {source}", change.as_str());
+    diesel::update(customers::table.find(phone.digits()))
+        .set((
+            customers::opt_in_marketing.eq(marketing),
+            customers::opt_in_utility.eq(utility),
+            customers::opt_changed_at.eq(at),
+            customers::opt_change_reason.eq(&reason),
+            customers::updated_at.eq(diesel::dsl::now),
+        ))
+        .execute(conn)
+        .await?;
+    warden_store::audit::record(
+        conn,
+        actor,
+        if opt_in { "customer_opted_in" } else { "customer_opted_out" },
+        "customer",
+        phone.digits(),
+        json!({
+            "source": source,
+            "scope": match scope { OptScope::Marketing => "marketing", OptScope::All => "marketing+utility" },
+            "at": at,
+            "before": {"marketing": before.opt_in_marketing, "utility": before.opt_in_utility},
+            "after": {"marketing": marketing, "utility": utility},
+        }),
+    )
+    .await?;
+    tracing::info!(
+        customer = phone.digits(),
+        source,
+        change = change.as_str(),
+        "consent changed"
+    );
+    Ok(true)
+}
+
+/// Platform 131026: the number cannot receive messages.
+pub async fn mark_undeliverable(
+    conn: &mut AsyncPgConnection,
+    phone: &PhoneNumber,
+    at: DateTime<Utc>,
+    actor: &str,
+) -> QueryResult<()> {
+    ensure(conn, phone).await?;
+    diesel::update(customers::table.find(phone.digits()))
+        .set((
+            customers::undeliverable_at.eq(at),
+            customers::updated_at.eq(diesel::dsl::now),
+        ))
+        .execute(conn)
+        .await?;
+    warden_store::audit::record(
+        conn,
+        actor,
+        "customer_undeliverable",
+        "customer",
+        phone.digits(),
+        json!({"code": 131026, "at": at}),
+    )
+    .await
+}
+
+/// Platform 131049: the platform's per-user marketing limit; no marketing for 24 h.
+pub async fn mark_marketing_limited(
+    conn: &mut AsyncPgConnection,
+    phone: &PhoneNumber,
+    at: DateTime<Utc>,
+    actor: &str,
+) -> QueryResult<()> {
+    ensure(conn, phone).await?;
+    diesel::update(customers::table.find(phone.digits()))
+        .set((
+            customers::marketing_limited_at.eq(at),
+            customers::updated_at.eq(diesel::dsl::now),
+        ))
+        .execute(conn)
+        .await?;
+    warden_store::audit::record(
+        conn,
+        actor,
+        "customer_marketing_limited",
+        "customer",
+        phone.digits(),
+        json!({"code": 131049, "at": at}),
+    )
+    .await
+}
+
+/// The customer did something (sent a message): keep last_interaction current.
+pub async fn touch_interaction(
+    conn: &mut AsyncPgConnection,
+    phone: &PhoneNumber,
+    at: DateTime<Utc>,
+) -> QueryResult<()> {
+    diesel::update(customers::table.find(phone.digits()))
+        .set(
+            customers::last_interaction_at.eq(diesel::dsl::sql::<
+                diesel::sql_types::Nullable<diesel::sql_types::Timestamptz>,
+            >("GREATEST(last_interaction_at, ")
+            .bind::<diesel::sql_types::Timestamptz, _>(at)
+            .sql(")")),
+        )
+        .execute(conn)
+        .await
+        .map(|_| ())
+}

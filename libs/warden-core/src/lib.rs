@@ -1,0 +1,285 @@
+//! The compliance core: every outbound message — tool sends, retries, scheduled messages,
+//! campaign recipients — goes through [`Core::send`] (compliance -> policy -> record ->
+//! publish). The decision itself is pure (`warden_rules::compliance::decide`); this crate
+//! gathers the state it needs (customer, care window, frequency count) and commits the
+//! outcome atomically.
+
+pub mod campaigns;
+pub mod conversations;
+pub mod customers;
+pub mod knowledge;
+pub mod outcomes;
+pub mod send;
+pub mod templates;
+
+use std::sync::Arc;
+
+use chrono::{DateTime, TimeDelta, Utc};
+use diesel::prelude::*;
+use diesel_async::{AsyncPgConnection, RunQueryDsl};
+use uuid::Uuid;
+use warden_rules::compliance::{ComplianceInput, Decision, FrequencyStatus};
+use warden_rules::kinds::{Category, MessageType, TemplateCategory};
+use warden_rules::phone::PhoneNumber;
+use warden_rules::policy::PolicySet;
+use warden_service::{Dependencies, RedisPool};
+use warden_settings::Settings;
+use warden_store::PgPool;
+use warden_store::models::{Conversation, Customer};
+use warden_store::schema::message_frequencies;
+use warden_stream::DeliveryStream;
+
+pub use conversations::{ConversationView, WindowCache};
+pub use send::{Accepted, RefusalMode, SendError, SendKind, SendRequest};
+
+#[derive(Debug, thiserror::Error)]
+pub enum CoreError {
+    #[error("{0}")]
+    NotFound(String),
+    #[error("{0}")]
+    InvalidArgument(String),
+    #[error("{0}")]
+    Unavailable(String),
+}
+
+impl From<diesel::result::Error> for CoreError {
+    fn from(err: diesel::result::Error) -> Self {
+        CoreError::Unavailable(format!("database error: {err}"))
+    }
+}
+
+impl<E: std::error::Error + 'static> From<bb8::RunError<E>> for CoreError {
+    fn from(err: bb8::RunError<E>) -> Self {
+        CoreError::Unavailable(format!("database unavailable: {err}"))
+    }
+}
+
+struct Inner {
+    deps: Dependencies,
+    windows: WindowCache,
+    actor: &'static str,
+}
+
+/// The app state every process shares (cheap to clone).
+#[derive(Clone)]
+pub struct Core {
+    inner: Arc<Inner>,
+}
+
+impl Core {
+    pub fn new(deps: Dependencies, actor: &'static str) -> Core {
+        let windows = WindowCache::new(deps.redis.clone());
+        Core {
+            inner: Arc::new(Inner {
+                deps,
+                windows,
+                actor,
+            }),
+        }
+    }
+    pub fn pg(&self) -> &PgPool {
+        &self.inner.deps.pg
+    }
+    pub fn settings(&self) -> &Settings {
+        &self.inner.deps.settings
+    }
+    pub fn policies(&self) -> &PolicySet {
+        &self.inner.deps.policies
+    }
+    pub fn stream(&self) -> Option<&DeliveryStream> {
+        self.inner.deps.stream.as_ref()
+    }
+    pub fn redis(&self) -> Option<&RedisPool> {
+        self.inner.deps.redis.as_ref()
+    }
+    pub fn windows(&self) -> &WindowCache {
+        &self.inner.windows
+    }
+    pub fn actor(&self) -> &'static str {
+        self.inner.actor
+    }
+    pub fn dependencies(&self) -> &Dependencies {
+        &self.inner.deps
+    }
+
+    /// Dry-run compliance: what a send would decide now. Never writes.
+    pub async fn check(
+        &self,
+        phone: &PhoneNumber,
+        message_type: MessageType,
+        template_category: Option<TemplateCategory>,
+        now: DateTime<Utc>,
+    ) -> Result<Decision, CoreError> {
+        let category = effective_category(message_type, template_category)?;
+        let mut conn = self.pg().get().await?;
+        let customer = customers::find(&mut conn, phone).await?;
+        let window = self
+            .conversation(phone, warden_settings::DEFAULT_CHANNEL)
+            .await?;
+        let recent = recent_count(
+            &mut conn,
+            self.policies(),
+            phone.digits(),
+            category,
+            customer.as_ref(),
+            now,
+            None,
+        )
+        .await?;
+        Ok(decide(
+            self.policies(),
+            phone,
+            customer.as_ref(),
+            window.last_inbound_at,
+            category,
+            recent.0,
+            now,
+        ))
+    }
+
+    /// check_frequency_cap: the marketing cap's status for a customer. Never writes.
+    pub async fn frequency(
+        &self,
+        phone: &PhoneNumber,
+        now: DateTime<Utc>,
+    ) -> Result<FrequencyStatus, CoreError> {
+        let mut conn = self.pg().get().await?;
+        let customer = customers::find(&mut conn, phone).await?;
+        let (count, oldest) = recent_count(
+            &mut conn,
+            self.policies(),
+            phone.digits(),
+            Category::Marketing,
+            customer.as_ref(),
+            now,
+            None,
+        )
+        .await?;
+        Ok(warden_rules::compliance::frequency_status(
+            self.policies(),
+            Category::Marketing,
+            count,
+            oldest,
+            now,
+        ))
+    }
+
+    /// The conversation of a customer on a channel: Redis first, Postgres when Redis misses
+    /// or fails (a Redis outage never turns into an error here).
+    pub async fn conversation(
+        &self,
+        phone: &PhoneNumber,
+        channel: &str,
+    ) -> Result<ConversationView, CoreError> {
+        let now = Utc::now();
+        if let Some(cached) = self.windows().get(phone.digits(), channel).await {
+            return Ok(cached.view(phone.digits(), channel, now));
+        }
+        let mut conn = self.pg().get().await?;
+        let row = conversations::find(&mut conn, phone.digits(), channel).await?;
+        if let Some(conv) = &row {
+            self.windows().put(conv).await;
+        }
+        Ok(ConversationView::from_row(
+            row.as_ref(),
+            phone.digits(),
+            channel,
+            now,
+        ))
+    }
+
+    /// Write a committed conversation row through to the cache (never older than Postgres).
+    pub async fn refresh_window_cache(&self, conv: &Conversation) {
+        self.windows().put(conv).await;
+    }
+}
+
+fn effective_category(
+    message_type: MessageType,
+    template_category: Option<TemplateCategory>,
+) -> Result<Category, CoreError> {
+    message_type
+        .effective_category(template_category)
+        .map_err(|e| CoreError::InvalidArgument(e.to_string()))
+}
+
+/// Messages of `category` accepted for this customer inside the policy's window, and the
+/// oldest of them. A platform 131049 in the last 24 h counts as a full marketing cap.
+async fn recent_count(
+    conn: &mut AsyncPgConnection,
+    policies: &PolicySet,
+    phone: &str,
+    category: Category,
+    customer: Option<&Customer>,
+    now: DateTime<Utc>,
+    exclude: Option<Uuid>,
+) -> Result<(u32, Option<DateTime<Utc>>), CoreError> {
+    let Some(limit) = policies.frequency_limit(category) else {
+        return Ok((0, None));
+    };
+    let since = now - limit.window;
+    let (count, oldest): (i64, Option<DateTime<Utc>>) = message_frequencies::table
+        .filter(message_frequencies::customer_phone.eq(phone))
+        .filter(message_frequencies::category.eq(category.as_str()))
+        .filter(message_frequencies::counted_at.gt(since))
+        // A retried message was counted when first accepted: don't count it against itself.
+        .filter(message_frequencies::message_id.ne(exclude.unwrap_or_else(Uuid::nil)))
+        .select((
+            diesel::dsl::count_star(),
+            diesel::dsl::min(message_frequencies::counted_at),
+        ))
+        .first(conn)
+        .await?;
+    let mut count = count as u32;
+    if category == Category::Marketing
+        && customer
+            .and_then(|c| c.marketing_limited_at)
+            .is_some_and(|at| at > now - TimeDelta::hours(24))
+    {
+        count = count.max(limit.max);
+    }
+    Ok((count, oldest))
+}
+
+fn decide(
+    policies: &PolicySet,
+    phone: &PhoneNumber,
+    customer: Option<&Customer>,
+    last_inbound_at: Option<DateTime<Utc>>,
+    category: Category,
+    recent_count: u32,
+    now: DateTime<Utc>,
+) -> Decision {
+    // A customer seen for the first time starts opted in to both (CONTRACT.md).
+    let input = ComplianceInput {
+        category,
+        opted_out_marketing: customer.is_some_and(|c| !c.opt_in_marketing),
+        opted_out_utility: customer.is_some_and(|c| !c.opt_in_utility),
+        tags: customer.map(|c| c.tags.clone()).unwrap_or_default(),
+        phone: phone.clone(),
+        last_inbound_at,
+        recent_count,
+        now,
+    };
+    warden_rules::compliance::decide(policies, &input)
+}
+
+/// Record one accepted message against the frequency count (inside the send transaction).
+async fn count_accepted(
+    conn: &mut AsyncPgConnection,
+    phone: &str,
+    category: Category,
+    message_id: Uuid,
+) -> QueryResult<()> {
+    diesel::insert_into(message_frequencies::table)
+        .values((
+            message_frequencies::customer_phone.eq(phone),
+            message_frequencies::category.eq(category.as_str()),
+            message_frequencies::message_id.eq(message_id),
+        ))
+        .on_conflict(message_frequencies::message_id)
+        .do_nothing()
+        .execute(conn)
+        .await
+        .map(|_| ())
+}

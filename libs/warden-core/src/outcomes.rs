@@ -1,0 +1,159 @@
+//! Delivery outcomes of outbound messages, from the dispatcher (platform answers) and the
+//! webhook (status events). Statuses only move forward, and campaign counters follow.
+
+use chrono::{DateTime, Utc};
+use diesel::prelude::*;
+use diesel_async::{AsyncPgConnection, RunQueryDsl};
+use uuid::Uuid;
+use warden_store::models::Message;
+use warden_store::models::message_status::{self, DELIVERED, FAILED, READ, SENT};
+use warden_store::schema::{campaigns, messages};
+
+use crate::knowledge::ErrorInfo;
+
+fn is_sent(status: &str) -> bool {
+    matches!(status, SENT | DELIVERED | READ)
+}
+fn is_delivered(status: &str) -> bool {
+    matches!(status, DELIVERED | READ)
+}
+
+/// Move an outbound message to `status` if that is forward progress (a late `delivered`
+/// never overwrites `read`; `failed` may follow `sent`). Records the wamid beside the
+/// message id when given, the error when failed, and keeps campaign counters in step.
+/// Returns true when the row changed.
+pub async fn apply_status(
+    conn: &mut AsyncPgConnection,
+    message_id: Uuid,
+    status: &str,
+    at: DateTime<Utc>,
+    wamid: Option<&str>,
+    error: Option<&ErrorInfo>,
+) -> QueryResult<bool> {
+    let Some(current) = messages::table
+        .find(message_id)
+        .select(Message::as_select())
+        .for_update()
+        .first(conn)
+        .await
+        .optional()?
+    else {
+        return Ok(false);
+    };
+    if current.direction != "outbound" || !message_status::advances(&current.status, status) {
+        // Still learn the wamid of a message whose status we already know.
+        if let (Some(w), None) = (wamid, current.wamid.as_deref()) {
+            diesel::update(messages::table.find(message_id))
+                .set(messages::wamid.eq(w))
+                .execute(conn)
+                .await?;
+        }
+        return Ok(false);
+    }
+    let was_sent = is_sent(&current.status) || current.sent_at.is_some();
+    let now_sent = is_sent(status);
+    diesel::update(messages::table.find(message_id))
+        .set((
+            messages::status.eq(status),
+            messages::updated_at.eq(diesel::dsl::now),
+            messages::wamid.eq(current.wamid.as_deref().or(wamid)),
+            messages::lease_until.eq(None::<DateTime<Utc>>),
+            messages::lease_owner.eq(None::<String>),
+            messages::sent_at.eq(if now_sent {
+                current.sent_at.or(Some(at))
+            } else {
+                current.sent_at
+            }),
+            messages::delivered_at.eq(if is_delivered(status) {
+                current.delivered_at.or(Some(at))
+            } else {
+                current.delivered_at
+            }),
+            messages::read_at.eq(if status == READ {
+                Some(at)
+            } else {
+                current.read_at
+            }),
+            messages::failed_at.eq(if status == FAILED {
+                Some(at)
+            } else {
+                current.failed_at
+            }),
+        ))
+        .execute(conn)
+        .await?;
+    if status == FAILED {
+        let info = error.cloned().unwrap_or_else(|| crate::knowledge::ErrorInfo {
+            code: 0,
+            category: "unknown".into(),
+            can_retry: false,
+            human_explanation: "The platform reported the message as failed without an error code.".into(),
+            suggested_action: "Check the conversation on the platform; resend with retry_failed_messages if appropriate.".into(),
+        });
+        record_error(conn, message_id, &info).await?;
+    }
+    if let Some(campaign_id) = current.campaign_id {
+        let sent_inc = i32::from(now_sent && !was_sent);
+        let delivered_inc = i32::from(is_delivered(status) && !is_delivered(&current.status));
+        let failed_inc = i32::from(status == FAILED);
+        if sent_inc + delivered_inc + failed_inc > 0 {
+            diesel::update(campaigns::table.find(campaign_id))
+                .set((
+                    campaigns::sent_count.eq(campaigns::sent_count + sent_inc),
+                    campaigns::delivered_count.eq(campaigns::delivered_count + delivered_inc),
+                    campaigns::failed_count.eq(campaigns::failed_count + failed_inc),
+                    campaigns::updated_at.eq(diesel::dsl::now),
+                ))
+                .execute(conn)
+                .await?;
+        }
+        crate::campaigns::settle_if_done(conn, campaign_id).await?;
+    }
+    Ok(true)
+}
+
+/// Store the explained error of a failed message.
+pub async fn record_error(
+    conn: &mut AsyncPgConnection,
+    message_id: Uuid,
+    error: &ErrorInfo,
+) -> QueryResult<()> {
+    diesel::update(messages::table.find(message_id))
+        .set((
+            messages::error_code.eq(error.code),
+            messages::error_category.eq(&error.category),
+            messages::error_can_retry.eq(error.can_retry),
+            messages::error_explanation.eq(&error.human_explanation),
+            messages::error_suggested_action.eq(&error.suggested_action),
+        ))
+        .execute(conn)
+        .await
+        .map(|_| ())
+}
+
+/// The outbound message a status event is about: by wamid, else by the
+/// `biz_opaque_callback_data` we set to the message id.
+pub async fn find_by_wamid_or_id(
+    conn: &mut AsyncPgConnection,
+    wamid: &str,
+    callback: Option<&str>,
+) -> QueryResult<Option<Message>> {
+    if let Some(m) = messages::table
+        .filter(messages::wamid.eq(wamid))
+        .select(Message::as_select())
+        .first(conn)
+        .await
+        .optional()?
+    {
+        return Ok(Some(m));
+    }
+    let Some(id) = callback.and_then(|c| Uuid::parse_str(c.trim()).ok()) else {
+        return Ok(None);
+    };
+    messages::table
+        .find(id)
+        .select(Message::as_select())
+        .first(conn)
+        .await
+        .optional()
+}

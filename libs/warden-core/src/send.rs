@@ -1,0 +1,629 @@
+//! THE send path. Every outbound message passes here:
+//!
+//! ```text
+//! validate -> template (approved, variables) -> one transaction {
+//!     lock the customer row (created on first sight), read window + frequency count,
+//!     decide (pure rules), insert/advance the message row `queued`, count it
+//! } -> publish to JetStream (Nats-Msg-Id = message id) -> mark published
+//! ```
+//! The customer row lock makes the check-and-count atomic: concurrent sends to one customer,
+//! from any number of processes, cannot pass the frequency cap together. When the publish
+//! fails (NATS down) the row stays `queued` with `published_at` NULL and the scheduler's
+//! relay publishes it later; the caller still gets `queued`.
+
+use std::collections::HashMap;
+use std::sync::LazyLock;
+use std::time::Instant;
+
+use chrono::{DateTime, Utc};
+use diesel::prelude::*;
+use diesel_async::{AsyncConnection, AsyncPgConnection, RunQueryDsl};
+use prometheus::{HistogramVec, IntCounterVec, register_int_counter_vec};
+use serde_json::{Value, json};
+use tracing::Instrument;
+use uuid::Uuid;
+use warden_rules::compliance::{Decision, ReasonCode};
+use warden_rules::kinds::{Category, MessageType, TemplateCategory};
+use warden_rules::phone::PhoneNumber;
+use warden_store::models::Message;
+use warden_store::models::message_status::{FAILED, QUEUED, SCHEDULED};
+use warden_store::schema::{campaigns, messages};
+use warden_stream::DeliveryJob;
+
+use crate::{
+    Core, CoreError, conversations, count_accepted, customers, decide, knowledge, recent_count,
+    templates,
+};
+
+static DECISIONS: LazyLock<IntCounterVec> = LazyLock::new(|| {
+    register_int_counter_vec!(
+        "warden_send_decisions_total",
+        "Send attempts through the compliance core, by outcome (OK or the refusal code)",
+        &["outcome"]
+    )
+    .expect("metric registers once")
+});
+static SEND_LATENCY: LazyLock<HistogramVec> = LazyLock::new(|| {
+    warden_telemetry::metrics::latency_histogram(
+        "warden_send_duration_seconds",
+        "Time to decide, record and publish one message",
+        &["published"],
+    )
+});
+
+/// What to send.
+#[derive(Clone, Debug, PartialEq)]
+pub enum SendKind {
+    Text {
+        body: String,
+    },
+    Template {
+        name: String,
+        locale: String,
+        variables: Vec<String>,
+    },
+}
+
+impl SendKind {
+    /// The `messages.content` JSON (the dispatcher builds the platform body from it).
+    pub fn to_content(&self) -> Value {
+        match self {
+            SendKind::Text { body } => json!({"type": "text", "text": {"body": body}}),
+            SendKind::Template {
+                name,
+                locale,
+                variables,
+            } => json!({
+                "type": "template",
+                "template": {"name": name, "locale": locale, "variables": variables},
+            }),
+        }
+    }
+
+    /// Read back a stored `content` (also accepts `language` for the locale and an object
+    /// of numbered variables, as agents write them in schedule_message).
+    pub fn from_content(content: &Value) -> Result<SendKind, String> {
+        match content.get("type").and_then(Value::as_str) {
+            Some("text") => {
+                let body = content
+                    .pointer("/text/body")
+                    .and_then(Value::as_str)
+                    .filter(|b| !b.trim().is_empty())
+                    .ok_or("a text message needs text.body")?;
+                Ok(SendKind::Text {
+                    body: body.to_string(),
+                })
+            }
+            Some("template") => {
+                let t = content
+                    .get("template")
+                    .ok_or("a template message needs a template object")?;
+                let name = t
+                    .get("name")
+                    .and_then(Value::as_str)
+                    .filter(|n| !n.trim().is_empty())
+                    .ok_or("template.name is required")?;
+                let locale = t
+                    .get("locale")
+                    .or_else(|| t.get("language"))
+                    .and_then(|l| l.as_str().or_else(|| l.get("code").and_then(Value::as_str)))
+                    .unwrap_or("en");
+                let variables = match t.get("variables") {
+                    None | Some(Value::Null) => Vec::new(),
+                    Some(v) => {
+                        warden_rules::templates::parse_variables(v).map_err(|e| e.to_string())?
+                    }
+                };
+                Ok(SendKind::Template {
+                    name: name.to_string(),
+                    locale: locale.to_string(),
+                    variables,
+                })
+            }
+            Some(other) => Err(format!(
+                "content type `{other}` is not supported; use `text` or `template`"
+            )),
+            None => Err("content needs a `type` (`text` or `template`)".into()),
+        }
+    }
+}
+
+/// How a refusal is reported.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RefusalMode {
+    /// Tools: nothing is written but an audit row; the caller gets the refusal.
+    Error,
+    /// Scheduler and campaigns: the message row ends `failed` with a `compliance` error.
+    RecordFailed,
+}
+
+#[derive(Clone, Debug)]
+pub struct SendRequest {
+    pub phone: PhoneNumber,
+    pub channel: String,
+    pub kind: SendKind,
+    /// As the caller named it: text/service, template, marketing, utility.
+    pub message_type: MessageType,
+    pub campaign_id: Option<Uuid>,
+    /// Advance this existing row (`scheduled` at dispatch, `failed` on retry) instead of inserting.
+    pub existing_message_id: Option<Uuid>,
+    pub refusal: RefusalMode,
+    pub actor: &'static str,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Accepted {
+    pub message_id: Uuid,
+    pub status: &'static str,
+    /// False when the publish failed; the relay will publish it.
+    pub published: bool,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum SendError {
+    #[error("{}", .0.human_explanation)]
+    Refused(Decision),
+    /// RecordFailed mode: the refusal was recorded on this message row.
+    #[error("{}", .decision.human_explanation)]
+    RefusedRecorded {
+        message_id: Uuid,
+        decision: Decision,
+    },
+    #[error("no template named `{name}` in locale `{locale}`")]
+    TemplateNotFound { name: String, locale: String },
+    #[error("template `{name}` ({locale}) is {status}, not APPROVED")]
+    TemplateNotApproved {
+        name: String,
+        locale: String,
+        status: String,
+    },
+    #[error("{0}")]
+    InvalidVariables(String),
+    #[error("{0}")]
+    InvalidArgument(String),
+    #[error("{0}")]
+    Unavailable(String),
+}
+
+impl From<diesel::result::Error> for SendError {
+    fn from(err: diesel::result::Error) -> Self {
+        SendError::Unavailable(format!("database error: {err}"))
+    }
+}
+
+impl From<CoreError> for SendError {
+    fn from(err: CoreError) -> Self {
+        match err {
+            CoreError::InvalidArgument(m) => SendError::InvalidArgument(m),
+            CoreError::NotFound(m) => SendError::InvalidArgument(m),
+            CoreError::Unavailable(m) => SendError::Unavailable(m),
+        }
+    }
+}
+
+impl SendError {
+    /// The tool error code of this refusal.
+    pub fn code(&self) -> &'static str {
+        match self {
+            SendError::Refused(d) | SendError::RefusedRecorded { decision: d, .. } => {
+                d.reason_code.as_str()
+            }
+            SendError::TemplateNotFound { .. } => "NOT_FOUND",
+            SendError::TemplateNotApproved { .. } => "TEMPLATE_NOT_APPROVED",
+            SendError::InvalidVariables(_) | SendError::InvalidArgument(_) => "INVALID_ARGUMENT",
+            SendError::Unavailable(_) => "UNAVAILABLE",
+        }
+    }
+    /// What the caller should do next.
+    pub fn suggested_action(&self) -> String {
+        match self {
+            SendError::Refused(d) | SendError::RefusedRecorded { decision: d, .. } => d.suggested_action.clone(),
+            SendError::TemplateNotFound { .. } => {
+                "List approved templates with list_templates, or create one with create_template and wait for approval.".into()
+            }
+            SendError::TemplateNotApproved { .. } => {
+                "Wait for the platform's approval (sync_template_status shows the latest status) or use an APPROVED template.".into()
+            }
+            SendError::InvalidVariables(_) => "Pass `variables` as a JSON array with one value per {{n}} placeholder of the template.".into(),
+            SendError::InvalidArgument(_) => "Fix the parameter and call again.".into(),
+            SendError::Unavailable(_) => "Nothing was written; try again shortly.".into(),
+        }
+    }
+}
+
+/// A refusal that is not one of the rule engine's (template problems at dispatch).
+fn local_refusal(code: &str, explanation: String, action: String) -> Decision {
+    Decision {
+        allowed: false,
+        reason_code: ReasonCode::PolicyRestriction,
+        human_explanation: format!("{code}: {explanation}"),
+        suggested_action: action,
+        policy_id: None,
+    }
+}
+
+impl Core {
+    /// Send one message through compliance, policy, record and publish.
+    pub async fn send(&self, req: SendRequest) -> Result<Accepted, SendError> {
+        let span = tracing::info_span!(
+            "warden.send",
+            customer = req.phone.digits(),
+            message_type = req.message_type.as_str(),
+            message_id = tracing::field::Empty,
+            outcome = tracing::field::Empty,
+        );
+        let started = Instant::now();
+        let result = self.send_inner(req, &span).instrument(span.clone()).await;
+        let outcome = match &result {
+            Ok(_) => "OK",
+            Err(e) => e.code(),
+        };
+        span.record("outcome", outcome);
+        DECISIONS.with_label_values(&[outcome]).inc();
+        let published = matches!(&result, Ok(a) if a.published);
+        SEND_LATENCY
+            .with_label_values(&[if published { "true" } else { "false" }])
+            .observe(started.elapsed().as_secs_f64());
+        result
+    }
+
+    async fn send_inner(
+        &self,
+        req: SendRequest,
+        span: &tracing::Span,
+    ) -> Result<Accepted, SendError> {
+        warden_rules::kinds::parse_channel(Some(&req.channel))
+            .map_err(|e| SendError::InvalidArgument(e.to_string()))?;
+        let mut conn = self
+            .pg()
+            .get()
+            .await
+            .map_err(|e| SendError::Unavailable(format!("database unavailable: {e}")))?;
+
+        // Template checks come first: they are about the request, not the customer.
+        let template_category = match self.check_template(&mut conn, &req).await {
+            Ok(cat) => cat,
+            Err(err) if req.refusal == RefusalMode::RecordFailed => {
+                let decision = local_refusal(err.code(), err.to_string(), err.suggested_action());
+                let message_id = self.record_refusal(&mut conn, &req, &decision).await?;
+                return Err(SendError::RefusedRecorded {
+                    message_id,
+                    decision,
+                });
+            }
+            Err(err) => return Err(err),
+        };
+        let category = req
+            .message_type
+            .effective_category(template_category)
+            .map_err(|e| SendError::InvalidArgument(e.to_string()))?;
+        let message_id = req.existing_message_id.unwrap_or_else(Uuid::now_v7);
+        span.record("message_id", tracing::field::display(message_id));
+        let trace = warden_telemetry::inject_context(span);
+        let now = Utc::now();
+
+        let policies = self.policies();
+        let req_ref = &req;
+        let trace_ref = &trace;
+        let outcome: Result<Decision, SendError> = conn
+            .transaction::<_, SendError, _>(async |c| {
+                let customer = customers::ensure_locked(c, &req_ref.phone).await?;
+                let conv = conversations::find(c, req_ref.phone.digits(), &req_ref.channel).await?;
+                let (recent, _) = recent_count(
+                    c,
+                    policies,
+                    req_ref.phone.digits(),
+                    category,
+                    Some(&customer),
+                    now,
+                    req_ref.existing_message_id,
+                )
+                .await?;
+                let decision = decide(
+                    policies,
+                    &req_ref.phone,
+                    Some(&customer),
+                    conv.as_ref().and_then(|c| c.last_inbound_at),
+                    category,
+                    recent,
+                    now,
+                );
+                if !decision.allowed {
+                    return Ok(decision);
+                }
+                write_queued(c, req_ref, message_id, category, trace_ref).await?;
+                count_accepted(c, req_ref.phone.digits(), category, message_id).await?;
+                Ok(decision)
+            })
+            .await;
+        let decision = outcome?;
+        if !decision.allowed {
+            return match req.refusal {
+                RefusalMode::Error => {
+                    warden_store::audit::record(
+                        &mut conn,
+                        req.actor,
+                        "send_refused",
+                        "customer",
+                        req.phone.digits(),
+                        json!({
+                            "reason_code": decision.reason_code.as_str(),
+                            "policy_id": decision.policy_id,
+                            "message_type": req.message_type.as_str(),
+                            "explanation": decision.human_explanation,
+                        }),
+                    )
+                    .await?;
+                    Err(SendError::Refused(decision))
+                }
+                RefusalMode::RecordFailed => {
+                    let message_id = self.record_refusal(&mut conn, &req, &decision).await?;
+                    Err(SendError::RefusedRecorded {
+                        message_id,
+                        decision,
+                    })
+                }
+            };
+        }
+        drop(conn);
+        let published = self
+            .publish_with(message_id, &req.phone, &req.channel, &trace)
+            .await;
+        Ok(Accepted {
+            message_id,
+            status: QUEUED,
+            published,
+        })
+    }
+
+    /// For template sends: the template exists in that locale, is APPROVED, and the
+    /// variables fill its placeholders. Returns the template's category.
+    async fn check_template(
+        &self,
+        conn: &mut AsyncPgConnection,
+        req: &SendRequest,
+    ) -> Result<Option<TemplateCategory>, SendError> {
+        let SendKind::Template {
+            name,
+            locale,
+            variables,
+        } = &req.kind
+        else {
+            return Ok(None);
+        };
+        let Some(template) = templates::find(conn, name, locale).await? else {
+            return Err(SendError::TemplateNotFound {
+                name: name.clone(),
+                locale: locale.clone(),
+            });
+        };
+        if template.status != templates::APPROVED {
+            return Err(SendError::TemplateNotApproved {
+                name: name.clone(),
+                locale: locale.clone(),
+                status: template.status,
+            });
+        }
+        warden_rules::templates::validate_variables(&template.body_text, variables)
+            .map_err(SendError::InvalidVariables)?;
+        let category = template.category.parse::<TemplateCategory>().map_err(|e| {
+            SendError::InvalidArgument(format!("template `{name}` has a bad category: {e}"))
+        })?;
+        Ok(Some(category))
+    }
+
+    /// RecordFailed mode: the refusal ends the message `failed` with a compliance error
+    /// (inserting the row for campaign recipients), and counts it on the campaign.
+    async fn record_refusal(
+        &self,
+        conn: &mut AsyncPgConnection,
+        req: &SendRequest,
+        decision: &Decision,
+    ) -> Result<Uuid, SendError> {
+        let error = knowledge::compliance_error(
+            decision.reason_code.as_str(),
+            &decision.human_explanation,
+            &decision.suggested_action,
+        );
+        let message_id = req.existing_message_id.unwrap_or_else(Uuid::now_v7);
+        let category = req
+            .message_type
+            .effective_category(Some(TemplateCategory::Utility))
+            .unwrap_or(Category::Service);
+        let actor = req.actor;
+        let req_ref = req;
+        let error_ref = &error;
+        conn.transaction::<_, SendError, _>(async |c| {
+            {
+                customers::ensure(c, &req_ref.phone).await?;
+                let now = Utc::now();
+                let changed = if req_ref.existing_message_id.is_some() {
+                    diesel::update(messages::table.find(message_id).filter(messages::status.ne(FAILED)))
+                        .set((messages::status.eq(FAILED), messages::failed_at.eq(now), messages::updated_at.eq(now)))
+                        .execute(c)
+                        .await?
+                } else {
+                    insert_message(c, req_ref, message_id, category.as_str(), FAILED, None).await?;
+                    diesel::update(messages::table.find(message_id))
+                        .set(messages::failed_at.eq(now))
+                        .execute(c)
+                        .await?
+                };
+                crate::outcomes::record_error(c, message_id, error_ref).await?;
+                if let (true, Some(campaign_id)) = (changed > 0, req_ref.campaign_id) {
+                    diesel::update(campaigns::table.find(campaign_id))
+                        .set(campaigns::failed_count.eq(campaigns::failed_count + 1))
+                        .execute(c)
+                        .await?;
+                }
+                warden_store::audit::record(
+                    c,
+                    actor,
+                    "message_refused_at_dispatch",
+                    "message",
+                    &message_id.to_string(),
+                    json!({"reason_code": error_ref.human_explanation.split(':').next(), "explanation": error_ref.human_explanation}),
+                )
+                .await?;
+                Ok(())
+            }
+        })
+        .await?;
+        Ok(message_id)
+    }
+
+    /// Publish an already-recorded `queued` message (relay, retries, campaign resume).
+    /// Returns false when NATS could not take it (the row stays unpublished).
+    pub async fn publish(&self, message_id: Uuid) -> Result<bool, CoreError> {
+        let mut conn = self.pg().get().await?;
+        let Some(row) = messages::table
+            .find(message_id)
+            .select(Message::as_select())
+            .first(&mut conn)
+            .await
+            .optional()?
+        else {
+            return Err(CoreError::NotFound(format!(
+                "no message with id {message_id}"
+            )));
+        };
+        drop(conn);
+        let phone = warden_rules::phone::canonicalize(&row.customer_phone)
+            .map_err(|e| CoreError::InvalidArgument(e.to_string()))?;
+        let trace: HashMap<String, String> = row
+            .trace_context
+            .as_ref()
+            .and_then(|v| serde_json::from_value(v.clone()).ok())
+            .unwrap_or_default();
+        Ok(self
+            .publish_with(message_id, &phone, &row.channel, &trace)
+            .await)
+    }
+
+    async fn publish_with(
+        &self,
+        message_id: Uuid,
+        phone: &PhoneNumber,
+        channel: &str,
+        trace: &HashMap<String, String>,
+    ) -> bool {
+        let Some(stream) = self.stream() else {
+            return false;
+        };
+        // Don't wait for a reconnect while NATS is down: the relay publishes later.
+        if stream.client.connection_state() != async_nats::connection::State::Connected {
+            tracing::warn!(%message_id, "NATS is not connected; message stays queued for the relay");
+            return false;
+        }
+        let job = DeliveryJob {
+            message_id,
+            customer_id: phone.digits().to_string(),
+            channel: channel.to_string(),
+            attempt: 1,
+        };
+        match stream.publish(&job, trace).await {
+            Ok(_) => {
+                if let Ok(mut conn) = self.pg().get().await {
+                    let _ = diesel::update(messages::table.find(message_id))
+                        .set(messages::published_at.eq(diesel::dsl::now))
+                        .execute(&mut conn)
+                        .await;
+                }
+                true
+            }
+            Err(err) => {
+                tracing::warn!(%message_id, error = %err, "publish failed; message stays queued for the relay");
+                if let Ok(mut conn) = self.pg().get().await {
+                    let _ = warden_store::audit::record(
+                        &mut conn,
+                        self.actor(),
+                        "publish_failed",
+                        "message",
+                        &message_id.to_string(),
+                        json!({"error": err.to_string()}),
+                    )
+                    .await;
+                }
+                false
+            }
+        }
+    }
+}
+
+/// Insert the accepted row, or advance an existing `scheduled`/`failed` row to `queued`.
+async fn write_queued(
+    conn: &mut AsyncPgConnection,
+    req: &SendRequest,
+    message_id: Uuid,
+    category: Category,
+    trace: &HashMap<String, String>,
+) -> Result<(), SendError> {
+    let trace_json = serde_json::to_value(trace).ok();
+    if req.existing_message_id.is_some() {
+        let updated = diesel::update(
+            messages::table
+                .find(message_id)
+                .filter(messages::status.eq_any([SCHEDULED, FAILED])),
+        )
+        .set((
+            messages::status.eq(QUEUED),
+            messages::category.eq(category.as_str()),
+            messages::published_at.eq(None::<DateTime<Utc>>),
+            messages::next_attempt_at.eq(None::<DateTime<Utc>>),
+            messages::lease_until.eq(None::<DateTime<Utc>>),
+            messages::lease_owner.eq(None::<String>),
+            messages::error_code.eq(None::<i32>),
+            messages::error_category.eq(None::<String>),
+            messages::error_can_retry.eq(None::<bool>),
+            messages::error_explanation.eq(None::<String>),
+            messages::error_suggested_action.eq(None::<String>),
+            messages::failed_at.eq(None::<DateTime<Utc>>),
+            messages::retry_count.eq(diesel::dsl::sql::<diesel::sql_types::Int4>(
+                "CASE WHEN status = 'failed' THEN retry_count + 1 ELSE retry_count END",
+            )),
+            messages::trace_context.eq(trace_json),
+            messages::updated_at.eq(diesel::dsl::now),
+        ))
+        .execute(conn)
+        .await?;
+        if updated == 0 {
+            return Err(SendError::InvalidArgument(format!(
+                "message {message_id} is no longer scheduled or failed"
+            )));
+        }
+        return Ok(());
+    }
+    insert_message(conn, req, message_id, category.as_str(), QUEUED, trace_json).await?;
+    Ok(())
+}
+
+async fn insert_message(
+    conn: &mut AsyncPgConnection,
+    req: &SendRequest,
+    message_id: Uuid,
+    category: &str,
+    status: &str,
+    trace: Option<Value>,
+) -> QueryResult<usize> {
+    let (template_name, template_locale) = match &req.kind {
+        SendKind::Template { name, locale, .. } => (Some(name.as_str()), Some(locale.as_str())),
+        SendKind::Text { .. } => (None, None),
+    };
+    diesel::insert_into(messages::table)
+        .values((
+            messages::id.eq(message_id),
+            messages::customer_phone.eq(req.phone.digits()),
+            messages::channel.eq(&req.channel),
+            messages::direction.eq("outbound"),
+            messages::message_type.eq(req.message_type.as_str()),
+            messages::category.eq(category),
+            messages::status.eq(status),
+            messages::content.eq(req.kind.to_content()),
+            messages::template_name.eq(template_name),
+            messages::template_locale.eq(template_locale),
+            messages::campaign_id.eq(req.campaign_id),
+            messages::trace_context.eq(trace),
+        ))
+        .execute(conn)
+        .await
+}

@@ -1,0 +1,485 @@
+//! The compliance core against real Postgres, Redis and NATS: the cap under concurrency,
+//! opt-outs, care windows, Redis outages, NATS outages, dispatch-time refusals.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use chrono::{TimeDelta, Utc};
+use diesel::prelude::*;
+use diesel_async::RunQueryDsl;
+use warden_core::customers::{self, OptScope};
+use warden_core::{Core, RefusalMode, SendError, SendKind, SendRequest, conversations};
+use warden_rules::keywords::OptChange;
+use warden_rules::kinds::MessageType;
+use warden_rules::phone::{PhoneNumber, canonicalize};
+use warden_service::Dependencies;
+use warden_store::schema::{audit_logs, messages, templates};
+use warden_store::testing::TestDatabase;
+
+const POLICIES: &str = r#"
+version: 1
+policies:
+  - id: cap
+    type: frequency_limit
+    message_types: [marketing]
+    max: 2
+    window: 24h
+  - id: skip_vip
+    type: tag_exclusion
+    message_types: [marketing]
+    tags: [vip]
+"#;
+
+struct Harness {
+    core: Core,
+    _db: TestDatabase,
+    stream_name: Option<String>,
+}
+
+impl Drop for Harness {
+    fn drop(&mut self) {
+        if let (Some(name), Some(stream)) = (self.stream_name.clone(), self.core.stream().cloned())
+        {
+            let _ = futures::executor::block_on(async move {
+                tokio::time::timeout(
+                    Duration::from_secs(2),
+                    stream.jetstream.delete_stream(&name),
+                )
+                .await
+            });
+        }
+    }
+}
+
+async fn harness(with_nats: bool, redis_addr: Option<&str>) -> Harness {
+    warden_service::install_crypto_provider();
+    let db = TestDatabase::create();
+    let mut settings = db.settings.clone();
+    let stream_name = format!("T_{}", uuid::Uuid::new_v4().simple()).to_uppercase();
+    settings.delivery_stream = stream_name.clone();
+    if let Some(addr) = redis_addr {
+        settings.redis.addr = addr.to_string();
+    }
+    let policies = warden_rules::policy::PolicySet::from_yaml(POLICIES).unwrap();
+    warden_store::prepare(&settings.database, vec![])
+        .await
+        .unwrap();
+    let pg = warden_store::connect(&settings.database, 12, Duration::from_secs(5))
+        .await
+        .unwrap();
+    let redis = warden_service::redis_pool::connect(&settings.redis, Duration::from_millis(100))
+        .await
+        .ok();
+    let stream = if with_nats {
+        Some(
+            warden_stream::DeliveryStream::connect(&settings)
+                .await
+                .unwrap(),
+        )
+    } else {
+        None
+    };
+    let deps = Dependencies {
+        settings: Arc::new(settings),
+        pg,
+        redis,
+        stream,
+        policies: Arc::new(policies),
+    };
+    Harness {
+        core: Core::new(deps, "test"),
+        _db: db,
+        stream_name: with_nats.then_some(stream_name),
+    }
+}
+
+fn phone() -> PhoneNumber {
+    let n: u64 = rand_digits();
+    canonicalize(&format!("62{n}")).unwrap()
+}
+
+fn rand_digits() -> u64 {
+    let id = uuid::Uuid::new_v4().as_u128();
+    8_000_000_000 + (id % 999_999_999) as u64
+}
+
+async fn add_template(core: &Core, name: &str, category: &str, status: &str) {
+    let mut conn = core.pg().get().await.unwrap();
+    diesel::insert_into(templates::table)
+        .values((
+            templates::name.eq(name),
+            templates::locale.eq("en"),
+            templates::category.eq(category),
+            templates::status.eq(status),
+            templates::body_text.eq("Hello {{1}}"),
+        ))
+        .execute(&mut conn)
+        .await
+        .unwrap();
+}
+
+fn template_send(phone: &PhoneNumber, name: &str, mode: RefusalMode) -> SendRequest {
+    SendRequest {
+        phone: phone.clone(),
+        channel: "whatsapp".into(),
+        kind: SendKind::Template {
+            name: name.into(),
+            locale: "en".into(),
+            variables: vec!["Ana".into()],
+        },
+        message_type: MessageType::Template,
+        campaign_id: None,
+        existing_message_id: None,
+        refusal: mode,
+        actor: "test",
+    }
+}
+
+fn text_send(phone: &PhoneNumber) -> SendRequest {
+    SendRequest {
+        phone: phone.clone(),
+        channel: "whatsapp".into(),
+        kind: SendKind::Text { body: "hi".into() },
+        message_type: MessageType::Service,
+        campaign_id: None,
+        existing_message_id: None,
+        refusal: RefusalMode::Error,
+        actor: "test",
+    }
+}
+
+async fn status_of(core: &Core, id: uuid::Uuid) -> (String, Option<chrono::DateTime<Utc>>) {
+    let mut conn = core.pg().get().await.unwrap();
+    messages::table
+        .find(id)
+        .select((messages::status, messages::published_at))
+        .first(&mut conn)
+        .await
+        .unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn concurrent_marketing_sends_pass_the_cap_exactly_twice() {
+    let h = harness(true, None).await;
+    add_template(&h.core, "promo", "marketing", "APPROVED").await;
+    let p = phone();
+    let mut tasks = Vec::new();
+    for _ in 0..10 {
+        let core = h.core.clone();
+        let req = template_send(&p, "promo", RefusalMode::Error);
+        tasks.push(tokio::spawn(async move { core.send(req).await }));
+    }
+    let mut accepted = 0;
+    let mut capped = 0;
+    for t in tasks {
+        match t.await.unwrap() {
+            Ok(a) => {
+                assert_eq!(a.status, "queued");
+                assert!(a.published);
+                accepted += 1;
+            }
+            Err(e) => {
+                assert_eq!(e.code(), "FREQUENCY_CAP_EXCEEDED", "{e}");
+                capped += 1;
+            }
+        }
+    }
+    assert_eq!((accepted, capped), (2, 8));
+    // The dry run agrees and writes nothing.
+    let d = h
+        .core
+        .check(&p, MessageType::Marketing, None, Utc::now())
+        .await
+        .unwrap();
+    assert!(!d.allowed);
+    assert_eq!(d.reason_code.as_str(), "FREQUENCY_CAP_EXCEEDED");
+    assert!(h.core.frequency(&p, Utc::now()).await.unwrap().is_capped);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn free_form_needs_an_open_window_from_the_inbound_timestamp() {
+    let h = harness(true, None).await;
+    let p = phone();
+    let err = h.core.send(text_send(&p)).await.unwrap_err();
+    assert_eq!(err.code(), "TEMPLATE_REQUIRED");
+
+    // An inbound message 23h59m ago opens it; an older late message does not shorten it.
+    let mut conn = h.core.pg().get().await.unwrap();
+    customers::ensure(&mut conn, &p).await.unwrap();
+    let recent = Utc::now() - TimeDelta::minutes(23 * 60 + 59);
+    let conv = conversations::record_inbound(&mut conn, &p, "whatsapp", recent)
+        .await
+        .unwrap();
+    h.core.refresh_window_cache(&conv).await;
+    let late =
+        conversations::record_inbound(&mut conn, &p, "whatsapp", recent - TimeDelta::hours(5))
+            .await
+            .unwrap();
+    h.core.refresh_window_cache(&late).await;
+    assert_eq!(
+        late.last_inbound_at.unwrap().timestamp(),
+        recent.timestamp()
+    );
+    let view = h.core.conversation(&p, "whatsapp").await.unwrap();
+    assert!(view.window_open);
+    assert!(view.time_remaining_secs > 0 && view.time_remaining_secs <= 60);
+    let ok = h.core.send(text_send(&p)).await.unwrap();
+    assert_eq!(status_of(&h.core, ok.message_id).await.0, "queued");
+
+    // Exactly 24 h old: closed.
+    let q = phone();
+    customers::ensure(&mut conn, &q).await.unwrap();
+    conversations::record_inbound(&mut conn, &q, "whatsapp", Utc::now() - TimeDelta::hours(24))
+        .await
+        .unwrap();
+    assert_eq!(
+        h.core.send(text_send(&q)).await.unwrap_err().code(),
+        "TEMPLATE_REQUIRED"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn opt_out_lands_in_one_place_with_an_audit_row() {
+    let h = harness(true, None).await;
+    add_template(&h.core, "promo", "marketing", "APPROVED").await;
+    add_template(&h.core, "receipt", "utility", "APPROVED").await;
+    let p = phone();
+    let mut conn = h.core.pg().get().await.unwrap();
+    let changed = customers::apply_opt_change(
+        &mut conn,
+        &p,
+        OptChange::Stop,
+        OptScope::Marketing,
+        "user_preferences",
+        "test",
+        Utc::now(),
+    )
+    .await
+    .unwrap();
+    assert!(changed);
+    // Re-applying changes nothing.
+    assert!(
+        !customers::apply_opt_change(
+            &mut conn,
+            &p,
+            OptChange::Stop,
+            OptScope::Marketing,
+            "user_preferences",
+            "test",
+            Utc::now()
+        )
+        .await
+        .unwrap()
+    );
+    let err = h
+        .core
+        .send(template_send(&p, "promo", RefusalMode::Error))
+        .await
+        .unwrap_err();
+    assert_eq!(err.code(), "USER_OPTED_OUT");
+    // Marketing opt-out leaves utility allowed.
+    h.core
+        .send(template_send(&p, "receipt", RefusalMode::Error))
+        .await
+        .unwrap();
+
+    let actions: Vec<String> = audit_logs::table
+        .filter(audit_logs::entity_id.eq(p.digits()))
+        .select(audit_logs::action)
+        .load(&mut conn)
+        .await
+        .unwrap();
+    assert!(
+        actions.contains(&"customer_opted_out".to_string()),
+        "{actions:?}"
+    );
+    assert!(actions.contains(&"send_refused".to_string()), "{actions:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn template_problems_are_named() {
+    let h = harness(true, None).await;
+    add_template(&h.core, "pending_one", "utility", "PENDING").await;
+    add_template(&h.core, "receipt", "utility", "APPROVED").await;
+    let p = phone();
+    assert_eq!(
+        h.core
+            .send(template_send(&p, "nope", RefusalMode::Error))
+            .await
+            .unwrap_err()
+            .code(),
+        "NOT_FOUND"
+    );
+    assert_eq!(
+        h.core
+            .send(template_send(&p, "pending_one", RefusalMode::Error))
+            .await
+            .unwrap_err()
+            .code(),
+        "TEMPLATE_NOT_APPROVED"
+    );
+    let mut bad = template_send(&p, "receipt", RefusalMode::Error);
+    bad.kind = SendKind::Template {
+        name: "receipt".into(),
+        locale: "en".into(),
+        variables: vec![],
+    };
+    assert_eq!(
+        h.core.send(bad).await.unwrap_err().code(),
+        "INVALID_ARGUMENT"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn nats_down_still_accepts_and_leaves_the_row_for_the_relay() {
+    let h = harness(false, None).await;
+    add_template(&h.core, "receipt", "utility", "APPROVED").await;
+    let p = phone();
+    let accepted = h
+        .core
+        .send(template_send(&p, "receipt", RefusalMode::Error))
+        .await
+        .unwrap();
+    assert_eq!(accepted.status, "queued");
+    assert!(!accepted.published);
+    let (status, published_at) = status_of(&h.core, accepted.message_id).await;
+    assert_eq!(status, "queued");
+    assert!(published_at.is_none());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn refusal_at_dispatch_records_a_failed_compliance_message() {
+    let h = harness(true, None).await;
+    let p = phone();
+    let mut req = text_send(&p);
+    req.refusal = RefusalMode::RecordFailed;
+    let Err(SendError::RefusedRecorded {
+        message_id,
+        decision,
+    }) = h.core.send(req).await
+    else {
+        panic!("a closed window must be refused and recorded");
+    };
+    assert_eq!(decision.reason_code.as_str(), "TEMPLATE_REQUIRED");
+    let mut conn = h.core.pg().get().await.unwrap();
+    let (status, category, explanation): (String, Option<String>, Option<String>) = messages::table
+        .find(message_id)
+        .select((
+            messages::status,
+            messages::error_category,
+            messages::error_explanation,
+        ))
+        .first(&mut conn)
+        .await
+        .unwrap();
+    assert_eq!(status, "failed");
+    assert_eq!(category.as_deref(), Some("compliance"));
+    assert!(explanation.unwrap().contains("TEMPLATE_REQUIRED"));
+}
+
+/// A Redis of the test's own, so stopping it cannot disturb other tests.
+struct OwnRedis {
+    child: std::process::Child,
+    port: u16,
+}
+
+impl OwnRedis {
+    fn start() -> OwnRedis {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let child = std::process::Command::new("redis-server")
+            .args([
+                "--port",
+                &port.to_string(),
+                "--bind",
+                "127.0.0.1",
+                "--save",
+                "",
+                "--appendonly",
+                "no",
+            ])
+            .stdout(std::process::Stdio::null())
+            .spawn()
+            .expect("redis-server on PATH");
+        for _ in 0..100 {
+            if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        OwnRedis { child, port }
+    }
+    fn stop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Drop for OwnRedis {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn redis_stopped_mid_test_answers_stay_correct() {
+    let mut redis = OwnRedis::start();
+    let h = harness(true, Some(&format!("127.0.0.1:{}", redis.port))).await;
+    assert!(h.core.redis().is_some());
+    let p = phone();
+    let mut conn = h.core.pg().get().await.unwrap();
+    customers::ensure(&mut conn, &p).await.unwrap();
+    let conv =
+        conversations::record_inbound(&mut conn, &p, "whatsapp", Utc::now() - TimeDelta::hours(1))
+            .await
+            .unwrap();
+    h.core.refresh_window_cache(&conv).await;
+    assert!(
+        h.core.windows().get(p.digits(), "whatsapp").await.is_some(),
+        "cached while Redis is up"
+    );
+
+    redis.stop();
+    let view = h.core.conversation(&p, "whatsapp").await.unwrap();
+    assert!(view.window_open);
+    assert!((view.time_remaining_secs - 23 * 3600).abs() < 60);
+    h.core
+        .send(text_send(&p))
+        .await
+        .expect("sends still work without Redis");
+    let d = h
+        .core
+        .check(&p, MessageType::Service, None, Utc::now())
+        .await
+        .unwrap();
+    assert!(d.allowed);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_first_sights_create_one_customer() {
+    let h = harness(false, None).await;
+    let p = phone();
+    let mut tasks = Vec::new();
+    for _ in 0..8 {
+        let core = h.core.clone();
+        let p = p.clone();
+        tasks.push(tokio::spawn(async move {
+            let mut conn = core.pg().get().await.unwrap();
+            customers::ensure(&mut conn, &p).await.unwrap()
+        }));
+    }
+    for t in tasks {
+        assert_eq!(t.await.unwrap().phone, p.digits());
+    }
+    let mut conn = h.core.pg().get().await.unwrap();
+    let n: i64 = warden_store::schema::customers::table
+        .filter(warden_store::schema::customers::phone.eq(p.digits()))
+        .count()
+        .get_result(&mut conn)
+        .await
+        .unwrap();
+    assert_eq!(n, 1);
+}
