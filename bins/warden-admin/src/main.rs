@@ -1,0 +1,122 @@
+//! `warden-admin`: operator commands (migrate, customers import, policies check).
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::{Parser, Subcommand};
+use warden_service::{die, exit};
+
+const BINARY: &str = "warden-admin";
+
+/// Warden's operator CLI. Reads the same environment as the services.
+#[derive(Parser)]
+#[command(name = BINARY, version)]
+struct Args {
+    /// Optional TOML config file; environment variables override it.
+    #[arg(long, env = "WARDEN_CONFIG", global = true)]
+    config: Option<PathBuf>,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Create missing tables and (re)seed error codes, pricing and the policy file's policies.
+    Migrate,
+    /// Customer data.
+    Customers {
+        #[command(subcommand)]
+        command: CustomersCommand,
+    },
+    /// Policy files.
+    Policies {
+        #[command(subcommand)]
+        command: PoliciesCommand,
+    },
+}
+
+#[derive(Subcommand)]
+enum CustomersCommand {
+    /// Upsert customers from a CSV (header customer_id,opt_in_marketing,opt_in_utility,tags,engagement_score)
+    /// or JSON lines (.jsonl) file. Bad rows are reported as `line N: reason` and skipped.
+    Import {
+        /// The file to import.
+        file: PathBuf,
+    },
+}
+
+#[derive(Subcommand)]
+enum PoliciesCommand {
+    /// Validate a policy file without touching the database; prints the policies it defines.
+    Check {
+        /// The policy file (YAML).
+        file: PathBuf,
+    },
+}
+
+#[tokio::main]
+async fn main() {
+    let args = Args::parse();
+    if let Command::Policies {
+        command: PoliciesCommand::Check { file },
+    } = &args.command
+    {
+        // Needs no settings or database: usable in CI on a policy change alone.
+        match warden_service::policies::load(file) {
+            Ok((_, seeds)) => {
+                for seed in &seeds {
+                    let state = if seed.enabled { "enabled" } else { "disabled" };
+                    eprintln!("{}: {} ({state})", seed.id, seed.policy_type);
+                }
+                eprintln!("{}: {} policies, valid", file.display(), seeds.len());
+                return;
+            }
+            Err(e) => die(BINARY, exit::CONFIG, e),
+        }
+    }
+    let (settings, _telemetry) = warden_service::bootstrap(BINARY, args.config.as_deref());
+    match args.command {
+        Command::Migrate => {
+            let (_, seeds) = warden_service::policies::load(&settings.policies_path)
+                .unwrap_or_else(|e| die(BINARY, exit::CONFIG, format!("POLICIES_PATH: {e}")));
+            let report = warden_store::prepare(&settings.database, seeds)
+                .await
+                .unwrap_or_else(|e| die(BINARY, exit::DEPENDENCY, e));
+            eprintln!(
+                "database {} is up to date: {} migrations applied now, {} error codes, {} pricing rows, {} policies",
+                settings.database.display_target(),
+                report.migrations_applied,
+                report.error_codes,
+                report.pricing_rows,
+                report.policies
+            );
+        }
+        Command::Customers {
+            command: CustomersCommand::Import { file },
+        } => {
+            let deps = warden_service::start(
+                BINARY,
+                settings,
+                warden_service::Needs {
+                    redis: false,
+                    nats: false,
+                    pool_size: 1,
+                },
+            )
+            .await;
+            let mut conn = deps
+                .pg
+                .dedicated_connection()
+                .await
+                .unwrap_or_else(|e| die(BINARY, exit::DEPENDENCY, format!("postgres: {e}")));
+            let mut stderr = std::io::stderr();
+            match warden_import::import_file(&mut conn, &file, &mut stderr).await {
+                Ok(summary) => eprintln!("{}: {summary}", file.display()),
+                Err(e) => die(BINARY, exit::DEPENDENCY, format!("{}: {e}", file.display())),
+            }
+            // Let the pool close its connections before exit.
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        Command::Policies { .. } => unreachable!("handled before settings are loaded"),
+    }
+}
