@@ -1,0 +1,216 @@
+//! The built binaries as processes (scripts/test.sh builds them before the tests run):
+//! several starting at once on a fresh database, bad configuration, unreachable Postgres.
+
+use std::path::PathBuf;
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use warden_store::testing::TestDatabase;
+
+fn bin(name: &str) -> PathBuf {
+    let target = std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../target"));
+    let path = target.join("debug").join(name);
+    assert!(
+        path.is_file(),
+        "{} is not built: run `cargo build --bins` first",
+        path.display()
+    );
+    path
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+fn policies() -> String {
+    format!("{}/../../policies/default.yaml", env!("CARGO_MANIFEST_DIR"))
+}
+
+fn command(name: &str, db: &TestDatabase, stream: &str) -> Command {
+    let mut cmd = Command::new(bin(name));
+    cmd.env("DB_NAME", db.name())
+        .env("DELIVERY_STREAM", stream)
+        .env("POLICIES_PATH", policies())
+        .env("PLATFORM_APP_SECRET", "test-secret")
+        .env("RUST_LOG", "warn")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped());
+    cmd
+}
+
+fn wait_http_ok(port: u16, child: &mut Child) {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while Instant::now() < deadline {
+        if let Some(status) = child.try_wait().unwrap() {
+            panic!("process on port {port} exited early: {status}");
+        }
+        if let Ok(mut s) = std::net::TcpStream::connect(("127.0.0.1", port)) {
+            use std::io::{Read, Write};
+            let _ = s.write_all(b"GET /health HTTP/1.0\r\n\r\n");
+            let mut out = String::new();
+            let _ = s.read_to_string(&mut out);
+            if out.starts_with("HTTP/1.1 200") || out.starts_with("HTTP/1.0 200") {
+                assert!(out.ends_with("OK"), "{out}");
+                return;
+            }
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    panic!("no 200 from /health on {port}");
+}
+
+fn stop(mut child: Child) -> Output {
+    unsafe_sigterm(child.id());
+    let deadline = Instant::now() + Duration::from_secs(15);
+    while child.try_wait().unwrap().is_none() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    if child.try_wait().unwrap().is_none() {
+        child.kill().unwrap();
+    }
+    child.wait_with_output().unwrap()
+}
+
+fn unsafe_sigterm(pid: u32) {
+    let _ = Command::new("kill")
+        .args(["-TERM", &pid.to_string()])
+        .status();
+}
+
+#[test]
+fn four_binaries_started_together_on_an_empty_database_all_come_up_and_stop_on_sigterm() {
+    let db = TestDatabase::create();
+    let stream = format!("T_{}", uuid::Uuid::new_v4().simple()).to_uppercase();
+    let (wp, dp, sp) = (free_port(), free_port(), free_port());
+    let mut webhook = command("webhook", &db, &stream)
+        .env("SERVER_HTTP_PORT", wp.to_string())
+        .spawn()
+        .unwrap();
+    let mut dispatcher = command("dispatcher", &db, &stream)
+        .env("ADMIN_HTTP_PORT", dp.to_string())
+        .spawn()
+        .unwrap();
+    let mut scheduler = command("scheduler", &db, &stream)
+        .env("ADMIN_HTTP_PORT", sp.to_string())
+        .spawn()
+        .unwrap();
+    let migrate = command("warden-admin", &db, &stream)
+        .arg("migrate")
+        .output()
+        .unwrap();
+    assert!(
+        migrate.status.success(),
+        "{}",
+        String::from_utf8_lossy(&migrate.stderr)
+    );
+    wait_http_ok(wp, &mut webhook);
+    wait_http_ok(dp, &mut dispatcher);
+    wait_http_ok(sp, &mut scheduler);
+    for child in [webhook, dispatcher, scheduler] {
+        let out = stop(child);
+        assert!(
+            out.status.success(),
+            "did not stop cleanly: {:?} {}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    // A second start of the admin tool changes nothing.
+    let again = command("warden-admin", &db, &stream)
+        .arg("migrate")
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&again.stderr);
+    assert!(
+        again.status.success() && text.contains("0 migrations applied now"),
+        "{text}"
+    );
+}
+
+#[test]
+fn a_bad_setting_exits_2_naming_the_variable() {
+    for (name, var, value) in [
+        ("webhook", "SERVER_HTTP_PORT", "eighty"),
+        ("dispatcher", "RATE_LIMIT_MPS", "0"),
+        ("scheduler", "SCHEDULER_POLL_INTERVAL", "often"),
+        ("warden-admin", "DB_PORT", "x"),
+    ] {
+        let db_less = Command::new(bin(name))
+            .args(if name == "warden-admin" {
+                vec!["migrate"]
+            } else {
+                vec![]
+            })
+            .env(var, value)
+            .output()
+            .unwrap();
+        assert_eq!(db_less.status.code(), Some(2), "{name} with {var}={value}");
+        let stderr = String::from_utf8_lossy(&db_less.stderr);
+        let last = stderr.lines().last().unwrap_or_default();
+        assert!(last.contains(var), "{name}: {stderr}");
+    }
+}
+
+#[test]
+fn unreachable_postgres_is_one_line_and_a_non_zero_exit() {
+    let out = Command::new(bin("scheduler"))
+        .env("POLICIES_PATH", policies())
+        .env("DB_PORT", free_port().to_string())
+        .env("ADMIN_HTTP_PORT", free_port().to_string())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let last = stderr.lines().last().unwrap();
+    assert!(
+        last.starts_with("scheduler: cannot reach Postgres at 127.0.0.1:"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("panicked"), "{stderr}");
+}
+
+#[test]
+fn an_unparsable_policy_file_stops_startup_naming_the_line() {
+    let dir = std::env::temp_dir().join(format!(
+        "warden-bad-policy-{}",
+        uuid::Uuid::new_v4().simple()
+    ));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("policies.yaml");
+    std::fs::write(&path, "version: 1\npolicies: [\n  - id: broken\n").unwrap();
+    let out = Command::new(bin("scheduler"))
+        .env("POLICIES_PATH", &path)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("POLICIES_PATH") && stderr.contains("line"),
+        "{stderr}"
+    );
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+#[test]
+fn every_binary_answers_help() {
+    for name in [
+        "webhook",
+        "dispatcher",
+        "scheduler",
+        "warden-admin",
+        "platform-sim",
+        "mcp-gateway",
+    ] {
+        let path = bin(name);
+        let out = Command::new(path).arg("--help").output().unwrap();
+        assert!(out.status.success(), "{name} --help");
+        assert!(!out.stdout.is_empty());
+    }
+}
