@@ -1,0 +1,126 @@
+//! Measures one full compliance check (cache hit, policies loaded, frequency count) and
+//! one accepted send (row + stream ack) against the real services.
+//! `cargo run --release -p warden-core --bin check-bench [-- N]`; prints a JSON line too.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use chrono::{TimeDelta, Utc};
+use diesel::prelude::*;
+use diesel_async::RunQueryDsl;
+use warden_core::{Core, RefusalMode, SendKind, SendRequest, conversations, customers};
+use warden_rules::kinds::MessageType;
+use warden_service::Dependencies;
+use warden_store::schema::templates;
+use warden_store::testing::TestDatabase;
+
+fn percentile(sorted: &[f64], p: f64) -> f64 {
+    sorted[((sorted.len() as f64 - 1.0) * p).round() as usize]
+}
+
+fn summary(name: &str, mut micros: Vec<f64>) -> serde_json::Value {
+    micros.sort_by(|a, b| a.partial_cmp(b).unwrap());
+    let mean = micros.iter().sum::<f64>() / micros.len() as f64;
+    let (p50, p99) = (percentile(&micros, 0.5), percentile(&micros, 0.99));
+    eprintln!(
+        "{name:<28} n={:<6} mean={mean:>8.1}us p50={p50:>8.1}us p99={p99:>8.1}us",
+        micros.len()
+    );
+    serde_json::json!({"name": name, "n": micros.len(), "mean_us": mean, "p50_us": p50, "p99_us": p99})
+}
+
+#[tokio::main(flavor = "multi_thread", worker_threads = 2)]
+async fn main() -> anyhow::Result<()> {
+    warden_service::install_crypto_provider();
+    let n: usize = std::env::args()
+        .nth(1)
+        .and_then(|a| a.parse().ok())
+        .unwrap_or(5000);
+    let db = TestDatabase::create();
+    let mut settings = db.settings.clone();
+    settings.delivery_stream = format!("BENCH_{}", uuid::Uuid::new_v4().simple()).to_uppercase();
+    let policies_path =
+        std::env::var("POLICIES_PATH").unwrap_or_else(|_| "policies/default.yaml".into());
+    let (policies, seeds) = warden_service::policies::load(std::path::Path::new(&policies_path))
+        .map_err(anyhow::Error::msg)?;
+    warden_store::prepare(&settings.database, seeds).await?;
+    let deps = Dependencies {
+        pg: warden_store::connect(&settings.database, 8, Duration::from_secs(5)).await?,
+        redis: Some(
+            warden_service::redis_pool::connect(&settings.redis, Duration::from_secs(2))
+                .await
+                .map_err(anyhow::Error::msg)?,
+        ),
+        stream: Some(warden_stream::DeliveryStream::connect(&settings).await?),
+        settings: Arc::new(settings.clone()),
+        policies: Arc::new(policies),
+    };
+    let core = Core::new(deps, "bench");
+    let mut conn = core.pg().get().await?;
+    diesel::insert_into(templates::table)
+        .values((
+            templates::name.eq("bench_receipt"),
+            templates::locale.eq("en"),
+            templates::category.eq("utility"),
+            templates::status.eq("APPROVED"),
+            templates::body_text.eq("Order {{1}} shipped"),
+        ))
+        .execute(&mut conn)
+        .await?;
+    let phone = warden_rules::phone::canonicalize("6281299990000")?;
+    customers::ensure(&mut conn, &phone).await?;
+    let conv = conversations::record_inbound(
+        &mut conn,
+        &phone,
+        "whatsapp",
+        Utc::now() - TimeDelta::minutes(5),
+    )
+    .await?;
+    core.refresh_window_cache(&conv).await;
+    drop(conn);
+
+    for _ in 0..200 {
+        core.check(&phone, MessageType::Marketing, None, Utc::now())
+            .await?;
+    }
+    let mut checks = Vec::with_capacity(n);
+    for _ in 0..n {
+        let t = Instant::now();
+        core.check(&phone, MessageType::Marketing, None, Utc::now())
+            .await?;
+        checks.push(t.elapsed().as_secs_f64() * 1e6);
+    }
+    let mut sends = Vec::with_capacity(n / 5);
+    for i in 0..n / 5 {
+        let req = SendRequest {
+            phone: warden_rules::phone::canonicalize(&format!("62813{:08}", i))?,
+            channel: "whatsapp".into(),
+            kind: SendKind::Template {
+                name: "bench_receipt".into(),
+                locale: "en".into(),
+                variables: vec![i.to_string()],
+            },
+            message_type: MessageType::Template,
+            campaign_id: None,
+            existing_message_id: None,
+            refusal: RefusalMode::Error,
+            actor: "bench",
+        };
+        let t = Instant::now();
+        let accepted = core.send(req).await?;
+        sends.push(t.elapsed().as_secs_f64() * 1e6);
+        assert!(accepted.published);
+    }
+    let report = serde_json::json!({
+        "machine": format!("{} cores", std::thread::available_parallelism().map(|n| n.get()).unwrap_or(0)),
+        "results": [summary("compliance check (dry run)", checks), summary("send accepted (row + ack)", sends)],
+    });
+    println!("{report}");
+    if let Some(stream) = core.stream() {
+        let _ = stream
+            .jetstream
+            .delete_stream(&settings.delivery_stream)
+            .await;
+    }
+    Ok(())
+}
