@@ -305,7 +305,7 @@ impl Core {
         let policies = self.policies();
         let req_ref = &req;
         let trace_ref = &trace;
-        let outcome: Result<Decision, SendError> = conn
+        let outcome: Result<(Decision, i32), SendError> = conn
             .transaction::<_, SendError, _>(async |c| {
                 let customer = customers::ensure_locked(c, &req_ref.phone).await?;
                 let conv = conversations::find(c, req_ref.phone.digits(), &req_ref.channel).await?;
@@ -329,14 +329,14 @@ impl Core {
                     now,
                 );
                 if !decision.allowed {
-                    return Ok(decision);
+                    return Ok((decision, 0));
                 }
-                write_queued(c, req_ref, message_id, category, trace_ref).await?;
+                let retry_count = write_queued(c, req_ref, message_id, category, trace_ref).await?;
                 count_accepted(c, req_ref.phone.digits(), category, message_id).await?;
-                Ok(decision)
+                Ok((decision, retry_count))
             })
             .await;
-        let decision = outcome?;
+        let (decision, retry_count) = outcome?;
         if !decision.allowed {
             return match req.refusal {
                 RefusalMode::Error => {
@@ -366,8 +366,9 @@ impl Core {
             };
         }
         drop(conn);
+        let dedupe_id = dedupe_id(message_id, retry_count, None);
         let published = self
-            .publish_with(message_id, &req.phone, &req.channel, &trace)
+            .publish_with(message_id, &dedupe_id, &req.phone, &req.channel, &trace)
             .await;
         Ok(Accepted {
             message_id,
@@ -495,14 +496,16 @@ impl Core {
             .as_ref()
             .and_then(|v| serde_json::from_value(v.clone()).ok())
             .unwrap_or_default();
+        let dedupe_id = dedupe_id(message_id, row.retry_count, row.published_at);
         Ok(self
-            .publish_with(message_id, &phone, &row.channel, &trace)
+            .publish_with(message_id, &dedupe_id, &phone, &row.channel, &trace)
             .await)
     }
 
     async fn publish_with(
         &self,
         message_id: Uuid,
+        dedupe_id: &str,
         phone: &PhoneNumber,
         channel: &str,
         trace: &HashMap<String, String>,
@@ -521,7 +524,7 @@ impl Core {
             channel: channel.to_string(),
             attempt: 1,
         };
-        match stream.publish(&job, trace).await {
+        match stream.publish_as(&job, dedupe_id, trace).await {
             Ok(_) => {
                 if let Ok(mut conn) = self.pg().get().await {
                     let _ = diesel::update(messages::table.find(message_id))
@@ -550,17 +553,34 @@ impl Core {
     }
 }
 
+/// The stream's de-duplication id of a publish. The first publish of a message uses its id
+/// (CONTRACT.md), so racing publishers of the same row collapse into one stream message.
+/// A retry gets a new id per retry; a republish of a row the stream already took (campaign
+/// resume, a lost stream message) one per previous publish time — still shared by racers.
+pub fn dedupe_id(
+    message_id: Uuid,
+    retry_count: i32,
+    published_at: Option<DateTime<Utc>>,
+) -> String {
+    match (retry_count, published_at) {
+        (0, None) => message_id.to_string(),
+        (n, None) => format!("{message_id}:r{n}"),
+        (n, Some(at)) => format!("{message_id}:r{n}:{}", at.timestamp_micros()),
+    }
+}
+
 /// Insert the accepted row, or advance an existing `scheduled`/`failed` row to `queued`.
+/// Returns the row's retry count.
 async fn write_queued(
     conn: &mut AsyncPgConnection,
     req: &SendRequest,
     message_id: Uuid,
     category: Category,
     trace: &HashMap<String, String>,
-) -> Result<(), SendError> {
+) -> Result<i32, SendError> {
     let trace_json = serde_json::to_value(trace).ok();
     if req.existing_message_id.is_some() {
-        let updated = diesel::update(
+        let updated: Option<i32> = diesel::update(
             messages::table
                 .find(message_id)
                 .filter(messages::status.eq_any([SCHEDULED, FAILED])),
@@ -584,17 +604,18 @@ async fn write_queued(
             messages::trace_context.eq(trace_json),
             messages::updated_at.eq(diesel::dsl::now),
         ))
-        .execute(conn)
-        .await?;
-        if updated == 0 {
-            return Err(SendError::InvalidArgument(format!(
+        .returning(messages::retry_count)
+        .get_result(conn)
+        .await
+        .optional()?;
+        return updated.ok_or_else(|| {
+            SendError::InvalidArgument(format!(
                 "message {message_id} is no longer scheduled or failed"
-            )));
-        }
-        return Ok(());
+            ))
+        });
     }
     insert_message(conn, req, message_id, category.as_str(), QUEUED, trace_json).await?;
-    Ok(())
+    Ok(0)
 }
 
 async fn insert_message(
@@ -626,4 +647,21 @@ async fn insert_message(
         ))
         .execute(conn)
         .await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn first_publish_uses_the_message_id_and_republishes_get_new_ids() {
+        let id = Uuid::now_v7();
+        let at = Utc::now();
+        assert_eq!(dedupe_id(id, 0, None), id.to_string());
+        assert_ne!(dedupe_id(id, 1, None), dedupe_id(id, 0, None));
+        assert_ne!(dedupe_id(id, 1, None), dedupe_id(id, 2, None));
+        assert_ne!(dedupe_id(id, 0, Some(at)), dedupe_id(id, 0, None));
+        // Two publishers racing on the same row state share the id (the stream keeps one).
+        assert_eq!(dedupe_id(id, 0, Some(at)), dedupe_id(id, 0, Some(at)));
+    }
 }

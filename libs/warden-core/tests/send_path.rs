@@ -483,3 +483,29 @@ async fn concurrent_first_sights_create_one_customer() {
         .unwrap();
     assert_eq!(n, 1);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_deliberate_republish_is_not_swallowed_by_the_duplicate_window() {
+    let h = harness(true, None).await;
+    add_template(&h.core, "receipt", "utility", "APPROVED").await;
+    let p = phone();
+    let accepted = h
+        .core
+        .send(template_send(&p, "receipt", RefusalMode::Error))
+        .await
+        .unwrap();
+    assert!(accepted.published);
+    // A campaign resume or a lost stream message: the row was published before.
+    assert!(h.core.publish(accepted.message_id).await.unwrap());
+    let stream = h.core.stream().unwrap();
+    let mut info = stream
+        .jetstream
+        .get_stream(&stream.stream_name)
+        .await
+        .unwrap();
+    assert_eq!(
+        info.info().await.unwrap().state.messages,
+        2,
+        "the republish reached the stream"
+    );
+}

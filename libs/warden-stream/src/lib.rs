@@ -138,15 +138,29 @@ impl DeliveryStream {
         }
     }
 
-    /// Publish a job and wait for the stream's ack. `trace` is the W3C context to carry.
+    /// Publish a job (`Nats-Msg-Id` = its message id) and wait for the stream's ack.
+    /// `trace` is the W3C context to carry.
     pub async fn publish(
         &self,
         job: &DeliveryJob,
         trace: &HashMap<String, String>,
     ) -> Result<PublishOutcome, StreamError> {
+        self.publish_as(job, &job.message_id.to_string(), trace)
+            .await
+    }
+
+    /// Publish with an explicit de-duplication id: a deliberate republish of a message the
+    /// stream already saw (retry, campaign resume, lost message) needs a new one, or
+    /// JetStream drops it inside the duplicate window.
+    pub async fn publish_as(
+        &self,
+        job: &DeliveryJob,
+        dedupe_id: &str,
+        trace: &HashMap<String, String>,
+    ) -> Result<PublishOutcome, StreamError> {
         let subject = self.subject(&job.channel);
         let mut headers = HeaderMap::new();
-        headers.insert("Nats-Msg-Id", job.message_id.to_string().as_str());
+        headers.insert("Nats-Msg-Id", dedupe_id);
         for (k, v) in trace {
             headers.insert(k.as_str(), v.as_str());
         }

@@ -1,0 +1,271 @@
+//! Lenient argument reading, in one place.
+//!
+//! rmcp turns a failed `Parameters<T>` deserialisation into a bare text error (not the
+//! contract's envelope), so every tool takes its arguments as a raw JSON object and reads
+//! them here: a missing, empty or ill-typed parameter becomes an `INVALID_ARGUMENT` tool
+//! error naming the parameter and what to pass. Numbers also accept numeric strings
+//! (`"50"`), strings also accept numbers (`131047`), JSON parameters accept a JSON string
+//! or the JSON value itself.
+
+use chrono::{DateTime, Utc};
+use rmcp::model::JsonObject;
+use serde_json::Value;
+use uuid::Uuid;
+use warden_rules::phone::PhoneNumber;
+
+use crate::error::{ToolError, ToolResult};
+
+pub struct Args(JsonObject);
+
+impl Args {
+    pub fn new(map: JsonObject) -> Self {
+        Args(map)
+    }
+
+    fn raw(&self, key: &str) -> Option<&Value> {
+        self.0.get(key).filter(|v| !v.is_null())
+    }
+
+    /// A required string; `hint` says what to pass (one sentence).
+    pub fn string(&self, key: &str, hint: &str) -> ToolResult<String> {
+        match self.opt_string(key)? {
+            Some(s) => Ok(s),
+            None => Err(ToolError::invalid(
+                format!("The parameter `{key}` is required and must not be empty."),
+                format!("Pass `{key}`: {hint}"),
+            )),
+        }
+    }
+
+    /// An optional string: absent, null or blank is `None`; surrounding spaces are trimmed.
+    pub fn opt_string(&self, key: &str) -> ToolResult<Option<String>> {
+        let text = match self.raw(key) {
+            None => return Ok(None),
+            Some(Value::String(s)) => s.trim().to_string(),
+            Some(Value::Number(n)) => n.to_string(),
+            Some(Value::Bool(b)) => b.to_string(),
+            Some(other) => {
+                return Err(ToolError::invalid(
+                    format!(
+                        "The parameter `{key}` must be a string, not {}.",
+                        kind_of(other)
+                    ),
+                    format!("Pass `{key}` as a string."),
+                ));
+            }
+        };
+        Ok((!text.is_empty()).then_some(text))
+    }
+
+    /// An optional whole number (a JSON number without fraction, or a numeric string).
+    pub fn opt_int(&self, key: &str) -> ToolResult<Option<i64>> {
+        let bad = |got: String| {
+            ToolError::invalid(
+                format!("The parameter `{key}` must be a whole number, got {got}."),
+                format!(
+                    "Pass `{key}` as a number such as 50 (a numeric string like \"50\" also works)."
+                ),
+            )
+        };
+        match self.raw(key) {
+            None => Ok(None),
+            Some(Value::Number(n)) => {
+                if let Some(i) = n.as_i64() {
+                    Ok(Some(i))
+                } else if let Some(f) = n.as_f64().filter(|f| f.fract() == 0.0 && f.abs() < 9e15) {
+                    Ok(Some(f as i64))
+                } else {
+                    Err(bad(n.to_string()))
+                }
+            }
+            Some(Value::String(s)) if s.trim().is_empty() => Ok(None),
+            Some(Value::String(s)) => {
+                let t = s.trim();
+                if let Ok(i) = t.parse::<i64>() {
+                    return Ok(Some(i));
+                }
+                match t.parse::<f64>() {
+                    Ok(f) if f.is_finite() && f.fract() == 0.0 && f.abs() < 9e15 => {
+                        Ok(Some(f as i64))
+                    }
+                    _ => Err(bad(format!("{s:?}"))),
+                }
+            }
+            Some(other) => Err(bad(kind_of(other).to_string())),
+        }
+    }
+
+    /// An optional JSON parameter: a string holding JSON, or the JSON value itself.
+    pub fn opt_json(&self, key: &str, what: &str) -> ToolResult<Option<Value>> {
+        match self.raw(key) {
+            None => Ok(None),
+            Some(Value::String(s)) if s.trim().is_empty() => Ok(None),
+            Some(Value::String(s)) => serde_json::from_str::<Value>(s).map(Some).map_err(|e| {
+                ToolError::invalid(
+                    format!("The parameter `{key}` is not valid JSON: {e}."),
+                    format!("Pass `{key}` as a string containing {what}."),
+                )
+            }),
+            Some(v) => Ok(Some(v.clone())),
+        }
+    }
+
+    pub fn json(&self, key: &str, what: &str) -> ToolResult<Value> {
+        self.opt_json(key, what)?.ok_or_else(|| {
+            ToolError::invalid(
+                format!("The parameter `{key}` is required and must not be empty."),
+                format!("Pass `{key}` as a string containing {what}."),
+            )
+        })
+    }
+
+    /// A template's `locale` (default `en`); `language`, as create_template and the platform
+    /// call it, is accepted too.
+    pub fn locale(&self) -> ToolResult<String> {
+        let locale = self.opt_string("locale")?;
+        let language = self.opt_string("language")?;
+        match (locale, language) {
+            (Some(l), Some(g)) if !l.eq_ignore_ascii_case(&g) => Err(ToolError::invalid(
+                format!("`locale` ({l:?}) and `language` ({g:?}) disagree."),
+                "Pass only `locale`, e.g. \"en\".",
+            )),
+            (Some(l), _) | (None, Some(l)) => Ok(l),
+            (None, None) => Ok("en".into()),
+        }
+    }
+
+    /// The `channel` parameter: absent means `whatsapp`, the only channel.
+    pub fn channel(&self) -> ToolResult<&'static str> {
+        let raw = self.opt_string("channel")?;
+        warden_rules::kinds::parse_channel(raw.as_deref()).map_err(|e| {
+            ToolError::invalid(format!("{e}."), "Leave `channel` out or pass \"whatsapp\".")
+        })
+    }
+
+    /// A required phone number in any accepted spelling, canonicalised.
+    pub fn phone(&self, key: &str) -> ToolResult<PhoneNumber> {
+        let raw = self.string(
+            key,
+            "the customer's phone number with country code, e.g. +6281234567890",
+        )?;
+        parse_phone(key, &raw)
+    }
+
+    /// A required UUID identifier.
+    pub fn uuid(&self, key: &str, what: &str) -> ToolResult<Uuid> {
+        let raw = self.string(key, &format!("the {what} (a UUID)"))?;
+        parse_uuid(key, &raw, what)
+    }
+
+    /// A required RFC 3339 timestamp.
+    pub fn timestamp(&self, key: &str) -> ToolResult<DateTime<Utc>> {
+        let raw = self.string(key, "an RFC 3339 timestamp such as 2030-01-31T09:00:00Z")?;
+        DateTime::parse_from_rfc3339(&raw)
+            .map(|t| t.with_timezone(&Utc))
+            .map_err(|e| {
+                ToolError::invalid(
+                    format!("The parameter `{key}` is not an RFC 3339 timestamp ({raw:?}: {e})."),
+                    format!("Pass `{key}` like 2030-01-31T09:00:00Z or 2030-01-31T16:00:00+07:00."),
+                )
+            })
+    }
+}
+
+pub fn parse_phone(key: &str, raw: &str) -> ToolResult<PhoneNumber> {
+    warden_rules::phone::canonicalize(raw).map_err(|e| {
+        ToolError::invalid(
+            format!("The parameter `{key}` is not a valid phone number: {e}."),
+            format!("Pass `{key}` with the country code, e.g. +6281234567890 or 6281234567890."),
+        )
+    })
+}
+
+pub fn parse_uuid(key: &str, raw: &str, what: &str) -> ToolResult<Uuid> {
+    Uuid::parse_str(raw.trim()).map_err(|_| {
+        ToolError::invalid(
+            format!("The parameter `{key}` must be a UUID, got {raw:?}."),
+            format!("Pass the {what} exactly as a tool returned it, e.g. 0192f3c4-5d6e-7f80-9a1b-2c3d4e5f6a7b."),
+        )
+    })
+}
+
+fn kind_of(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn args(v: Value) -> Args {
+        Args::new(v.as_object().cloned().unwrap())
+    }
+
+    #[test]
+    fn strings_are_trimmed_and_blank_is_missing() {
+        let a = args(json!({"a": "  x ", "b": "", "c": null, "d": 131047, "e": [1]}));
+        assert_eq!(a.string("a", "x").unwrap(), "x");
+        assert_eq!(a.string("b", "x").unwrap_err().code, "INVALID_ARGUMENT");
+        assert_eq!(a.opt_string("c").unwrap(), None);
+        assert_eq!(a.string("d", "x").unwrap(), "131047");
+        assert!(a.opt_string("e").is_err());
+        assert!(a.string("zz", "x").unwrap_err().message.contains("`zz`"));
+    }
+
+    #[test]
+    fn numbers_accept_numeric_strings() {
+        let a =
+            args(json!({"a": 50, "b": "50", "c": 2.0, "d": "2.5", "e": "x", "f": 1.5, "g": ""}));
+        assert_eq!(a.opt_int("a").unwrap(), Some(50));
+        assert_eq!(a.opt_int("b").unwrap(), Some(50));
+        assert_eq!(a.opt_int("c").unwrap(), Some(2));
+        assert!(a.opt_int("d").is_err());
+        assert!(a.opt_int("e").is_err());
+        assert!(a.opt_int("f").is_err());
+        assert_eq!(a.opt_int("g").unwrap(), None);
+        assert_eq!(a.opt_int("missing").unwrap(), None);
+    }
+
+    #[test]
+    fn json_params_take_strings_or_values() {
+        let a = args(json!({"a": "[\"x\"]", "b": ["y"], "c": "{nope", "d": " "}));
+        assert_eq!(a.opt_json("a", "x").unwrap(), Some(json!(["x"])));
+        assert_eq!(a.opt_json("b", "x").unwrap(), Some(json!(["y"])));
+        assert!(a.opt_json("c", "x").is_err());
+        assert_eq!(a.opt_json("d", "x").unwrap(), None);
+        assert!(a.json("d", "x").is_err());
+    }
+
+    #[test]
+    fn channel_phone_uuid_time() {
+        assert_eq!(args(json!({})).channel().unwrap(), "whatsapp");
+        assert_eq!(
+            args(json!({"channel": "WhatsApp"})).channel().unwrap(),
+            "whatsapp"
+        );
+        assert!(args(json!({"channel": "sms"})).channel().is_err());
+        assert_eq!(
+            args(json!({"p": "+62 812-3456-7890"}))
+                .phone("p")
+                .unwrap()
+                .digits(),
+            "6281234567890"
+        );
+        assert!(args(json!({"p": "not-a-phone"})).phone("p").is_err());
+        assert!(args(json!({"u": "nope"})).uuid("u", "id").is_err());
+        assert!(
+            args(json!({"t": "2030-01-01T00:00:00+07:00"}))
+                .timestamp("t")
+                .is_ok()
+        );
+        assert!(args(json!({"t": "tomorrow"})).timestamp("t").is_err());
+    }
+}

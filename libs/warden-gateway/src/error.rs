@@ -1,0 +1,199 @@
+//! The one error shape every tool answers with (CONTRACT.md "Tool results"):
+//! `{"error": {"code", "message", "suggested_action"}}` in `structuredContent`, the same
+//! JSON as one text block, and `isError: true`.
+
+use rmcp::model::CallToolResult;
+use serde::Serialize;
+use warden_core::{CoreError, SendError};
+use warden_platform::PlatformError;
+
+/// Codes beyond the spec's table (CONTRACT.md).
+pub mod code {
+    pub const INVALID_ARGUMENT: &str = "INVALID_ARGUMENT";
+    pub const NOT_FOUND: &str = "NOT_FOUND";
+    pub const UPSTREAM_ERROR: &str = "UPSTREAM_ERROR";
+    pub const UNAVAILABLE: &str = "UNAVAILABLE";
+    pub const WINDOW_CLOSED: &str = "WINDOW_CLOSED";
+    pub const FEATURE_NOT_AVAILABLE: &str = "FEATURE_NOT_AVAILABLE";
+    pub const TEMPLATE_NOT_APPROVED: &str = "TEMPLATE_NOT_APPROVED";
+    pub const CAMPAIGN_TERMINAL_STATE: &str = "CAMPAIGN_TERMINAL_STATE";
+    pub const INVALID_STATE_TRANSITION: &str = "INVALID_STATE_TRANSITION";
+    pub const CONVERSATION_ACTIVE: &str = "CONVERSATION_ACTIVE";
+}
+
+/// A refused or failed tool call.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct ToolError {
+    pub code: String,
+    pub message: String,
+    pub suggested_action: String,
+}
+
+pub type ToolResult<T> = Result<T, ToolError>;
+
+impl ToolError {
+    pub fn new(
+        code: impl Into<String>,
+        message: impl Into<String>,
+        action: impl Into<String>,
+    ) -> Self {
+        ToolError {
+            code: code.into(),
+            message: one_line(&message.into()),
+            suggested_action: one_line(&action.into()),
+        }
+    }
+
+    pub fn invalid(message: impl Into<String>, action: impl Into<String>) -> Self {
+        Self::new(code::INVALID_ARGUMENT, message, action)
+    }
+
+    pub fn not_found(message: impl Into<String>, action: impl Into<String>) -> Self {
+        Self::new(code::NOT_FOUND, message, action)
+    }
+
+    /// A dependency (Postgres) could not serve the call; nothing was written.
+    pub fn unavailable(detail: impl std::fmt::Display) -> Self {
+        tracing::warn!(error = %detail, "tool call could not be served");
+        Self::new(
+            code::UNAVAILABLE,
+            "The database is unavailable, so the call could not be served and nothing was changed.",
+            "Try again in a few seconds; if it keeps failing, ask an operator to check Postgres.",
+        )
+    }
+
+    /// The JSON the agent sees.
+    pub fn envelope(&self) -> serde_json::Value {
+        serde_json::json!({ "error": self })
+    }
+
+    pub fn into_result(self) -> CallToolResult {
+        CallToolResult::structured_error(self.envelope())
+    }
+}
+
+fn one_line(text: &str) -> String {
+    text.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+impl From<diesel::result::Error> for ToolError {
+    fn from(err: diesel::result::Error) -> Self {
+        ToolError::unavailable(err)
+    }
+}
+
+impl<E: std::error::Error + 'static> From<bb8::RunError<E>> for ToolError {
+    fn from(err: bb8::RunError<E>) -> Self {
+        ToolError::unavailable(err)
+    }
+}
+
+impl From<CoreError> for ToolError {
+    fn from(err: CoreError) -> Self {
+        match err {
+            CoreError::NotFound(m) => ToolError::not_found(
+                m,
+                "Check the identifier; it may belong to another deployment.",
+            ),
+            CoreError::InvalidArgument(m) => {
+                ToolError::invalid(m, "Fix the parameter and call again.")
+            }
+            CoreError::Unavailable(m) => ToolError::unavailable(m),
+        }
+    }
+}
+
+impl From<SendError> for ToolError {
+    fn from(err: SendError) -> Self {
+        match &err {
+            SendError::Unavailable(m) => ToolError::unavailable(m),
+            SendError::Refused(d) | SendError::RefusedRecorded { decision: d, .. } => {
+                ToolError::new(
+                    d.reason_code.as_str(),
+                    d.human_explanation.clone(),
+                    d.suggested_action.clone(),
+                )
+            }
+            SendError::TemplateNotFound { name, locale } => ToolError::not_found(
+                format!("There is no template named `{name}` in locale `{locale}`."),
+                err.suggested_action(),
+            ),
+            SendError::TemplateNotApproved {
+                name,
+                locale,
+                status,
+            } => ToolError::new(
+                code::TEMPLATE_NOT_APPROVED,
+                format!(
+                    "Template `{name}` ({locale}) is {status}, not APPROVED, so it cannot be sent."
+                ),
+                err.suggested_action(),
+            ),
+            SendError::InvalidVariables(m) => ToolError::invalid(
+                format!("The variables do not match the template: {m}."),
+                err.suggested_action(),
+            ),
+            SendError::InvalidArgument(m) => ToolError::invalid(m.clone(), err.suggested_action()),
+        }
+    }
+}
+
+/// A failed platform call as the agent sees it. `explained` is the knowledge base's
+/// explanation of the platform code, when there was one.
+pub fn upstream(
+    what: &str,
+    err: &PlatformError,
+    explained: Option<&warden_core::knowledge::Explanation>,
+) -> ToolError {
+    tracing::warn!(error = %err, what, "platform call failed");
+    match err {
+        PlatformError::Api {
+            code,
+            message,
+            details,
+            http_status,
+        } => {
+            let mut text = format!(
+                "The platform refused to {what}: error {code} (HTTP {http_status}): {message}"
+            );
+            if let Some(d) = details.as_deref().filter(|d| !d.is_empty()) {
+                text.push_str(&format!(" ({d})"));
+            }
+            if let Some(e) = explained.filter(|e| e.known) {
+                text.push_str(&format!(". {}: {}", e.title, e.human_explanation));
+            }
+            let action = explained
+                .filter(|e| e.known)
+                .map(|e| e.suggested_action.clone())
+                .unwrap_or_else(|| {
+                    "Check the request against the platform's rules (explain_error gives details for the code) and try again.".into()
+                });
+            ToolError::new(code::UPSTREAM_ERROR, text, action)
+        }
+        PlatformError::Connect(_) => ToolError::new(
+            code::UNAVAILABLE,
+            format!("The platform API could not be reached to {what}; nothing was changed."),
+            "Try again shortly; if it keeps failing, ask an operator to check PLATFORM_API_URL and the network.",
+        ),
+        PlatformError::Timeout | PlatformError::Io(_) => ToolError::new(
+            code::UPSTREAM_ERROR,
+            format!(
+                "The platform did not answer in time when asked to {what}; the outcome is unknown."
+            ),
+            "Check the current state (sync_template_status or list_templates) before trying again.",
+        ),
+        PlatformError::Http { status, body } => ToolError::new(
+            code::UPSTREAM_ERROR,
+            format!(
+                "The platform answered HTTP {status} when asked to {what}: {}",
+                body.chars().take(200).collect::<String>()
+            ),
+            "Try again later; if it persists, ask an operator to check the platform status.",
+        ),
+        PlatformError::Config(m) => ToolError::new(
+            code::UNAVAILABLE,
+            format!("The platform client is misconfigured: {m}"),
+            "Ask an operator to check PLATFORM_API_URL and the platform settings.",
+        ),
+    }
+}

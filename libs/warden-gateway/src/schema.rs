@@ -1,0 +1,627 @@
+//! Published schemas. Inputs are described by structs that are never deserialised (the
+//! arguments are read leniently by [`crate::args`]); they exist so `tools/list` shows each
+//! parameter's name, type, description and whether it is required. Outputs are the
+//! structs the tools serialise into `structuredContent`.
+#![allow(dead_code)]
+
+use std::sync::Arc;
+
+use rmcp::model::JsonObject;
+use schemars::JsonSchema;
+use serde::Serialize;
+
+/// inputSchema of `T` (object root, title/description stripped).
+pub fn input<T: JsonSchema + 'static>() -> Arc<JsonObject> {
+    rmcp::handler::server::tool::schema_for_input::<T>()
+        .unwrap_or_else(|e| panic!("input schema of {}: {e}", std::any::type_name::<T>()))
+}
+
+/// outputSchema of `T` (what its Serialize writes).
+pub fn output<T: JsonSchema + 'static>() -> Arc<JsonObject> {
+    rmcp::handler::server::tool::schema_for_output::<T>()
+}
+
+// ------------------------------------------------------------------------------- inputs
+
+#[derive(JsonSchema)]
+pub struct NoParams {}
+
+#[derive(JsonSchema)]
+pub struct CheckComplianceIn {
+    /// The customer's phone number with country code, e.g. "+6281234567890" (spaces, dashes and a leading + are fine).
+    pub customer_id: String,
+    /// What you plan to send: "marketing", "utility", "template" (judged as a utility template) or "service" (free-form text; "text" also works). Case-insensitive.
+    pub message_type: String,
+    /// Messaging channel; only "whatsapp" exists and it is the default.
+    #[schemars(extend("default" = "whatsapp"))]
+    pub channel: Option<String>,
+}
+
+#[derive(JsonSchema)]
+pub struct SendMessageIn {
+    /// Recipient phone number with country code, e.g. "+6281234567890".
+    pub to: String,
+    /// The message body (free-form text, at most 4096 characters).
+    pub text: String,
+    /// Messaging channel; only "whatsapp" exists and it is the default.
+    #[schemars(extend("default" = "whatsapp"))]
+    pub channel: Option<String>,
+}
+
+#[derive(JsonSchema)]
+pub struct SendTemplateIn {
+    /// Recipient phone number with country code, e.g. "+6281234567890".
+    pub to: String,
+    /// Name of an APPROVED template stored locally (see list_templates).
+    pub template_name: String,
+    /// Template language code; default "en".
+    #[schemars(extend("default" = "en"))]
+    pub locale: Option<String>,
+    /// JSON array (as a string) of values for the template's {{1}}, {{2}}, ... placeholders, in order, e.g. "[\"Ana\", \"#1234\"]". Omit for a template without placeholders.
+    pub variables: Option<String>,
+    /// Messaging channel; only "whatsapp" exists and it is the default.
+    #[schemars(extend("default" = "whatsapp"))]
+    pub channel: Option<String>,
+}
+
+#[derive(JsonSchema)]
+pub struct ExplainErrorIn {
+    /// The platform's numeric error code, as a string, e.g. "131047".
+    pub code: String,
+}
+
+#[derive(JsonSchema)]
+pub struct CustomerIn {
+    /// The customer's phone number with country code, e.g. "+6281234567890".
+    pub customer_id: String,
+    /// Messaging channel; only "whatsapp" exists and it is the default.
+    #[schemars(extend("default" = "whatsapp"))]
+    pub channel: Option<String>,
+}
+
+#[derive(JsonSchema)]
+pub struct MessageIdIn {
+    /// The message_id a send, reply or schedule call returned (a UUID).
+    pub message_id: String,
+}
+
+#[derive(JsonSchema)]
+pub struct ChannelIn {
+    /// Messaging channel; only "whatsapp" exists and it is the default.
+    #[schemars(extend("default" = "whatsapp"))]
+    pub channel: Option<String>,
+}
+
+#[derive(JsonSchema)]
+pub struct ListConversationsIn {
+    /// Messaging channel; only "whatsapp" exists and it is the default.
+    #[schemars(extend("default" = "whatsapp"))]
+    pub channel: Option<String>,
+    /// "open" (care window open), "closed", or "expiring_soon" (open and closing within 2 hours). Empty means all. Archived conversations are never listed.
+    pub status_filter: Option<String>,
+    /// Page size, 1 to 500; default 50.
+    #[schemars(range(min = 1, max = 500), extend("default" = 50))]
+    pub limit: Option<u32>,
+    /// Number of conversations to skip; default 0.
+    #[schemars(range(min = 0), extend("default" = 0))]
+    pub offset: Option<u32>,
+}
+
+#[derive(JsonSchema)]
+pub struct ListTemplatesIn {
+    /// Only templates with this status: "APPROVED", "PENDING" or "REJECTED" (case-insensitive).
+    pub status_filter: Option<String>,
+    /// Only templates of this category: "marketing", "utility" or "authentication" (case-insensitive).
+    pub category_filter: Option<String>,
+    /// Only templates in this language, e.g. "en" or "id".
+    pub locale_filter: Option<String>,
+    /// Page size, 1 to 500; default 50.
+    #[schemars(range(min = 1, max = 500), extend("default" = 50))]
+    pub limit: Option<u32>,
+    /// Number of templates to skip; default 0.
+    #[schemars(range(min = 0), extend("default" = 0))]
+    pub offset: Option<u32>,
+}
+
+#[derive(JsonSchema)]
+pub struct ReplyCustomerIn {
+    /// The customer's phone number with country code, e.g. "+6281234567890".
+    pub customer_id: String,
+    /// The reply text (free-form, at most 4096 characters).
+    pub message_text: String,
+    /// Messaging channel; only "whatsapp" exists and it is the default.
+    #[schemars(extend("default" = "whatsapp"))]
+    pub channel: Option<String>,
+}
+
+#[derive(JsonSchema)]
+pub struct RetryIn {
+    /// JSON array (as a string) of message ids to retry, e.g. "[\"0192f3c4-...\"]"; at most 100.
+    pub message_ids: String,
+}
+
+#[derive(JsonSchema)]
+pub struct SyncTemplateIn {
+    /// The template's name.
+    pub template_name: String,
+    /// The template's language code; default "en".
+    #[schemars(extend("default" = "en"))]
+    pub locale: Option<String>,
+}
+
+#[derive(JsonSchema)]
+pub struct ScheduleMessageIn {
+    /// The customer's phone number with country code, e.g. "+6281234567890".
+    pub customer_id: String,
+    /// "marketing", "utility", "service" (free-form text) or "template" (judged by the template's category). Case-insensitive.
+    pub message_type: String,
+    /// JSON (as a string) with a `type` and a typed body: {"type":"text","text":{"body":"Hello"}} or {"type":"template","template":{"name":"order_update","language":"en","variables":["#1234"]}}.
+    pub content: String,
+    /// When to send, RFC 3339 in the future, e.g. "2030-01-31T09:00:00Z".
+    pub deliver_at: String,
+    /// Messaging channel; only "whatsapp" exists and it is the default.
+    #[schemars(extend("default" = "whatsapp"))]
+    pub channel: Option<String>,
+}
+
+#[derive(JsonSchema)]
+pub struct ScheduleCampaignIn {
+    /// A name for the campaign (shown back in get_campaign).
+    pub name: String,
+    /// "broadcast", "marketing" or "utility".
+    #[serde(rename = "type")]
+    pub campaign_type: String,
+    /// Name of an APPROVED template (see list_templates).
+    pub template_name: String,
+    /// When to start, RFC 3339 in the future, e.g. "2030-01-31T09:00:00Z".
+    pub deliver_at: String,
+    /// The template's language code; default "en".
+    #[schemars(extend("default" = "en"))]
+    pub locale: Option<String>,
+    /// JSON object (as a string) keyed by placeholder number, e.g. "{\"1\": \"friend\"}", filling the template's {{1}}, {{2}}, ... for every recipient.
+    pub variables: Option<String>,
+    /// JSON object (as a string) choosing recipients; every key optional: include_tags (any of), exclude_tags, customer_ids, opt_in ("marketing" or "utility"), active_within_days. "{}" or omitted means every known customer.
+    pub audience_filter: Option<String>,
+}
+
+#[derive(JsonSchema)]
+pub struct CampaignIdIn {
+    /// The campaign_id schedule_campaign returned (a UUID).
+    pub campaign_id: String,
+}
+
+#[derive(JsonSchema)]
+pub struct CancelCampaignIn {
+    /// The campaign_id schedule_campaign returned (a UUID).
+    pub campaign_id: String,
+    /// Why it is cancelled; kept in the audit trail.
+    pub reason: Option<String>,
+}
+
+#[derive(JsonSchema)]
+pub struct EstimateCostIn {
+    /// "marketing", "utility", "authentication" or "service".
+    pub message_type: String,
+    /// ISO 3166 two-letter country code of the recipients, e.g. "ID"; default "DEFAULT" (the fallback rate card).
+    #[schemars(extend("default" = "DEFAULT"))]
+    pub recipient_country: Option<String>,
+    /// How many messages (a positive whole number); default 1.
+    #[schemars(range(min = 1), extend("default" = 1))]
+    pub quantity: Option<u32>,
+}
+
+#[derive(JsonSchema)]
+pub struct EstimatePricingIn {
+    /// "marketing", "utility", "authentication" or "service".
+    pub conversation_type: String,
+    /// ISO 3166 two-letter country code, e.g. "ID"; default "DEFAULT" (the fallback rate card).
+    #[schemars(extend("default" = "DEFAULT"))]
+    pub recipient_country: Option<String>,
+}
+
+#[derive(JsonSchema)]
+pub struct CreateTemplateIn {
+    /// Template name: lower-case letters, digits and underscores, at most 512 characters, e.g. "order_update_2".
+    pub name: String,
+    /// "UTILITY", "MARKETING" or "AUTHENTICATION".
+    pub category: String,
+    /// Language code, e.g. "en" or "en_US".
+    pub language: String,
+    /// The body, at most 1024 characters, with numbered placeholders {{1}}, {{2}}, ... without gaps.
+    pub body_text: String,
+}
+
+#[derive(JsonSchema)]
+pub struct ArchiveChatIn {
+    /// The conversation's id (a UUID), as list_conversations or check_conversation report it.
+    pub conversation_id: String,
+}
+
+// ------------------------------------------------------------------------------ outputs
+
+#[derive(Serialize, JsonSchema)]
+pub struct ComplianceOut {
+    pub customer_id: String,
+    pub channel: String,
+    pub message_type: String,
+    pub allowed: bool,
+    /// OK when allowed, else TEMPLATE_REQUIRED, USER_OPTED_OUT, FREQUENCY_CAP_EXCEEDED or POLICY_RESTRICTION.
+    pub reason_code: String,
+    pub human_explanation: String,
+    pub suggested_action: String,
+    /// The policy that refused, when one did.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub policy_id: Option<String>,
+}
+
+#[derive(Serialize, JsonSchema)]
+pub struct SendOut {
+    /// "queued": accepted and handed to delivery.
+    pub status: String,
+    pub message_id: String,
+    pub customer_id: String,
+    pub channel: String,
+}
+
+#[derive(Serialize, JsonSchema)]
+pub struct ExplainOut {
+    pub code: i32,
+    pub title: String,
+    pub category: String,
+    pub can_retry: bool,
+    pub human_explanation: String,
+    pub suggested_action: String,
+    /// False when the code is not in the knowledge base (a cautious fallback explanation).
+    pub known: bool,
+}
+
+#[derive(Serialize, JsonSchema)]
+pub struct ConversationOut {
+    pub customer_id: String,
+    pub channel: String,
+    /// The conversation's id (null when the customer never wrote); archive_chat takes it.
+    pub conversation_id: Option<String>,
+    pub window_open: bool,
+    pub time_remaining_secs: i64,
+    pub conversation_type: String,
+    pub last_inbound_at: Option<String>,
+    pub last_outbound_at: Option<String>,
+    pub window_expires_at: Option<String>,
+    /// "eligible", or why not (user_opted_out, frequency_cap_exceeded, policy_restriction).
+    pub marketing_eligibility: String,
+    /// "eligible", or why not (user_opted_out, policy_restriction).
+    pub utility_eligibility: String,
+    pub archived: bool,
+}
+
+#[derive(Serialize, JsonSchema)]
+pub struct FrequencyOut {
+    pub customer_id: String,
+    pub channel: String,
+    pub is_capped: bool,
+    /// Why it is capped; empty when not capped.
+    pub reason: String,
+    /// What to do instead; empty when not capped.
+    pub suggested_action: String,
+    /// When the cap resets; present only when capped.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reset_hint: Option<String>,
+    /// Marketing messages still allowed in the rolling window (absent when no cap applies).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub remaining: Option<u32>,
+    /// When the next marketing message may go, when capped and known.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub next_slot_at: Option<String>,
+}
+
+#[derive(Serialize, JsonSchema)]
+pub struct OptIn {
+    pub marketing: bool,
+    pub utility: bool,
+}
+
+#[derive(Serialize, JsonSchema)]
+pub struct ContextConversation {
+    pub window_open: bool,
+    pub time_remaining_secs: i64,
+    pub conversation_type: String,
+    pub last_inbound: Option<String>,
+    pub last_outbound: Option<String>,
+    pub window_expires: Option<String>,
+}
+
+#[derive(Serialize, JsonSchema)]
+pub struct Eligible {
+    pub eligible: bool,
+    /// Present when not eligible: the refusal a send would get.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason_code: Option<String>,
+    pub human_explanation: String,
+}
+
+#[derive(Serialize, JsonSchema)]
+pub struct Eligibility {
+    pub marketing: Eligible,
+    pub utility: Eligible,
+    pub service: Eligible,
+}
+
+#[derive(Serialize, JsonSchema)]
+pub struct CustomerContextOut {
+    pub customer_id: String,
+    pub channel: String,
+    /// False when Warden has never seen this customer (defaults are shown).
+    pub known_customer: bool,
+    pub opt_in: OptIn,
+    pub tags: Vec<String>,
+    pub engagement_score: f64,
+    pub last_interaction: Option<String>,
+    pub conversation: ContextConversation,
+    pub eligibility: Eligibility,
+}
+
+#[derive(Serialize, JsonSchema)]
+pub struct ErrorObj {
+    pub code: i32,
+    pub category: String,
+    pub can_retry: bool,
+    pub human_explanation: String,
+    pub suggested_action: String,
+}
+
+#[derive(Serialize, JsonSchema)]
+pub struct DeliveryOut {
+    pub message_id: String,
+    pub customer_id: String,
+    pub channel: String,
+    pub direction: String,
+    pub message_type: String,
+    /// queued, scheduled, sent, delivered, read or failed.
+    pub status: String,
+    pub retry_count: i32,
+    pub created_at: String,
+    pub updated_at: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub deliver_at: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub template_name: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub campaign_id: Option<String>,
+    /// Present when status is failed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<ErrorObj>,
+}
+
+#[derive(Serialize, JsonSchema)]
+pub struct RateLimitOut {
+    pub channel: String,
+    /// Bucket capacity and refill, messages per second.
+    pub capacity_mps: u32,
+    /// Tokens available now (a send takes one).
+    pub tokens_remaining: f64,
+    /// Tokens granted since the bucket was created.
+    pub tokens_used: u64,
+    /// Epoch milliseconds of the bucket's last update.
+    pub last_update_ms: i64,
+    pub last_update_at: String,
+}
+
+#[derive(Serialize, JsonSchema)]
+pub struct ConversationItem {
+    pub id: String,
+    pub customer_id: String,
+    pub channel: String,
+    pub window_open: bool,
+    pub time_remaining_secs: i64,
+    pub conversation_type: String,
+    pub last_inbound_at: Option<String>,
+    pub last_outbound_at: Option<String>,
+    pub window_expires_at: Option<String>,
+}
+
+#[derive(Serialize, JsonSchema)]
+pub struct ConversationsPage {
+    pub conversations: Vec<ConversationItem>,
+    /// All matching conversations (not just this page).
+    pub total: i64,
+    pub limit: i64,
+    pub offset: i64,
+}
+
+#[derive(Serialize, JsonSchema)]
+pub struct TemplateItem {
+    pub name: String,
+    pub locale: String,
+    pub category: String,
+    pub status: String,
+    pub body_text: String,
+}
+
+#[derive(Serialize, JsonSchema)]
+pub struct TemplatesPage {
+    pub templates: Vec<TemplateItem>,
+    /// All matching templates (not just this page).
+    pub total: i64,
+    pub limit: i64,
+    pub offset: i64,
+}
+
+#[derive(Serialize, JsonSchema)]
+pub struct RetryItem {
+    pub message_id: String,
+    /// "retried" (re-queued) or "skipped".
+    pub status: String,
+    /// Why it was skipped (names the error code when the error is not retryable).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+}
+
+#[derive(Serialize, JsonSchema)]
+pub struct RetryOut {
+    pub results: Vec<RetryItem>,
+}
+
+#[derive(Serialize, JsonSchema)]
+pub struct SyncTemplateOut {
+    pub template_name: String,
+    pub locale: String,
+    pub status: String,
+    pub category: String,
+    pub platform_id: Option<String>,
+    /// The local status before this sync (null when the template was not stored locally).
+    pub previous_status: Option<String>,
+    /// Present when REJECTED: the platform's reason.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// Present when REJECTED: what to do next.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub suggested_action: Option<String>,
+}
+
+#[derive(Serialize, JsonSchema)]
+pub struct ScheduleMessageOut {
+    pub message_id: String,
+    /// "scheduled".
+    pub status: String,
+    pub deliver_at: String,
+    pub customer_id: String,
+    pub message_type: String,
+    pub channel: String,
+}
+
+#[derive(Serialize, JsonSchema)]
+pub struct ScheduleCampaignOut {
+    pub campaign_id: String,
+    /// "scheduled".
+    pub status: String,
+    pub name: String,
+    #[serde(rename = "type")]
+    pub campaign_type: String,
+    pub deliver_at: String,
+    pub template_name: String,
+    pub locale: String,
+}
+
+#[derive(Serialize, JsonSchema)]
+pub struct CancelCampaignOut {
+    pub campaign_id: String,
+    /// "cancelled".
+    pub status: String,
+    pub from_status: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+}
+
+#[derive(Serialize, JsonSchema)]
+pub struct CampaignMoveOut {
+    pub campaign_id: String,
+    /// "paused" (pause_campaign) or "running" (resume_campaign).
+    pub status: String,
+    pub from_status: String,
+    pub note: String,
+}
+
+#[derive(Serialize, JsonSchema)]
+pub struct CampaignOut {
+    pub campaign_id: String,
+    pub name: String,
+    #[serde(rename = "type")]
+    pub campaign_type: String,
+    /// scheduled, running, sending, paused, cancelled, completed or failed.
+    pub status: String,
+    pub deliver_at: String,
+    pub template_name: String,
+    pub locale: String,
+    pub variables: serde_json::Map<String, serde_json::Value>,
+    pub audience_filter: serde_json::Map<String, serde_json::Value>,
+    pub sent_count: i32,
+    pub delivered_count: i32,
+    pub failed_count: i32,
+    pub paused_at: Option<String>,
+    pub total_recipients: i32,
+    pub status_reason: Option<String>,
+    pub created_at: String,
+    pub updated_at: String,
+}
+
+#[derive(Serialize, JsonSchema)]
+pub struct AccountQualityOut {
+    pub waba_id: String,
+    pub name: String,
+    /// HIGH, MEDIUM, LOW or UNKNOWN (from the quality rating).
+    pub quality_tier: String,
+    /// The platform's rating: GREEN, YELLOW, RED, NA or UNKNOWN.
+    pub quality_rating: String,
+    /// Business-initiated conversations allowed per 24 hours, e.g. "1000" or "UNLIMITED".
+    pub current_limit: String,
+    /// The platform's messaging limit tier, e.g. TIER_1K.
+    pub limit_tier: String,
+    pub phone_number_id: String,
+    pub display_phone_number: Option<String>,
+    pub throughput_level: Option<String>,
+}
+
+#[derive(Serialize, JsonSchema)]
+pub struct CostOut {
+    pub message_type: String,
+    pub recipient_country: String,
+    pub quantity: i64,
+    /// Decimal string with 4 places, e.g. "0.0411".
+    pub cost_per_conversation: String,
+    /// Decimal string with 4 places.
+    pub total_estimated_cost: String,
+    pub currency: String,
+    pub pricing_category: String,
+    pub pricing_model_version: String,
+    /// The rate card row used: the country, or DEFAULT when the country has no rates of its own.
+    pub rate_country: String,
+    pub effective_date: String,
+}
+
+#[derive(Serialize, JsonSchema)]
+pub struct PricingOut {
+    /// The rate card's country: the requested one, or DEFAULT when it has no rates of its own.
+    pub country: String,
+    pub requested_country: String,
+    pub conversation_type: String,
+    pub cost_per_conversation: f64,
+    pub currency: String,
+    pub pricing_category: String,
+    /// YYYY-MM-DD.
+    pub effective_date: String,
+    pub pricing_model_version: String,
+}
+
+#[derive(Serialize, JsonSchema)]
+pub struct CreateTemplateOut {
+    pub template_name: String,
+    pub locale: String,
+    pub category: String,
+    /// "PENDING" until the platform decides.
+    pub status: String,
+    pub platform_id: String,
+    pub note: String,
+}
+
+#[derive(Serialize, JsonSchema)]
+pub struct SyncWebhooksOut {
+    /// True when the template statuses were re-read from the platform.
+    pub template_synced: bool,
+    /// Messages actually settled by this call (stuck sends settled, lost publishes re-published).
+    pub messages_reconciled: i64,
+    pub templates_checked: i64,
+    pub templates_updated: i64,
+    /// Sends whose outcome is unknown; they settle when the platform's status webhook arrives.
+    pub messages_awaiting_status: i64,
+    pub note: String,
+}
+
+#[derive(Serialize, JsonSchema)]
+pub struct ArchiveOut {
+    pub conversation_id: String,
+    /// "archived".
+    pub status: String,
+    pub from_type: String,
+    pub customer_id: String,
+    pub archived_at: String,
+}

@@ -1,0 +1,269 @@
+//! Group D, account and cost: get_account_quality, estimate_cost, estimate_pricing.
+
+use chrono::Utc;
+use diesel::prelude::*;
+use diesel_async::{AsyncPgConnection, RunQueryDsl};
+use rmcp::model::{CallToolResult, JsonObject};
+use rmcp::{tool, tool_router};
+use warden_rules::kinds::Category;
+use warden_store::models::PricingEntry;
+use warden_store::schema::conversation_pricing;
+
+use crate::args::Args;
+use crate::error::{ToolError, ToolResult};
+use crate::schema::{self, *};
+use crate::server::Gateway;
+use crate::util::{bounded, finish};
+
+/// The most messages one estimate covers.
+const MAX_QUANTITY: i64 = 1_000_000_000;
+const DEFAULT_COUNTRY: &str = "DEFAULT";
+
+#[tool_router(router = account_tools, vis = "pub(crate)")]
+impl Gateway {
+    #[tool(
+        name = "get_account_quality",
+        description = "Read the business account's standing live from the platform (not cached): quality_rating (GREEN, \
+YELLOW, RED), quality_tier, the messaging limit tier and current_limit (business-initiated conversations per 24 hours). \
+Check it before large campaigns; a falling rating means pause marketing. Errors: UPSTREAM_ERROR (the platform refused; the \
+message explains its code), UNAVAILABLE (the platform cannot be reached: retry later).",
+        input_schema = schema::input::<NoParams>(),
+        output_schema = schema::output::<AccountQualityOut>(),
+        annotations(read_only_hint = false, destructive_hint = false, idempotent_hint = true, open_world_hint = true)
+    )]
+    async fn get_account_quality(&self, _args: JsonObject) -> CallToolResult {
+        finish("get_account_quality", self.get_account_quality_impl().await)
+    }
+
+    #[tool(
+        name = "estimate_cost",
+        description = "Estimate what sending quantity messages of a type to one country costs, from the stored rate card (no \
+platform call). Unknown countries use the DEFAULT rates (rate_country says which row was used). Returns \
+cost_per_conversation and total_estimated_cost as decimal strings with 4 places, currency, pricing_category and \
+pricing_model_version. Errors: INVALID_ARGUMENT (unknown message_type, country not a 2-letter code, quantity not a \
+positive whole number), UNAVAILABLE.",
+        input_schema = schema::input::<EstimateCostIn>(),
+        output_schema = schema::output::<CostOut>(),
+        annotations(read_only_hint = true, open_world_hint = false)
+    )]
+    async fn estimate_cost(&self, args: JsonObject) -> CallToolResult {
+        finish(
+            "estimate_cost",
+            self.estimate_cost_impl(Args::new(args)).await,
+        )
+    }
+
+    #[tool(
+        name = "estimate_pricing",
+        description = "Look up the price of one conversation of a type in a country from the stored rate card (no platform \
+call). Unknown countries use the DEFAULT rates (country then reads DEFAULT). Returns country, conversation_type, \
+cost_per_conversation (a number), currency, pricing_category and effective_date (YYYY-MM-DD). Errors: INVALID_ARGUMENT \
+(unknown conversation_type, country not a 2-letter code), UNAVAILABLE.",
+        input_schema = schema::input::<EstimatePricingIn>(),
+        output_schema = schema::output::<PricingOut>(),
+        annotations(read_only_hint = true, open_world_hint = false)
+    )]
+    async fn estimate_pricing(&self, args: JsonObject) -> CallToolResult {
+        finish(
+            "estimate_pricing",
+            self.estimate_pricing_impl(Args::new(args)).await,
+        )
+    }
+}
+
+/// `1234` (1/10000 units) -> "0.1234".
+pub(crate) fn decimal_e4(value: i128) -> String {
+    let sign = if value < 0 { "-" } else { "" };
+    let v = value.unsigned_abs();
+    format!("{sign}{}.{:04}", v / 10_000, v % 10_000)
+}
+
+fn pricing_type(key: &str, raw: &str) -> ToolResult<Category> {
+    raw.parse::<Category>().map_err(|e| {
+        ToolError::invalid(
+            format!("The parameter `{key}`: {e}."),
+            format!("Pass `{key}` as marketing, utility, authentication or service."),
+        )
+    })
+}
+
+fn country(a: &Args) -> ToolResult<String> {
+    let raw = a.opt_string("recipient_country")?;
+    let Some(raw) = raw else {
+        return Ok(DEFAULT_COUNTRY.into());
+    };
+    let up = raw.to_ascii_uppercase();
+    if up == DEFAULT_COUNTRY || (up.len() == 2 && up.chars().all(|c| c.is_ascii_alphabetic())) {
+        return Ok(up);
+    }
+    Err(ToolError::invalid(
+        format!("recipient_country {raw:?} is not an ISO 3166 two-letter country code."),
+        "Pass recipient_country like \"ID\", \"US\" or \"BR\", or leave it out for the DEFAULT rates.",
+    ))
+}
+
+/// The rate in force today for (country, type), falling back to DEFAULT.
+async fn rate(
+    conn: &mut AsyncPgConnection,
+    country: &str,
+    category: Category,
+) -> ToolResult<PricingEntry> {
+    let today = Utc::now().date_naive();
+    for c in [country, DEFAULT_COUNTRY] {
+        let row = conversation_pricing::table
+            .filter(conversation_pricing::country.eq(c))
+            .filter(conversation_pricing::conversation_type.eq(category.as_str()))
+            .filter(conversation_pricing::effective_date.le(today))
+            .order(conversation_pricing::effective_date.desc())
+            .select(PricingEntry::as_select())
+            .first(conn)
+            .await
+            .optional()?;
+        if let Some(r) = row {
+            return Ok(r);
+        }
+    }
+    Err(ToolError::not_found(
+        format!("No rate is stored for {} conversations.", category.as_str()),
+        "Ask an operator to check the conversation_pricing seed.",
+    ))
+}
+
+/// Spelled-out messaging limit of a platform tier.
+fn limit_of_tier(tier: &str) -> String {
+    match tier.to_ascii_uppercase().as_str() {
+        "TIER_50" => "50".into(),
+        "TIER_250" => "250".into(),
+        "TIER_1K" => "1000".into(),
+        "TIER_2K" => "2000".into(),
+        "TIER_10K" => "10000".into(),
+        "TIER_100K" => "100000".into(),
+        "TIER_UNLIMITED" | "UNLIMITED" => "UNLIMITED".into(),
+        "" => "UNKNOWN".into(),
+        other => other.to_string(),
+    }
+}
+
+fn tier_of_rating(rating: &str) -> &'static str {
+    match rating.to_ascii_uppercase().as_str() {
+        "GREEN" | "HIGH" => "HIGH",
+        "YELLOW" | "MEDIUM" => "MEDIUM",
+        "RED" | "LOW" => "LOW",
+        _ => "UNKNOWN",
+    }
+}
+
+impl Gateway {
+    async fn get_account_quality_impl(&self) -> ToolResult<AccountQualityOut> {
+        let phone = match self.platform().phone_number_quality().await {
+            Ok(p) => p,
+            Err(e) => return Err(self.upstream_error("read the account quality", &e).await),
+        };
+        let settings = &self.core().settings().platform;
+        let rating = phone
+            .quality_rating
+            .clone()
+            .unwrap_or_else(|| "UNKNOWN".into())
+            .to_ascii_uppercase();
+        let limit_tier = phone.messaging_limit_tier.clone().unwrap_or_default();
+        Ok(AccountQualityOut {
+            waba_id: settings.account_id.clone(),
+            name: phone
+                .verified_name
+                .clone()
+                .or(phone.display_phone_number.clone())
+                .unwrap_or_default(),
+            quality_tier: tier_of_rating(&rating).to_string(),
+            quality_rating: rating,
+            current_limit: limit_of_tier(&limit_tier),
+            limit_tier: if limit_tier.is_empty() {
+                "UNKNOWN".into()
+            } else {
+                limit_tier
+            },
+            phone_number_id: if phone.id.is_empty() {
+                settings.phone_number_id.clone()
+            } else {
+                phone.id.clone()
+            },
+            display_phone_number: phone.display_phone_number,
+            throughput_level: phone.throughput.map(|t| t.level),
+        })
+    }
+
+    async fn estimate_cost_impl(&self, a: Args) -> ToolResult<CostOut> {
+        let raw = a.string(
+            "message_type",
+            "marketing, utility, authentication or service.",
+        )?;
+        let category = pricing_type("message_type", &raw)?;
+        let country = country(&a)?;
+        let quantity = match a.opt_int("quantity")? {
+            Some(q) => bounded(
+                "quantity",
+                q,
+                1,
+                MAX_QUANTITY,
+                "as a positive whole number (default 1)",
+            )?,
+            None => 1,
+        };
+        let mut conn = self.conn().await?;
+        let r = rate(&mut conn, &country, category).await?;
+        Ok(CostOut {
+            message_type: category.as_str().to_string(),
+            recipient_country: country,
+            quantity,
+            cost_per_conversation: decimal_e4(i128::from(r.cost_e4)),
+            total_estimated_cost: decimal_e4(i128::from(r.cost_e4) * i128::from(quantity)),
+            currency: r.currency,
+            pricing_category: r.pricing_category,
+            pricing_model_version: r.pricing_model_version,
+            rate_country: r.country,
+            effective_date: r.effective_date.format("%Y-%m-%d").to_string(),
+        })
+    }
+
+    async fn estimate_pricing_impl(&self, a: Args) -> ToolResult<PricingOut> {
+        let raw = a.string(
+            "conversation_type",
+            "marketing, utility, authentication or service.",
+        )?;
+        let category = pricing_type("conversation_type", &raw)?;
+        let requested = country(&a)?;
+        let mut conn = self.conn().await?;
+        let r = rate(&mut conn, &requested, category).await?;
+        Ok(PricingOut {
+            country: r.country,
+            requested_country: requested,
+            conversation_type: category.as_str().to_string(),
+            cost_per_conversation: r.cost_e4 as f64 / 10_000.0,
+            currency: r.currency,
+            pricing_category: r.pricing_category,
+            effective_date: r.effective_date.format("%Y-%m-%d").to_string(),
+            pricing_model_version: r.pricing_model_version,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn decimals_have_four_places() {
+        assert_eq!(decimal_e4(411), "0.0411");
+        assert_eq!(decimal_e4(0), "0.0000");
+        assert_eq!(decimal_e4(12_345), "1.2345");
+        assert_eq!(decimal_e4(411 * 3), "0.1233");
+        assert_eq!(decimal_e4(-5), "-0.0005");
+    }
+
+    #[test]
+    fn tiers() {
+        assert_eq!(limit_of_tier("TIER_1K"), "1000");
+        assert_eq!(limit_of_tier("TIER_UNLIMITED"), "UNLIMITED");
+        assert_eq!(tier_of_rating("green"), "HIGH");
+        assert_eq!(tier_of_rating("NA"), "UNKNOWN");
+    }
+}

@@ -1,0 +1,657 @@
+//! Group C, scheduling and campaigns: schedule_message, schedule_campaign,
+//! cancel_campaign, pause_campaign, resume_campaign (Pro+, addition), get_campaign
+//! (addition).
+
+use chrono::{DateTime, TimeDelta, Utc};
+use diesel::prelude::*;
+use diesel_async::{AsyncConnection, RunQueryDsl};
+use rmcp::model::{CallToolResult, JsonObject};
+use rmcp::{tool, tool_router};
+use serde_json::{Map, Value, json};
+use uuid::Uuid;
+use warden_core::SendKind;
+use warden_rules::audience::AudienceFilter;
+use warden_rules::kinds::{Category, MessageType, TemplateCategory};
+use warden_store::models::Campaign;
+use warden_store::schema::{campaigns, messages};
+
+use crate::args::Args;
+use crate::error::{ToolError, ToolResult, code};
+use crate::schema::{self, *};
+use crate::server::{ACTOR, Gateway};
+use crate::tools::{check_text, parse_message_type};
+use crate::util::{finish, lower, opt_ts, ts};
+
+/// How far ahead a message or campaign may be scheduled.
+const MAX_AHEAD: TimeDelta = TimeDelta::days(366);
+const MAX_CAMPAIGN_NAME: usize = 200;
+
+#[tool_router(router = campaign_tools, vis = "pub(crate)")]
+impl Gateway {
+    #[tool(
+        name = "schedule_message",
+        description = "Schedule one message for later. content is JSON with a type and a typed body: \
+{\"type\":\"text\",\"text\":{\"body\":\"...\"}} (free-form; message_type service) or \
+{\"type\":\"template\",\"template\":{\"name\":\"...\",\"language\":\"en\",\"variables\":[\"...\"]}} (message_type template, \
+marketing or utility). Only opt-out is checked now; the full compliance check (care window, cap, policies) runs again at \
+delivery, and a message refused then ends failed with the reason. Returns message_id (track it with get_delivery_status), \
+status \"scheduled\", deliver_at, customer_id. Errors: USER_OPTED_OUT (do not message them), INVALID_ARGUMENT (bad or \
+past deliver_at, malformed content, variables not matching the template), NOT_FOUND (no such template), UNAVAILABLE.",
+        input_schema = schema::input::<ScheduleMessageIn>(),
+        output_schema = schema::output::<ScheduleMessageOut>(),
+        annotations(read_only_hint = false, destructive_hint = false, idempotent_hint = false, open_world_hint = false)
+    )]
+    async fn schedule_message(&self, args: JsonObject) -> CallToolResult {
+        finish(
+            "schedule_message",
+            self.schedule_message_impl(Args::new(args)).await,
+        )
+    }
+
+    #[tool(
+        name = "schedule_campaign",
+        description = "Pro tier. Schedule a template campaign to an audience at a future time. The template must exist and be \
+APPROVED; variables is a JSON object keyed by placeholder number ({\"1\": \"friend\"}) used for every recipient; \
+audience_filter is a JSON object (include_tags, exclude_tags, customer_ids, opt_in, active_within_days; {} = every known \
+customer). At deliver_at each recipient goes through the same compliance checks as send_template; refused recipients count \
+as failed. Returns campaign_id (follow it with get_campaign), status \"scheduled\", name, type, deliver_at. Errors: \
+FEATURE_NOT_AVAILABLE (tier oss: upgrade to pro), TEMPLATE_NOT_APPROVED (wait for approval or pick an APPROVED template), \
+NOT_FOUND (no such template), INVALID_ARGUMENT (past deliver_at, unknown type, bad variables or audience_filter), UNAVAILABLE.",
+        input_schema = schema::input::<ScheduleCampaignIn>(),
+        output_schema = schema::output::<ScheduleCampaignOut>(),
+        annotations(read_only_hint = false, destructive_hint = false, idempotent_hint = false, open_world_hint = false)
+    )]
+    async fn schedule_campaign(&self, args: JsonObject) -> CallToolResult {
+        finish(
+            "schedule_campaign",
+            self.schedule_campaign_impl(Args::new(args)).await,
+        )
+    }
+
+    #[tool(
+        name = "cancel_campaign",
+        description = "Pro tier. Cancel a scheduled, running, sending or paused campaign for good: no further recipients are \
+sent; messages already dispatched are not recalled. The optional reason is kept in the audit trail. Returns campaign_id, \
+status \"cancelled\", from_status. Errors: CAMPAIGN_TERMINAL_STATE (already completed, failed or cancelled: nothing to \
+do), NOT_FOUND (unknown campaign_id), FEATURE_NOT_AVAILABLE (tier oss), INVALID_ARGUMENT (not a UUID), UNAVAILABLE.",
+        input_schema = schema::input::<CancelCampaignIn>(),
+        output_schema = schema::output::<CancelCampaignOut>(),
+        annotations(read_only_hint = false, destructive_hint = true, idempotent_hint = false, open_world_hint = false)
+    )]
+    async fn cancel_campaign(&self, args: JsonObject) -> CallToolResult {
+        finish(
+            "cancel_campaign",
+            self.cancel_campaign_impl(Args::new(args)).await,
+        )
+    }
+
+    #[tool(
+        name = "pause_campaign",
+        description = "Pro tier. Pause a scheduled, running or sending campaign: nothing more is sent until resume_campaign; \
+progress counters are kept and messages already queued may still be delivered. Returns campaign_id, status \"paused\", \
+from_status and a note with the progress so far. Errors: INVALID_STATE_TRANSITION (the campaign is paused already or \
+finished: check get_campaign), NOT_FOUND, FEATURE_NOT_AVAILABLE (tier oss), INVALID_ARGUMENT (not a UUID), UNAVAILABLE.",
+        input_schema = schema::input::<CampaignIdIn>(),
+        output_schema = schema::output::<CampaignMoveOut>(),
+        annotations(read_only_hint = false, destructive_hint = false, idempotent_hint = false, open_world_hint = false)
+    )]
+    async fn pause_campaign(&self, args: JsonObject) -> CallToolResult {
+        finish(
+            "pause_campaign",
+            self.pause_campaign_impl(Args::new(args)).await,
+        )
+    }
+
+    #[tool(
+        name = "resume_campaign",
+        description = "Pro tier. Resume a paused campaign where it left off (status becomes running; recipients already sent \
+are not sent again). Returns campaign_id, status \"running\", from_status \"paused\" and a note. Errors: \
+INVALID_STATE_TRANSITION (the campaign is not paused: check get_campaign), NOT_FOUND, FEATURE_NOT_AVAILABLE (tier oss), \
+INVALID_ARGUMENT (not a UUID), UNAVAILABLE.",
+        input_schema = schema::input::<CampaignIdIn>(),
+        output_schema = schema::output::<CampaignMoveOut>(),
+        annotations(read_only_hint = false, destructive_hint = false, idempotent_hint = false, open_world_hint = false)
+    )]
+    async fn resume_campaign(&self, args: JsonObject) -> CallToolResult {
+        finish(
+            "resume_campaign",
+            self.resume_campaign_impl(Args::new(args)).await,
+        )
+    }
+
+    #[tool(
+        name = "get_campaign",
+        description = "Read a campaign: name, type, status (scheduled, running, sending, paused, cancelled, completed, failed), \
+deliver_at, template, locale, variables, audience_filter, progress counters (sent_count, delivered_count counting delivered \
+and read, failed_count) and paused_at. Errors: NOT_FOUND (unknown campaign_id), INVALID_ARGUMENT (not a UUID), UNAVAILABLE.",
+        input_schema = schema::input::<CampaignIdIn>(),
+        output_schema = schema::output::<CampaignOut>(),
+        annotations(read_only_hint = true, open_world_hint = false)
+    )]
+    async fn get_campaign(&self, args: JsonObject) -> CallToolResult {
+        finish(
+            "get_campaign",
+            self.get_campaign_impl(Args::new(args)).await,
+        )
+    }
+}
+
+/// deliver_at must be in the future (and within a year).
+fn future_time(key: &str, at: DateTime<Utc>, now: DateTime<Utc>) -> ToolResult<DateTime<Utc>> {
+    if at <= now {
+        return Err(ToolError::invalid(
+            format!(
+                "The parameter `{key}` ({}) is not in the future (it is now {}).",
+                ts(at),
+                ts(now)
+            ),
+            format!(
+                "Pass `{key}` as a future RFC 3339 time, e.g. {}.",
+                ts(now + TimeDelta::hours(1))
+                    .split('.')
+                    .next()
+                    .unwrap_or_default()
+            ),
+        ));
+    }
+    if at > now + MAX_AHEAD {
+        return Err(ToolError::invalid(
+            format!(
+                "The parameter `{key}` ({}) is more than a year ahead.",
+                ts(at)
+            ),
+            format!("Pass `{key}` within the next 12 months."),
+        ));
+    }
+    Ok(at)
+}
+
+fn campaign_not_found(id: Uuid) -> ToolError {
+    ToolError::not_found(
+        format!("There is no campaign with id {id}."),
+        "Check the campaign_id: it is the id schedule_campaign returned.",
+    )
+}
+
+impl Gateway {
+    /// FEATURE_NOT_AVAILABLE below tier pro (spec: names the required and current tier and
+    /// asks to upgrade).
+    fn require_pro(&self, tool: &str) -> ToolResult<()> {
+        let tier = self.core().settings().tier;
+        if tier.is_pro_or_higher() {
+            return Ok(());
+        }
+        Err(ToolError::new(
+            code::FEATURE_NOT_AVAILABLE,
+            format!(
+                "{tool} needs tier pro or higher, but this deployment runs tier {}; please upgrade to pro to use campaigns.",
+                tier.as_str()
+            ),
+            "Upgrade the deployment to tier pro (TIER=pro) to use campaign tools; until then send messages one by one with send_template or schedule_message.",
+        ))
+    }
+
+    async fn schedule_message_impl(&self, a: Args) -> ToolResult<ScheduleMessageOut> {
+        let phone = a.phone("customer_id")?;
+        let raw_type = a.string("message_type", "marketing, utility, service or template.")?;
+        let message_type = parse_message_type(&raw_type)?;
+        let content_hint = "JSON such as {\"type\":\"text\",\"text\":{\"body\":\"Hello\"}} or {\"type\":\"template\",\"template\":{\"name\":\"order_update\",\"language\":\"en\",\"variables\":[\"#1234\"]}}";
+        let content = a.json("content", content_hint)?;
+        let at = a.timestamp("deliver_at")?;
+        let channel = a.channel()?;
+        let now = Utc::now();
+        let deliver_at = future_time("deliver_at", at, now)?;
+        let kind = SendKind::from_content(&content).map_err(|e| {
+            ToolError::invalid(
+                format!("The parameter `content` is not a message: {e}."),
+                format!("Pass content as {content_hint}."),
+            )
+        })?;
+        let mut conn = self.conn().await?;
+        let template_category = match &kind {
+            SendKind::Text { body } => {
+                check_text("content.text.body", body)?;
+                if message_type == MessageType::Template {
+                    return Err(ToolError::invalid(
+                        "message_type template needs template content, but content is text.",
+                        "Use message_type service for free-form text, or give content {\"type\":\"template\",\"template\":{...}}.",
+                    ));
+                }
+                None
+            }
+            SendKind::Template {
+                name,
+                locale,
+                variables,
+            } => {
+                let Some(t) = warden_core::templates::find(&mut conn, name, locale).await? else {
+                    return Err(ToolError::not_found(
+                        format!("There is no template named `{name}` in locale `{locale}`."),
+                        "Pick a template from list_templates (by name and locale), or create one with create_template.",
+                    ));
+                };
+                warden_rules::templates::validate_variables(&t.body_text, variables).map_err(|e| {
+                    ToolError::invalid(
+                        format!("The content's variables do not match template `{name}`: {e}."),
+                        "Give template.variables as a JSON array with one value per {{n}} placeholder.",
+                    )
+                })?;
+                t.category.parse::<TemplateCategory>().ok()
+            }
+        };
+        let category = message_type
+            .effective_category(template_category)
+            .unwrap_or(Category::Utility);
+        // Opt-out is the one check at scheduling time; the rest runs at dispatch.
+        if let Some(customer) = warden_core::customers::find(&mut conn, &phone).await?
+            && let Some(refusal) = warden_rules::compliance::opt_out_refusal(
+                category,
+                !customer.opt_in_marketing,
+                !customer.opt_in_utility,
+            )
+        {
+            return Err(ToolError::new(
+                refusal.reason_code.as_str(),
+                refusal.human_explanation,
+                refusal.suggested_action,
+            ));
+        }
+        let id = Uuid::now_v7();
+        let (template_name, template_locale) = match &kind {
+            SendKind::Template { name, locale, .. } => (Some(name.clone()), Some(locale.clone())),
+            SendKind::Text { .. } => (None, None),
+        };
+        let stored = kind.to_content();
+        let phone_ref = &phone;
+        conn.transaction::<_, ToolError, _>(async |c| {
+            warden_core::customers::ensure(c, phone_ref).await?;
+            diesel::insert_into(messages::table)
+                .values((
+                    messages::id.eq(id),
+                    messages::customer_phone.eq(phone_ref.digits()),
+                    messages::channel.eq(channel),
+                    messages::direction.eq("outbound"),
+                    messages::message_type.eq(message_type.as_str()),
+                    messages::category.eq(category.as_str()),
+                    messages::status.eq(warden_store::models::message_status::SCHEDULED),
+                    messages::content.eq(&stored),
+                    messages::template_name.eq(&template_name),
+                    messages::template_locale.eq(&template_locale),
+                    messages::deliver_at.eq(deliver_at),
+                ))
+                .execute(c)
+                .await?;
+            warden_store::audit::record(
+                c,
+                ACTOR,
+                "message_scheduled",
+                "message",
+                &id.to_string(),
+                json!({
+                    "customer": phone_ref.digits(),
+                    "message_type": message_type.as_str(),
+                    "deliver_at": ts(deliver_at),
+                    "template": template_name,
+                }),
+            )
+            .await?;
+            Ok(())
+        })
+        .await?;
+        Ok(ScheduleMessageOut {
+            message_id: id.to_string(),
+            status: "scheduled".into(),
+            deliver_at: ts(deliver_at),
+            customer_id: phone.digits().to_string(),
+            message_type: message_type.as_str().to_string(),
+            channel: channel.to_string(),
+        })
+    }
+
+    async fn schedule_campaign_impl(&self, a: Args) -> ToolResult<ScheduleCampaignOut> {
+        self.require_pro("schedule_campaign")?;
+        let name = a.string("name", "a name for the campaign.")?;
+        if name.chars().count() > MAX_CAMPAIGN_NAME {
+            return Err(ToolError::invalid(
+                format!(
+                    "The campaign name has {} characters; at most {MAX_CAMPAIGN_NAME} are allowed.",
+                    name.chars().count()
+                ),
+                "Use a shorter name.",
+            ));
+        }
+        let raw_type = a.string("type", "broadcast, marketing or utility.")?;
+        let campaign_type = lower(&raw_type);
+        if !["broadcast", "marketing", "utility"].contains(&campaign_type.as_str()) {
+            return Err(ToolError::invalid(
+                format!("type {raw_type:?} is not one of broadcast, marketing, utility."),
+                "Pass type as broadcast, marketing or utility.",
+            ));
+        }
+        let template_name = a.string("template_name", "the name of an APPROVED template.")?;
+        let at = a.timestamp("deliver_at")?;
+        let deliver_at = future_time("deliver_at", at, Utc::now())?;
+        let locale = a.locale()?;
+        let variables = match a.opt_json("variables", "a JSON object such as {\"1\": \"friend\"}")? {
+            None => Vec::new(),
+            Some(v @ (Value::Object(_) | Value::Array(_))) => {
+                warden_rules::templates::parse_variables(&v).map_err(|e| {
+                    ToolError::invalid(
+                        format!("The parameter `variables` is not usable: {e}."),
+                        "Pass variables as a JSON object keyed by placeholder number, e.g. {\"1\": \"friend\", \"2\": \"20%\"}.",
+                    )
+                })?
+            }
+            Some(other) => {
+                return Err(ToolError::invalid(
+                    format!("The parameter `variables` must be a JSON object, got {other}."),
+                    "Pass variables as a JSON object keyed by placeholder number, e.g. {\"1\": \"friend\"}.",
+                ));
+            }
+        };
+        let audience = a
+            .opt_json(
+                "audience_filter",
+                "a JSON object such as {\"include_tags\": [\"vip\"]}",
+            )?
+            .unwrap_or_else(|| json!({}));
+        AudienceFilter::from_value(&audience).map_err(|e| {
+            ToolError::invalid(
+                format!("{e}."),
+                "Pass audience_filter as a JSON object with only include_tags, exclude_tags, customer_ids, opt_in and active_within_days, or {} for every customer.",
+            )
+        })?;
+        let audience = if audience.is_null() {
+            json!({})
+        } else {
+            audience
+        };
+
+        let mut conn = self.conn().await?;
+        let Some(template) =
+            warden_core::templates::find(&mut conn, &template_name, &locale).await?
+        else {
+            return Err(ToolError::not_found(
+                format!("There is no template named `{template_name}` in locale `{locale}`."),
+                "Pick an APPROVED template from list_templates, or create one with create_template and wait for approval.",
+            ));
+        };
+        if template.status != warden_core::templates::APPROVED {
+            return Err(ToolError::new(
+                code::TEMPLATE_NOT_APPROVED,
+                format!(
+                    "Template `{template_name}` ({locale}) is {}, not APPROVED, so a campaign cannot use it.",
+                    template.status
+                ),
+                "Wait for the platform's approval (sync_template_status shows the latest status) or use an APPROVED template from list_templates.",
+            ));
+        }
+        warden_rules::templates::validate_variables(&template.body_text, &variables).map_err(|e| {
+            ToolError::invalid(
+                format!("The variables do not match template `{template_name}`: {e}."),
+                "Pass variables as a JSON object with one value per {{n}} placeholder, e.g. {\"1\": \"friend\"}.",
+            )
+        })?;
+        let variables_obj: Map<String, Value> = variables
+            .iter()
+            .enumerate()
+            .map(|(i, v)| ((i + 1).to_string(), Value::String(v.clone())))
+            .collect();
+        let id = Uuid::now_v7();
+        let (name_ref, type_ref, tpl_ref, loc_ref, vars_ref, aud_ref) = (
+            &name,
+            &campaign_type,
+            &template_name,
+            &locale,
+            &Value::Object(variables_obj),
+            &audience,
+        );
+        conn.transaction::<_, ToolError, _>(async |c| {
+            diesel::insert_into(campaigns::table)
+                .values((
+                    campaigns::id.eq(id),
+                    campaigns::name.eq(name_ref),
+                    campaigns::campaign_type.eq(type_ref),
+                    campaigns::status.eq("scheduled"),
+                    campaigns::deliver_at.eq(deliver_at),
+                    campaigns::template_name.eq(tpl_ref),
+                    campaigns::locale.eq(loc_ref),
+                    campaigns::variables.eq(vars_ref),
+                    campaigns::audience_filter.eq(aud_ref),
+                ))
+                .execute(c)
+                .await?;
+            warden_store::audit::record(
+                c,
+                ACTOR,
+                "campaign_scheduled",
+                "campaign",
+                &id.to_string(),
+                json!({
+                    "name": name_ref,
+                    "type": type_ref,
+                    "template": tpl_ref,
+                    "locale": loc_ref,
+                    "deliver_at": ts(deliver_at),
+                    "audience_filter": aud_ref,
+                }),
+            )
+            .await?;
+            Ok(())
+        })
+        .await?;
+        Ok(ScheduleCampaignOut {
+            campaign_id: id.to_string(),
+            status: "scheduled".into(),
+            name,
+            campaign_type,
+            deliver_at: ts(deliver_at),
+            template_name,
+            locale,
+        })
+    }
+
+    /// Lock a campaign row, check its state with `decide`, apply `to` and audit.
+    async fn move_campaign(
+        &self,
+        id: Uuid,
+        action: &str,
+        decide: impl Fn(&Campaign) -> ToolResult<()> + Send + Sync,
+        to: &str,
+        details: Value,
+    ) -> ToolResult<Campaign> {
+        let mut conn = self.conn().await?;
+        let decide = &decide;
+        let details = &details;
+        conn.transaction::<_, ToolError, _>(async |c| {
+            let Some(current) = campaigns::table
+                .find(id)
+                .select(Campaign::as_select())
+                .for_update()
+                .first(c)
+                .await
+                .optional()?
+            else {
+                return Err(campaign_not_found(id));
+            };
+            decide(&current)?;
+            let now = Utc::now();
+            let paused_at = match to {
+                "paused" => Some(now),
+                "running" => None,
+                _ => current.paused_at,
+            };
+            let reason = details
+                .get("reason")
+                .and_then(Value::as_str)
+                .map(str::to_string)
+                .or(current.status_reason.clone().filter(|_| to != "running"));
+            diesel::update(campaigns::table.find(id))
+                .set((
+                    campaigns::status.eq(to),
+                    campaigns::paused_at.eq(paused_at),
+                    campaigns::status_reason.eq(reason),
+                    campaigns::updated_at.eq(now),
+                ))
+                .execute(c)
+                .await?;
+            let mut audit = details.clone();
+            if let Value::Object(m) = &mut audit {
+                m.insert("from_status".into(), json!(current.status));
+                m.insert("to_status".into(), json!(to));
+            }
+            warden_store::audit::record(c, ACTOR, action, "campaign", &id.to_string(), audit)
+                .await?;
+            Ok(current)
+        })
+        .await
+    }
+
+    async fn cancel_campaign_impl(&self, a: Args) -> ToolResult<CancelCampaignOut> {
+        self.require_pro("cancel_campaign")?;
+        let id = a.uuid("campaign_id", "campaign_id schedule_campaign returned")?;
+        let reason = a.opt_string("reason")?;
+        let before = self
+            .move_campaign(
+                id,
+                "campaign_cancelled",
+                |c| {
+                    if warden_core::campaigns::TERMINAL.contains(&c.status.as_str()) {
+                        return Err(ToolError::new(
+                            code::CAMPAIGN_TERMINAL_STATE,
+                            format!("Campaign {id} is already {}, a final state, so it cannot be cancelled.", c.status),
+                            "Nothing to do: the campaign sends nothing more. get_campaign shows its final counters.",
+                        ));
+                    }
+                    Ok(())
+                },
+                "cancelled",
+                json!({"reason": reason}),
+            )
+            .await?;
+        Ok(CancelCampaignOut {
+            campaign_id: id.to_string(),
+            status: "cancelled".into(),
+            from_status: before.status,
+            reason,
+        })
+    }
+
+    async fn pause_campaign_impl(&self, a: Args) -> ToolResult<CampaignMoveOut> {
+        self.require_pro("pause_campaign")?;
+        let id = a.uuid("campaign_id", "campaign_id schedule_campaign returned")?;
+        let before = self
+            .move_campaign(
+                id,
+                "campaign_paused",
+                |c| {
+                    if !warden_core::campaigns::ACTIVE.contains(&c.status.as_str()) {
+                        let action = if c.status == "paused" {
+                            "It is paused already; call resume_campaign to continue it."
+                        } else {
+                            "It has finished; nothing is being sent. get_campaign shows its counters."
+                        };
+                        return Err(ToolError::new(
+                            code::INVALID_STATE_TRANSITION,
+                            format!(
+                                "Campaign {id} is {}; only scheduled, running or sending campaigns can be paused.",
+                                c.status
+                            ),
+                            action,
+                        ));
+                    }
+                    Ok(())
+                },
+                "paused",
+                json!({}),
+            )
+            .await?;
+        let note = format!(
+            "Paused: no further recipients will be sent until resume_campaign. Progress so far: {} sent, {} delivered, {} failed; messages already queued may still be delivered.",
+            before.sent_count, before.delivered_count, before.failed_count
+        );
+        Ok(CampaignMoveOut {
+            campaign_id: id.to_string(),
+            status: "paused".into(),
+            from_status: before.status,
+            note,
+        })
+    }
+
+    async fn resume_campaign_impl(&self, a: Args) -> ToolResult<CampaignMoveOut> {
+        self.require_pro("resume_campaign")?;
+        let id = a.uuid("campaign_id", "campaign_id schedule_campaign returned")?;
+        let before = self
+            .move_campaign(
+                id,
+                "campaign_resumed",
+                |c| {
+                    if c.status != "paused" {
+                        return Err(ToolError::new(
+                            code::INVALID_STATE_TRANSITION,
+                            format!("Campaign {id} is {}; only a paused campaign can be resumed.", c.status),
+                            "Check get_campaign: a scheduled, running or sending campaign is already going; a finished one cannot restart.",
+                        ));
+                    }
+                    Ok(())
+                },
+                "running",
+                json!({}),
+            )
+            .await?;
+        let note = if before.deliver_at > Utc::now() && before.enqueued_count == 0 {
+            format!(
+                "Resumed: the campaign continues where it stopped; its delivery time is {}.",
+                ts(before.deliver_at)
+            )
+        } else {
+            format!(
+                "Resumed: the campaign continues with the recipients not yet sent ({} sent so far).",
+                before.sent_count
+            )
+        };
+        Ok(CampaignMoveOut {
+            campaign_id: id.to_string(),
+            status: "running".into(),
+            from_status: before.status,
+            note,
+        })
+    }
+
+    async fn get_campaign_impl(&self, a: Args) -> ToolResult<CampaignOut> {
+        let id = a.uuid("campaign_id", "campaign_id schedule_campaign returned")?;
+        let mut conn = self.conn().await?;
+        let Some(c) = campaigns::table
+            .find(id)
+            .select(Campaign::as_select())
+            .first(&mut conn)
+            .await
+            .optional()?
+        else {
+            return Err(campaign_not_found(id));
+        };
+        let object = |v: Value| match v {
+            Value::Object(m) => m,
+            _ => Map::new(),
+        };
+        Ok(CampaignOut {
+            campaign_id: c.id.to_string(),
+            name: c.name,
+            campaign_type: c.campaign_type,
+            status: c.status,
+            deliver_at: ts(c.deliver_at),
+            template_name: c.template_name,
+            locale: c.locale,
+            variables: object(c.variables),
+            audience_filter: object(c.audience_filter),
+            sent_count: c.sent_count,
+            delivered_count: c.delivered_count,
+            failed_count: c.failed_count,
+            paused_at: opt_ts(c.paused_at),
+            total_recipients: c.total_recipients,
+            status_reason: c.status_reason,
+            created_at: ts(c.created_at),
+            updated_at: ts(c.updated_at),
+        })
+    }
+}

@@ -1,0 +1,288 @@
+//! Group D/E tools that call the platform (an in-process platform-sim): create_template,
+//! sync_template_status, sync_webhooks, get_account_quality, and UPSTREAM_ERROR.
+
+mod common;
+
+use chrono::{TimeDelta, Utc};
+use common::{Harness, Opts, phone};
+use diesel::prelude::*;
+use diesel_async::RunQueryDsl;
+use serde_json::json;
+use uuid::Uuid;
+use warden_store::schema::{messages, templates};
+
+fn with_sim() -> Opts {
+    Opts {
+        sim: true,
+        ..Opts::default()
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn create_template_then_sync_its_decision() {
+    let h = Harness::with(with_sim()).await;
+    let c = h
+        .ok(
+            "create_template",
+            json!({"name": "order_ready", "category": "utility", "language": "en", "body_text": "Order {{1}} is ready"}),
+        )
+        .await;
+    assert_eq!(c["status"], "PENDING");
+    assert_eq!(c["template_name"], "order_ready");
+    assert_eq!(c["locale"], "en");
+    assert_eq!(c["category"], "UTILITY");
+    assert!(c["platform_id"].as_str().is_some_and(|p| !p.is_empty()));
+    assert!(c["note"].as_str().unwrap().contains("webhook"));
+    assert_eq!(h.audits("template_created").await, 1);
+    let listed = h
+        .ok("list_templates", json!({"status_filter": "PENDING"}))
+        .await;
+    assert_eq!(listed["total"], 1);
+    assert_eq!(listed["templates"][0]["category"], "utility");
+    // A PENDING template cannot be sent yet.
+    h.err(
+        "TEMPLATE_NOT_APPROVED",
+        "send_template",
+        json!({"to": phone(), "template_name": "order_ready", "variables": "[\"1\"]"}),
+    )
+    .await;
+
+    // Still pending upstream.
+    let s = h
+        .ok(
+            "sync_template_status",
+            json!({"template_name": "order_ready"}),
+        )
+        .await;
+    assert_eq!(s["status"], "PENDING");
+    assert!(s.get("reason").is_none());
+
+    h.sim().decide("order_ready", "en", "APPROVED", "").await;
+    let s = h
+        .ok(
+            "sync_template_status",
+            json!({"template_name": "order_ready", "locale": "en"}),
+        )
+        .await;
+    assert_eq!(s["status"], "APPROVED");
+    assert_eq!(s["previous_status"], "PENDING");
+    assert_eq!(s["category"], "utility");
+    assert_eq!(h.audits("template_status_synced").await, 1);
+    h.ok(
+        "send_template",
+        json!({"to": phone(), "template_name": "order_ready", "variables": "[\"1\"]"}),
+    )
+    .await;
+
+    // Rejection carries the reason and what to do.
+    h.ok(
+        "create_template",
+        json!({"name": "too_pushy", "category": "MARKETING", "language": "en", "body_text": "BUY {{1}} NOW"}),
+    )
+    .await;
+    h.sim()
+        .decide(
+            "too_pushy",
+            "en",
+            "REJECTED",
+            "promotional content in bad taste",
+        )
+        .await;
+    let s = h
+        .ok(
+            "sync_template_status",
+            json!({"template_name": "too_pushy"}),
+        )
+        .await;
+    assert_eq!(s["status"], "REJECTED");
+    assert!(s["reason"].as_str().unwrap().contains("bad taste"), "{s}");
+    assert!(!s["suggested_action"].as_str().unwrap().is_empty());
+
+    // A template that exists upstream only (the sim's shipped set) is imported.
+    let s = h
+        .ok(
+            "sync_template_status",
+            json!({"template_name": "warden_order_update", "locale": "id"}),
+        )
+        .await;
+    assert_eq!(s["status"], "APPROVED");
+    assert!(s["previous_status"].is_null());
+    let listed = h.ok("list_templates", json!({"locale_filter": "id"})).await;
+    assert_eq!(listed["templates"][0]["name"], "warden_order_update");
+    assert!(
+        listed["templates"][0]["body_text"]
+            .as_str()
+            .unwrap()
+            .contains("{{1}}")
+    );
+
+    h.err(
+        "NOT_FOUND",
+        "sync_template_status",
+        json!({"template_name": "never_made"}),
+    )
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn create_template_validation_and_upstream_refusal() {
+    let h = Harness::with(with_sim()).await;
+    let ok = json!({"name": "fine_name", "category": "UTILITY", "language": "en", "body_text": "Hi {{1}}"});
+    let with = |k: &str, v: serde_json::Value| {
+        let mut b = ok.clone();
+        b[k] = v;
+        b
+    };
+    for bad in [
+        with("name", json!("Bad Name")),
+        with("name", json!("a".repeat(513))),
+        with("category", json!("PROMO")),
+        with("language", json!("english please")),
+        with("body_text", json!("x".repeat(1025))),
+        with("body_text", json!("Hi {{2}}")),
+    ] {
+        h.err("INVALID_ARGUMENT", "create_template", bad).await;
+    }
+    assert_eq!(h.count("SELECT count(*) AS n FROM templates").await, 0);
+    h.ok("create_template", ok.clone()).await;
+    // Same name and language again: refused locally.
+    let e = h
+        .err("INVALID_ARGUMENT", "create_template", ok.clone())
+        .await;
+    assert!(e["message"].as_str().unwrap().contains("already exists"));
+    // Exists upstream only: the platform refuses, explained.
+    h.sim()
+        .create_upstream("made_elsewhere", "en", "UTILITY", "Hello {{1}}")
+        .await;
+    let e = h
+        .err("UPSTREAM_ERROR", "create_template", json!({"name": "made_elsewhere", "category": "UTILITY", "language": "en", "body_text": "Hello {{1}}"}))
+        .await;
+    assert!(e["message"].as_str().unwrap().contains("100"), "{e}");
+    assert_eq!(
+        h.count("SELECT count(*) AS n FROM templates WHERE name = 'made_elsewhere'")
+            .await,
+        0
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn account_quality_is_read_live() {
+    let h = Harness::with(with_sim()).await;
+    let q = h.ok("get_account_quality", json!({})).await;
+    assert_eq!(q["waba_id"], common::SIM_WABA_ID);
+    for k in [
+        "name",
+        "quality_tier",
+        "quality_rating",
+        "current_limit",
+        "limit_tier",
+    ] {
+        assert!(q[k].as_str().is_some_and(|s| !s.is_empty()), "{k}: {q}");
+    }
+    assert_eq!(q["quality_rating"], "GREEN");
+    assert_eq!(q["quality_tier"], "HIGH");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unreachable_platform_is_an_error_answer() {
+    let h = Harness::start().await; // the platform URL points at a closed port
+    let e = h.err("UNAVAILABLE", "get_account_quality", json!({})).await;
+    assert!(e["message"].as_str().unwrap().contains("platform"));
+    h.err(
+        "UNAVAILABLE",
+        "create_template",
+        json!({"name": "x_y", "category": "UTILITY", "language": "en", "body_text": "Hi"}),
+    )
+    .await;
+    h.err(
+        "UNAVAILABLE",
+        "sync_template_status",
+        json!({"template_name": "x_y"}),
+    )
+    .await;
+    // sync_webhooks still reconciles messages and says templates were not re-read.
+    let s = h.ok("sync_webhooks", json!({})).await;
+    assert_eq!(s["template_synced"], false);
+    assert!(s["note"].as_str().unwrap().contains("not re-read"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sync_webhooks_resyncs_templates_and_settles_only_what_it_can() {
+    let h = Harness::with(with_sim()).await;
+    h.ok("create_template", json!({"name": "later_ok", "category": "UTILITY", "language": "en", "body_text": "Hi {{1}}"}))
+        .await;
+    h.sim().decide("later_ok", "en", "APPROVED", "").await;
+    h.insert_template("promo", "en", "marketing", "APPROVED", "Hi {{1}}")
+        .await;
+
+    // Three sends; make one look stuck after the platform accepted it (wamid recorded),
+    // one stuck with an unknown outcome, one whose publish was lost a while ago.
+    let mut ids = Vec::new();
+    for _ in 0..3 {
+        let r = h
+            .ok(
+                "send_template",
+                json!({"to": phone(), "template_name": "promo", "variables": "[\"x\"]"}),
+            )
+            .await;
+        ids.push(Uuid::parse_str(r["message_id"].as_str().unwrap()).unwrap());
+    }
+    {
+        let mut c = h.conn().await;
+        let expired = Utc::now() - TimeDelta::minutes(5);
+        diesel::update(messages::table.find(ids[0]))
+            .set((
+                messages::status.eq("sending"),
+                messages::lease_until.eq(expired),
+                messages::wamid.eq("wamid.TEST-ACCEPTED"),
+            ))
+            .execute(&mut c)
+            .await
+            .unwrap();
+        diesel::update(messages::table.find(ids[1]))
+            .set((
+                messages::status.eq("sending"),
+                messages::lease_until.eq(expired),
+            ))
+            .execute(&mut c)
+            .await
+            .unwrap();
+        diesel::update(messages::table.find(ids[2]))
+            .set((
+                messages::published_at.eq(None::<chrono::DateTime<Utc>>),
+                messages::created_at.eq(Utc::now() - TimeDelta::minutes(10)),
+            ))
+            .execute(&mut c)
+            .await
+            .unwrap();
+    }
+    let s = h.ok("sync_webhooks", json!({})).await;
+    assert_eq!(s["template_synced"], true);
+    assert_eq!(s["templates_updated"], 1, "{s}");
+    assert_eq!(s["messages_reconciled"], 2, "{s}");
+    assert_eq!(s["messages_awaiting_status"], 1, "{s}");
+    assert_eq!(h.message(&ids[0].to_string()).await.status, "sent");
+    assert_eq!(
+        h.message(&ids[1].to_string()).await.status,
+        "sending",
+        "never settled blindly"
+    );
+    assert!(h.message(&ids[2].to_string()).await.published_at.is_some());
+    let status: String = {
+        let mut c = h.conn().await;
+        templates::table
+            .filter(templates::name.eq("later_ok"))
+            .select(templates::status)
+            .first(&mut c)
+            .await
+            .unwrap()
+    };
+    assert_eq!(status, "APPROVED");
+    assert_eq!(h.audits("webhooks_synced").await, 1);
+
+    // Idempotent: nothing left to do the second time.
+    let s = h.ok("sync_webhooks", json!({})).await;
+    assert_eq!(s["templates_updated"], 0);
+    assert_eq!(s["messages_reconciled"], 0);
+    assert_eq!(s["messages_awaiting_status"], 1);
+}

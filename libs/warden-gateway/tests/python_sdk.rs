@@ -1,0 +1,135 @@
+//! The built `mcp-gateway` binary driven over stdio by the official Python MCP SDK
+//! (`tests/python/stdio_session.py`): handshake, catalogue, calls validated against the
+//! output schemas, the error envelope, and every stdout line being JSON-RPC.
+//!
+//! Python: `python3` when it can `import mcp`, else a venv at `target/pyenv` with
+//! `mcp==2.3.0` (created on first use).
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn workspace_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .ancestors()
+        .nth(2)
+        .expect("workspace root")
+        .to_path_buf()
+}
+
+fn target_dir() -> PathBuf {
+    std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| workspace_root().join("target"))
+}
+
+fn can_import_mcp(python: &Path) -> bool {
+    Command::new(python)
+        .args(["-c", "import mcp"])
+        .output()
+        .is_ok_and(|o| o.status.success())
+}
+
+/// A Python interpreter with the `mcp` SDK, installing it into target/pyenv if needed.
+fn python_with_mcp() -> PathBuf {
+    let system = PathBuf::from("python3");
+    if can_import_mcp(&system) {
+        return system;
+    }
+    let venv = target_dir().join("pyenv");
+    let python = venv.join("bin/python");
+    if !python.exists() {
+        let status = Command::new("python3")
+            .args(["-m", "venv"])
+            .arg(&venv)
+            .status()
+            .expect("python3 -m venv");
+        assert!(status.success(), "creating {} failed", venv.display());
+    }
+    if !can_import_mcp(&python) {
+        let status = Command::new(venv.join("bin/pip"))
+            .args(["install", "--quiet", "mcp==2.3.0"])
+            .status()
+            .expect("pip install mcp");
+        assert!(status.success(), "pip install mcp==2.3.0 failed");
+    }
+    assert!(
+        can_import_mcp(&python),
+        "mcp is not importable from {}",
+        python.display()
+    );
+    python
+}
+
+/// The built binary (built here when missing, e.g. when only this crate's tests were built).
+fn gateway_binary() -> PathBuf {
+    let bin = target_dir().join("debug/mcp-gateway");
+    if !bin.exists() {
+        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+        let status = Command::new(cargo)
+            .args(["build", "-p", "mcp-gateway", "--bin", "mcp-gateway"])
+            .current_dir(workspace_root())
+            .status()
+            .expect("cargo build -p mcp-gateway");
+        assert!(status.success(), "building mcp-gateway failed");
+    }
+    bin
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn built_binary_over_stdio_with_the_python_sdk() {
+    let python = python_with_mcp();
+    let binary = gateway_binary();
+    let db = common::prepared_db().await;
+    let settings = common::settings_for(&db, &common::Opts::default()).await;
+    let d = &settings.database;
+    let stream = settings.delivery_stream.clone();
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/python/stdio_session.py");
+    let output = tokio::task::spawn_blocking({
+        let settings = settings.clone();
+        let d = d.clone();
+        move || {
+            Command::new(&python)
+                .arg(&script)
+                .arg(&binary)
+                .env("DB_HOST", &d.host)
+                .env("DB_PORT", d.port.to_string())
+                .env("DB_USER", &d.user)
+                .env("DB_PASSWORD", &d.password)
+                .env("DB_NAME", &d.name)
+                .env("DB_SSLMODE", d.sslmode.as_str())
+                .env("REDIS_ADDR", &settings.redis.addr)
+                .env("REDIS_PASSWORD", &settings.redis.password)
+                .env("REDIS_DB", settings.redis.db.to_string())
+                .env("NATS_URL", &settings.nats_url)
+                .env("DELIVERY_STREAM", &settings.delivery_stream)
+                .env("POLICIES_PATH", &settings.policies_path)
+                .env("PLATFORM_API_URL", &settings.platform.api_url)
+                .env("TIER", "pro")
+                .env("SERVER_MCP_NAME", "warden-stdio-test")
+                .env("SERVER_MCP_VERSION", "7.7.7")
+                .env("EXPECT_MCP_NAME", "warden-stdio-test")
+                .env("EXPECT_MCP_VERSION", "7.7.7")
+                .env("RUST_LOG", "debug")
+                .output()
+                .expect("run the python session")
+        }
+    })
+    .await
+    .unwrap();
+    // The stream the binary created for this run.
+    if let Ok(client) = async_nats::connect(&settings.nats_url).await {
+        let _ = async_nats::jetstream::new(client)
+            .delete_stream(&stream)
+            .await;
+    }
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        output.status.success(),
+        "python SDK session failed ({}):\n{stdout}\n{stderr}",
+        output.status
+    );
+    assert!(stdout.contains("stdio session: ok"), "{stdout}");
+}
