@@ -69,10 +69,12 @@ pub fn init(service: &'static str, otlp_endpoint: Option<&str>) -> anyhow::Resul
     match &provider {
         Some(provider) => {
             let tracer = provider.tracer(service);
-            // Spans go to OTLP at info and above regardless of the log filter.
+            // Spans go to OTLP at info and above regardless of the log filter. rmcp wraps a
+            // whole stdio session in one span: left in, every message an agent sends in a
+            // session would share one trace, so each tool call starts its own instead.
             let otel = tracing_opentelemetry::layer()
                 .with_tracer(tracer)
-                .with_filter(EnvFilter::new("info"));
+                .with_filter(EnvFilter::new("info,rmcp=off"));
             registry.with(otel).try_init()?;
             opentelemetry::global::set_tracer_provider(provider.clone());
         }
