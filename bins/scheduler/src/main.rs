@@ -29,7 +29,9 @@ async fn main() {
         Needs {
             redis: true,
             nats: true,
-            pool_size: 8,
+            // Start-up checks only: the scheduler builds its own, larger pool (see
+            // warden_scheduler::pool).
+            pool_size: 2,
         },
     )
     .await;

@@ -1,11 +1,444 @@
-//! Dispatches due scheduled messages and campaigns; relays unpublished rows.
+//! The scheduler: dispatches due scheduled messages, runs campaigns, and relays queued
+//! messages whose publish to the delivery stream was lost.
+//!
+//! Every poll ([`Scheduler::tick`]) does, in order:
+//!
+//! 1. **Campaign starts** — `scheduled` campaigns whose `deliver_at` has come move to
+//!    `running` (audited).
+//! 2. **Scheduled messages** — due rows are claimed in batches (`FOR UPDATE SKIP LOCKED`
+//!    plus a lease: `lease_owner` = this process, `lease_until` = now + lease) and each one
+//!    goes through [`warden_core::Core::send`] with `existing_message_id` and
+//!    `RefusalMode::RecordFailed`: allowed -> `queued` and published; refused -> `failed`
+//!    with a `compliance` error. A claim left by a crashed scheduler is taken over once its
+//!    lease has expired; a row is never dispatched twice because `Core::send` only advances
+//!    a row that is still `scheduled`.
+//! 3. **Campaign control** — queued-but-unsent messages of cancelled campaigns end `failed`
+//!    ("campaign cancelled"); resumed campaigns get their held (queued) messages republished.
+//! 4. **Campaign fan-out** — a running campaign is claimed with a lease; its audience is read
+//!    in keyset pages (`customers.phone > audience_cursor`, filtered in SQL) and every
+//!    recipient goes through `Core::send` (several in parallel). The cursor advances after
+//!    each complete page; recipients that already have a message of this campaign are
+//!    excluded by the page query itself, so a resumed or taken-over campaign never gives
+//!    anyone a second message.
+//! 5. **Settling** — running campaigns whose audience is done are settled
+//!    (`warden_core::campaigns::settle_if_done`).
+//! 6. **Relay** — queued rows never published (NATS was down), and published rows that
+//!    are no longer in the stream but still queued (a lost stream message), are published
+//!    again ([`publish`]: the batch form of `Core::publish`, same de-duplication ids).
+//!
+//! Campaign recipients are recorded by `Core::send` and published page by page
+//! ([`Config::batch_publish`], [`publish`]); scheduled messages are published by
+//! `Core::send` itself.
 
+mod audience;
+mod campaigns;
+mod cancelled;
+mod messages;
+pub mod metrics;
+pub mod pool;
+pub mod publish;
+mod relay;
+
+use std::collections::{HashMap, HashSet};
+use std::future::Future;
+use std::sync::Arc;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use chrono::{DateTime, Utc};
+use diesel_async::RunQueryDsl;
+use tokio::sync::Notify;
+use uuid::Uuid;
+use warden_core::Core;
 use warden_service::{Dependencies, admin};
+use warden_settings::Settings;
+
+pub use audience::AudiencePage;
 
 /// ADMIN_HTTP_PORT default (CONTRACT.md).
 pub const DEFAULT_ADMIN_PORT: u16 = 9091;
 
-/// Serve `/health` and `/metrics` and work until SIGTERM/SIGINT.
+/// The actor named in audit rows and send requests.
+pub const ACTOR: &str = "scheduler";
+
+/// Postgres connections of the scheduler process: the sends in flight plus the
+/// scheduler's own queries (status watcher, claims, relay).
+pub const POOL_SIZE: u32 = 40;
+
+/// Tunables of one scheduler process.
+#[derive(Clone, Debug)]
+pub struct Config {
+    /// Time between polls when there is nothing left to do (SCHEDULER_POLL_INTERVAL).
+    pub poll_interval: Duration,
+    /// This process's lease owner id (unique per process).
+    pub owner: String,
+    /// How long a claim holds before another scheduler may take it over.
+    pub lease: Duration,
+    /// Scheduled messages claimed per batch.
+    pub message_batch: i64,
+    /// At most this many message batches per poll (the rest waits for the next poll).
+    pub max_message_batches: usize,
+    /// Audience page size (customers read per query).
+    pub page_size: i64,
+    /// `Core::send` calls in flight at once (campaign recipients, scheduled messages).
+    pub concurrency: usize,
+    /// How often a running fan-out re-checks its campaign's status (pause/cancel) and
+    /// renews its lease.
+    pub status_check: Duration,
+    /// How long one poll may spend on one campaign before moving on.
+    pub campaign_budget: Duration,
+    /// Rows the relay publishes per poll (each of its two kinds).
+    pub relay_batch: i64,
+    /// A queued, never-published row is relayed once it is this old (the accepting call
+    /// publishes it itself right after its commit).
+    pub relay_min_age: Duration,
+    /// A queued row published this long ago and no longer in the stream is republished
+    /// (about twice the dispatcher's ack wait).
+    pub relay_stale_after: Duration,
+    /// Campaign recipients: `Core::send` records each one (compliance, policy, frequency
+    /// count, message row) without publishing, and the page's accepted messages are then
+    /// published together ([`publish`]). False: `Core::send` publishes each one itself.
+    pub batch_publish: bool,
+}
+
+impl Config {
+    /// Defaults, with the poll interval from the settings.
+    pub fn from_settings(settings: &Settings) -> Config {
+        Config {
+            poll_interval: settings.scheduler_poll_interval,
+            ..Config::default()
+        }
+    }
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            poll_interval: Duration::from_secs(2),
+            owner: default_owner(),
+            lease: Duration::from_secs(60),
+            message_batch: 200,
+            max_message_batches: 50,
+            page_size: 1000,
+            concurrency: 32,
+            status_check: Duration::from_millis(200),
+            campaign_budget: Duration::from_secs(30),
+            relay_batch: 1000,
+            relay_min_age: Duration::from_secs(5),
+            relay_stale_after: Duration::from_secs(120),
+            batch_publish: true,
+        }
+    }
+}
+
+/// `<host>-<pid>-<random>`: unique per process, readable in `lease_owner`.
+pub fn default_owner() -> String {
+    let host = std::env::var("HOSTNAME")
+        .ok()
+        .filter(|h| !h.is_empty())
+        .or_else(|| {
+            std::fs::read_to_string("/etc/hostname")
+                .ok()
+                .map(|h| h.trim().to_string())
+        })
+        .filter(|h| !h.is_empty())
+        .unwrap_or_else(|| "scheduler".into());
+    let rand = Uuid::new_v4().simple().to_string();
+    format!("{host}-{}-{}", std::process::id(), &rand[..8])
+}
+
+/// What one poll did (for tests, logs and the bench).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct TickReport {
+    pub campaigns_started: usize,
+    pub messages_claimed: usize,
+    pub messages_queued: usize,
+    pub messages_refused: usize,
+    pub messages_invalid: usize,
+    pub campaigns_claimed: usize,
+    pub recipients_enqueued: usize,
+    pub recipients_refused: usize,
+    pub recipients_errors: usize,
+    pub campaigns_finished_fanout: usize,
+    pub campaigns_settled: usize,
+    pub cancelled_messages_failed: usize,
+    pub resumed_republished: usize,
+    pub relay_published: usize,
+    /// True when work was left for the next poll (it then runs without waiting).
+    pub more_work: bool,
+}
+
+impl TickReport {
+    fn busy(&self) -> bool {
+        *self != TickReport::default()
+    }
+}
+
+/// One scheduler process's state. Cheap to share (`Arc`).
+pub struct Scheduler {
+    core: Core,
+    /// The Core campaign recipients are sent with: `core` itself, or (batch_publish) the
+    /// same dependencies without the stream, so `Core::send` records and does not publish.
+    recipient_core: Core,
+    config: Config,
+    stopping: AtomicBool,
+    wake: Notify,
+    /// Campaigns seen paused at an earlier poll (to notice a resume).
+    paused_seen: Mutex<HashSet<Uuid>>,
+    /// Resumed campaigns whose held messages are being republished, with the time the
+    /// resume was noticed (rows published before it are republished).
+    resumed: Mutex<HashMap<Uuid, DateTime<Utc>>>,
+    /// When the relay's (table-scanning) lost-message check last ran.
+    last_lost_check: Mutex<Option<Instant>>,
+}
+
+impl Scheduler {
+    pub fn new(core: Core, config: Config) -> Scheduler {
+        metrics::init();
+        let recipient_core = if config.batch_publish && core.stream().is_some() {
+            let mut deps = core.dependencies().clone();
+            deps.stream = None;
+            Core::new(deps, ACTOR)
+        } else {
+            core.clone()
+        };
+        Scheduler {
+            core,
+            recipient_core,
+            config,
+            stopping: AtomicBool::new(false),
+            wake: Notify::new(),
+            paused_seen: Mutex::new(HashSet::new()),
+            resumed: Mutex::new(HashMap::new()),
+            last_lost_check: Mutex::new(None),
+        }
+    }
+
+    pub fn core(&self) -> &Core {
+        &self.core
+    }
+    pub(crate) fn recipient_core(&self) -> &Core {
+        &self.recipient_core
+    }
+    pub fn config(&self) -> &Config {
+        &self.config
+    }
+    pub fn owner(&self) -> &str {
+        &self.config.owner
+    }
+
+    /// Ask the scheduler to stop: no new recipient or message is started; sends already
+    /// in flight finish; the loop of [`start`] then releases its leases and ends.
+    pub fn request_stop(&self) {
+        self.stopping.store(true, Ordering::SeqCst);
+        self.wake.notify_waiters();
+        self.wake.notify_one();
+    }
+
+    pub fn is_stopping(&self) -> bool {
+        AtomicBool::load(&self.stopping, Ordering::SeqCst)
+    }
+
+    /// One poll cycle. Every phase runs even when an earlier one failed; the first error is
+    /// returned after all ran (the report of what did happen is logged).
+    pub async fn tick(&self) -> anyhow::Result<TickReport> {
+        let started = Instant::now();
+        let mut report = TickReport::default();
+        let mut first_err: Option<anyhow::Error> = None;
+        let mut note = |phase: &str, r: anyhow::Result<()>| {
+            if let Err(e) = r {
+                tracing::warn!(phase, error = %format!("{e:#}"), "scheduler phase failed");
+                if first_err.is_none() {
+                    first_err = Some(e.context(format!("scheduler {phase}")));
+                }
+            }
+        };
+        note("gauges", self.update_gauges().await);
+        note(
+            "campaign start",
+            campaigns::start_due(self, &mut report).await,
+        );
+        note(
+            "scheduled messages",
+            messages::dispatch_due(self, &mut report).await,
+        );
+        note(
+            "cancelled campaigns",
+            cancelled::fail_unsent(self, &mut report).await,
+        );
+        note(
+            "resumed campaigns",
+            campaigns::republish_resumed(self, &mut report).await,
+        );
+        note(
+            "campaign fan-out",
+            campaigns::fan_out(self, &mut report).await,
+        );
+        note(
+            "campaign settle",
+            campaigns::settle(self, &mut report).await,
+        );
+        note("relay", relay::run(self, &mut report).await);
+        let busy = report.busy();
+        metrics::TICK_SECONDS
+            .with_label_values(&[if busy { "true" } else { "false" }])
+            .observe(started.elapsed().as_secs_f64());
+        if busy {
+            tracing::debug!(
+                ?report,
+                elapsed_ms = started.elapsed().as_millis() as u64,
+                "poll"
+            );
+        }
+        match first_err {
+            Some(e) => Err(e),
+            None => Ok(report),
+        }
+    }
+
+    /// Release every lease this process holds (shutdown): another replica takes over at once
+    /// instead of after the lease expires.
+    pub async fn release_leases(&self) -> anyhow::Result<(usize, usize)> {
+        let mut conn = self.core.pg().get().await?;
+        let messages = diesel::sql_query(
+            "UPDATE messages SET lease_until = NULL, lease_owner = NULL
+             WHERE lease_owner = $1 AND status = 'scheduled'",
+        )
+        .bind::<diesel::sql_types::Text, _>(self.owner())
+        .execute(&mut conn)
+        .await?;
+        let campaigns = diesel::sql_query(
+            "UPDATE campaigns SET lease_until = NULL, lease_owner = NULL WHERE lease_owner = $1",
+        )
+        .bind::<diesel::sql_types::Text, _>(self.owner())
+        .execute(&mut conn)
+        .await?;
+        Ok((messages, campaigns))
+    }
+
+    async fn update_gauges(&self) -> anyhow::Result<()> {
+        use diesel::sql_types::{BigInt, Text};
+        #[derive(diesel::QueryableByName)]
+        struct Count {
+            #[diesel(sql_type = BigInt)]
+            n: i64,
+        }
+        #[derive(diesel::QueryableByName)]
+        struct ByStatus {
+            #[diesel(sql_type = Text)]
+            status: String,
+            #[diesel(sql_type = BigInt)]
+            n: i64,
+        }
+        let mut conn = self.core.pg().get().await?;
+        let due: Count = diesel::sql_query(
+            "SELECT count(*) AS n FROM messages WHERE status = 'scheduled' AND deliver_at <= now()",
+        )
+        .get_result(&mut conn)
+        .await?;
+        metrics::DUE_ROWS.set(due.n);
+        let backlog: Count = diesel::sql_query(
+            "SELECT count(*) AS n FROM messages WHERE status = 'queued' AND published_at IS NULL",
+        )
+        .get_result(&mut conn)
+        .await?;
+        metrics::RELAY_BACKLOG.set(backlog.n);
+        let rows: Vec<ByStatus> = diesel::sql_query(
+            "SELECT status, count(*) AS n FROM campaigns
+             WHERE status NOT IN ('completed', 'failed', 'cancelled') GROUP BY status",
+        )
+        .load(&mut conn)
+        .await?;
+        for status in ["scheduled", "running", "sending", "paused"] {
+            let n = rows.iter().find(|r| r.status == status).map_or(0, |r| r.n);
+            metrics::CAMPAIGNS.with_label_values(&[status]).set(n);
+        }
+        Ok(())
+    }
+
+    /// Poll until stopped: a busy poll is followed at once by the next, an idle one waits
+    /// `poll_interval`.
+    async fn run_loop(self: Arc<Self>) {
+        tracing::info!(
+            owner = self.owner(),
+            poll_ms = self.config.poll_interval.as_millis() as u64,
+            "scheduler started"
+        );
+        while !self.is_stopping() {
+            let more = match self.tick().await {
+                Ok(report) => report.more_work,
+                Err(_) => false,
+            };
+            if self.is_stopping() {
+                break;
+            }
+            if !more {
+                tokio::select! {
+                    _ = tokio::time::sleep(self.config.poll_interval) => {}
+                    _ = self.wake.notified() => {}
+                }
+            }
+        }
+        match self.release_leases().await {
+            Ok((m, c)) => tracing::info!(
+                messages = m,
+                campaigns = c,
+                "scheduler stopped; leases released"
+            ),
+            Err(e) => {
+                tracing::warn!(error = %format!("{e:#}"), "scheduler stopped; leases not released (they expire)")
+            }
+        }
+    }
+}
+
+/// A running scheduler: its state and the task polling.
+pub struct Running {
+    pub scheduler: Arc<Scheduler>,
+    pub task: tokio::task::JoinHandle<()>,
+}
+
+impl Running {
+    /// Stop now (as if the shutdown future resolved) and wait for the loop to end.
+    pub async fn stop(self) {
+        self.scheduler.request_stop();
+        let _ = self.task.await;
+    }
+}
+
+/// Start polling in the background until `shutdown` resolves (then finish the sends in
+/// flight, release leases and end). The in-process entry for tests and the bench.
+pub fn start(
+    core: Core,
+    poll_interval: Duration,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> Running {
+    let config = Config {
+        poll_interval,
+        ..Config::default()
+    };
+    start_with(core, config, shutdown)
+}
+
+/// [`start`] with every tunable.
+pub fn start_with(
+    core: Core,
+    config: Config,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> Running {
+    let scheduler = Arc::new(Scheduler::new(core, config));
+    let watcher = scheduler.clone();
+    tokio::spawn(async move {
+        shutdown.await;
+        watcher.request_stop();
+    });
+    let task = tokio::spawn(scheduler.clone().run_loop());
+    Running { scheduler, task }
+}
+
+/// The `scheduler` binary: serve `/health` and `/metrics`, poll until SIGTERM/SIGINT,
+/// then finish the sends in flight, release leases and exit.
 pub async fn run(binary: &'static str, deps: Dependencies) -> anyhow::Result<()> {
     let settings = deps.settings.clone();
     let listener = admin::bind(
@@ -14,10 +447,20 @@ pub async fn run(binary: &'static str, deps: Dependencies) -> anyhow::Result<()>
         settings.admin_port.unwrap_or(DEFAULT_ADMIN_PORT),
     );
     tracing::info!(addr = %listener.local_addr()?, "admin HTTP listening");
+    metrics::init();
+    // The scheduler's own pool: larger, and without the per-checkout `SELECT 1` (see `pool`).
+    let pg = pool::connect(&settings.database, POOL_SIZE, Duration::from_secs(10)).await?;
+    let deps = Dependencies { pg, ..deps };
     let server = admin::serve(listener, admin::postgres_check(deps.pg.clone()))?;
     let handle = server.handle();
     let served = tokio::spawn(server);
-    warden_service::shutdown_signal().await;
+    let core = Core::new(deps, ACTOR);
+    let running = start_with(
+        core,
+        Config::from_settings(&settings),
+        warden_service::shutdown_signal(),
+    );
+    let _ = running.task.await;
     handle.stop(true).await;
     served.await??;
     tracing::info!("stopped");

@@ -1,0 +1,1 @@
+DROP INDEX IF EXISTS messages_queued_published_idx;
