@@ -1,0 +1,4 @@
+// Embedded migrations: rebuild when a migration is added, not only when one changes.
+fn main() {
+    println!("cargo:rerun-if-changed=../../migrations");
+}
