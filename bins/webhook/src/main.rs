@@ -23,13 +23,17 @@ struct Args {
 async fn main() {
     let args = Args::parse();
     let (settings, _telemetry) = warden_service::bootstrap(BINARY, args.config.as_deref());
+    // A configuration error (exit 2) is reported before any dependency is dialled.
+    warden_webhook::require_secret(BINARY, &settings);
     let deps = warden_service::start(
         BINARY,
         settings,
         Needs {
             redis: true,
             nats: false,
-            pool_size: 16,
+            // Requests use per-worker pools (warden_webhook::AppState::for_worker);
+            // this one only proves Postgres is reachable at start-up.
+            pool_size: 2,
         },
     )
     .await;

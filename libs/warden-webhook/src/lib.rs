@@ -1,24 +1,62 @@
 //! The webhook server: the door the platform knocks on.
+//!
+//! - `GET /webhook`: subscription handshake (echo `hub.challenge`, else 403 `Forbidden`).
+//! - `POST /webhook`: verify `X-Hub-Signature-256` over the raw body, parse, store every
+//!   event of the POST in one Postgres transaction (each applied once, by its key in
+//!   `webhook_events`), then answer 200 `EVENT_RECEIVED`. See [`ingest`] for the
+//!   transaction, [`events`] for the keys, and [`coalesce`] for how concurrent POSTs
+//!   share a transaction.
+//! - `/health` (Postgres), `/metrics`.
+//!
+//! Stateless: all state is in Postgres (and the Redis window cache, written through after
+//! each commit), so any number of replicas can serve one Service.
+
+pub mod coalesce;
+pub mod core_batch;
+pub mod events;
+mod http;
+pub mod ingest;
+pub mod metrics;
+mod sql;
+
+use std::net::TcpListener;
 
 use actix_web::middleware::from_fn;
-use actix_web::{App, HttpServer, web};
+use actix_web::{App, HttpServer};
+use warden_core::Core;
 use warden_service::{Dependencies, admin};
+use warden_settings::Settings;
 
-/// Serve the webhook endpoints on SERVER_HTTP_PORT until SIGTERM/SIGINT.
-pub async fn run(binary: &'static str, deps: Dependencies) -> anyhow::Result<()> {
-    let listener = admin::bind(binary, "SERVER_HTTP_PORT", deps.settings.http_port);
-    tracing::info!(addr = %listener.local_addr()?, "webhook HTTP listening");
-    let check = web::Data::new(admin::postgres_check(deps.pg.clone()));
-    let server = HttpServer::new(move || {
+pub use http::{ACK, AppState, MAX_BODY_BYTES, MissingSecret, app_config};
+
+/// Exit with code 2 and one line when `PLATFORM_APP_SECRET` is missing. Call it before
+/// connecting to anything, so the operator sees the configuration error first.
+pub fn require_secret(binary: &str, settings: &Settings) {
+    if settings.platform.app_secret.is_none() {
+        warden_service::die(binary, warden_service::exit::CONFIG, MissingSecret);
+    }
+}
+
+/// Start the HTTP server on `listener` (already bound; port 0 works) and return it running.
+/// The caller awaits it, or stops it through `server.handle()`.
+pub fn server(listener: TcpListener, state: AppState) -> std::io::Result<actix_web::dev::Server> {
+    metrics::init();
+    Ok(HttpServer::new(move || {
+        // Runs on each worker's thread: its pools open connections on that thread.
         App::new()
-            .app_data(check.clone())
             .wrap(from_fn(admin::track_requests))
-            .route("/health", web::get().to(health))
-            .route("/metrics", web::get().to(admin::metrics))
+            .configure(app_config(state.for_worker()))
     })
     .disable_signals()
     .listen(listener)?
-    .run();
+    .run())
+}
+
+/// Serve on `listener` until SIGTERM/SIGINT, then drain in-flight requests.
+pub async fn serve(listener: TcpListener, deps: Dependencies) -> anyhow::Result<()> {
+    let state = AppState::new(Core::new(deps, ingest::ACTOR))?;
+    tracing::info!(addr = %listener.local_addr()?, "webhook HTTP listening");
+    let server = server(listener, state)?;
     let handle = server.handle();
     let served = tokio::spawn(server);
     warden_service::shutdown_signal().await;
@@ -28,11 +66,10 @@ pub async fn run(binary: &'static str, deps: Dependencies) -> anyhow::Result<()>
     Ok(())
 }
 
-async fn health(check: web::Data<admin::HealthCheck>) -> actix_web::HttpResponse {
-    match (check.get_ref())().await {
-        Ok(()) => actix_web::HttpResponse::Ok()
-            .content_type("text/plain")
-            .body("OK"),
-        Err(reason) => actix_web::HttpResponse::ServiceUnavailable().body(reason),
-    }
+/// Serve the webhook endpoints on SERVER_HTTP_PORT until SIGTERM/SIGINT. Refuses to start
+/// (exit 2) without `PLATFORM_APP_SECRET`.
+pub async fn run(binary: &'static str, deps: Dependencies) -> anyhow::Result<()> {
+    require_secret(binary, &deps.settings);
+    let listener = admin::bind(binary, "SERVER_HTTP_PORT", deps.settings.http_port);
+    serve(listener, deps).await
 }

@@ -1,0 +1,125 @@
+//! Batch forms of three warden-core functions, kept here until warden-core has them.
+//!
+//! [`record_inbound`] here does, for every customer of a batch at once, what these do
+//! for one customer per call: `customers::ensure`, `customers::touch_interaction` and
+//! `conversations::record_inbound` (plus storing the inbound message rows).
+//!
+//! A 100-event batch from 100 customers costs one statement here instead of 400 round
+//! trips through the one-customer functions; that is what lets batched ingestion keep up
+//! with the platform. The rules are the core's, statement for statement: customers start
+//! opted in with their pricing country, `last_interaction_at` only moves forward, the
+//! window opens from the message's own timestamp and never shrinks, and a message newer
+//! than an archive un-archives. `tests/core_batch.rs` runs both versions side by side on
+//! the same inputs and requires identical rows, so a change in warden-core that is not
+//! mirrored here fails the build's tests.
+
+use chrono::{DateTime, Utc};
+use diesel::QueryResult;
+use diesel::sql_types::{Nullable, Text, Timestamptz};
+use diesel_async::{AsyncPgConnection, RunQueryDsl};
+use serde_json::Value;
+use uuid::Uuid;
+use warden_rules::phone::PhoneNumber;
+use warden_rules::window::CARE_WINDOW;
+use warden_store::models::Conversation;
+
+use crate::sql::{Bind, Stmt};
+
+/// The inbound message rows of a batch (`direction` inbound, `status` received).
+pub struct InboundRow<'a> {
+    pub phone: &'a str,
+    pub message_type: &'a str,
+    pub content: &'a Value,
+    pub wamid: &'a str,
+}
+
+type ConversationRow = (
+    diesel::sql_types::Uuid,
+    Text,
+    Text,
+    Text,
+    Nullable<Timestamptz>,
+    Nullable<Timestamptz>,
+    Nullable<Timestamptz>,
+    Nullable<Timestamptz>,
+    Timestamptz,
+    Timestamptz,
+);
+
+/// For each customer of `windows` (one item per phone, with their newest message's
+/// timestamp): create them if new (opted in, pricing country), move
+/// `last_interaction_at` forward, and open or extend their window; and store the inbound
+/// message `rows`. One statement; customers are written in phone order so concurrent
+/// batches lock rows in the same order. Returns the conversation rows, for the cache.
+pub async fn record_inbound(
+    c: &mut AsyncPgConnection,
+    channel: &str,
+    windows: &[(&PhoneNumber, DateTime<Utc>)],
+    rows: &[InboundRow<'_>],
+) -> QueryResult<Vec<Conversation>> {
+    let mut sorted: Vec<_> = windows.to_vec();
+    sorted.sort_by(|a, b| a.0.digits().cmp(b.0.digits()));
+    let phones: Vec<&str> = sorted.iter().map(|(p, _)| p.digits()).collect();
+    let countries = sorted.iter().map(|(p, _)| p.pricing_country()).collect();
+    let ats: Vec<DateTime<Utc>> = sorted.iter().map(|(_, at)| *at).collect();
+    let expires = ats.iter().map(|at| *at + CARE_WINDOW).collect();
+    Stmt::<ConversationRow>::new(
+        &[
+            // customers::ensure + customers::touch_interaction
+            "WITH people AS ( \
+                INSERT INTO customers (phone, country, last_interaction_at) \
+                SELECT * FROM unnest(",
+            "::text[], ",
+            "::text[], ",
+            "::timestamptz[]) \
+                ON CONFLICT (phone) DO UPDATE SET last_interaction_at = \
+                    GREATEST(customers.last_interaction_at, excluded.last_interaction_at)), \
+             stored AS ( \
+                INSERT INTO messages (id, customer_phone, channel, direction, message_type, \
+                                      category, status, content, wamid) \
+                SELECT m.id, m.phone, ",
+            ", 'inbound', m.mtype, 'service', 'received', m.content, m.wamid \
+                FROM unnest(",
+            "::uuid[], ",
+            "::text[], ",
+            "::text[], ",
+            "::jsonb[], ",
+            "::text[]) AS m(id, phone, mtype, content, wamid) \
+                ON CONFLICT DO NOTHING) \
+             /* conversations::record_inbound; its foreign key sees the customers above \
+                (constraint checks run at the end of the statement) */ \
+             INSERT INTO conversations (customer_phone, channel, last_inbound_at, window_expires_at) \
+             SELECT w.phone, ",
+            ", w.at, w.expires FROM unnest(",
+            "::text[], ",
+            "::timestamptz[], ",
+            "::timestamptz[]) AS w(phone, at, expires) \
+             ON CONFLICT (customer_phone, channel) DO UPDATE SET \
+                 last_inbound_at = GREATEST(conversations.last_inbound_at, excluded.last_inbound_at), \
+                 window_expires_at = GREATEST(conversations.window_expires_at, excluded.window_expires_at), \
+                 archived_at = CASE WHEN conversations.archived_at IS NOT NULL \
+                                     AND excluded.last_inbound_at > conversations.archived_at \
+                                    THEN NULL ELSE conversations.archived_at END, \
+                 updated_at = excluded.updated_at \
+             RETURNING id, customer_phone, channel, conversation_type, last_inbound_at, \
+                       last_outbound_at, window_expires_at, archived_at, created_at, updated_at",
+        ],
+        vec![
+            Bind::Texts(phones.clone()),
+            Bind::Texts(countries),
+            Bind::Times(ats.clone()),
+            Bind::Text(channel),
+            Bind::Uuids(rows.iter().map(|_| Uuid::now_v7()).collect()),
+            Bind::Texts(rows.iter().map(|r| r.phone).collect()),
+            Bind::Texts(rows.iter().map(|r| r.message_type).collect()),
+            Bind::Jsons(rows.iter().map(|r| r.content).collect()),
+            Bind::Texts(rows.iter().map(|r| r.wamid).collect()),
+            Bind::Text(channel),
+            Bind::Texts(phones),
+            Bind::Times(ats),
+            Bind::Times(expires),
+        ],
+    )
+    .load::<Conversation>(c)
+    .await
+}

@@ -1,0 +1,757 @@
+//! From a verified POST body to a list of events, each with a stable de-duplication key.
+//!
+//! Pure: no I/O, no clock (callers pass `now`). Everything that reaches Postgres is made
+//! safe here, so a hostile or broken body can cost a 400 or be skipped, never a 5xx:
+//! NUL characters (which Postgres `TEXT`/`JSONB` refuse) are stripped, identifiers are
+//! bounded, timestamps are clamped into a sane range and phone numbers are canonical.
+//!
+//! Leniency: the envelope must be a platform event (`object` =
+//! `whatsapp_business_account`, `entry` an array), otherwise the POST is a 400. Inside
+//! it, a change of an unknown `field`, a known change whose value does not parse, or an
+//! item without the ids it needs is skipped (and counted), never a reason to refuse the
+//! whole batch: one poisoned change must not make the platform retry 999 good ones.
+
+use std::collections::HashSet;
+
+use chrono::{DateTime, Utc};
+use serde::Deserialize;
+use serde_json::Value;
+use warden_platform::webhook::{
+    Change, ErrorDetail, InboundMessage, PhoneNumberQualityUpdate, Status, StatusKind,
+    TemplateStatusUpdate,
+};
+use warden_rules::keywords::OptChange;
+use warden_rules::phone::PhoneNumber;
+
+/// Longest identifier (wamid, template name, ...) kept as is; longer ones are not real.
+pub const MAX_ID_LEN: usize = 256;
+/// Keys longer than this are shortened to `<prefix>:h:<sha256>` (btree entries are bounded).
+const MAX_KEY_LEN: usize = 200;
+/// Unix seconds before which a timestamp is treated as missing (2000-01-01).
+const MIN_SANE_TS: i64 = 946_684_800;
+
+/// What kind of event, as counted in `warden_webhook_events_total{kind}`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum EventKind {
+    Inbound,
+    Status,
+    Template,
+    UserPreference,
+    Quality,
+}
+
+impl EventKind {
+    pub const ALL: [EventKind; 5] = [
+        EventKind::Inbound,
+        EventKind::Status,
+        EventKind::Template,
+        EventKind::UserPreference,
+        EventKind::Quality,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            EventKind::Inbound => "inbound",
+            EventKind::Status => "status",
+            EventKind::Template => "template",
+            EventKind::UserPreference => "user_preferences",
+            EventKind::Quality => "quality",
+        }
+    }
+}
+
+/// One event to apply once.
+#[derive(Debug, Clone)]
+pub struct Event {
+    /// The `webhook_events.event_key` that tells a replay apart.
+    pub key: String,
+    pub body: EventBody,
+}
+
+impl Event {
+    pub fn kind(&self) -> EventKind {
+        match &self.body {
+            EventBody::Inbound(_) => EventKind::Inbound,
+            EventBody::Status(_) => EventKind::Status,
+            EventBody::Template(_) => EventKind::Template,
+            EventBody::Preference(_) => EventKind::UserPreference,
+            EventBody::Quality(_) => EventKind::Quality,
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+pub enum EventBody {
+    Inbound(InboundEvent),
+    Status(StatusEvent),
+    Template(TemplateEvent),
+    Preference(PreferenceEvent),
+    Quality(QualityEvent),
+}
+
+/// A message a customer sent.
+#[derive(Debug, Clone)]
+pub struct InboundEvent {
+    pub wamid: String,
+    pub phone: PhoneNumber,
+    /// The message's own platform timestamp (clamped to `now`).
+    pub at: DateTime<Utc>,
+    /// `text`, `button`, `image`, ...
+    pub message_type: String,
+    /// The message as received (NUL-free), stored as the message row's content.
+    pub content: Value,
+    /// A stop / resume keyword (whole text, or the text of a quick-reply button).
+    pub keyword: Option<OptChange>,
+}
+
+/// A delivery status of an outbound message.
+#[derive(Debug, Clone)]
+pub struct StatusEvent {
+    /// Empty when the platform sent none (then only `callback` can match).
+    pub wamid: String,
+    pub status: StatusKind,
+    pub at: DateTime<Utc>,
+    /// `biz_opaque_callback_data`: our message_id when we set it.
+    pub callback: Option<String>,
+    pub recipient_id: String,
+    /// The first error of a failed status.
+    pub error: Option<StatusError>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StatusError {
+    pub code: i32,
+    pub title: Option<String>,
+    pub details: Option<String>,
+}
+
+/// A template review decision.
+#[derive(Debug, Clone)]
+pub struct TemplateEvent {
+    pub name: String,
+    pub language: String,
+    /// Upper case: APPROVED, REJECTED, PAUSED, ...
+    pub event: String,
+    pub template_id: String,
+    /// None for `NONE` / null / empty.
+    pub reason: Option<String>,
+    /// Lower case: marketing, utility, authentication.
+    pub category: Option<String>,
+}
+
+/// A marketing stop / resume preference.
+#[derive(Debug, Clone)]
+pub struct PreferenceEvent {
+    pub phone: PhoneNumber,
+    pub change: OptChange,
+    pub at: DateTime<Utc>,
+}
+
+/// A phone-number quality / limit change.
+#[derive(Debug, Clone)]
+pub struct QualityEvent {
+    pub event: String,
+    pub current_limit: Option<String>,
+    pub display_phone_number: Option<String>,
+    pub payload: Value,
+}
+
+/// Why a part of a body was skipped (logged and counted, never an error).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Skipped {
+    pub reason: &'static str,
+    pub detail: String,
+}
+
+/// What a body holds.
+#[derive(Debug, Default)]
+pub struct Extracted {
+    /// Distinct events in document order.
+    pub events: Vec<Event>,
+    /// Events whose key appeared earlier in the same POST.
+    pub duplicates: usize,
+    pub skipped: Vec<Skipped>,
+}
+
+/// The body is not a platform event (400).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum BodyError {
+    #[error("body is not JSON: {0}")]
+    NotJson(String),
+    #[error("not a platform event: object must be \"whatsapp_business_account\"")]
+    WrongObject,
+    #[error("not a platform event: entry must be an array")]
+    NoEntries,
+}
+
+#[derive(Deserialize)]
+struct RawEnvelope {
+    #[serde(default)]
+    object: Value,
+    #[serde(default)]
+    entry: Value,
+}
+
+/// Parse a verified body and list its events.
+pub fn extract(body: &[u8], now: DateTime<Utc>) -> Result<Extracted, BodyError> {
+    let raw: RawEnvelope =
+        serde_json::from_slice(body).map_err(|e| BodyError::NotJson(e.to_string()))?;
+    if raw.object.as_str() != Some(warden_platform::webhook::OBJECT_WABA) {
+        return Err(BodyError::WrongObject);
+    }
+    let Value::Array(entries) = raw.entry else {
+        return Err(BodyError::NoEntries);
+    };
+    let mut out = Builder::default();
+    for entry in entries {
+        let Value::Object(mut entry) = entry else {
+            out.skip("bad_entry", "entry is not an object");
+            continue;
+        };
+        let entry_id = entry.get("id").map(value_text).unwrap_or_default();
+        let entry_time = entry.get("time").and_then(value_int);
+        let changes = match entry.remove("changes") {
+            Some(Value::Array(changes)) => changes,
+            Some(Value::Null) | None => Vec::new(),
+            Some(_) => {
+                out.skip("bad_entry", "changes is not an array");
+                continue;
+            }
+        };
+        for change in changes {
+            out.change(change, &entry_id, entry_time, now);
+        }
+    }
+    Ok(out.finish())
+}
+
+#[derive(Default)]
+struct Builder {
+    seen: HashSet<String>,
+    out: Extracted,
+}
+
+impl Builder {
+    fn skip(&mut self, reason: &'static str, detail: impl Into<String>) {
+        self.out.skipped.push(Skipped {
+            reason,
+            detail: detail.into(),
+        });
+    }
+
+    fn push(&mut self, key: String, body: EventBody) {
+        let key = bounded_key(&key);
+        if self.seen.insert(key.clone()) {
+            self.out.events.push(Event { key, body });
+        } else {
+            self.out.duplicates += 1;
+        }
+    }
+
+    fn finish(self) -> Extracted {
+        self.out
+    }
+
+    fn change(
+        &mut self,
+        change: Value,
+        entry_id: &str,
+        entry_time: Option<i64>,
+        now: DateTime<Utc>,
+    ) {
+        let field = change
+            .get("field")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_string();
+        // Kept raw for the quality table's payload column.
+        let raw_value = if field == warden_platform::webhook::FIELD_QUALITY {
+            change.get("value").cloned().unwrap_or(Value::Null)
+        } else {
+            Value::Null
+        };
+        // Hash of a change, for kinds whose payload carries no id of its own.
+        let fingerprint = |v: &dyn std::fmt::Display| {
+            sha256_hex(format!("{entry_id}|{entry_time:?}|{v}").as_bytes())
+        };
+        let typed = match serde_json::from_value::<Change>(change) {
+            Ok(typed) => typed,
+            Err(e) => {
+                self.skip("malformed_change", format!("{}: {e}", clip(&field, 64)));
+                return;
+            }
+        };
+        match typed {
+            Change::Messages(value) => {
+                for msg in value.messages {
+                    self.inbound(msg, now);
+                }
+                for status in value.statuses {
+                    self.status(status, now);
+                }
+                for err in value.errors {
+                    // System-level errors belong to no message: worth a log line only.
+                    self.skip("system_error", describe_error(&err));
+                }
+            }
+            Change::TemplateStatus(update) => {
+                let fp = fingerprint(&serde_json::to_value(&update).unwrap_or_default());
+                self.template(update, entry_time, &fp)
+            }
+            Change::UserPreferences(value) => {
+                for pref in value.user_preferences {
+                    let category = pref.category.trim().to_ascii_lowercase();
+                    if !(category.is_empty() || category == "marketing_messages") {
+                        self.skip("preference_category", clip(&category, 64));
+                        continue;
+                    }
+                    let Some(change) = warden_rules::keywords::parse_preference(&pref.value) else {
+                        self.skip("preference_value", clip(&pref.value, 64));
+                        continue;
+                    };
+                    let Ok(phone) = warden_rules::phone::canonicalize(&pref.wa_id) else {
+                        self.skip("bad_phone", clip(&pref.wa_id, 64));
+                        continue;
+                    };
+                    let key = format!(
+                        "pref:{}:{}:{}",
+                        phone.digits(),
+                        change.as_str(),
+                        pref.timestamp
+                    );
+                    let at = event_time(pref.timestamp, now);
+                    self.push(
+                        key,
+                        EventBody::Preference(PreferenceEvent { phone, change, at }),
+                    );
+                }
+            }
+            Change::Quality(update) => {
+                let fp = fingerprint(&raw_value);
+                self.quality(update, raw_value, &fp)
+            }
+            Change::Other { field, .. } => self.skip("unknown_field", clip(&field, 64)),
+        }
+    }
+
+    fn inbound(&mut self, msg: InboundMessage, now: DateTime<Utc>) {
+        let wamid = clean(&msg.id);
+        if wamid.is_empty() || wamid.len() > MAX_ID_LEN {
+            self.skip("bad_wamid", clip(&wamid, 64));
+            return;
+        }
+        let Ok(phone) = warden_rules::phone::canonicalize(&msg.from) else {
+            self.skip("bad_phone", clip(&msg.from, 64));
+            return;
+        };
+        let keyword = keyword_of(&msg);
+        let message_type = clip(&clean(&msg.kind), 64);
+        let at = event_time(msg.timestamp, now);
+        let content = clean_json(serde_json::to_value(&msg).unwrap_or(Value::Null));
+        self.push(
+            format!("msg:{wamid}"),
+            EventBody::Inbound(InboundEvent {
+                wamid,
+                phone,
+                at,
+                message_type: if message_type.is_empty() {
+                    "unknown".into()
+                } else {
+                    message_type
+                },
+                content,
+                keyword,
+            }),
+        );
+    }
+
+    fn status(&mut self, status: Status, now: DateTime<Utc>) {
+        let kind = status.kind();
+        if !matches!(
+            kind,
+            StatusKind::Sent | StatusKind::Delivered | StatusKind::Read | StatusKind::Failed
+        ) {
+            self.skip("status_kind", clip(&status.status, 64));
+            return;
+        }
+        let wamid = clean(&status.id);
+        let callback = status
+            .biz_opaque_callback_data
+            .as_deref()
+            .map(clean)
+            .filter(|c| !c.is_empty() && c.len() <= MAX_ID_LEN);
+        if wamid.len() > MAX_ID_LEN || (wamid.is_empty() && callback.is_none()) {
+            self.skip("bad_wamid", clip(&wamid, 64));
+            return;
+        }
+        let key = if wamid.is_empty() {
+            format!(
+                "st:cb:{}:{}",
+                callback.as_deref().unwrap_or(""),
+                kind.as_str()
+            )
+        } else {
+            format!("st:{wamid}:{}", kind.as_str())
+        };
+        let error = status.errors.first().map(|e| StatusError {
+            code: i32::try_from(e.code).unwrap_or(0),
+            title: e.title.as_deref().map(|t| clip(&clean(t), 512)),
+            details: e.details().map(|d| clip(&clean(d), 1024)),
+        });
+        self.push(
+            key,
+            EventBody::Status(StatusEvent {
+                wamid,
+                status: kind,
+                at: event_time(status.timestamp, now),
+                callback,
+                recipient_id: clip(&clean(&status.recipient_id), 64),
+                error,
+            }),
+        );
+    }
+
+    fn template(&mut self, update: TemplateStatusUpdate, entry_time: Option<i64>, fp: &str) {
+        let name = clean(&update.message_template_name);
+        let language = clean(&update.message_template_language);
+        let event = clean(&update.event).trim().to_ascii_uppercase();
+        if name.is_empty() || name.len() > 512 || language.len() > 64 || event.is_empty() {
+            self.skip("bad_template_update", clip(&name, 64));
+            return;
+        }
+        if event.len() > 64
+            || !event
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'_')
+        {
+            self.skip("bad_template_event", clip(&event, 64));
+            return;
+        }
+        let template_id = clip(&clean(&update.message_template_id), 64);
+        let reason = update
+            .reason
+            .as_deref()
+            .map(|r| clip(clean(r).trim(), 512))
+            .filter(|r| !r.is_empty() && !r.eq_ignore_ascii_case("NONE"));
+        let category = update
+            .message_template_category
+            .as_deref()
+            .map(|c| clean(c).trim().to_ascii_lowercase())
+            .filter(|c| matches!(c.as_str(), "marketing" | "utility" | "authentication"));
+        let when = entry_time.map_or_else(|| fp.to_string(), |t| t.to_string());
+        let key = format!("tpl:{name}:{language}:{event}:{template_id}:{when}");
+        self.push(
+            key,
+            EventBody::Template(TemplateEvent {
+                name,
+                language,
+                event,
+                template_id,
+                reason,
+                category,
+            }),
+        );
+    }
+
+    fn quality(&mut self, update: PhoneNumberQualityUpdate, raw: Value, fp: &str) {
+        let event = clip(&clean(&update.event), 64);
+        if event.is_empty() {
+            self.skip("bad_quality_update", "no event");
+            return;
+        }
+        let opt = |s: Option<&str>| s.map(|s| clip(&clean(s), 128)).filter(|s| !s.is_empty());
+        self.push(
+            format!("q:{fp}"),
+            EventBody::Quality(QualityEvent {
+                event,
+                current_limit: opt(update.current_limit.as_deref()),
+                display_phone_number: opt(Some(&update.display_phone_number)),
+                payload: clean_json(raw),
+            }),
+        );
+    }
+}
+
+/// A stop / resume request in a text, or in the text of a quick-reply / interactive button
+/// (the platform's "Stop promotions" button arrives that way).
+fn keyword_of(msg: &InboundMessage) -> Option<OptChange> {
+    use warden_rules::keywords::classify_inbound;
+    match msg.kind.as_str() {
+        "text" => msg.text_body().and_then(classify_inbound),
+        "button" => msg
+            .other
+            .get("button")
+            .and_then(|b| b.get("text"))
+            .and_then(Value::as_str)
+            .and_then(classify_inbound),
+        "interactive" => msg
+            .other
+            .get("interactive")
+            .and_then(|i| i.get("button_reply"))
+            .and_then(|b| b.get("title"))
+            .and_then(Value::as_str)
+            .and_then(classify_inbound),
+        _ => None,
+    }
+}
+
+fn describe_error(err: &ErrorDetail) -> String {
+    format!(
+        "{} {}",
+        err.code,
+        clip(&clean(err.title.as_deref().unwrap_or("")), 128)
+    )
+}
+
+/// The time of an event: its own timestamp, never in the future, `now` when missing or absurd.
+pub fn event_time(ts: i64, now: DateTime<Utc>) -> DateTime<Utc> {
+    if ts < MIN_SANE_TS {
+        return now;
+    }
+    match DateTime::<Utc>::from_timestamp(ts, 0) {
+        Some(at) if at < now => at,
+        _ => now,
+    }
+}
+
+/// The string without NUL characters (Postgres refuses them in TEXT and JSONB).
+pub fn clean(s: &str) -> String {
+    if s.contains('\0') {
+        s.replace('\0', "")
+    } else {
+        s.to_string()
+    }
+}
+
+/// At most `max` bytes, cut on a character boundary.
+pub fn clip(s: &str, max: usize) -> String {
+    if s.len() <= max {
+        return s.to_string();
+    }
+    let mut end = max;
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    s[..end].to_string()
+}
+
+/// The JSON with NUL characters removed from every string and key.
+pub fn clean_json(v: Value) -> Value {
+    match v {
+        Value::String(s) => Value::String(clean(&s)),
+        Value::Array(items) => Value::Array(items.into_iter().map(clean_json).collect()),
+        Value::Object(map) => Value::Object(
+            map.into_iter()
+                .map(|(k, v)| (clean(&k), clean_json(v)))
+                .collect(),
+        ),
+        other => other,
+    }
+}
+
+fn bounded_key(key: &str) -> String {
+    let key = clean(key);
+    if key.len() <= MAX_KEY_LEN {
+        return key;
+    }
+    let prefix = key.split(':').next().unwrap_or("k");
+    format!("{}:h:{}", clip(prefix, 16), sha256_hex(key.as_bytes()))
+}
+
+fn sha256_hex(bytes: &[u8]) -> String {
+    hex::encode(ring::digest::digest(&ring::digest::SHA256, bytes))
+}
+
+fn value_text(v: &Value) -> String {
+    match v {
+        Value::String(s) => clip(&clean(s), 64),
+        Value::Number(n) => n.to_string(),
+        _ => String::new(),
+    }
+}
+
+fn value_int(v: &Value) -> Option<i64> {
+    match v {
+        Value::Number(n) => n.as_i64(),
+        Value::String(s) => s.trim().parse().ok(),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn now() -> DateTime<Utc> {
+        DateTime::from_timestamp(1_800_000_000, 0).unwrap()
+    }
+
+    fn body(changes: Value) -> Vec<u8> {
+        json!({"object": "whatsapp_business_account",
+               "entry": [{"id": "1", "time": 1_700_000_000, "changes": changes}]})
+        .to_string()
+        .into_bytes()
+    }
+
+    #[test]
+    fn refuses_what_is_not_a_platform_event() {
+        assert!(matches!(
+            extract(b"nope", now()),
+            Err(BodyError::NotJson(_))
+        ));
+        assert!(extract(b"[]", now()).is_err());
+        assert_eq!(
+            extract(br#"{"object":"page","entry":[]}"#, now()).unwrap_err(),
+            BodyError::WrongObject
+        );
+        assert_eq!(
+            extract(br#"{"object":"whatsapp_business_account"}"#, now()).unwrap_err(),
+            BodyError::NoEntries
+        );
+        assert_eq!(
+            extract(
+                br#"{"object":"whatsapp_business_account","entry":{}}"#,
+                now()
+            )
+            .unwrap_err(),
+            BodyError::NoEntries
+        );
+        let empty = extract(
+            br#"{"object":"whatsapp_business_account","entry":[]}"#,
+            now(),
+        )
+        .unwrap();
+        assert!(empty.events.is_empty());
+    }
+
+    #[test]
+    fn keys_of_every_kind() {
+        let b = body(json!([
+            {"field": "messages", "value": {
+                "messages": [{"from": "+62 812-3456-789", "id": "wamid.IN", "timestamp": "1700000001",
+                              "type": "text", "text": {"body": " stop "}}],
+                "statuses": [{"id": "wamid.OUT", "status": "DELIVERED", "timestamp": "1700000002",
+                              "recipient_id": "628123456789"},
+                             {"status": "read", "timestamp": 1700000003,
+                              "biz_opaque_callback_data": "0190c3a0-0000-7000-8000-000000000001"}]}},
+            {"field": "message_template_status_update", "value": {
+                "event": "rejected", "message_template_id": 42, "message_template_name": "promo",
+                "message_template_language": "en_US", "reason": "PROMOTIONAL"}},
+            {"field": "user_preferences", "value": {"user_preferences": [
+                {"wa_id": "628123456789", "category": "marketing_messages", "value": "stop",
+                 "timestamp": 1700000004}]}},
+            {"field": "phone_number_quality_update", "value": {
+                "display_phone_number": "15550100000", "event": "FLAGGED", "current_limit": "TIER_1K"}},
+            {"field": "account_alerts", "value": {}}
+        ]));
+        let x = extract(&b, now()).unwrap();
+        let keys: Vec<&str> = x.events.iter().map(|e| e.key.as_str()).collect();
+        assert_eq!(keys[0], "msg:wamid.IN");
+        assert_eq!(keys[1], "st:wamid.OUT:delivered");
+        assert_eq!(keys[2], "st:cb:0190c3a0-0000-7000-8000-000000000001:read");
+        assert_eq!(keys[3], "tpl:promo:en_US:REJECTED:42:1700000000");
+        assert_eq!(keys[4], "pref:628123456789:stop:1700000004");
+        assert!(keys[5].starts_with("q:"));
+        assert_eq!(x.events.len(), 6);
+        let EventBody::Inbound(inb) = &x.events[0].body else {
+            panic!()
+        };
+        assert_eq!(inb.phone.digits(), "628123456789");
+        assert_eq!(inb.keyword, Some(OptChange::Stop));
+        assert_eq!(inb.at.timestamp(), 1_700_000_001);
+        let EventBody::Template(t) = &x.events[3].body else {
+            panic!()
+        };
+        assert_eq!(t.reason.as_deref(), Some("PROMOTIONAL"));
+        assert_eq!(
+            x.skipped,
+            vec![Skipped {
+                reason: "unknown_field",
+                detail: "account_alerts".into()
+            }]
+        );
+        // Same body again: same keys (replays are recognised).
+        let again = extract(&b, now()).unwrap();
+        let again: Vec<&str> = again.events.iter().map(|e| e.key.as_str()).collect();
+        assert_eq!(keys, again);
+    }
+
+    #[test]
+    fn duplicates_inside_one_post_count_once() {
+        let st = json!({"id": "wamid.D", "status": "sent", "timestamp": "1700000000"});
+        let b = body(json!([
+            {"field": "messages", "value": {"statuses": [st.clone(), st.clone()]}},
+            {"field": "messages", "value": {"statuses": [st]}}
+        ]));
+        let x = extract(&b, now()).unwrap();
+        assert_eq!(x.events.len(), 1);
+        assert_eq!(x.duplicates, 2);
+    }
+
+    #[test]
+    fn one_bad_change_does_not_spoil_the_batch() {
+        let b = body(json!([
+            {"field": "messages", "value": {"statuses": [{"id": "w", "status": 5}]}},
+            {"field": "messages", "value": {"messages": [
+                {"from": "abc", "id": "wamid.X", "type": "text", "text": {"body": "hi"}},
+                {"from": "628123456789", "id": "", "type": "text"},
+                {"from": "628123456789", "id": "wamid.OK\u{0}", "type": "text",
+                 "text": {"body": "a\u{0}b"}}]}},
+            {"field": "messages", "value": {"statuses": [{"id": "w2", "status": "deleted"}]}},
+            "not an object",
+            {"value": {}}
+        ]));
+        let x = extract(&b, now()).unwrap();
+        assert_eq!(x.events.len(), 1);
+        assert_eq!(x.events[0].key, "msg:wamid.OK");
+        let EventBody::Inbound(inb) = &x.events[0].body else {
+            panic!()
+        };
+        assert_eq!(inb.content["text"]["body"], "ab");
+        assert_eq!(inb.at, now(), "a missing timestamp is now");
+        let reasons: Vec<_> = x.skipped.iter().map(|s| s.reason).collect();
+        assert_eq!(
+            reasons,
+            [
+                "malformed_change",
+                "bad_phone",
+                "bad_wamid",
+                "status_kind",
+                "malformed_change",
+                "malformed_change"
+            ]
+        );
+    }
+
+    #[test]
+    fn long_keys_are_hashed_and_times_clamped() {
+        let long = "w".repeat(250);
+        let key = bounded_key(&format!("st:{long}:sent"));
+        assert!(key.starts_with("st:h:") && key.len() < MAX_KEY_LEN);
+        assert_eq!(event_time(0, now()), now());
+        assert_eq!(event_time(i64::MAX, now()), now());
+        assert_eq!(event_time(4_000_000_000, now()), now());
+        assert_eq!(event_time(1_700_000_000, now()).timestamp(), 1_700_000_000);
+        assert_eq!(clip("héllo", 2), "h");
+    }
+
+    #[test]
+    fn stop_buttons_are_keywords() {
+        let b = body(json!([{"field": "messages", "value": {"messages": [
+            {"from": "628123456789", "id": "wamid.B", "timestamp": "1700000000", "type": "button",
+             "button": {"text": "Stop promotions", "payload": "x"}},
+            {"from": "628123456789", "id": "wamid.C", "timestamp": "1700000000", "type": "text",
+             "text": {"body": "please stop"}}]}}]));
+        let x = extract(&b, now()).unwrap();
+        let kw: Vec<_> = x
+            .events
+            .iter()
+            .map(|e| match &e.body {
+                EventBody::Inbound(i) => i.keyword,
+                _ => panic!(),
+            })
+            .collect();
+        assert_eq!(kw, [Some(OptChange::Stop), None]);
+    }
+}

@@ -1,0 +1,227 @@
+//! The HTTP face: GET /webhook (handshake), POST /webhook (events), /health, /metrics.
+//!
+//! POST order: size limit (413) -> signature over the raw bytes (401, nothing written)
+//! -> parse (400) -> one transaction (503 when Postgres is unavailable) -> 200
+//! `EVENT_RECEIVED`, only after the commit.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use actix_web::http::header::{ContentType, HeaderValue, RETRY_AFTER};
+use actix_web::{HttpRequest, HttpResponse, web};
+use chrono::Utc;
+use tracing::Instrument;
+use warden_core::Core;
+use warden_platform::signature::{HEADER as SIGNATURE_HEADER, Signer};
+use warden_service::{Dependencies, admin};
+
+use crate::coalesce::Coalescer;
+use crate::events;
+use crate::ingest;
+use crate::metrics;
+
+/// Largest POST body accepted (the platform's batches stay far below it).
+pub const MAX_BODY_BYTES: usize = 1024 * 1024;
+/// The acknowledgement the platform expects.
+pub const ACK: &str = "EVENT_RECEIVED";
+
+/// Everything a request needs; cheap to clone (one per worker).
+#[derive(Clone)]
+pub struct AppState {
+    core: Core,
+    signer: Signer,
+    verify_token: Arc<str>,
+    health: admin::HealthCheck,
+    /// The worker's lanes (see `coalesce`); None: each POST is its own transaction.
+    coalescer: Option<Coalescer>,
+}
+
+/// `PLATFORM_APP_SECRET` is not set: the server must not start.
+#[derive(Debug, thiserror::Error)]
+#[error(
+    "PLATFORM_APP_SECRET is not set: without it X-Hub-Signature-256 cannot be verified, so the webhook refuses to start"
+)]
+pub struct MissingSecret;
+
+impl AppState {
+    pub fn new(core: Core) -> Result<Self, MissingSecret> {
+        let platform = &core.settings().platform;
+        let secret = platform.app_secret.as_deref().ok_or(MissingSecret)?;
+        Ok(AppState {
+            signer: Signer::new(secret.as_bytes()),
+            verify_token: Arc::from(platform.webhook_verify_token.as_str()),
+            health: admin::postgres_check(core.pg().clone()),
+            core,
+            coalescer: None,
+        })
+    }
+
+    pub fn core(&self) -> &Core {
+        &self.core
+    }
+
+    /// The same state over connection pools of the calling worker's own.
+    ///
+    /// actix runs each worker on its own single-threaded runtime, and a pooled
+    /// connection's I/O task lives on the runtime that opened it. With one pool shared
+    /// by all workers, every query hops threads twice (request -> connection task ->
+    /// request), and context switches cost more than the queries. Pools built here open
+    /// their connections from this worker, so a request and its connections share a
+    /// thread. Call it on the worker (inside the `HttpServer` factory).
+    pub fn for_worker(&self) -> AppState {
+        let deps = self.core.dependencies().clone();
+        let manager = diesel_async::pooled_connection::AsyncDieselConnectionManager::<
+            diesel_async::AsyncPgConnection,
+        >::new(deps.settings.database.url());
+        let pg = diesel_async::pooled_connection::bb8::Pool::builder()
+            .max_size(WORKER_PG_CONNECTIONS)
+            .connection_timeout(Duration::from_secs(5))
+            .build_unchecked(manager);
+        let redis = deps.redis.as_ref().and_then(|_| {
+            let manager = bb8_redis::RedisConnectionManager::new(deps.settings.redis.url()).ok()?;
+            Some(
+                bb8::Pool::builder()
+                    .max_size(WORKER_REDIS_CONNECTIONS)
+                    // Short: the window cache is a copy, never worth waiting for.
+                    .connection_timeout(Duration::from_millis(500))
+                    .build_unchecked(manager),
+            )
+        });
+        let deps = Dependencies { pg, redis, ..deps };
+        let core = Core::new(deps, ingest::ACTOR);
+        AppState {
+            health: admin::postgres_check(core.pg().clone()),
+            coalescer: Some(Coalescer::start(core.clone(), LANES_PER_WORKER)),
+            core,
+            signer: self.signer.clone(),
+            verify_token: self.verify_token.clone(),
+        }
+    }
+}
+
+/// Postgres connections per HTTP worker: one per lane, one for careful mode and health.
+pub const WORKER_PG_CONNECTIONS: u32 = 4;
+/// Transactions a worker runs at once; concurrent POSTs beyond that share them.
+pub const LANES_PER_WORKER: usize = 2;
+/// Redis connections per HTTP worker (window cache writes).
+const WORKER_REDIS_CONNECTIONS: u32 = 8;
+
+/// The routes, for `App::configure` (tests build the real app with it).
+pub fn app_config(state: AppState) -> impl FnOnce(&mut web::ServiceConfig) {
+    move |cfg: &mut web::ServiceConfig| {
+        cfg.app_data(web::Data::new(state))
+            .app_data(web::PayloadConfig::new(MAX_BODY_BYTES))
+            .route("/webhook", web::get().to(verify))
+            .route("/webhook", web::post().to(receive))
+            .route("/health", web::get().to(health))
+            .route("/metrics", web::get().to(admin::metrics));
+    }
+}
+
+fn text(mut builder: actix_web::HttpResponseBuilder, body: impl Into<String>) -> HttpResponse {
+    builder
+        .content_type(ContentType::plaintext())
+        .body(body.into())
+}
+
+/// GET /webhook: the subscription handshake.
+async fn verify(state: web::Data<AppState>, req: HttpRequest) -> HttpResponse {
+    let query = web::Query::<HashMap<String, String>>::from_query(req.query_string());
+    let Ok(query) = query else {
+        return text(HttpResponse::Forbidden(), "Forbidden");
+    };
+    let mode_ok = query.get("hub.mode").map(String::as_str) == Some("subscribe");
+    let token_ok = query
+        .get("hub.verify_token")
+        .is_some_and(|t| constant_time_eq(t.as_bytes(), state.verify_token.as_bytes()));
+    if mode_ok && token_ok {
+        let challenge = query.get("hub.challenge").cloned().unwrap_or_default();
+        text(HttpResponse::Ok(), challenge)
+    } else {
+        tracing::warn!(mode_ok, token_ok, "webhook verification refused");
+        text(HttpResponse::Forbidden(), "Forbidden")
+    }
+}
+
+fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+    if a.len() != b.len() {
+        return false;
+    }
+    a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+/// POST /webhook: verify, parse, store, acknowledge.
+async fn receive(state: web::Data<AppState>, req: HttpRequest, body: web::Bytes) -> HttpResponse {
+    let signature = req
+        .headers()
+        .get(SIGNATURE_HEADER)
+        .and_then(|v| v.to_str().ok());
+    let Some(signature) = signature else {
+        metrics::SIGNATURE_FAILURES.inc();
+        tracing::warn!(
+            bytes = body.len(),
+            "webhook POST without X-Hub-Signature-256"
+        );
+        return text(HttpResponse::Unauthorized(), "Unauthorized");
+    };
+    if !state.signer.verify(&body, signature) {
+        metrics::SIGNATURE_FAILURES.inc();
+        tracing::warn!(bytes = body.len(), "webhook POST with a wrong signature");
+        return text(HttpResponse::Unauthorized(), "Unauthorized");
+    }
+    let extracted = match events::extract(&body, Utc::now()) {
+        Ok(x) => x,
+        Err(e) => {
+            tracing::info!(error = %e, bytes = body.len(), "webhook POST refused");
+            return text(HttpResponse::BadRequest(), format!("Bad Request: {e}"));
+        }
+    };
+    for s in &extracted.skipped {
+        tracing::debug!(reason = s.reason, detail = %s.detail, "webhook item skipped");
+    }
+    metrics::ignored(extracted.skipped.len() as u64);
+    metrics::REPLAYS.inc_by(extracted.duplicates as u64);
+
+    let span = tracing::info_span!("webhook.post", events = extracted.events.len());
+    let stored = match &state.coalescer {
+        Some(lanes) => lanes.store(extracted.events).instrument(span.clone()).await,
+        None => ingest::ingest(&state.core, &extracted.events)
+            .instrument(span.clone())
+            .await
+            .map(|_| ()),
+    };
+    match stored {
+        Ok(()) => text(HttpResponse::Ok(), ACK),
+        Err(e) => {
+            tracing::error!(parent: &span, error = %e, "webhook events not stored; answering 503");
+            let mut res = text(HttpResponse::ServiceUnavailable(), "Service Unavailable");
+            res.headers_mut()
+                .insert(RETRY_AFTER, HeaderValue::from_static("5"));
+            res
+        }
+    }
+}
+
+async fn health(state: web::Data<AppState>) -> HttpResponse {
+    match (state.health)().await {
+        Ok(()) => text(HttpResponse::Ok(), "OK"),
+        Err(reason) => {
+            tracing::warn!(%reason, "health check failed");
+            text(HttpResponse::ServiceUnavailable(), reason)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::constant_time_eq;
+
+    #[test]
+    fn token_comparison() {
+        assert!(constant_time_eq(b"abc", b"abc"));
+        assert!(!constant_time_eq(b"abc", b"abd"));
+        assert!(!constant_time_eq(b"abc", b"ab"));
+        assert!(constant_time_eq(b"", b""));
+    }
+}

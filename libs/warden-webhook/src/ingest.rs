@@ -1,0 +1,844 @@
+//! Storing a POST's events: one Postgres transaction per POST, each event applied once.
+//!
+//! ```text
+//! BEGIN
+//!   INSERT INTO webhook_events SELECT * FROM unnest(keys sorted) ON CONFLICT DO NOTHING
+//!       RETURNING event_key             -> only these (new) events are applied
+//!   inbound:  per customer, not per message: ensure + record_inbound + touch_interaction;
+//!             every message row in one INSERT ... SELECT FROM unnest(...)
+//!   statuses: one SELECT for every message they mention, then outcomes::apply_status each
+//!   in the order the platform sent them: keywords, statuses, templates, preferences
+//!   quality:  one INSERT ... SELECT FROM unnest(...)
+//! COMMIT -> window cache write-through -> 200
+//! ```
+//!
+//! Replicas: the key insert is the arbiter. Two replicas handed the same event block on
+//! the key's unique index until the first commits; the second then sees a conflict and
+//! skips it. Keys go in sorted, so overlapping batches take those locks in one order; a
+//! deadlock elsewhere (customer rows) or a unique race is retried.
+//!
+//! Poison events: if a batch keeps failing for a reason other than a lost connection, it
+//! is replayed in "careful" mode, one savepoint per event; events that still fail are
+//! logged, counted (`kind="failed"`), and their key recorded as `failed:<kind>` so
+//! replays do not retry them forever. One bad event never holds a batch hostage.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use chrono::{DateTime, Utc};
+use diesel::prelude::*;
+use diesel::result::{DatabaseErrorKind, Error as DbError};
+use diesel::sql_types::{Bool, Nullable, Text};
+use diesel_async::{AsyncConnection, AsyncPgConnection, RunQueryDsl};
+use futures::StreamExt;
+use serde_json::{Value, json};
+use tracing::Instrument;
+use uuid::Uuid;
+use warden_core::Core;
+use warden_core::customers::{self, OptScope};
+use warden_core::knowledge::{self, ErrorInfo};
+use warden_core::outcomes;
+use warden_platform::webhook::StatusKind;
+use warden_rules::phone::PhoneNumber;
+use warden_store::models::{Conversation, Handling};
+use warden_store::schema::messages;
+
+use crate::core_batch;
+use crate::events::{
+    Event, EventBody, EventKind, InboundEvent, PreferenceEvent, QualityEvent, StatusEvent,
+    TemplateEvent,
+};
+use crate::metrics;
+use crate::sql::{Bind, Stmt};
+
+/// Who the audit log names for the webhook's effects.
+pub const ACTOR: &str = "webhook";
+const CHANNEL: &str = warden_settings::DEFAULT_CHANNEL;
+/// Attempts of a whole batch on deadlocks, serialization failures and unique races.
+const ATTEMPTS: usize = 3;
+/// A POST that cannot be stored within this time is answered 503 (the platform retries).
+const DEADLINE: Duration = Duration::from_secs(20);
+/// Concurrent Redis writes when refreshing the window cache after a commit.
+const CACHE_WRITES_IN_FLIGHT: usize = 4;
+/// A cache write this slow means Redis is struggling (the core gives up at 250 ms).
+const CACHE_SLOW: Duration = Duration::from_millis(200);
+
+/// What a stored POST did.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct Outcome {
+    /// New events applied, by kind.
+    pub applied: HashMap<EventKind, u64>,
+    /// Events applied before (by this or another replica): not applied again.
+    pub replays: u64,
+    /// Events set aside because they could not be applied (careful mode).
+    pub failed: u64,
+    /// New events acknowledged without effect (status of an unknown message, ...).
+    pub ignored: u64,
+}
+
+impl Outcome {
+    pub fn applied_total(&self) -> u64 {
+        self.applied.values().sum()
+    }
+
+    fn merge(&mut self, other: Outcome) {
+        for (kind, n) in other.applied {
+            *self.applied.entry(kind).or_default() += n;
+        }
+        self.replays += other.replays;
+        self.failed += other.failed;
+        self.ignored += other.ignored;
+    }
+}
+
+/// Storing failed: the POST must not be acknowledged.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum IngestError {
+    /// Postgres is unreachable or went away (503: the platform retries).
+    #[error("database unavailable: {0}")]
+    Unavailable(String),
+}
+
+/// Effects of one transaction, acted on after it committed.
+#[derive(Default)]
+struct BatchState {
+    outcome: Outcome,
+    /// The newest conversation row per customer, for the window cache.
+    windows: HashMap<String, Conversation>,
+}
+
+impl BatchState {
+    fn merge(&mut self, other: BatchState) {
+        self.outcome.merge(other.outcome);
+        self.windows.extend(other.windows);
+    }
+}
+
+/// Store `events` (distinct keys, in the order the platform sent them) in one transaction.
+pub async fn ingest(core: &Core, events: &[Event]) -> Result<Outcome, IngestError> {
+    if events.is_empty() {
+        return Ok(Outcome::default());
+    }
+    let started = Instant::now();
+    match tokio::time::timeout(DEADLINE, ingest_inner(core, events)).await {
+        Ok(Ok(state)) => {
+            observe(started, "committed");
+            Ok(after_commit(core, state).await)
+        }
+        Ok(Err(e)) => {
+            observe(started, "unavailable");
+            Err(e)
+        }
+        Err(_) => {
+            observe(started, "timeout");
+            Err(IngestError::Unavailable(format!(
+                "storing {} events took longer than {}s",
+                events.len(),
+                DEADLINE.as_secs()
+            )))
+        }
+    }
+}
+
+async fn ingest_inner(core: &Core, events: &[Event]) -> Result<BatchState, IngestError> {
+    let mut last_error = None;
+    let mut fresh_connection_tried = false;
+    let mut attempt = 0;
+    while attempt < ATTEMPTS {
+        attempt += 1;
+        let mut conn = core.pg().get().await.map_err(unavailable)?;
+        let mut state = BatchState::default();
+        let result = conn
+            .transaction::<_, DbError, _>(async |c| apply_batch(c, events, &mut state).await)
+            .await;
+        let e = match result {
+            Ok(()) => return Ok(state),
+            Err(e) => e,
+        };
+        match classify(&e) {
+            Class::Transient => {
+                tracing::warn!(error = %e, attempt, "webhook batch conflicted; retrying");
+            }
+            Class::Unavailable if !fresh_connection_tried => {
+                // A pooled connection may have died with a Postgres restart: one more go
+                // on a fresh one before answering 503.
+                fresh_connection_tried = true;
+                attempt -= 1;
+                tracing::warn!(error = %e, "webhook batch lost its connection; retrying once");
+            }
+            Class::Unavailable => return Err(IngestError::Unavailable(e.to_string())),
+            Class::Data => {
+                last_error = Some(e);
+                break;
+            }
+        }
+        last_error = Some(e);
+    }
+    let reason = last_error.map(|e| e.to_string()).unwrap_or_default();
+    tracing::warn!(%reason, events = events.len(), "webhook batch failed; applying event by event");
+    careful(core, events).await
+}
+
+/// Every event in its own savepoint; the ones that fail are set aside.
+async fn careful(core: &Core, events: &[Event]) -> Result<BatchState, IngestError> {
+    let mut conn = core.pg().get().await.map_err(unavailable)?;
+    let mut state = BatchState::default();
+    let result = conn
+        .transaction::<_, DbError, _>(async |c| {
+            for event in events {
+                let mut one = BatchState::default();
+                let applied = c
+                    .transaction::<_, DbError, _>(async |sp| {
+                        apply_batch(sp, std::slice::from_ref(event), &mut one).await
+                    })
+                    .await;
+                match applied {
+                    Ok(()) => state.merge(one),
+                    // Contention or a lost connection is no fault of the event: give up on
+                    // the POST (503) and let the platform's retry find a calmer moment.
+                    Err(e) if classify(&e) != Class::Data => return Err(e),
+                    Err(e) => {
+                        tracing::error!(
+                            event_key = %event.key,
+                            kind = event.kind().as_str(),
+                            error = %e,
+                            "webhook event could not be applied; set aside"
+                        );
+                        state.outcome.failed += 1;
+                        let kind = format!("failed:{}", event.kind().as_str());
+                        insert_keys(c, &[(event.key.as_str(), kind.as_str())]).await?;
+                    }
+                }
+            }
+            Ok(())
+        })
+        .await;
+    match result {
+        Ok(()) => Ok(state),
+        Err(e) => Err(IngestError::Unavailable(e.to_string())),
+    }
+}
+
+async fn after_commit(core: &Core, state: BatchState) -> Outcome {
+    let BatchState { outcome, windows } = state;
+    // Write-through of the committed windows. When Redis is slow or down a write waits
+    // out the core's timeout; after one such write the rest of the batch is skipped
+    // rather than holding the answer for seconds. That is safe: a cached window lives
+    // only as long as it is open (TTL = time left), so a copy we failed to refresh can
+    // under-report the time remaining but never call an open window closed.
+    let redis_slow = AtomicBool::new(false);
+    futures::stream::iter(windows.values())
+        .for_each_concurrent(CACHE_WRITES_IN_FLIGHT, |conv| {
+            let redis_slow = &redis_slow;
+            async move {
+                if AtomicBool::load(redis_slow, Ordering::Relaxed) {
+                    return;
+                }
+                let started = Instant::now();
+                core.refresh_window_cache(conv).await;
+                if started.elapsed() >= CACHE_SLOW {
+                    redis_slow.store(true, Ordering::Relaxed);
+                }
+            }
+        })
+        .await;
+    if AtomicBool::load(&redis_slow, Ordering::Relaxed) {
+        tracing::warn!(
+            windows = windows.len(),
+            "window cache slow or down; write-through cut short"
+        );
+    }
+    for (kind, n) in &outcome.applied {
+        metrics::applied(*kind, *n);
+    }
+    metrics::ignored(outcome.ignored);
+    metrics::failed(outcome.failed);
+    metrics::REPLAYS.inc_by(outcome.replays);
+    outcome
+}
+
+fn observe(started: Instant, outcome: &str) {
+    metrics::INGEST_SECONDS
+        .with_label_values(&[outcome])
+        .observe(started.elapsed().as_secs_f64());
+}
+
+fn unavailable(e: impl std::fmt::Display) -> IngestError {
+    IngestError::Unavailable(e.to_string())
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Class {
+    /// Another transaction got in the way: try the batch again.
+    Transient,
+    /// The connection or the server is gone.
+    Unavailable,
+    /// Something in the data: retrying the same way will fail the same way.
+    Data,
+}
+
+fn classify(e: &DbError) -> Class {
+    match e {
+        DbError::DatabaseError(kind, info) => match kind {
+            DatabaseErrorKind::SerializationFailure | DatabaseErrorKind::UniqueViolation => {
+                Class::Transient
+            }
+            DatabaseErrorKind::UnableToSendCommand | DatabaseErrorKind::ClosedConnection => {
+                Class::Unavailable
+            }
+            _ => {
+                let msg = info.message();
+                if msg.contains("deadlock detected") {
+                    Class::Transient
+                } else if msg.contains("terminating connection")
+                    || msg.contains("database system is")
+                    || msg.contains("server closed the connection")
+                    || msg.contains("connection closed")
+                {
+                    Class::Unavailable
+                } else {
+                    Class::Data
+                }
+            }
+        },
+        DbError::BrokenTransactionManager | DbError::AlreadyInTransaction => Class::Unavailable,
+        _ => Class::Data,
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// One batch inside one transaction.
+
+async fn apply_batch(
+    c: &mut AsyncPgConnection,
+    events: &[Event],
+    state: &mut BatchState,
+) -> QueryResult<()> {
+    let mut keys: Vec<(&str, &str)> = events
+        .iter()
+        .map(|e| (e.key.as_str(), e.kind().as_str()))
+        .collect();
+    keys.sort_unstable();
+    let inserted = insert_keys(c, &keys).await?;
+    let new: HashSet<&str> = inserted.iter().map(String::as_str).collect();
+    let fresh: Vec<&Event> = events
+        .iter()
+        .filter(|e| new.contains(e.key.as_str()))
+        .collect();
+    state.outcome.replays += (events.len() - fresh.len()) as u64;
+    if fresh.is_empty() {
+        return Ok(());
+    }
+
+    let inbound: Vec<&InboundEvent> = fresh
+        .iter()
+        .filter_map(|e| match &e.body {
+            EventBody::Inbound(i) => Some(i),
+            _ => None,
+        })
+        .collect();
+    record_inbound(c, &inbound, state).await?;
+
+    let statuses: Vec<&StatusEvent> = fresh
+        .iter()
+        .filter_map(|e| match &e.body {
+            EventBody::Status(s) => Some(s),
+            _ => None,
+        })
+        .collect();
+    let mut targets = StatusTargets::load(c, &statuses).await?;
+
+    let mut quality: Vec<&QualityEvent> = Vec::new();
+    for event in &fresh {
+        let applied = match &event.body {
+            EventBody::Inbound(i) => {
+                if let Some(change) = i.keyword {
+                    customers::apply_opt_change(
+                        c,
+                        &i.phone,
+                        change,
+                        OptScope::All,
+                        "stop_keyword",
+                        ACTOR,
+                        i.at,
+                    )
+                    .await?;
+                }
+                true
+            }
+            EventBody::Status(s) => apply_status(c, s, &mut targets).await?,
+            EventBody::Template(t) => apply_template(c, t).await?,
+            EventBody::Preference(p) => apply_preference(c, p).await?,
+            EventBody::Quality(q) => {
+                quality.push(q);
+                true
+            }
+        };
+        if applied {
+            *state.outcome.applied.entry(event.kind()).or_default() += 1;
+        } else {
+            state.outcome.ignored += 1;
+        }
+    }
+    insert_quality(c, &quality).await?;
+    Ok(())
+}
+
+/// Insert keys (one statement, any number of them); returns the ones that were new.
+async fn insert_keys(c: &mut AsyncPgConnection, keys: &[(&str, &str)]) -> QueryResult<Vec<String>> {
+    let (k, kinds): (Vec<&str>, Vec<&str>) = keys.iter().copied().unzip();
+    Stmt::<Text>::new(
+        &[
+            "INSERT INTO webhook_events (event_key, kind) SELECT * FROM unnest(",
+            "::text[], ",
+            "::text[]) ON CONFLICT (event_key) DO NOTHING RETURNING event_key",
+        ],
+        vec![Bind::Texts(k), Bind::Texts(kinds)],
+    )
+    .load(c)
+    .await
+}
+
+/// Customers, care windows, last interaction and the inbound message rows: one
+/// statement for the whole batch (see `core_batch`).
+async fn record_inbound(
+    c: &mut AsyncPgConnection,
+    inbound: &[&InboundEvent],
+    state: &mut BatchState,
+) -> QueryResult<()> {
+    if inbound.is_empty() {
+        return Ok(());
+    }
+    // The window and last interaction only depend on each customer's newest message.
+    let mut newest: Vec<(&PhoneNumber, DateTime<Utc>)> = Vec::new();
+    let mut index: HashMap<&str, usize> = HashMap::new();
+    for i in inbound {
+        match index.get(i.phone.digits()) {
+            Some(&n) => newest[n].1 = newest[n].1.max(i.at),
+            None => {
+                index.insert(i.phone.digits(), newest.len());
+                newest.push((&i.phone, i.at));
+            }
+        }
+    }
+    let rows: Vec<core_batch::InboundRow> = inbound
+        .iter()
+        .map(|i| core_batch::InboundRow {
+            phone: i.phone.digits(),
+            message_type: &i.message_type,
+            content: &i.content,
+            wamid: &i.wamid,
+        })
+        .collect();
+    for conv in core_batch::record_inbound(c, CHANNEL, &newest, &rows).await? {
+        state.windows.insert(conv.customer_phone.clone(), conv);
+    }
+    Ok(())
+}
+
+/// The outbound messages a batch's statuses are about, found with one query.
+#[derive(Default)]
+struct StatusTargets {
+    by_wamid: HashMap<String, usize>,
+    by_id: HashMap<Uuid, usize>,
+    rows: Vec<Target>,
+    explanations: HashMap<i32, knowledge::Explanation>,
+}
+
+#[derive(Queryable)]
+struct Target {
+    id: Uuid,
+    customer_phone: String,
+    direction: String,
+    wamid: Option<String>,
+    trace_context: Option<Value>,
+}
+
+impl StatusTargets {
+    async fn load(c: &mut AsyncPgConnection, statuses: &[&StatusEvent]) -> QueryResult<Self> {
+        let mut out = StatusTargets::default();
+        if statuses.is_empty() {
+            return Ok(out);
+        }
+        let wamids: Vec<&str> = statuses
+            .iter()
+            .filter(|s| !s.wamid.is_empty())
+            .map(|s| s.wamid.as_str())
+            .collect();
+        let ids: Vec<Uuid> = statuses
+            .iter()
+            .filter_map(|s| s.callback.as_deref())
+            .filter_map(|cb| Uuid::parse_str(cb.trim()).ok())
+            .collect();
+        let rows: Vec<Target> = messages::table
+            .filter(
+                messages::wamid
+                    .eq_any(&wamids)
+                    .or(messages::id.eq_any(&ids)),
+            )
+            .select((
+                messages::id,
+                messages::customer_phone,
+                messages::direction,
+                messages::wamid,
+                messages::trace_context,
+            ))
+            .load(c)
+            .await?;
+        for (n, row) in rows.iter().enumerate() {
+            if let Some(w) = &row.wamid {
+                out.by_wamid.insert(w.clone(), n);
+            }
+            out.by_id.insert(row.id, n);
+        }
+        out.rows = rows;
+        let mut codes: Vec<i32> = statuses
+            .iter()
+            .filter(|s| s.status == StatusKind::Failed)
+            .filter_map(|s| s.error.as_ref().map(|e| e.code))
+            .collect();
+        codes.sort_unstable();
+        codes.dedup();
+        for code in codes {
+            out.explanations
+                .insert(code, knowledge::explain(c, code).await?);
+        }
+        Ok(out)
+    }
+
+    /// By wamid first, else by `biz_opaque_callback_data` = message_id.
+    fn find(&self, s: &StatusEvent) -> Option<usize> {
+        if !s.wamid.is_empty()
+            && let Some(&n) = self.by_wamid.get(&s.wamid)
+        {
+            return Some(n);
+        }
+        let id = Uuid::parse_str(s.callback.as_deref()?.trim()).ok()?;
+        self.by_id.get(&id).copied()
+    }
+}
+
+async fn apply_status(
+    c: &mut AsyncPgConnection,
+    s: &StatusEvent,
+    targets: &mut StatusTargets,
+) -> QueryResult<bool> {
+    let Some(n) = targets.find(s) else {
+        tracing::debug!(
+            wamid = %s.wamid,
+            callback = s.callback.as_deref().unwrap_or(""),
+            status = s.status.as_str(),
+            "status of an unknown message; acknowledged and ignored"
+        );
+        return Ok(false);
+    };
+    if targets.rows[n].direction != "outbound" {
+        tracing::debug!(wamid = %s.wamid, "status of a message that is not outbound; ignored");
+        return Ok(false);
+    }
+    // Record the wamid beside the message id when the row has none and no other message
+    // holds it (the column is unique).
+    let record_wamid = !s.wamid.is_empty()
+        && targets.rows[n].wamid.is_none()
+        && !targets.by_wamid.contains_key(&s.wamid);
+    if record_wamid {
+        targets.rows[n].wamid = Some(s.wamid.clone());
+        targets.by_wamid.insert(s.wamid.clone(), n);
+    }
+    let target = &targets.rows[n];
+    let explanation = s
+        .error
+        .as_ref()
+        .filter(|_| s.status == StatusKind::Failed)
+        .and_then(|e| targets.explanations.get(&e.code));
+    let error = explanation.map(ErrorInfo::from);
+
+    let span = tracing::info_span!(
+        "webhook.status_update",
+        message_id = %target.id,
+        status = s.status.as_str(),
+        error_code = s.error.as_ref().map(|e| e.code),
+    );
+    if let Some(headers) = trace_headers(target.trace_context.as_ref()) {
+        warden_telemetry::set_parent_from(&span, &headers);
+    }
+    let message_id = target.id;
+    let wamid = record_wamid.then_some(s.wamid.as_str());
+    let phone = warden_rules::phone::canonicalize(&target.customer_phone).ok();
+    async {
+        let moved = outcomes::apply_status(
+            c,
+            message_id,
+            s.status.as_str(),
+            s.at,
+            wamid,
+            error.as_ref(),
+        )
+        .await?;
+        tracing::debug!(moved, "status applied");
+        if let (Some(e), Some(phone)) = (explanation, phone) {
+            consequences(c, e, &phone, s.at).await?;
+        }
+        Ok::<_, DbError>(())
+    }
+    .instrument(span)
+    .await?;
+    Ok(true)
+}
+
+/// What some platform errors say about the customer, recorded where compliance reads it.
+async fn consequences(
+    c: &mut AsyncPgConnection,
+    e: &knowledge::Explanation,
+    phone: &PhoneNumber,
+    at: DateTime<Utc>,
+) -> QueryResult<()> {
+    match e.code {
+        131050 => {
+            customers::apply_opt_change(
+                c,
+                phone,
+                warden_rules::keywords::OptChange::Stop,
+                OptScope::Marketing,
+                "platform_131050",
+                ACTOR,
+                at,
+            )
+            .await?;
+        }
+        131049 => customers::mark_marketing_limited(c, phone, at, ACTOR).await?,
+        131026 => customers::mark_undeliverable(c, phone, at, ACTOR).await?,
+        code if e.handling == Handling::Halt => {
+            // The dispatcher halts on these when the platform answers a send; a failed
+            // status alone is logged loudly for an operator.
+            tracing::error!(code, title = %e.title, "halt-class platform error in a status webhook");
+        }
+        _ => {}
+    }
+    Ok(())
+}
+
+/// The W3C trace context stored with a message (`{"traceparent": ..., "tracestate": ...}`).
+fn trace_headers(stored: Option<&Value>) -> Option<HashMap<String, String>> {
+    let map = stored?.as_object()?;
+    let headers: HashMap<String, String> = map
+        .iter()
+        .filter_map(|(k, v)| Some((k.to_ascii_lowercase(), v.as_str()?.to_string())))
+        .collect();
+    headers.contains_key("traceparent").then_some(headers)
+}
+
+/// The template status an event leaves, and what happens to the stored reason.
+enum TemplateMove<'a> {
+    /// Set status; `Some(reason)` replaces the stored reason, `None` keeps it.
+    Set(&'a str, Option<Option<&'a str>>),
+    /// UNARCHIVED: back to APPROVED, only from ARCHIVED.
+    Unarchive,
+    /// FLAGGED, LOCKED, UNLOCKED: the template stays usable; nothing to store.
+    Note,
+}
+
+fn template_move(t: &TemplateEvent) -> TemplateMove<'_> {
+    let reason = t.reason.as_deref();
+    match t.event.as_str() {
+        "APPROVED" | "REINSTATED" => TemplateMove::Set("APPROVED", Some(None)),
+        "REJECTED" => TemplateMove::Set("REJECTED", Some(reason)),
+        "UNARCHIVED" => TemplateMove::Unarchive,
+        "FLAGGED" | "LOCKED" | "UNLOCKED" => TemplateMove::Note,
+        // PAUSED, DISABLED, PENDING, IN_APPEAL, LIMIT_EXCEEDED, ARCHIVED, DELETED, ...
+        other => TemplateMove::Set(other, reason.map(Some)),
+    }
+}
+
+#[derive(QueryableByName)]
+struct IdRow {
+    #[diesel(sql_type = diesel::sql_types::Uuid)]
+    id: Uuid,
+}
+
+async fn apply_template(c: &mut AsyncPgConnection, t: &TemplateEvent) -> QueryResult<bool> {
+    let movement = template_move(t);
+    let (status, reason, only_from) = match movement {
+        TemplateMove::Set(status, reason) => (Some(status), reason, None),
+        TemplateMove::Unarchive => (Some("APPROVED"), None, Some("ARCHIVED")),
+        TemplateMove::Note => (None, None, None),
+    };
+    let platform_id = Some(t.template_id.as_str()).filter(|id| !id.is_empty() && *id != "0");
+    // Name + language; the language may be written another way (en_US / en-US / EN_us).
+    let rows: Vec<IdRow> = diesel::sql_query(
+        "UPDATE templates SET \
+             status = COALESCE($3, status), \
+             rejection_reason = CASE WHEN $4 THEN $5 ELSE rejection_reason END, \
+             category = COALESCE($6, category), \
+             platform_id = COALESCE($7, platform_id), \
+             updated_at = now() \
+         WHERE name = $1 \
+           AND (locale = $2 OR lower(replace(locale, '-', '_')) = lower(replace($2, '-', '_'))) \
+           AND ($8::text IS NULL OR status = $8) \
+         RETURNING id",
+    )
+    .bind::<Text, _>(&t.name)
+    .bind::<Text, _>(&t.language)
+    .bind::<Nullable<Text>, _>(status)
+    .bind::<Bool, _>(reason.is_some())
+    .bind::<Nullable<Text>, _>(reason.flatten())
+    .bind::<Nullable<Text>, _>(t.category.as_deref())
+    .bind::<Nullable<Text>, _>(platform_id)
+    .bind::<Nullable<Text>, _>(only_from)
+    .load(c)
+    .await?;
+    if rows.is_empty() {
+        tracing::info!(
+            template = %t.name,
+            language = %t.language,
+            event = %t.event,
+            "template status update for a template not stored here (or not in a state it applies to); ignored"
+        );
+        return Ok(false);
+    }
+    let entity = format!("{}:{}", t.name, t.language);
+    warden_store::audit::record(
+        c,
+        ACTOR,
+        "template_status_updated",
+        "template",
+        &entity,
+        json!({
+            "event": t.event,
+            "status": status,
+            "reason": t.reason,
+            "platform_id": t.template_id,
+            "template_ids": rows.iter().map(|r| r.id).collect::<Vec<_>>(),
+        }),
+    )
+    .await?;
+    tracing::info!(template = %t.name, language = %t.language, event = %t.event, "template status updated");
+    Ok(true)
+}
+
+async fn apply_preference(c: &mut AsyncPgConnection, p: &PreferenceEvent) -> QueryResult<bool> {
+    customers::apply_opt_change(
+        c,
+        &p.phone,
+        p.change,
+        OptScope::Marketing,
+        "user_preferences",
+        ACTOR,
+        p.at,
+    )
+    .await?;
+    Ok(true)
+}
+
+async fn insert_quality(c: &mut AsyncPgConnection, quality: &[&QualityEvent]) -> QueryResult<()> {
+    if quality.is_empty() {
+        return Ok(());
+    }
+    Stmt::<()>::new(
+        &[
+            "INSERT INTO account_quality_events (event, current_limit, display_phone_number, payload) \
+             SELECT * FROM unnest(",
+            "::text[], ",
+            "::text[], ",
+            "::text[], ",
+            "::jsonb[])",
+        ],
+        vec![
+            Bind::Texts(quality.iter().map(|q| q.event.as_str()).collect()),
+            Bind::OptTexts(quality.iter().map(|q| q.current_limit.as_deref()).collect()),
+            Bind::OptTexts(
+                quality
+                    .iter()
+                    .map(|q| q.display_phone_number.as_deref())
+                    .collect(),
+            ),
+            Bind::Jsons(quality.iter().map(|q| &q.payload).collect()),
+        ],
+    )
+    .execute(c)
+    .await?;
+    for q in quality {
+        tracing::warn!(event = %q.event, current_limit = q.current_limit.as_deref().unwrap_or(""),
+                       "phone number quality update");
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn trace_headers_need_a_traceparent() {
+        assert!(trace_headers(None).is_none());
+        assert!(trace_headers(Some(&json!({"tracestate": "x"}))).is_none());
+        let h = trace_headers(Some(&json!({
+            "traceparent": "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01", "n": 1})))
+        .unwrap();
+        assert_eq!(h.len(), 1);
+    }
+
+    #[test]
+    fn template_events_map_to_statuses() {
+        let t = |event: &str, reason: Option<&str>| TemplateEvent {
+            name: "n".into(),
+            language: "en".into(),
+            event: event.into(),
+            template_id: "1".into(),
+            reason: reason.map(String::from),
+            category: None,
+        };
+        let set = |e: &TemplateEvent| match template_move(e) {
+            TemplateMove::Set(s, r) => Some((s.to_string(), r.map(|r| r.map(String::from)))),
+            _ => None,
+        };
+        assert_eq!(
+            set(&t("APPROVED", None)),
+            Some(("APPROVED".into(), Some(None)))
+        );
+        assert_eq!(
+            set(&t("REINSTATED", None)),
+            Some(("APPROVED".into(), Some(None)))
+        );
+        assert_eq!(
+            set(&t("REJECTED", Some("PROMOTIONAL"))),
+            Some(("REJECTED".into(), Some(Some("PROMOTIONAL".into()))))
+        );
+        assert_eq!(set(&t("PAUSED", None)), Some(("PAUSED".into(), None)));
+        assert!(matches!(
+            template_move(&t("FLAGGED", None)),
+            TemplateMove::Note
+        ));
+        assert!(matches!(
+            template_move(&t("UNARCHIVED", None)),
+            TemplateMove::Unarchive
+        ));
+    }
+
+    #[test]
+    fn only_contention_is_retried() {
+        assert_eq!(classify(&DbError::NotFound), Class::Data);
+        assert_eq!(
+            classify(&DbError::DatabaseError(
+                DatabaseErrorKind::SerializationFailure,
+                Box::new(String::from("x"))
+            )),
+            Class::Transient
+        );
+        assert_eq!(
+            classify(&DbError::DatabaseError(
+                DatabaseErrorKind::Unknown,
+                Box::new(String::from("deadlock detected"))
+            )),
+            Class::Transient
+        );
+        assert_eq!(
+            classify(&DbError::DatabaseError(
+                DatabaseErrorKind::ClosedConnection,
+                Box::new(String::from("closed"))
+            )),
+            Class::Unavailable
+        );
+    }
+}
