@@ -77,6 +77,10 @@ pub async fn apply_opt_change(
     at: DateTime<Utc>,
 ) -> QueryResult<bool> {
     let before = ensure_locked(conn, phone).await?;
+    // Platform retries arrive out of order: an older stop/resume never overrides a newer one.
+    if before.opt_changed_at.is_some_and(|last| last > at) {
+        return Ok(false);
+    }
     let opt_in = matches!(change, OptChange::Resume);
     let marketing = opt_in;
     let utility = match scope {
@@ -84,6 +88,12 @@ pub async fn apply_opt_change(
         OptScope::Marketing => before.opt_in_utility,
     };
     if before.opt_in_marketing == marketing && before.opt_in_utility == utility {
+        // Nothing changes, but remember the newest event so an older one arriving later
+        // cannot undo it.
+        diesel::update(customers::table.find(phone.digits()))
+            .set(customers::opt_changed_at.eq(at))
+            .execute(conn)
+            .await?;
         return Ok(false);
     }
     let reason = format!("{} via {source}", change.as_str());

@@ -509,3 +509,40 @@ async fn a_deliberate_republish_is_not_swallowed_by_the_duplicate_window() {
         "the republish reached the stream"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_older_opt_change_arriving_late_does_not_override_a_newer_one() {
+    let h = harness(false, None).await;
+    let p = phone();
+    let mut conn = h.core.pg().get().await.unwrap();
+    let now = Utc::now();
+    customers::apply_opt_change(
+        &mut conn,
+        &p,
+        OptChange::Resume,
+        OptScope::Marketing,
+        "user_preferences",
+        "test",
+        now,
+    )
+    .await
+    .unwrap();
+    customers::apply_opt_change(
+        &mut conn,
+        &p,
+        OptChange::Stop,
+        OptScope::Marketing,
+        "user_preferences",
+        "test",
+        now - TimeDelta::minutes(5),
+    )
+    .await
+    .unwrap();
+    assert!(
+        customers::find(&mut conn, &p)
+            .await
+            .unwrap()
+            .unwrap()
+            .opt_in_marketing
+    );
+}
