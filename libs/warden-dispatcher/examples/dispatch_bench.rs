@@ -1,0 +1,234 @@
+//! Dispatcher benchmark against the real services (Postgres, Redis, NATS) and an in-process
+//! platform-sim (no status webhooks):
+//!
+//! 1. throughput: N pre-inserted queued messages (distinct recipients) already in the
+//!    stream; one dispatcher with a high RATE_LIMIT_MPS; time until every row is `sent`.
+//! 2. rate-limit accuracy: a configured MPS over a measured window (default 60 s) after a
+//!    warm-up, with the bucket drained first so only its refill paces the run.
+//!
+//! ```text
+//! cargo run --release -p warden-dispatcher --example dispatch_bench -- --help
+//! ```
+//! Figures are printed and written to `target/bench/dispatcher.json`.
+
+#[path = "../tests/common/mod.rs"]
+mod common;
+
+use std::time::{Duration, Instant};
+
+use clap::Parser;
+use common::Harness;
+use serde_json::json;
+use warden_ratelimit::{Take, TokenBucket};
+
+#[derive(Parser)]
+#[command(
+    name = "dispatch_bench",
+    about = "Dispatcher throughput and rate-limit accuracy"
+)]
+struct Args {
+    /// Messages for the throughput run.
+    #[arg(long, default_value_t = 20_000)]
+    messages: usize,
+    /// RATE_LIMIT_MPS for the throughput run (high, so the bucket is not the limit).
+    #[arg(long, default_value_t = 5000)]
+    mps: u32,
+    /// Messages processed at once (DISPATCH_CONCURRENCY).
+    #[arg(long, default_value_t = 64)]
+    concurrency: usize,
+    /// RATE_LIMIT_MPS for the accuracy run.
+    #[arg(long, default_value_t = 100)]
+    accuracy_mps: u32,
+    /// Measured window of the accuracy run, seconds.
+    #[arg(long, default_value_t = 60)]
+    accuracy_secs: u64,
+    /// Warm-up before the accuracy window, seconds.
+    #[arg(long, default_value_t = 5)]
+    warmup_secs: u64,
+    #[arg(long)]
+    skip_throughput: bool,
+    #[arg(long)]
+    skip_accuracy: bool,
+}
+
+#[tokio::main]
+async fn main() {
+    let args = Args::parse();
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
+        )
+        .with_writer(std::io::stderr)
+        .init();
+    let cores = std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(1);
+    println!(
+        "dispatch_bench: {cores} cores; Postgres, Redis, NATS local; platform-sim in this process"
+    );
+    let mut report = json!({"cores": cores});
+    if !args.skip_throughput {
+        report["throughput"] = throughput(&args).await;
+    }
+    if !args.skip_accuracy {
+        report["accuracy"] = accuracy(&args).await;
+    }
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/bench");
+    if std::fs::create_dir_all(&dir).is_ok() {
+        let path = dir.join("dispatcher.json");
+        if std::fs::write(&path, serde_json::to_string_pretty(&report).unwrap()).is_ok() {
+            println!("written to {}", path.display());
+        }
+    }
+}
+
+async fn throughput(args: &Args) -> serde_json::Value {
+    let n = args.messages;
+    let h = Harness::new(args.mps).await;
+    let t = Instant::now();
+    let jobs = h.insert_bulk(n).await;
+    let insert_s = t.elapsed().as_secs_f64();
+    let t = Instant::now();
+    h.publish_all(&jobs, 64).await;
+    let publish_s = t.elapsed().as_secs_f64();
+    println!(
+        "throughput: {n} queued messages inserted in {insert_s:.1} s, published in {publish_s:.1} s"
+    );
+    let mut cfg = h.config();
+    cfg.concurrency = args.concurrency;
+    // The production default: every message takes its recipient's pair slot in Redis.
+    cfg.pair_interval = Duration::from_secs(6);
+    let started = Instant::now();
+    let (d, stop) = h.dispatcher(cfg).await;
+    let mut at_platform = None;
+    let mut last_print = Instant::now();
+    let recorded = loop {
+        let accepted = h.sim.state.stats_counts().0 as usize;
+        if accepted >= n && at_platform.is_none() {
+            at_platform = Some(started.elapsed());
+        }
+        // The dispatcher's own count (after the row was written): polling the table
+        // would cost Postgres more than the dispatcher does.
+        let sent = d.stats().sent as usize;
+        if sent >= n {
+            break started.elapsed();
+        }
+        if last_print.elapsed() > Duration::from_secs(5) {
+            println!(
+                "  ... {sent} sent after {:.1} s",
+                started.elapsed().as_secs_f64()
+            );
+            last_print = Instant::now();
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(1200),
+            "throughput run did not finish"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    let at_platform = at_platform.unwrap_or(recorded);
+    assert_eq!(
+        h.count_where("status = 'sent'").await as usize,
+        n,
+        "every row ended `sent`"
+    );
+    let (total, duplicates) = h.sim.state.stats_counts();
+    let lat = platform_latency();
+    let rate = n as f64 / recorded.as_secs_f64();
+    let platform_rate = n as f64 / at_platform.as_secs_f64();
+    println!(
+        "throughput: {n} messages stream -> platform-sim -> `sent` in {:.2} s = {rate:.0} msg/s \
+         (platform accepted all after {:.2} s = {platform_rate:.0} msg/s); sim sends {total}, duplicates {duplicates}; \
+         concurrency {}, RATE_LIMIT_MPS {}, pair interval 6 s; platform call mean {:.2} ms",
+        recorded.as_secs_f64(),
+        at_platform.as_secs_f64(),
+        args.concurrency,
+        args.mps,
+        lat * 1000.0
+    );
+    stop.send(()).ok();
+    d.join().await.unwrap();
+    h.cleanup().await;
+    json!({
+        "messages": n, "mps_limit": args.mps, "concurrency": args.concurrency,
+        "seconds_to_all_sent": recorded.as_secs_f64(), "msg_per_s": rate,
+        "seconds_to_platform": at_platform.as_secs_f64(), "platform_msg_per_s": platform_rate,
+        "sim_total_sends": total, "duplicates": duplicates,
+        "platform_call_mean_ms": lat * 1000.0,
+    })
+}
+
+/// Mean platform call latency so far (seconds), from the dispatcher's histogram.
+fn platform_latency() -> f64 {
+    prometheus::gather()
+        .iter()
+        .find(|f| f.name() == "warden_platform_request_duration_seconds")
+        .and_then(|f| {
+            let (sum, count) = f.get_metric().iter().fold((0.0, 0u64), |(s, c), m| {
+                let h = m.get_histogram();
+                (s + h.get_sample_sum(), c + h.get_sample_count())
+            });
+            (count > 0).then(|| sum / count as f64)
+        })
+        .unwrap_or(0.0)
+}
+
+async fn accuracy(args: &Args) -> serde_json::Value {
+    let mps = args.accuracy_mps;
+    let secs = args.accuracy_secs;
+    let h = Harness::new(mps).await;
+    // Enough for warm-up + window + slack; the rest stays in the stream.
+    let n = (u64::from(mps) * (secs + args.warmup_secs + 10)) as usize;
+    let jobs = h.insert_bulk(n).await;
+    h.publish_all(&jobs, 64).await;
+    let drainer = TokenBucket::new(h.deps.redis.clone(), &h.bucket_channel, mps, 1);
+    while drainer.try_acquire().await == Take::Granted {}
+    let mut cfg = h.config();
+    cfg.concurrency = args.concurrency;
+    cfg.pair_interval = Duration::from_secs(6);
+    let (d, stop) = h.dispatcher(cfg).await;
+    tokio::time::sleep(Duration::from_secs(args.warmup_secs)).await;
+    let redis = h.deps.redis.clone().unwrap();
+    let used = |s: warden_ratelimit::BucketState| s.tokens_used;
+    let (c0, g0, t0) = (
+        h.sim.state.stats_counts().0,
+        used(
+            warden_ratelimit::state(&redis, &h.bucket_channel, mps)
+                .await
+                .unwrap(),
+        ),
+        Instant::now(),
+    );
+    tokio::time::sleep(Duration::from_secs(secs)).await;
+    let (c1, g1, t1) = (
+        h.sim.state.stats_counts().0,
+        used(
+            warden_ratelimit::state(&redis, &h.bucket_channel, mps)
+                .await
+                .unwrap(),
+        ),
+        Instant::now(),
+    );
+    let window = (t1 - t0).as_secs_f64();
+    let sim_rate = (c1 - c0) as f64 / window;
+    let grant_rate = (g1 - g0) as f64 / window;
+    let err = |r: f64| (r / f64::from(mps) - 1.0) * 100.0;
+    println!(
+        "accuracy: RATE_LIMIT_MPS {mps} over {window:.1} s (after {} s warm-up): platform received {} = {sim_rate:.2} msg/s \
+         ({:+.2} %); bucket granted {} = {grant_rate:.2}/s ({:+.2} %)",
+        args.warmup_secs,
+        c1 - c0,
+        err(sim_rate),
+        g1 - g0,
+        err(grant_rate)
+    );
+    stop.send(()).ok();
+    d.join().await.unwrap();
+    h.cleanup().await;
+    json!({
+        "mps": mps, "window_s": window, "warmup_s": args.warmup_secs,
+        "platform_sends": c1 - c0, "platform_msg_per_s": sim_rate, "platform_error_pct": err(sim_rate),
+        "bucket_grants": g1 - g0, "grant_per_s": grant_rate, "grant_error_pct": err(grant_rate),
+    })
+}

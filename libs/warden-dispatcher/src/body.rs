@@ -1,0 +1,126 @@
+//! The platform request body of a stored message.
+//!
+//! `messages.content` is what warden-core wrote (`SendKind::to_content`):
+//! `{"type":"text","text":{"body":..}}` or
+//! `{"type":"template","template":{"name","locale","variables":[..]}}`; it is read back
+//! with `SendKind::from_content`, which also takes `language` for the locale and numbered
+//! variable objects. The row's `template_name`/`template_locale` fill gaps.
+
+use warden_core::SendKind;
+use warden_platform::SendRequest;
+
+/// What the dispatcher needs of a message row to build its send.
+pub struct Stored<'a> {
+    pub message_id: &'a str,
+    pub to: &'a str,
+    pub content: &'a serde_json::Value,
+    pub template_name: Option<&'a str>,
+    pub template_locale: Option<&'a str>,
+}
+
+/// The platform body, with `biz_opaque_callback_data` = message id (status webhooks echo
+/// it, which is how an unknown outcome is settled). `Err` says why the content is unusable.
+pub fn build(m: &Stored<'_>) -> Result<SendRequest, String> {
+    let kind = match SendKind::from_content(m.content) {
+        Ok(kind) => kind,
+        // A template row whose content lacks the template object: use the columns.
+        Err(reason) => match (
+            m.template_name,
+            m.content.get("type").and_then(|t| t.as_str()),
+        ) {
+            (Some(name), None | Some("template")) => SendKind::Template {
+                name: name.to_owned(),
+                locale: m.template_locale.unwrap_or("en").to_owned(),
+                variables: Vec::new(),
+            },
+            _ => return Err(reason),
+        },
+    };
+    let req = match kind {
+        SendKind::Text { body } => SendRequest::text(m.to, body),
+        SendKind::Template {
+            name,
+            locale,
+            variables,
+        } => SendRequest::template(m.to, name, locale, variables),
+    };
+    Ok(req.with_callback_data(m.message_id))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn stored<'a>(content: &'a serde_json::Value) -> Stored<'a> {
+        Stored {
+            message_id: "m-1",
+            to: "628123456789",
+            content,
+            template_name: None,
+            template_locale: None,
+        }
+    }
+
+    #[test]
+    fn text_content_becomes_a_text_send() {
+        let c = json!({"type": "text", "text": {"body": "hello"}});
+        let body = serde_json::to_value(build(&stored(&c)).unwrap()).unwrap();
+        assert_eq!(
+            body,
+            json!({"messaging_product": "whatsapp", "recipient_type": "individual",
+                   "to": "628123456789", "type": "text",
+                   "text": {"preview_url": false, "body": "hello"},
+                   "biz_opaque_callback_data": "m-1"})
+        );
+    }
+
+    #[test]
+    fn template_variables_become_body_parameters() {
+        let c = json!({"type": "template",
+                       "template": {"name": "order_update", "locale": "id", "variables": ["A1", 7]}});
+        let body = serde_json::to_value(build(&stored(&c)).unwrap()).unwrap();
+        assert_eq!(
+            body["template"],
+            json!({"name": "order_update", "language": {"code": "id"},
+                   "components": [{"type": "body", "parameters": [
+                       {"type": "text", "text": "A1"}, {"type": "text", "text": "7"}]}]})
+        );
+        assert_eq!(body["biz_opaque_callback_data"], "m-1");
+    }
+
+    #[test]
+    fn numbered_variables_and_language_are_accepted() {
+        let c = json!({"type": "template",
+                       "template": {"name": "promo", "language": {"code": "en"},
+                                    "variables": {"2": "b", "1": "a"}}});
+        let req = build(&stored(&c)).unwrap();
+        let t = req.template.unwrap();
+        assert_eq!(t.language.code, "en");
+        let params: Vec<_> = t
+            .body_parameters()
+            .iter()
+            .map(|p| p.text.clone().unwrap())
+            .collect();
+        assert_eq!(params, ["a", "b"]);
+    }
+
+    #[test]
+    fn template_columns_fill_a_bare_content() {
+        let c = json!({});
+        let mut s = stored(&c);
+        s.template_name = Some("welcome");
+        s.template_locale = Some("en");
+        let t = build(&s).unwrap().template.unwrap();
+        assert_eq!(t.name, "welcome");
+        assert!(t.components.is_empty());
+    }
+
+    #[test]
+    fn unusable_content_is_an_error() {
+        let c = json!({"type": "text", "text": {}});
+        assert!(build(&stored(&c)).is_err());
+        let c = json!({"type": "image"});
+        assert!(build(&stored(&c)).is_err());
+    }
+}

@@ -1,0 +1,542 @@
+//! One stream message, start to finish:
+//!
+//! ```text
+//! parse job -> read row -> plan (send / hold / done / cancelled campaign)
+//!   -> pair-rate slot (held: nak with delay) -> bucket token (wait; not an attempt)
+//!   -> claim queued->sending (lease) -> build body -> platform.send
+//!   -> sent: wamid + status sent + last outbound   | error: by handling class
+//! -> ack (or nak with delay: the same stream message comes back)
+//! ```
+
+use std::collections::HashMap;
+use std::future::Future;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use async_nats::jetstream::{self, AckKind};
+use chrono::Utc;
+use serde::Deserialize;
+use tracing::{Instrument, field};
+use uuid::Uuid;
+use warden_core::WindowCache;
+use warden_core::knowledge::{self, ErrorInfo, Explanation};
+use warden_platform::{PlatformClient, PlatformError};
+use warden_ratelimit::{PairLimiter, TokenBucket};
+use warden_store::PgPool;
+use warden_store::models::Handling;
+use warden_stream::DeliveryStream;
+
+use crate::body::{self, Stored};
+use crate::claim::Claimer;
+use crate::config::DispatcherConfig;
+use crate::metrics::{FAILED, HALTS, HELD, IN_FLIGHT, PLATFORM_LATENCY, RETRIES, SENT, SKIPPED};
+use crate::plan::{self, Failure, Plan};
+use crate::store::{self, Row, SideEffect};
+
+/// Written as the actor of audit rows.
+pub const ACTOR: &str = "dispatcher";
+
+/// Counters of one dispatcher instance (tests and benchmarks read them).
+#[derive(Debug, Default)]
+pub struct Stats {
+    pub sent: AtomicU64,
+    pub failed: AtomicU64,
+    pub retried: AtomicU64,
+    pub held: AtomicU64,
+    pub skipped: AtomicU64,
+}
+
+/// A copy of [`Stats`] at one moment.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct StatsSnapshot {
+    pub sent: u64,
+    pub failed: u64,
+    pub retried: u64,
+    pub held: u64,
+    pub skipped: u64,
+}
+
+impl Stats {
+    pub fn snapshot(&self) -> StatsSnapshot {
+        StatsSnapshot {
+            sent: self.sent.load(Ordering::Relaxed),
+            failed: self.failed.load(Ordering::Relaxed),
+            retried: self.retried.load(Ordering::Relaxed),
+            held: self.held.load(Ordering::Relaxed),
+            skipped: self.skipped.load(Ordering::Relaxed),
+        }
+    }
+}
+
+pub(crate) struct Ctx {
+    pub pg: PgPool,
+    /// Group claims (one commit for the claims queued at the same moment).
+    pub claimer: Claimer,
+    /// Asynchronous-commit sessions, for recording `sent` only (see `relaxed_pool`).
+    pub outcomes_pg: PgPool,
+    pub platform: PlatformClient,
+    pub bucket: TokenBucket,
+    pub pair: PairLimiter,
+    pub windows: WindowCache,
+    pub cfg: DispatcherConfig,
+    pub stats: Arc<Stats>,
+    /// Explanations of error codes already looked up (the knowledge base rarely changes).
+    explanations: Mutex<HashMap<i32, Explanation>>,
+}
+
+impl Ctx {
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(
+        pg: PgPool,
+        outcomes_pg: PgPool,
+        platform: PlatformClient,
+        bucket: TokenBucket,
+        pair: PairLimiter,
+        windows: WindowCache,
+        cfg: DispatcherConfig,
+        stats: Arc<Stats>,
+    ) -> Self {
+        let claimer = Claimer::start(pg.clone(), cfg.owner.clone(), cfg.lease);
+        Self {
+            pg,
+            claimer,
+            outcomes_pg,
+            platform,
+            bucket,
+            pair,
+            windows,
+            cfg,
+            stats,
+            explanations: Mutex::new(HashMap::new()),
+        }
+    }
+
+    fn held(&self, reason: &'static str, delay: Duration) -> Verdict {
+        HELD.with_label_values(&[reason]).inc();
+        self.stats.held.fetch_add(1, Ordering::Relaxed);
+        tracing::debug!(
+            reason,
+            delay_ms = delay.as_millis() as u64,
+            "held for later"
+        );
+        Verdict::Nak(delay)
+    }
+
+    fn skipped(&self, reason: &'static str) -> Verdict {
+        SKIPPED.with_label_values(&[reason]).inc();
+        self.stats.skipped.fetch_add(1, Ordering::Relaxed);
+        tracing::debug!(reason, "acknowledged without a platform call");
+        Verdict::Ack
+    }
+
+    async fn explain(&self, code: i64) -> Option<Explanation> {
+        let code = i32::try_from(code).ok()?;
+        if let Some(e) = self.lock_explanations().get(&code) {
+            return Some(e.clone());
+        }
+        let mut conn = self.pg.get().await.ok()?;
+        match knowledge::explain(&mut conn, code).await {
+            Ok(e) => {
+                self.lock_explanations().insert(code, e.clone());
+                Some(e)
+            }
+            Err(err) => {
+                tracing::warn!(code, error = %err, "error knowledge base lookup failed");
+                None
+            }
+        }
+    }
+
+    fn lock_explanations(&self) -> std::sync::MutexGuard<'_, HashMap<i32, Explanation>> {
+        self.explanations.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+/// What happens to the stream message.
+#[derive(Debug, PartialEq)]
+pub(crate) enum Verdict {
+    Ack,
+    /// Put it back; JetStream redelivers it after the delay.
+    Nak(Duration),
+}
+
+/// The stream payload: only the id matters (the row is the truth).
+#[derive(Deserialize)]
+struct Job {
+    message_id: Uuid,
+}
+
+/// Process one stream message and acknowledge it.
+pub(crate) async fn handle(ctx: Arc<Ctx>, msg: jetstream::Message) {
+    IN_FLIGHT.inc();
+    let headers = DeliveryStream::trace_headers(msg.headers.as_ref());
+    let span = tracing::info_span!(
+        "dispatcher.deliver",
+        otel.kind = "consumer",
+        message_id = field::Empty,
+        attempt = field::Empty,
+        outcome = field::Empty,
+    );
+    warden_telemetry::set_parent_from(&span, &headers);
+    let verdict = with_heartbeat(
+        process(&ctx, &msg).instrument(span.clone()),
+        &msg,
+        ctx.cfg.ack_wait,
+    )
+    .await;
+    let acked = match verdict {
+        Verdict::Ack => msg.ack().await,
+        Verdict::Nak(delay) => msg.ack_with(AckKind::Nak(Some(delay))).await,
+    };
+    if let Err(e) = acked {
+        tracing::warn!(parent: &span, error = %e,
+            "acknowledging to JetStream failed; the message comes back and is decided again from its row");
+    }
+    IN_FLIGHT.dec();
+}
+
+/// Tell JetStream the work goes on (so a long token wait does not trigger a redelivery).
+async fn with_heartbeat<F: Future<Output = Verdict>>(
+    work: F,
+    msg: &jetstream::Message,
+    ack_wait: Duration,
+) -> Verdict {
+    let every = (ack_wait / 3).max(Duration::from_millis(300));
+    tokio::pin!(work);
+    let mut tick = tokio::time::interval_at(tokio::time::Instant::now() + every, every);
+    loop {
+        tokio::select! {
+            v = &mut work => return v,
+            _ = tick.tick() => {
+                let _ = msg.ack_with(AckKind::Progress).await;
+            }
+        }
+    }
+}
+
+async fn process(ctx: &Ctx, msg: &jetstream::Message) -> Verdict {
+    let job: Job = match serde_json::from_slice(&msg.payload) {
+        Ok(job) => job,
+        Err(e) => {
+            let shown: String = String::from_utf8_lossy(&msg.payload)
+                .chars()
+                .take(200)
+                .collect();
+            tracing::error!(error = %e, payload = %shown,
+                "stream message is not a delivery job (no message_id); dropping it, there is nothing to deliver");
+            return ctx.skipped("bad_payload");
+        }
+    };
+    tracing::Span::current().record("message_id", field::display(job.message_id));
+    let row = match store::load(&ctx.pg, job.message_id).await {
+        Ok(Some(row)) => row,
+        Ok(None) => {
+            let delivered = msg.info().map(|i| i.delivered).unwrap_or(1);
+            if delivered < 5 {
+                tracing::warn!(
+                    delivered,
+                    "no message row for this stream message yet; looking again shortly"
+                );
+                return ctx.held("row_missing", Duration::from_secs(2));
+            }
+            tracing::error!(
+                delivered,
+                "no message row for this stream message after 5 deliveries; dropping it"
+            );
+            return ctx.skipped("row_missing");
+        }
+        Err(e) => {
+            tracing::warn!(error = %e, "cannot read the message row; trying again shortly");
+            return ctx.held("database", Duration::from_secs(2));
+        }
+    };
+    decide(ctx, row).await
+}
+
+async fn decide(ctx: &Ctx, row: Row) -> Verdict {
+    match plan::plan(&row) {
+        Plan::Send => send(ctx, row).await,
+        Plan::Hold(delay, reason) => ctx.held(reason, delay),
+        Plan::Done(reason) => ctx.skipped(reason),
+        Plan::CancelledCampaign => {
+            fail(ctx, &row, &plan::cancelled_campaign(), &SideEffect::None, 0).await
+        }
+    }
+}
+
+async fn send(ctx: &Ctx, row: Row) -> Verdict {
+    let holder = row.id.to_string();
+    // 1. Pair rate: one message per recipient per interval; a later one waits its turn.
+    if let Err(wait) = ctx.pair.take(&row.customer_phone, &holder).await {
+        let jitter = Duration::from_millis(rand::random::<u64>() % 250);
+        return ctx.held("pair_rate", wait + jitter);
+    }
+    // 2. A token of the shared bucket. Waiting here is not a delivery attempt.
+    let _ = ctx.bucket.acquire().await;
+    // 3. Claim: only the replica whose conditional update wins may call the platform.
+    let attempt = match ctx.claimer.claim(row.id).await {
+        Ok(Some(attempt)) => attempt,
+        Ok(None) => {
+            ctx.pair.release(&row.customer_phone, &holder).await;
+            // Something moved the row meanwhile: decide again from the fresh row.
+            return match store::load(&ctx.pg, row.id).await {
+                Ok(Some(fresh)) => match plan::plan(&fresh) {
+                    Plan::Send => ctx.held("claim_race", Duration::from_secs(1)),
+                    Plan::Hold(delay, reason) => ctx.held(reason, delay),
+                    Plan::Done(reason) => ctx.skipped(reason),
+                    Plan::CancelledCampaign => {
+                        fail(
+                            ctx,
+                            &fresh,
+                            &plan::cancelled_campaign(),
+                            &SideEffect::None,
+                            0,
+                        )
+                        .await
+                    }
+                },
+                Ok(None) => ctx.skipped("row_missing"),
+                Err(_) => ctx.held("database", Duration::from_secs(2)),
+            };
+        }
+        Err(e) => {
+            ctx.pair.release(&row.customer_phone, &holder).await;
+            tracing::warn!(error = %e, "cannot claim the message; trying again shortly");
+            return ctx.held("database", Duration::from_secs(2));
+        }
+    };
+    tracing::Span::current().record("attempt", attempt);
+    // 4. The platform body from the stored content.
+    let request = match body::build(&Stored {
+        message_id: &holder,
+        to: &row.customer_phone,
+        content: &row.content,
+        template_name: row.template_name.as_deref(),
+        template_locale: row.template_locale.as_deref(),
+    }) {
+        Ok(request) => request,
+        Err(reason) => {
+            ctx.pair.release(&row.customer_phone, &holder).await;
+            return fail(ctx, &row, &plan::bad_content(&reason), &SideEffect::None, 0).await;
+        }
+    };
+    // 5. The call.
+    let call_span = tracing::info_span!(
+        "platform.send",
+        otel.kind = "client",
+        message_type = %request.kind,
+        http.status_code = field::Empty,
+        platform.code = field::Empty,
+    );
+    let started = Instant::now();
+    let result = ctx
+        .platform
+        .send_message(&request)
+        .instrument(call_span.clone())
+        .await;
+    PLATFORM_LATENCY
+        .with_label_values(&["send_message", outcome_label(&result)])
+        .observe(started.elapsed().as_secs_f64());
+    match result {
+        Ok(answer) => {
+            call_span.record("http.status_code", 200);
+            sent(ctx, &row, answer.wamid(), attempt).await
+        }
+        Err(err) => {
+            if let Some(status) = err.http_status() {
+                call_span.record("http.status_code", status);
+            }
+            if let Some(code) = err.code() {
+                call_span.record("platform.code", code);
+            }
+            failed_call(ctx, &row, attempt, err).await
+        }
+    }
+}
+
+fn outcome_label<T>(r: &Result<T, PlatformError>) -> &'static str {
+    match r {
+        Ok(_) => "ok",
+        Err(PlatformError::Api { .. }) => "api_error",
+        Err(PlatformError::Http { .. }) => "http_error",
+        Err(PlatformError::Timeout) => "timeout",
+        Err(PlatformError::Connect(_)) => "connect",
+        Err(PlatformError::Io(_)) => "io",
+        Err(PlatformError::Config(_)) => "config",
+    }
+}
+
+/// Retry a write that must not be lost (the platform call already happened).
+async fn persist<T, F, Fut>(what: &str, mut write: F) -> anyhow::Result<T>
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = anyhow::Result<T>>,
+{
+    let mut delay = Duration::from_millis(100);
+    let mut tries = 0;
+    loop {
+        match write().await {
+            Ok(v) => return Ok(v),
+            Err(e) if tries >= 7 => return Err(e),
+            Err(e) => {
+                tries += 1;
+                tracing::warn!(error = %e, tries, "{what}: write failed; trying again");
+                tokio::time::sleep(delay).await;
+                delay = (delay * 2).min(Duration::from_secs(5));
+            }
+        }
+    }
+}
+
+async fn sent(ctx: &Ctx, row: &Row, wamid: Option<&str>, attempt: i32) -> Verdict {
+    if wamid.is_none() {
+        tracing::warn!(
+            "the platform accepted the message without a wamid; status webhooks will match it by message id"
+        );
+    }
+    let at = Utc::now();
+    let clear_error = row.has_error || row.retry_count > 0;
+    let record = store::Sent {
+        id: row.id,
+        wamid,
+        phone: &row.customer_phone,
+        channel: &row.channel,
+        in_campaign: row.campaign_id.is_some(),
+        clear_error,
+        at,
+    };
+    let recorded = persist("record sent", || {
+        store::record_sent(&ctx.outcomes_pg, &record)
+    })
+    .await;
+    SENT.inc();
+    ctx.stats.sent.fetch_add(1, Ordering::Relaxed);
+    tracing::Span::current().record("outcome", "sent");
+    match recorded {
+        Ok(conv) => {
+            if let Some(conv) = conv {
+                ctx.windows.put(&conv).await;
+            }
+            tracing::debug!(wamid, attempt, "sent");
+        }
+        Err(e) => tracing::error!(error = %e, wamid,
+            "sent, but recording it failed; the row stays `sending` (never resent) and the status webhook settles it"),
+    }
+    Verdict::Ack
+}
+
+async fn failed_call(ctx: &Ctx, row: &Row, attempt: i32, err: PlatformError) -> Verdict {
+    let explained = match err.code() {
+        Some(code) => ctx.explain(code).await,
+        None => None,
+    };
+    let failure = plan::classify(&err, explained.as_ref());
+    if failure.class == Handling::Retry {
+        return retry(ctx, row, attempt, failure, &err).await;
+    }
+    // Definitely not delivered: the recipient's slot is free for the next message.
+    ctx.pair
+        .release(&row.customer_phone, &row.id.to_string())
+        .await;
+    if failure.class == Handling::Halt {
+        HALTS.with_label_values(&[&failure.code.to_string()]).inc();
+        tracing::error!(code = failure.code, error = %err,
+            "halt-class platform error: pausing active campaigns; an operator must check the account");
+    }
+    fail(ctx, row, &failure.info, &failure.effect, failure.code).await
+}
+
+async fn retry(ctx: &Ctx, row: &Row, attempt: i32, f: Failure, err: &PlatformError) -> Verdict {
+    let holder = row.id.to_string();
+    if attempt >= ctx.cfg.max_attempts {
+        tracing::warn!(attempt, error = %err, "retryable failure, but the attempts are spent");
+        let info = plan::exhausted(&f.info, attempt);
+        return fail(ctx, row, &info, &SideEffect::None, f.code).await;
+    }
+    let cfg = &ctx.cfg;
+    let mut delay = plan::backoff(
+        row.retry_count + 1,
+        cfg.backoff_base,
+        cfg.backoff_cap,
+        rand::random::<f64>(),
+    );
+    if f.outcome_unknown {
+        // The platform may have it: give its status webhook time to settle the row first.
+        delay = delay.max(cfg.unknown_settle);
+    }
+    if f.pair_rate {
+        delay = delay.max(cfg.pair_interval.max(Duration::from_secs(6)));
+        ctx.pair.back_off(&row.customer_phone, &holder, delay).await;
+    }
+    let requeued = persist("requeue", || {
+        store::requeue(&ctx.pg, row.id, &cfg.owner, delay, &f.info)
+    })
+    .await;
+    match requeued {
+        Ok(Some(retries)) => {
+            RETRIES.inc();
+            ctx.stats.retried.fetch_add(1, Ordering::Relaxed);
+            tracing::Span::current().record("outcome", "retry");
+            tracing::info!(code = f.code, error = %err, attempt, retries, delay_ms = delay.as_millis() as u64,
+                "retryable platform failure; trying again after backoff");
+            Verdict::Nak(delay)
+        }
+        Ok(None) => ctx.skipped("settled_meanwhile"),
+        Err(e) => {
+            tracing::error!(error = %e,
+                "could not put the message back in the queue; it stays `sending` and is not resent");
+            Verdict::Nak(delay)
+        }
+    }
+}
+
+/// End the message `failed` with `info` (and the class's side effect), then ack.
+async fn fail(ctx: &Ctx, row: &Row, info: &ErrorInfo, effect: &SideEffect, code: i32) -> Verdict {
+    let at = Utc::now();
+    let recorded = persist("record failed", || {
+        store::record_failed(
+            &ctx.pg,
+            row.id,
+            &row.customer_phone,
+            info,
+            effect,
+            ACTOR,
+            at,
+        )
+    })
+    .await;
+    match recorded {
+        Ok((changed, paused)) => {
+            if changed {
+                FAILED.with_label_values(&[&code.to_string()]).inc();
+                ctx.stats.failed.fetch_add(1, Ordering::Relaxed);
+            }
+            tracing::Span::current().record("outcome", "failed");
+            tracing::warn!(code, category = %info.category, can_retry = info.can_retry,
+                explanation = %info.human_explanation, campaign = ?row.campaign_id,
+                campaigns_paused = paused, "message failed");
+            Verdict::Ack
+        }
+        Err(e) => {
+            tracing::error!(error = %e, code, "could not record the failure; the message comes back later");
+            Verdict::Nak(Duration::from_secs(5))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn platform_outcomes_have_bounded_labels() {
+        let ok: Result<(), PlatformError> = Ok(());
+        assert_eq!(outcome_label(&ok), "ok");
+        assert_eq!(outcome_label::<()>(&Err(PlatformError::Timeout)), "timeout");
+        assert_eq!(
+            outcome_label::<()>(&Err(PlatformError::Connect("x".into()))),
+            "connect"
+        );
+    }
+}

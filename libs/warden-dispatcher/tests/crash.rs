@@ -1,0 +1,286 @@
+//! kill -9 the real `dispatcher` binary in the middle of 2,000 messages, restart it, and
+//! check the sim saw every message exactly once. Needs `cargo build -p dispatcher` first
+//! (`make test` builds every binary before the tests).
+//!
+//! The sim sends no status webhooks here, so a message whose call was cut off by the kill
+//! stays `sending` (outcome unknown): it must not be sent again.
+
+mod common;
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::Harness;
+use diesel::QueryableByName;
+use diesel::sql_types::{Bool, Text, Uuid as SqlUuid};
+use diesel_async::RunQueryDsl;
+use uuid::Uuid;
+
+const MESSAGES: usize = 2000;
+const REDIS_DB: &str = "15";
+
+fn dispatcher_binary() -> PathBuf {
+    let target = std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target"));
+    let bin = target.join("debug/dispatcher");
+    assert!(
+        bin.exists(),
+        "{} is missing: build it first with `cargo build -p dispatcher`",
+        bin.display()
+    );
+    bin
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// The spawned binary; killed when the test ends, also when it fails half way.
+struct Proc(Child);
+
+impl Drop for Proc {
+    fn drop(&mut self) {
+        if matches!(self.0.try_wait(), Ok(None)) {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+}
+
+fn spawn(h: &Harness, admin_port: u16, log: &Path) -> Proc {
+    let db = &h.settings.database;
+    let log = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(log)
+        .unwrap();
+    let policies = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../policies/default.yaml");
+    Command::new(dispatcher_binary())
+        .env_remove("WARDEN_CONFIG")
+        .env_remove("OTEL_EXPORTER_OTLP_ENDPOINT")
+        .env("DB_HOST", &db.host)
+        .env("DB_PORT", db.port.to_string())
+        .env("DB_USER", &db.user)
+        .env("DB_PASSWORD", &db.password)
+        .env("DB_NAME", &db.name)
+        .env("DB_SSLMODE", db.sslmode.as_str())
+        .env("REDIS_ADDR", &h.settings.redis.addr)
+        .env("REDIS_PASSWORD", &h.settings.redis.password)
+        .env("REDIS_DB", REDIS_DB)
+        .env("NATS_URL", &h.settings.nats_url)
+        .env("DELIVERY_STREAM", &h.settings.delivery_stream)
+        .env("PLATFORM_API_URL", &h.sim.url)
+        .env("PLATFORM_ACCESS_TOKEN", common::TOKEN)
+        .env("PLATFORM_PHONE_NUMBER_ID", common::PHONE_ID)
+        .env("PLATFORM_ACCOUNT_ID", common::WABA_ID)
+        .env("POLICIES_PATH", policies)
+        .env("RATE_LIMIT_MPS", "400")
+        .env("ADMIN_HTTP_PORT", admin_port.to_string())
+        .env("PAIR_RATE_INTERVAL", "0")
+        .env("DISPATCH_ACK_WAIT", "3s")
+        .env("DISPATCH_LEASE", "3s")
+        .env("DISPATCH_DRAIN_TIMEOUT", "10s")
+        .env("RUST_LOG", "warn")
+        .stdout(Stdio::null())
+        .stderr(log)
+        .spawn()
+        .map(Proc)
+        .expect("dispatcher binary starts")
+}
+
+async fn get(url: &str) -> Option<(u16, String)> {
+    let r = reqwest::Client::new()
+        .get(url)
+        .timeout(Duration::from_secs(2))
+        .send()
+        .await
+        .ok()?;
+    let status = r.status().as_u16();
+    Some((status, r.text().await.unwrap_or_default()))
+}
+
+async fn wait_healthy(port: u16, child: &mut Proc, log: &Path) {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        if let Some((200, body)) = get(&format!("http://127.0.0.1:{port}/health")).await {
+            assert_eq!(body, "OK");
+            return;
+        }
+        if let Ok(Some(status)) = child.0.try_wait() {
+            panic!(
+                "dispatcher exited with {status} before it was healthy: {}",
+                std::fs::read_to_string(log).unwrap_or_default()
+            );
+        }
+        assert!(Instant::now() < deadline, "dispatcher never became healthy");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+async fn reset_bucket(h: &Harness) {
+    let mut redis = h.settings.redis.clone();
+    redis.db = REDIS_DB.parse().unwrap();
+    let pool = warden_ratelimit::lazy_pool(&redis.url()).unwrap();
+    let mut c = pool.get().await.unwrap();
+    let _: i64 = redis::cmd("DEL")
+        .arg(warden_ratelimit::bucket_key("whatsapp"))
+        .query_async(&mut *c)
+        .await
+        .unwrap();
+}
+
+#[derive(QueryableByName, Debug)]
+struct Final {
+    #[diesel(sql_type = SqlUuid)]
+    id: Uuid,
+    #[diesel(sql_type = Text)]
+    status: String,
+    #[diesel(sql_type = diesel::sql_types::Nullable<Text>)]
+    wamid: Option<String>,
+    #[diesel(sql_type = Bool)]
+    lease_expired: bool,
+}
+
+async fn settled(h: &Harness) -> bool {
+    h.stream_messages().await == 0
+        && h.count_where("status = 'queued'").await == 0
+        && h.count_where("status = 'sending' AND lease_until > now()")
+            .await
+            == 0
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kill_9_mid_run_then_restart_sends_every_message_exactly_once() {
+    let h = Harness::new(400).await;
+    reset_bucket(&h).await;
+    // Slow calls a little, so the kill lands while calls are in flight.
+    h.sim.state.set_latency_ms(10);
+
+    // 2,000 queued messages to distinct recipients, as warden-core writes them.
+    let rows = h.insert_bulk(MESSAGES).await;
+    assert_eq!(rows.len(), MESSAGES);
+    h.publish_all(&rows, 32).await;
+    assert_eq!(h.stream_messages().await, MESSAGES as u64);
+
+    let log =
+        std::env::temp_dir().join(format!("dispatcher-crash-{}.log", Uuid::new_v4().simple()));
+    let port1 = free_port();
+    let mut first = spawn(&h, port1, &log);
+    wait_healthy(port1, &mut first, &log).await;
+    let (_, metrics) = get(&format!("http://127.0.0.1:{port1}/metrics"))
+        .await
+        .unwrap();
+    for name in [
+        "warden_dispatcher_sent_total",
+        "warden_dispatcher_retries_total",
+        "warden_ratelimit_wait_seconds",
+        "warden_ratelimit_fallback",
+        "warden_platform_request_duration_seconds",
+    ] {
+        assert!(metrics.contains(name), "/metrics lacks {name}");
+    }
+
+    // Kill it hard once roughly a third went out.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while h.sim.stats().total_sends < (MESSAGES as u64) / 3 {
+        assert!(Instant::now() < deadline, "first dispatcher too slow");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    first.0.kill().expect("kill -9");
+    first.0.wait().unwrap();
+    let at_kill = h.sim.stats().total_sends;
+    let sending_at_kill = h.count_where("status = 'sending'").await;
+
+    // Restart and let it finish.
+    let port2 = free_port();
+    let mut second = spawn(&h, port2, &log);
+    wait_healthy(port2, &mut second, &log).await;
+    let deadline = Instant::now() + Duration::from_secs(180);
+    while !settled(&h).await {
+        assert!(
+            Instant::now() < deadline,
+            "not settled: stream {} queued {} sending {}",
+            h.stream_messages().await,
+            h.count_where("status = 'queued'").await,
+            h.count_where("status = 'sending'").await
+        );
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+    // Graceful stop.
+    unsafe {
+        libc::kill(second.0.id() as libc::pid_t, libc::SIGTERM);
+    }
+    let stop_deadline = Instant::now() + Duration::from_secs(30);
+    let status = loop {
+        if let Some(s) = second.0.try_wait().unwrap() {
+            break s;
+        }
+        assert!(
+            Instant::now() < stop_deadline,
+            "no clean exit after SIGTERM"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    assert!(status.success(), "exit after SIGTERM: {status}");
+
+    // Exactly once in the sim.
+    let stats = h.sim.stats();
+    assert_eq!(stats.duplicates, 0, "no message was sent twice");
+    for (id, m) in &stats.by_message {
+        assert_eq!(m.count, 1, "{id} sent {} times", m.count);
+    }
+    let mut conn = h.deps.pg.get().await.unwrap();
+    let finals: Vec<Final> = diesel::sql_query(
+        "SELECT id, status, wamid, COALESCE(lease_until <= now(), true) AS lease_expired FROM messages",
+    )
+    .get_results(&mut conn)
+    .await
+    .unwrap();
+    let mut by_status: HashMap<String, usize> = HashMap::new();
+    let (mut unknown_unsent, mut unknown_but_sent) = (0, 0);
+    for f in &finals {
+        *by_status.entry(f.status.clone()).or_default() += 1;
+        let sim = stats.by_message.get(&f.id.to_string());
+        match f.status.as_str() {
+            "sent" => {
+                let sim =
+                    sim.unwrap_or_else(|| panic!("{} is sent but the sim never saw it", f.id));
+                assert_eq!(f.wamid.as_deref(), Some(sim.wamid.as_str()));
+            }
+            "sending" => {
+                assert!(f.lease_expired, "{} still leased", f.id);
+                if sim.is_some() {
+                    unknown_but_sent += 1;
+                } else {
+                    unknown_unsent += 1;
+                }
+            }
+            other => panic!("{} ended {other}", f.id),
+        }
+    }
+    eprintln!(
+        "crash test: {MESSAGES} messages; sim had {at_kill} sends at the kill ({sending_at_kill} rows `sending`); \
+         final rows {by_status:?}; sim total {} duplicates {}; outcome unknown after the kill: {} \
+         ({unknown_but_sent} reached the sim, {unknown_unsent} did not), none resent",
+        stats.total_sends,
+        stats.duplicates,
+        unknown_but_sent + unknown_unsent
+    );
+    assert_eq!(
+        by_status.get("sent").copied().unwrap_or(0) + unknown_but_sent,
+        stats.by_message.len(),
+        "every message the sim saw is accounted for"
+    );
+    assert_eq!(stats.by_message.len() + unknown_unsent, MESSAGES);
+    drop(conn);
+    let _ = std::fs::remove_file(&log);
+    reset_bucket(&h).await;
+    h.cleanup().await;
+}

@@ -1,0 +1,111 @@
+//! Warden's rate limits, shared by every dispatcher replica and read by the gateway's
+//! `get_rate_limit` tool.
+//!
+//! - [`TokenBucket`]: one bucket per channel in Redis (hash `warden:bucket:<channel>` with
+//!   `tokens`, `last_update_ms`, `tokens_used`), capacity = refill per second =
+//!   `RATE_LIMIT_MPS`. Every take is one atomic Lua script that reads the clock with Redis
+//!   `TIME`, so replicas on different hosts agree on it. [`TokenBucket::acquire`] waits
+//!   (sleeps for the wait the script computed) until a token is granted.
+//! - [`PairLimiter`]: at most one message per recipient per interval (the platform's pair
+//!   rate, about one per 6 s), and a longer back-off for one recipient after 131056.
+//! - [`state`]: a read-only look at a bucket (what `get_rate_limit` reports).
+//!
+//! Redis holds copies, never the truth: when it is unreachable both limiters fall back to
+//! in-process state (the bucket to `MPS / replicas`), log once, probe Redis every second
+//! and switch back when it answers. Losing Redis loses precision, never stops sending and
+//! never floods the platform.
+
+mod bucket;
+mod health;
+mod metrics;
+mod pair;
+
+use std::time::Duration;
+
+pub use bucket::{BucketState, Take, TokenBucket, state};
+pub use pair::PairLimiter;
+
+/// The Redis pool type Warden's processes share (same as `warden_service::RedisPool`).
+pub type RedisPool = bb8::Pool<bb8_redis::RedisConnectionManager>;
+
+/// Environment variable naming how many dispatcher replicas share the bucket; the local
+/// fallback bucket of each gets `MPS / replicas`.
+pub const REPLICAS_VAR: &str = "DISPATCHER_REPLICAS";
+
+/// The Redis key of a channel's bucket.
+pub fn bucket_key(channel: &str) -> String {
+    format!("warden:bucket:{channel}")
+}
+
+/// The Redis key of one recipient's pair-rate slot on a channel.
+pub fn pair_key(channel: &str, recipient: &str) -> String {
+    format!("warden:pair:{channel}:{recipient}")
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum RateLimitError {
+    /// Redis did not answer (or answered with an error); callers of [`state`] report the
+    /// limiter as unavailable. [`TokenBucket::acquire`] never returns it: it falls back.
+    #[error("rate limiter state unavailable: Redis: {0}")]
+    Unavailable(String),
+    /// The configuration cannot work (e.g. 0 messages per second).
+    #[error("rate limiter misconfigured: {0}")]
+    Config(String),
+}
+
+/// A pool that does not connect until first used: a process can start while Redis is down
+/// and use the local fallback until it returns. Short timeouts, so a dead Redis costs
+/// little before the fallback takes over.
+pub fn lazy_pool(redis_url: &str) -> Result<RedisPool, RateLimitError> {
+    let manager = bb8_redis::RedisConnectionManager::new(redis_url)
+        .map_err(|e| RateLimitError::Config(format!("Redis URL: {e}")))?;
+    Ok(bb8::Pool::builder()
+        .max_size(16)
+        .connection_timeout(Duration::from_millis(500))
+        .build_unchecked(manager))
+}
+
+/// `DISPATCHER_REPLICAS` as a number >= 1 (default 1); `Err` names the bad value.
+pub fn parse_replicas(raw: Option<&str>) -> Result<u32, String> {
+    match raw.map(str::trim).filter(|s| !s.is_empty()) {
+        None => Ok(1),
+        Some(s) => match s.parse::<u32>() {
+            Ok(n) if n >= 1 => Ok(n),
+            _ => Err(format!(
+                "{REPLICAS_VAR}: `{s}` is not a whole number of at least 1"
+            )),
+        },
+    }
+}
+
+/// [`parse_replicas`] of the process environment.
+pub fn replicas_from_env() -> Result<u32, String> {
+    parse_replicas(std::env::var(REPLICAS_VAR).ok().as_deref())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keys_follow_the_documented_names() {
+        assert_eq!(bucket_key("whatsapp"), "warden:bucket:whatsapp");
+        assert_eq!(
+            pair_key("whatsapp", "628123"),
+            "warden:pair:whatsapp:628123"
+        );
+    }
+
+    #[test]
+    fn replicas_parse() {
+        assert_eq!(parse_replicas(None), Ok(1));
+        assert_eq!(parse_replicas(Some(" ")), Ok(1));
+        assert_eq!(parse_replicas(Some("3")), Ok(3));
+        assert!(
+            parse_replicas(Some("0"))
+                .unwrap_err()
+                .contains("DISPATCHER_REPLICAS")
+        );
+        assert!(parse_replicas(Some("two")).is_err());
+    }
+}
