@@ -1,0 +1,113 @@
+{{/* Chart name, truncated to the 63 characters a label value allows. */}}
+{{- define "warden.name" -}}
+{{- default .Chart.Name .Values.nameOverride | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{/* Release-qualified name: <release>-warden, or the release name when it already contains the chart name. */}}
+{{- define "warden.fullname" -}}
+{{- if .Values.fullnameOverride }}
+{{- .Values.fullnameOverride | trunc 63 | trimSuffix "-" }}
+{{- else }}
+{{- $name := default .Chart.Name .Values.nameOverride }}
+{{- if contains $name .Release.Name }}
+{{- .Release.Name | trunc 63 | trimSuffix "-" }}
+{{- else }}
+{{- printf "%s-%s" .Release.Name $name | trunc 63 | trimSuffix "-" }}
+{{- end }}
+{{- end }}
+{{- end }}
+
+{{- define "warden.chart" -}}
+{{- printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{/* Labels on every object. */}}
+{{- define "warden.labels" -}}
+helm.sh/chart: {{ include "warden.chart" . }}
+{{ include "warden.selectorLabels" . }}
+app.kubernetes.io/version: {{ .Values.image.tag | default .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+app.kubernetes.io/part-of: warden
+{{- end }}
+
+{{/* Selector labels (immutable on Deployments: never add to these). */}}
+{{- define "warden.selectorLabels" -}}
+app.kubernetes.io/name: {{ include "warden.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end }}
+
+{{- define "warden.image" -}}
+{{- printf "%s:%s" .Values.image.repository (.Values.image.tag | default .Chart.AppVersion) }}
+{{- end }}
+
+{{- define "warden.configName" -}}
+{{- printf "%s-config" (include "warden.fullname" .) }}
+{{- end }}
+
+{{- define "warden.policiesName" -}}
+{{- printf "%s-policies" (include "warden.fullname" .) }}
+{{- end }}
+
+{{/* The port variable of a component: the webhook listens on SERVER_HTTP_PORT, the others on ADMIN_HTTP_PORT. */}}
+{{- define "warden.portVariable" -}}
+{{- if eq . "webhook" }}SERVER_HTTP_PORT{{ else }}ADMIN_HTTP_PORT{{ end }}
+{{- end }}
+
+{{/* Secret-backed env vars; call with (dict "root" $ "component" "webhook"). */}}
+{{- define "warden.secretEnv" -}}
+{{- $secret := .root.Values.existingSecret -}}
+- name: PLATFORM_ACCESS_TOKEN
+  valueFrom:
+    secretKeyRef: {name: {{ $secret | quote }}, key: PLATFORM_ACCESS_TOKEN}
+- name: DB_PASSWORD
+  valueFrom:
+    secretKeyRef: {name: {{ $secret | quote }}, key: DB_PASSWORD}
+- name: REDIS_PASSWORD
+  valueFrom:
+    secretKeyRef: {name: {{ $secret | quote }}, key: REDIS_PASSWORD, optional: true}
+{{- if eq .component "webhook" }}
+- name: PLATFORM_APP_SECRET
+  valueFrom:
+    secretKeyRef: {name: {{ $secret | quote }}, key: PLATFORM_APP_SECRET}
+- name: PLATFORM_WEBHOOK_VERIFY_TOKEN
+  valueFrom:
+    secretKeyRef: {name: {{ $secret | quote }}, key: PLATFORM_WEBHOOK_VERIFY_TOKEN}
+{{- end }}
+{{- end }}
+
+{{/* Pod security, the policy-file volume and scheduling constraints shared by every pod. */}}
+{{- define "warden.podCommon" -}}
+automountServiceAccountToken: false
+{{- with .Values.imagePullSecrets }}
+imagePullSecrets:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+securityContext:
+  {{- toYaml .Values.podSecurityContext | nindent 2 }}
+volumes:
+  - name: policies
+    configMap:
+      name: {{ include "warden.policiesName" . }}
+  - name: tmp
+    emptyDir: {}
+{{- with .Values.nodeSelector }}
+nodeSelector:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- with .Values.tolerations }}
+tolerations:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- with .Values.affinity }}
+affinity:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- end }}
+
+{{/* Env shared by every container: settings ConfigMap plus extraEnv. */}}
+{{- define "warden.extraEnv" -}}
+{{- range $k, $v := .Values.extraEnv }}
+- name: {{ $k }}
+  value: {{ $v | toString | quote }}
+{{- end }}
+{{- end }}
