@@ -101,7 +101,10 @@ async fn four_processes_starting_at_once_all_succeed() {
         .unwrap()
         .filter(|e| e.as_ref().unwrap().path().join("up.sql").is_file())
         .count();
-    assert_eq!(applied, migrations, "each migration is applied exactly once across the four starts");
+    assert_eq!(
+        applied, migrations,
+        "each migration is applied exactly once across the four starts"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
