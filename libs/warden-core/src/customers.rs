@@ -131,6 +131,57 @@ pub async fn apply_opt_change(
     Ok(true)
 }
 
+/// A fact the platform told us about a customer, kept on the customer row.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum PlatformMark {
+    /// 131026: the number cannot receive messages.
+    Undeliverable,
+    /// 131049: the platform's per-user marketing limit; no marketing for 24 h.
+    MarketingLimited,
+}
+
+async fn mark(
+    conn: &mut AsyncPgConnection,
+    phone: &PhoneNumber,
+    what: PlatformMark,
+    at: DateTime<Utc>,
+    actor: &str,
+) -> QueryResult<()> {
+    ensure(conn, phone).await?;
+    let row = customers::table.find(phone.digits());
+    let (action, code) = match what {
+        PlatformMark::Undeliverable => {
+            diesel::update(row)
+                .set((
+                    customers::undeliverable_at.eq(at),
+                    customers::updated_at.eq(diesel::dsl::now),
+                ))
+                .execute(conn)
+                .await?;
+            ("customer_undeliverable", 131026)
+        }
+        PlatformMark::MarketingLimited => {
+            diesel::update(row)
+                .set((
+                    customers::marketing_limited_at.eq(at),
+                    customers::updated_at.eq(diesel::dsl::now),
+                ))
+                .execute(conn)
+                .await?;
+            ("customer_marketing_limited", 131049)
+        }
+    };
+    warden_store::audit::record(
+        conn,
+        actor,
+        action,
+        "customer",
+        phone.digits(),
+        json!({"code": code, "at": at}),
+    )
+    .await
+}
+
 /// Platform 131026: the number cannot receive messages.
 pub async fn mark_undeliverable(
     conn: &mut AsyncPgConnection,
@@ -138,23 +189,7 @@ pub async fn mark_undeliverable(
     at: DateTime<Utc>,
     actor: &str,
 ) -> QueryResult<()> {
-    ensure(conn, phone).await?;
-    diesel::update(customers::table.find(phone.digits()))
-        .set((
-            customers::undeliverable_at.eq(at),
-            customers::updated_at.eq(diesel::dsl::now),
-        ))
-        .execute(conn)
-        .await?;
-    warden_store::audit::record(
-        conn,
-        actor,
-        "customer_undeliverable",
-        "customer",
-        phone.digits(),
-        json!({"code": 131026, "at": at}),
-    )
-    .await
+    mark(conn, phone, PlatformMark::Undeliverable, at, actor).await
 }
 
 /// Platform 131049: the platform's per-user marketing limit; no marketing for 24 h.
@@ -164,23 +199,7 @@ pub async fn mark_marketing_limited(
     at: DateTime<Utc>,
     actor: &str,
 ) -> QueryResult<()> {
-    ensure(conn, phone).await?;
-    diesel::update(customers::table.find(phone.digits()))
-        .set((
-            customers::marketing_limited_at.eq(at),
-            customers::updated_at.eq(diesel::dsl::now),
-        ))
-        .execute(conn)
-        .await?;
-    warden_store::audit::record(
-        conn,
-        actor,
-        "customer_marketing_limited",
-        "customer",
-        phone.digits(),
-        json!({"code": 131049, "at": at}),
-    )
-    .await
+    mark(conn, phone, PlatformMark::MarketingLimited, at, actor).await
 }
 
 /// The customer did something (sent a message): keep last_interaction current.
