@@ -610,9 +610,14 @@ async fn consequences(
         131049 => customers::mark_marketing_limited(c, phone, at, ACTOR).await?,
         131026 => customers::mark_undeliverable(c, phone, at, ACTOR).await?,
         code if e.handling == Handling::Halt => {
-            // The dispatcher halts on these when the platform answers a send; a failed
-            // status alone is logged loudly for an operator.
+            // Halt and alert, as the dispatcher does when a send is answered with one of
+            // these: no campaign keeps sending into a spam-rate limit or a locked account.
             tracing::error!(code, title = %e.title, "halt-class platform error in a status webhook");
+            let reason = format!(
+                "platform error {code} ({}) in a status webhook: {}",
+                e.title, e.suggested_action
+            );
+            warden_core::campaigns::pause_active(c, &reason, ACTOR).await?;
         }
         _ => {}
     }

@@ -307,6 +307,37 @@ async fn campaign_counters_follow_statuses() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_halt_class_error_in_a_status_pauses_active_campaigns() {
+    let h = Harness::start().await;
+    let mut c = h.conn().await;
+    let campaign = Uuid::new_v4();
+    diesel::sql_query(
+        "INSERT INTO campaigns (id, name, campaign_type, status, deliver_at, template_name)
+         VALUES ($1, 'c', 'marketing', 'running', now(), 't')",
+    )
+    .bind::<SqlUuid, _>(campaign)
+    .execute(&mut c)
+    .await
+    .unwrap();
+    let to = phone();
+    let m = outbound_message(&mut c, &to, "sent", None, None).await;
+    h.deliver(&status(
+        &wamid(),
+        "failed",
+        &to,
+        Some(&m.to_string()),
+        Some(platform_error(131048)),
+    ))
+    .await;
+    let state = text(
+        &mut c,
+        &format!("SELECT status || '|' || coalesce(status_reason, '') AS v FROM campaigns WHERE id = '{campaign}'"),
+    )
+    .await;
+    assert!(state.starts_with("paused|platform error 131048"), "{state}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn template_status_updates() {
     let h = Harness::start().await;
     let mut c = h.conn().await;
