@@ -151,6 +151,29 @@ pub struct SendRequest {
     pub actor: &'static str,
 }
 
+impl SendRequest {
+    /// A new message asked for by an agent tool: a refusal is reported to the caller (not
+    /// recorded as a failed row), and it belongs to no campaign.
+    pub fn from_tool(
+        phone: PhoneNumber,
+        channel: &str,
+        kind: SendKind,
+        message_type: MessageType,
+        actor: &'static str,
+    ) -> Self {
+        SendRequest {
+            phone,
+            channel: channel.to_string(),
+            kind,
+            message_type,
+            campaign_id: None,
+            existing_message_id: None,
+            refusal: RefusalMode::Error,
+            actor,
+        }
+    }
+}
+
 #[derive(Clone, Debug, PartialEq)]
 pub struct Accepted {
     pub message_id: Uuid,

@@ -131,16 +131,13 @@ impl Gateway {
         let channel = a.channel()?;
         let accepted = self
             .core()
-            .send(SendRequest {
-                phone: phone.clone(),
-                channel: channel.to_string(),
-                kind: SendKind::Text { body: text },
-                message_type: MessageType::Service,
-                campaign_id: None,
-                existing_message_id: None,
-                refusal: RefusalMode::Error,
-                actor: ACTOR,
-            })
+            .send(SendRequest::from_tool(
+                phone.clone(),
+                channel,
+                SendKind::Text { body: text },
+                MessageType::Service,
+                ACTOR,
+            ))
             .await?;
         Ok(SendOut {
             status: accepted.status.to_string(),
