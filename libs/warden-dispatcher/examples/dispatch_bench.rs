@@ -3,8 +3,13 @@
 //!
 //! 1. throughput: N pre-inserted queued messages (distinct recipients) already in the
 //!    stream; one dispatcher with a high RATE_LIMIT_MPS; time until every row is `sent`.
+//!    Then, as the reference, the raw Postgres rate for the same rows: one single-row
+//!    UPDATE of each message row per transaction, through the dispatcher's own pool at its
+//!    concurrency (the dispatcher's per-message write is one such transaction).
 //! 2. rate-limit accuracy: a configured MPS over a measured window (default 60 s) after a
 //!    warm-up, with the bucket drained first so only its refill paces the run.
+//!
+//! The report also carries this process's peak RSS (VmHWM): dispatcher and platform-sim.
 //!
 //! ```text
 //! cargo run --release -p warden-dispatcher --example dispatch_bench -- --help
@@ -74,6 +79,9 @@ async fn main() {
     if !args.skip_accuracy {
         report["accuracy"] = accuracy(&args).await;
     }
+    let rss = peak_rss_mib();
+    println!("peak RSS (VmHWM) of this process (dispatcher + platform-sim): {rss:.1} MiB");
+    report["peak_rss_mib"] = json!(rss);
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/bench");
     if std::fs::create_dir_all(&dir).is_ok() {
         let path = dir.join("dispatcher.json");
@@ -149,14 +157,63 @@ async fn throughput(args: &Args) -> serde_json::Value {
     );
     stop.send(()).ok();
     d.join().await.unwrap();
+    let (raw_secs, raw_rate) = raw_updates(&h, &jobs, args.concurrency).await;
+    println!(
+        "reference: raw Postgres, {n} single-row UPDATEs of the same message rows, one per transaction, \
+         same pool at concurrency {}: {raw_secs:.2} s = {raw_rate:.0} rows/s; dispatcher/raw = {:.2}",
+        args.concurrency,
+        rate / raw_rate
+    );
     h.cleanup().await;
     json!({
         "messages": n, "mps_limit": args.mps, "concurrency": args.concurrency,
+        "raw_update_seconds": raw_secs, "raw_update_rows_per_s": raw_rate,
+        "ratio_to_raw_update": rate / raw_rate,
         "seconds_to_all_sent": recorded.as_secs_f64(), "msg_per_s": rate,
         "seconds_to_platform": at_platform.as_secs_f64(), "platform_msg_per_s": platform_rate,
         "sim_total_sends": total, "duplicates": duplicates,
         "platform_call_mean_ms": lat * 1000.0,
     })
+}
+
+/// One `UPDATE messages ... WHERE id = $1` per row, each its own transaction, through the
+/// harness pool: (seconds, rows/s).
+async fn raw_updates(h: &Harness, jobs: &[(uuid::Uuid, String)], concurrency: usize) -> (f64, f64) {
+    use diesel::sql_types::Uuid as SqlUuid;
+    use diesel_async::RunQueryDsl;
+    use futures::StreamExt;
+    let t = Instant::now();
+    let failed = futures::stream::iter(jobs)
+        .map(|(id, _)| async move {
+            let mut conn = h.deps.pg.get().await.ok()?;
+            diesel::sql_query(
+                "UPDATE messages SET status = 'delivered', updated_at = now() WHERE id = $1",
+            )
+            .bind::<SqlUuid, _>(*id)
+            .execute(&mut conn)
+            .await
+            .ok()
+        })
+        .buffer_unordered(concurrency.max(1))
+        .filter(|r| futures::future::ready(r != &Some(1)))
+        .count()
+        .await;
+    assert_eq!(failed, 0, "every raw update touched its row");
+    let secs = t.elapsed().as_secs_f64();
+    (secs, jobs.len() as f64 / secs)
+}
+
+/// Peak resident set size of this process so far (VmHWM), MiB.
+fn peak_rss_mib() -> f64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("VmHWM:"))
+                .and_then(|l| l.split_whitespace().nth(1))
+                .and_then(|v| v.parse::<f64>().ok())
+        })
+        .map_or(0.0, |kib| kib / 1024.0)
 }
 
 /// Mean platform call latency so far (seconds), from the dispatcher's histogram.

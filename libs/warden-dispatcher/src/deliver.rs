@@ -30,7 +30,9 @@ use warden_stream::DeliveryStream;
 use crate::body::{self, Stored};
 use crate::claim::Claimer;
 use crate::config::DispatcherConfig;
-use crate::metrics::{FAILED, HALTS, HELD, IN_FLIGHT, PLATFORM_LATENCY, RETRIES, SENT, SKIPPED};
+use crate::metrics::{
+    FAILED, HALTS, HELD, IN_FLIGHT, PLATFORM_LATENCY, RESENT_UNKNOWN, RETRIES, SENT, SKIPPED,
+};
 use crate::plan::{self, Failure, Plan};
 use crate::store::{self, Row, SideEffect};
 
@@ -255,12 +257,37 @@ async fn process(ctx: &Ctx, msg: &jetstream::Message) -> Verdict {
 }
 
 async fn decide(ctx: &Ctx, row: Row) -> Verdict {
-    match plan::plan(&row) {
+    match plan::plan(&row, ctx.cfg.unknown_settle) {
         Plan::Send => send(ctx, row).await,
+        Plan::Resend => resend_dead_claim(ctx, row).await,
         Plan::Hold(delay, reason) => ctx.held(reason, delay),
         Plan::Done(reason) => ctx.skipped(reason),
         Plan::CancelledCampaign => {
             fail(ctx, &row, &plan::cancelled_campaign(), &SideEffect::None, 0).await
+        }
+    }
+}
+
+/// See [`Plan::Resend`]: release the dead claim, then decide again from the fresh row.
+async fn resend_dead_claim(ctx: &Ctx, row: Row) -> Verdict {
+    match store::release_dead_claim(&ctx.pg, row.id, ctx.cfg.unknown_settle).await {
+        Ok(released) => {
+            if released {
+                RESENT_UNKNOWN.inc();
+                tracing::warn!(
+                    "no status webhook came for a send a stopped dispatcher had claimed; sending it again"
+                );
+            }
+            match store::load(&ctx.pg, row.id).await {
+                Ok(Some(fresh)) if fresh.status == "queued" => send(ctx, fresh).await,
+                Ok(Some(fresh)) => Box::pin(decide(ctx, fresh)).await,
+                Ok(None) => ctx.skipped("row_missing"),
+                Err(_) => ctx.held("database", Duration::from_secs(2)),
+            }
+        }
+        Err(e) => {
+            tracing::warn!(error = %e, "cannot release a dead claim; trying again shortly");
+            ctx.held("database", Duration::from_secs(2))
         }
     }
 }
@@ -281,8 +308,8 @@ async fn send(ctx: &Ctx, row: Row) -> Verdict {
             ctx.pair.release(&row.customer_phone, &holder).await;
             // Something moved the row meanwhile: decide again from the fresh row.
             return match store::load(&ctx.pg, row.id).await {
-                Ok(Some(fresh)) => match plan::plan(&fresh) {
-                    Plan::Send => ctx.held("claim_race", Duration::from_secs(1)),
+                Ok(Some(fresh)) => match plan::plan(&fresh, ctx.cfg.unknown_settle) {
+                    Plan::Send | Plan::Resend => ctx.held("claim_race", Duration::from_secs(1)),
                     Plan::Hold(delay, reason) => ctx.held(reason, delay),
                     Plan::Done(reason) => ctx.skipped(reason),
                     Plan::CancelledCampaign => {

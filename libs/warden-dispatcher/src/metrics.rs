@@ -32,6 +32,14 @@ pub static RETRIES: LazyLock<IntCounter> = LazyLock::new(|| {
     .expect("metric registers once")
 });
 
+pub static RESENT_UNKNOWN: LazyLock<IntCounter> = LazyLock::new(|| {
+    register_int_counter!(
+        "warden_dispatcher_resent_unknown_total",
+        "Sends a stopped dispatcher had claimed, resent after no status webhook came within DISPATCH_UNKNOWN_SETTLE"
+    )
+    .expect("metric registers once")
+});
+
 pub static HALTS: LazyLock<IntCounterVec> = LazyLock::new(|| {
     register_int_counter_vec!(
         "warden_dispatcher_halts_total",
@@ -80,6 +88,7 @@ pub fn touch() {
     LazyLock::force(&SENT);
     LazyLock::force(&FAILED);
     LazyLock::force(&RETRIES);
+    LazyLock::force(&RESENT_UNKNOWN);
     LazyLock::force(&HALTS);
     LazyLock::force(&HELD);
     LazyLock::force(&SKIPPED);

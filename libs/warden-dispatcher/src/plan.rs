@@ -24,9 +24,14 @@ pub enum Plan {
     Done(&'static str),
     /// The campaign was cancelled before this message went out: it ends failed.
     CancelledCampaign,
+    /// A dispatcher died mid-call and no status webhook settled the row within `settle`
+    /// of its lease ending: the platform never took it. Put it back to `queued` and send.
+    Resend,
 }
 
-pub fn plan(row: &Row) -> Plan {
+/// `settle`: how long after a dead claim's lease ends its status webhook may still come
+/// (DISPATCH_UNKNOWN_SETTLE).
+pub fn plan(row: &Row, settle: Duration) -> Plan {
     let now = row.db_now;
     if row.direction != "outbound" {
         return Plan::Done("not_outbound");
@@ -41,9 +46,14 @@ pub fn plan(row: &Row) -> Plan {
             // again when the lease ends.
             Some(until) if until > now => Plan::Hold(until_after(now, until), "in_flight"),
             // A dispatcher died mid-call: the outcome is unknown and the platform has no
-            // idempotency key, so never resend; the status webhook (callback data =
-            // message id) settles it.
-            _ => Plan::Done("outcome_unknown"),
+            // idempotency key. An accepted send gets its status webhook within seconds
+            // (callback data = message id), which moves the row on; give it `settle`.
+            Some(until) if until + settle > now => {
+                Plan::Hold(until_after(now, until + settle), "outcome_unknown")
+            }
+            // Still `sending` after that: the call never reached the platform (the crash
+            // came between claim and request). Resend, as for a timed-out call.
+            _ => Plan::Resend,
         },
         "queued" => match row.campaign_status.as_deref() {
             // Stays queued; the scheduler republishes it when the campaign resumes.
@@ -272,6 +282,8 @@ mod tests {
     use chrono::TimeDelta;
     use serde_json::json;
 
+    const SETTLE: Duration = Duration::from_secs(30);
+
     fn row(status: &str) -> Row {
         Row {
             id: uuid::Uuid::new_v4(),
@@ -295,43 +307,55 @@ mod tests {
 
     #[test]
     fn only_due_queued_rows_are_sent() {
-        assert_eq!(plan(&row("queued")), Plan::Send);
+        assert_eq!(plan(&row("queued"), SETTLE), Plan::Send);
         for s in ["sent", "delivered", "read"] {
-            assert_eq!(plan(&row(s)), Plan::Done("already_sent"));
+            assert_eq!(plan(&row(s), SETTLE), Plan::Done("already_sent"));
         }
-        assert_eq!(plan(&row("failed")), Plan::Done("already_failed"));
-        assert_eq!(plan(&row("scheduled")), Plan::Done("scheduled"));
+        assert_eq!(plan(&row("failed"), SETTLE), Plan::Done("already_failed"));
+        assert_eq!(plan(&row("scheduled"), SETTLE), Plan::Done("scheduled"));
         let mut r = row("queued");
         r.next_attempt_at = Some(r.db_now + TimeDelta::seconds(5));
-        assert!(matches!(plan(&r), Plan::Hold(d, "backoff") if d > Duration::from_secs(4)));
+        assert!(matches!(plan(&r, SETTLE), Plan::Hold(d, "backoff") if d > Duration::from_secs(4)));
         let mut r = row("queued");
         r.next_attempt_at = Some(r.db_now - TimeDelta::seconds(5));
-        assert_eq!(plan(&r), Plan::Send);
+        assert_eq!(plan(&r, SETTLE), Plan::Send);
         let mut r = row("queued");
         r.direction = "inbound".into();
-        assert_eq!(plan(&r), Plan::Done("not_outbound"));
+        assert_eq!(plan(&r, SETTLE), Plan::Done("not_outbound"));
     }
 
     #[test]
     fn a_send_in_flight_is_never_repeated() {
         let mut r = row("sending");
         r.lease_until = Some(r.db_now + TimeDelta::seconds(30));
-        assert!(matches!(plan(&r), Plan::Hold(_, "in_flight")));
+        assert!(matches!(plan(&r, SETTLE), Plan::Hold(_, "in_flight")));
+    }
+
+    #[test]
+    fn a_dead_claim_waits_for_its_webhook_then_is_resent() {
+        let mut r = row("sending");
         r.lease_until = Some(r.db_now - TimeDelta::seconds(1));
-        assert_eq!(plan(&r), Plan::Done("outcome_unknown"));
+        match plan(&r, SETTLE) {
+            Plan::Hold(d, "outcome_unknown") => {
+                assert!(d > Duration::from_secs(28) && d <= SETTLE, "{d:?}")
+            }
+            other => panic!("{other:?}"),
+        }
+        r.lease_until = Some(r.db_now - TimeDelta::seconds(31));
+        assert_eq!(plan(&r, SETTLE), Plan::Resend);
         r.lease_until = None;
-        assert_eq!(plan(&r), Plan::Done("outcome_unknown"));
+        assert_eq!(plan(&r, SETTLE), Plan::Resend);
     }
 
     #[test]
     fn campaign_state_gates_sending() {
         let mut r = row("queued");
         r.campaign_status = Some("paused".into());
-        assert_eq!(plan(&r), Plan::Done("campaign_paused"));
+        assert_eq!(plan(&r, SETTLE), Plan::Done("campaign_paused"));
         r.campaign_status = Some("cancelled".into());
-        assert_eq!(plan(&r), Plan::CancelledCampaign);
+        assert_eq!(plan(&r, SETTLE), Plan::CancelledCampaign);
         r.campaign_status = Some("running".into());
-        assert_eq!(plan(&r), Plan::Send);
+        assert_eq!(plan(&r, SETTLE), Plan::Send);
     }
 
     fn known(code: i32, handling: Handling) -> Explanation {

@@ -118,6 +118,44 @@ pub async fn claim_many(
     Ok(rows.into_iter().map(|r| (r.id, r.attempt)).collect())
 }
 
+/// A dead claim whose settle period passed with no status webhook: back to `queued` (due
+/// now), with an audit row, if it is still `sending` with its lease ended that long ago.
+/// False: the row moved on meanwhile (its webhook came, or another replica took it).
+pub async fn release_dead_claim(pg: &PgPool, id: Uuid, settle: Duration) -> anyhow::Result<bool> {
+    let mut conn = pg.get().await?;
+    let released = conn
+        .transaction::<_, diesel::result::Error, _>(async |c| {
+                let n = diesel::sql_query(
+                    "UPDATE messages
+                        SET status = 'queued', lease_owner = NULL, lease_until = NULL,
+                            next_attempt_at = NULL, updated_at = now()
+                      WHERE id = $1 AND status = 'sending'
+                        AND COALESCE(lease_until, updated_at) + $2 * interval '1 millisecond' <= now()",
+                )
+                .bind::<SqlUuid, _>(id)
+                .bind::<BigInt, _>(millis(settle))
+                .execute(c)
+                .await?;
+                if n == 1 {
+                    warden_store::audit::record(
+                        c,
+                        crate::deliver::ACTOR,
+                        "resend_after_unknown_outcome",
+                        "message",
+                        &id.to_string(),
+                        serde_json::json!({
+                            "reason": "claimed by a dispatcher that stopped before the platform call finished; no status webhook came",
+                            "settle_ms": millis(settle),
+                        }),
+                    )
+                    .await?;
+                }
+                Ok(n == 1)
+        })
+        .await?;
+    Ok(released)
+}
+
 #[derive(QueryableByName)]
 struct RetryCount {
     #[diesel(sql_type = Int4)]

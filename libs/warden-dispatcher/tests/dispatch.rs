@@ -323,9 +323,11 @@ async fn cancelled_campaign_messages_fail_without_a_send() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn redeliveries_and_unknown_outcomes_are_never_sent_again() {
+async fn redeliveries_are_never_sent_again_and_dead_claims_wait_for_their_webhook() {
     let h = Harness::new(500).await;
-    let (d, stop) = h.dispatcher(h.config()).await;
+    let mut cfg = h.config();
+    cfg.unknown_settle = Duration::from_secs(4);
+    let (d, stop) = h.dispatcher(cfg).await;
 
     // 1. Sent once, then the same job arrives again (another publish id): no second send.
     let to = unique_phone();
@@ -334,24 +336,43 @@ async fn redeliveries_and_unknown_outcomes_are_never_sent_again() {
     h.wait_status(id, &["sent"], WAIT).await;
     h.republish_raw(id).await;
 
-    // 2. A crashed dispatcher's claim: `sending` with an expired lease -> outcome unknown.
-    let crashed_to = unique_phone();
-    let crashed = h
-        .insert_message(
-            &crashed_to,
-            json!({"type": "text", "text": {"body": "x"}}),
-            None,
-            "sending",
-        )
-        .await;
+    // A claim left by a dispatcher that died mid-call: `sending`, lease ended `ago`.
+    let dead_claim = |ago: &'static str| {
+        let h = &h;
+        async move {
+            let to = unique_phone();
+            let id = h
+                .insert_message(
+                    &to,
+                    json!({"type": "text", "text": {"body": "x"}}),
+                    None,
+                    "sending",
+                )
+                .await;
+            h.sql(&format!(
+                "UPDATE messages SET attempt = 1, lease_owner = 'dead', lease_until = now() - interval '{ago}'
+                 WHERE id = '{id}'"
+            ))
+            .await;
+            h.publish(id, &to).await;
+            id
+        }
+    };
+    // 2. Settle period long over and no status webhook: the platform never took it, so it
+    //    goes out now, once.
+    let never_reached = dead_claim("1 minute").await;
+    // 3. Lease just ended: held for the settle period; its status webhook comes meanwhile
+    //    (written here as the webhook would), so it is never sent again.
+    let reached = dead_claim("0 seconds").await;
+    tokio::time::sleep(Duration::from_millis(500)).await;
     h.sql(&format!(
-        "UPDATE messages SET attempt = 1, lease_owner = 'dead', lease_until = now() - interval '1 minute'
-         WHERE id = '{crashed}'"
+        "UPDATE messages SET status = 'sent', wamid = 'wamid.{reached}', sent_at = now(),
+                lease_until = NULL, lease_owner = NULL
+          WHERE id = '{reached}' AND status = 'sending'"
     ))
     .await;
-    h.publish(crashed, &crashed_to).await;
 
-    // 3. Scheduled for later: the scheduler's business, not sent now.
+    // 4. Scheduled for later: the scheduler's business, not sent now.
     let later_to = unique_phone();
     let later = h
         .insert_message(
@@ -363,7 +384,8 @@ async fn redeliveries_and_unknown_outcomes_are_never_sent_again() {
         .await;
     h.publish(later, &later_to).await;
 
-    // 4. In flight elsewhere (live lease): held, not sent.
+    // 5. In flight elsewhere (live lease): held, not sent while the lease lives; that
+    //    claimer never finishes, so after lease + settle it is sent once.
     let busy_to = unique_phone();
     let busy = h
         .insert_message(
@@ -379,28 +401,40 @@ async fn redeliveries_and_unknown_outcomes_are_never_sent_again() {
     ))
     .await;
     h.publish(busy, &busy_to).await;
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    assert_eq!(h.sim.count(busy), 0, "not sent while another claim lives");
 
-    // Everything settles: the stream empties (the busy one comes back after its lease
-    // and is then an unknown outcome).
+    h.wait_status(never_reached, &["sent"], WAIT).await;
+    h.wait_status(busy, &["sent"], WAIT).await;
     let deadline = Instant::now() + WAIT;
     while h.stream_messages().await > 0 && Instant::now() < deadline {
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     assert_eq!(h.stream_messages().await, 0);
     assert_eq!(h.sim.count(id), 1, "redelivery not sent again");
-    assert_eq!(h.sim.count(crashed), 0, "unknown outcome not resent");
+    assert_eq!(h.sim.count(never_reached), 1, "dead claim resent once");
+    assert_eq!(h.row(never_reached).await.attempt, 2);
     assert_eq!(
-        h.row(crashed).await.status,
-        "sending",
-        "left for the status webhook"
+        h.sim.count(reached),
+        0,
+        "settled by its webhook, not resent"
     );
+    assert_eq!(h.row(reached).await.status, "sent");
+    assert_eq!(h.sim.count(busy), 1);
     assert_eq!(h.sim.count(later), 0);
     assert_eq!(h.row(later).await.status, "scheduled");
-    assert_eq!(h.sim.count(busy), 0);
     assert_eq!(h.sim.stats().duplicates, 0);
+    assert_eq!(
+        h.count_where(
+            "id::text IN (SELECT entity_id FROM audit_logs WHERE action = 'resend_after_unknown_outcome')"
+        )
+        .await,
+        2,
+        "each resend leaves an audit row"
+    );
     assert!(
-        d.stats().held >= 1,
-        "the live lease was held, not acknowledged at once"
+        d.stats().held >= 2,
+        "the live lease and the settling claim were held, not acknowledged at once"
     );
     stop.send(()).unwrap();
     d.join().await.unwrap();
