@@ -4,13 +4,14 @@ SHELL := /bin/bash
 CARGO ?= cargo
 export CARGO_TERM_COLOR ?= never
 
-.PHONY: help services dev build test test-rust test-python lint bench fmt clean
+.PHONY: help services dev build test test-rust test-python lint bench faults fmt clean
 
 help:
 	@echo "make dev    start Postgres/Redis/NATS if needed, build, run webhook + dispatcher + scheduler + platform-sim"
 	@echo "make test   start services if needed, then run every test (unit, integration, end-to-end)"
 	@echo "make lint   cargo fmt --check and clippy -D warnings"
 	@echo "make bench  benchmarks (release build), figures printed and written to target/bench/"
+	@echo "make faults fault drills: crashes, outages, forged webhooks, fuzzed tool calls (target/faults/)"
 
 services:
 	@scripts/services.sh
@@ -30,6 +31,10 @@ lint:
 
 bench: services
 	@scripts/bench.sh
+
+# The drills start private Postgres/Redis/NATS; `services` installs the packages if missing.
+faults: services
+	@scripts/faults.sh
 
 fmt:
 	$(CARGO) fmt --all

@@ -2,7 +2,10 @@
 //! whose TTL is the time left in the window. Cache writes go through a script that never
 //! replaces a newer window with an older one, so the cache cannot fall behind Postgres.
 
-use std::time::Duration;
+use std::sync::Arc;
+use std::sync::LazyLock;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
 
 use chrono::{DateTime, TimeDelta, TimeZone, Utc};
 use diesel::prelude::*;
@@ -177,16 +180,49 @@ return 1
 pub struct WindowCache {
     redis: Option<RedisPool>,
     script: redis::Script,
+    /// Milliseconds since [`EPOCH`] until which Redis is not tried (0: healthy).
+    skip_until: Arc<AtomicU64>,
 }
 
 /// Redis calls on the request path give up quickly: Postgres is always there to answer.
 const CACHE_TIMEOUT: Duration = Duration::from_millis(250);
+/// After a failed call Redis is left alone this long, so an outage costs one timeout per
+/// second per process instead of one per request.
+const SKIP_AFTER_FAILURE: Duration = Duration::from_secs(1);
+static EPOCH: LazyLock<Instant> = LazyLock::new(Instant::now);
+
+fn clock_ms() -> u64 {
+    EPOCH.elapsed().as_millis() as u64 + 1
+}
 
 impl WindowCache {
     pub fn new(redis: Option<RedisPool>) -> Self {
         WindowCache {
             redis,
             script: redis::Script::new(PUT_SCRIPT),
+            skip_until: Arc::new(AtomicU64::new(0)),
+        }
+    }
+
+    /// The pool, unless a recent failure says Redis is away.
+    fn pool(&self) -> Option<&RedisPool> {
+        let until = AtomicU64::load(&self.skip_until, Ordering::Relaxed);
+        if until != 0 && clock_ms() < until {
+            return None;
+        }
+        self.redis.as_ref()
+    }
+
+    fn note(&self, ok: bool) {
+        if ok {
+            if self.skip_until.swap(0, Ordering::Relaxed) != 0 {
+                tracing::info!("window cache: Redis answers again");
+            }
+        } else {
+            let until = clock_ms() + SKIP_AFTER_FAILURE.as_millis() as u64;
+            if self.skip_until.swap(until, Ordering::Relaxed) == 0 {
+                tracing::warn!("window cache: Redis unavailable; answering from Postgres");
+            }
         }
     }
 
@@ -195,7 +231,7 @@ impl WindowCache {
     }
 
     pub async fn get(&self, phone: &str, channel: &str) -> Option<CachedWindow> {
-        let redis = self.redis.as_ref()?;
+        let redis = self.pool()?;
         let key = Self::key(phone, channel);
         let fetch = async {
             let mut conn = redis.get().await.ok()?;
@@ -208,8 +244,14 @@ impl WindowCache {
             Some(fields)
         };
         let fields = match tokio::time::timeout(CACHE_TIMEOUT, fetch).await {
-            Ok(Some(f)) => f,
-            _ => return None,
+            Ok(Some(f)) => {
+                self.note(true);
+                f
+            }
+            _ => {
+                self.note(false);
+                return None;
+            }
         };
         let millis = |v: &Option<String>| v.as_deref().and_then(|s| s.parse::<i64>().ok());
         let last_inbound_at = Utc.timestamp_millis_opt(millis(&fields[0])?).single()?;
@@ -227,7 +269,7 @@ impl WindowCache {
     /// Cache a committed row while its window is open (TTL = time left). Never replaces a
     /// newer window with an older one.
     pub async fn put(&self, conv: &Conversation) {
-        let (Some(redis), Some(last_in)) = (self.redis.as_ref(), conv.last_inbound_at) else {
+        let (Some(redis), Some(last_in)) = (self.pool(), conv.last_inbound_at) else {
             return;
         };
         let left = (last_in + window::CARE_WINDOW) - Utc::now();
@@ -253,19 +295,20 @@ impl WindowCache {
                 .await
                 .ok()
         };
-        if tokio::time::timeout(CACHE_TIMEOUT, write)
+        let written = tokio::time::timeout(CACHE_TIMEOUT, write)
             .await
             .ok()
             .flatten()
-            .is_none()
-        {
+            .is_some();
+        self.note(written);
+        if !written {
             tracing::debug!(key, "window cache write skipped (Redis unavailable)");
         }
     }
 
     /// Drop a cached window (archive, tests).
     pub async fn forget(&self, phone: &str, channel: &str) {
-        if let Some(redis) = &self.redis {
+        if let Some(redis) = self.pool() {
             let key = Self::key(phone, channel);
             let _ = tokio::time::timeout(CACHE_TIMEOUT, async {
                 if let Ok(mut c) = redis.get().await {
@@ -274,5 +317,36 @@ impl WindowCache {
             })
             .await;
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A pool whose server never answers: nothing listens on the port.
+    fn dead_pool() -> RedisPool {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .map(|a| a.port())
+            .unwrap();
+        let manager =
+            bb8_redis::RedisConnectionManager::new(format!("redis://127.0.0.1:{port}")).unwrap();
+        bb8::Pool::builder()
+            .connection_timeout(Duration::from_millis(100))
+            .build_unchecked(manager)
+    }
+
+    #[tokio::test]
+    async fn after_a_failure_redis_is_left_alone_for_a_while() {
+        let cache = WindowCache::new(Some(dead_pool()));
+        assert!(cache.pool().is_some(), "healthy at first");
+        assert!(cache.get("6281234567890", "whatsapp").await.is_none());
+        assert!(cache.pool().is_none(), "skipped right after the failure");
+        assert!(cache.clone().pool().is_none(), "clones share the state");
+        tokio::time::sleep(SKIP_AFTER_FAILURE + Duration::from_millis(50)).await;
+        assert!(cache.pool().is_some(), "tried again after the pause");
+        cache.note(true);
+        assert_eq!(AtomicU64::load(&cache.skip_until, Ordering::Relaxed), 0);
     }
 }

@@ -11,6 +11,8 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::sync::atomic::AtomicU64;
+use std::sync::atomic::Ordering::Relaxed;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
@@ -352,25 +354,45 @@ async fn run_drill(
     let http = reqwest::Client::new();
     let mut stack = Stack::up(services, bins, logs, fault.name(), index).await?;
     let core = stack.core().await?;
-    let (base_sends, rate) = fault.load();
+    let (base_sends, mut rate) = fault.load();
     let sends = ((base_sends as f64) * scale).round().max(100.0) as usize;
+    if fault == Fault::StopRedis {
+        // Whatever the scale, sends go on before, during and after the 30 s outage.
+        rate = sends as f64 / 45.0;
+    }
     let duration = Duration::from_secs_f64(sends as f64 / rate);
     let loaded = Arc::new(Load::default());
     eprintln!(
-        "[faults] {}: {sends} sends at {rate}/s (~{:.0} s), database {}",
+        "[faults] {}: {sends} sends at {rate:.0}/s (~{:.0} s), database {}",
         fault.title(),
         duration.as_secs_f64(),
         stack.db
     );
     let t0 = Instant::now();
     let prefix = format!("62819{index}");
-    let load_task = tokio::spawn(load::drive(
-        core.clone(),
-        loaded.clone(),
-        sends,
-        rate,
-        prefix,
-    ));
+    let load_task = {
+        let (core, loaded) = (core.clone(), loaded.clone());
+        tokio::spawn(async move {
+            load::drive(core, loaded, sends, rate, prefix).await;
+            t0.elapsed()
+        })
+    };
+    let progress = {
+        let (loaded, http, sim) = (loaded.clone(), http.clone(), stack.sim_url.clone());
+        tokio::spawn(async move {
+            loop {
+                tokio::time::sleep(Duration::from_secs(5)).await;
+                eprintln!(
+                    "    {:>5.1} s: {} sends tried, {} accepted, {} refused; platform-sim has {} sends",
+                    t0.elapsed().as_secs_f64(),
+                    AtomicU64::load(&loaded.attempted, Relaxed),
+                    loaded.accepted_count(),
+                    AtomicU64::load(&loaded.errors, Relaxed),
+                    sim_sends(&http, &sim).await
+                );
+            }
+        })
+    };
     let mut notes = Vec::new();
     let mut problems = Vec::new();
     match fault {
@@ -401,11 +423,18 @@ async fn run_drill(
         Fault::StopRedis => {
             sleep_until(t0, Duration::from_secs(5)).await;
             services.redis.stop();
+            let before = loaded.accepted_count();
             eprintln!("    Redis stopped at {:.1} s", t0.elapsed().as_secs_f64());
             tokio::time::sleep(Duration::from_secs(30)).await;
+            let during = loaded.accepted_count() - before;
             services.start_redis().await?;
             eprintln!("    Redis back at {:.1} s", t0.elapsed().as_secs_f64());
-            notes.push("Redis down 30 s (no persistence: it comes back empty)".into());
+            notes.push(format!(
+                "Redis down 30 s (no persistence: it comes back empty); {during} sends accepted while it was down"
+            ));
+            if during == 0 {
+                problems.push("no send was accepted while Redis was down".into());
+            }
         }
         Fault::RestartPostgres => {
             sleep_until(t0, duration / 3).await;
@@ -448,11 +477,11 @@ async fn run_drill(
             }
         }
     }
-    load_task.await.context("load task")?;
-    let load_seconds = t0.elapsed().as_secs_f64();
+    let load_seconds = load_task.await.context("load task")?.as_secs_f64();
+    progress.abort();
     let accepted = loaded.accepted.lock().expect("lock").clone();
     eprintln!(
-        "    load done in {load_seconds:.1} s: {} accepted; waiting for recovery",
+        "    load took {load_seconds:.1} s: {} accepted; waiting for recovery",
         accepted.len()
     );
     let t1 = Instant::now();
@@ -506,14 +535,12 @@ async fn run_drill(
 
 /// Run one of the sibling executables; its last stdout line is its JSON report.
 async fn sibling(
-    bins: &Path,
     exe: &str,
     args: &[String],
     env: &BTreeMap<String, String>,
 ) -> anyhow::Result<(bool, serde_json::Value)> {
     let me = std::env::current_exe()?;
     let path = me.parent().context("exe dir")?.join(exe);
-    let _ = bins;
     let out = tokio::process::Command::new(&path)
         .args(args)
         .envs(env)
@@ -522,6 +549,10 @@ async fn sibling(
         .await
         .with_context(|| format!("running {}", path.display()))?;
     let stdout = String::from_utf8_lossy(&out.stdout);
+    // Its human-readable summary, for the log of the run (the JSON line is parsed below).
+    for line in stdout.lines().filter(|l| !l.starts_with('{')) {
+        eprintln!("    {line}");
+    }
     let report = stdout
         .lines()
         .rev()
@@ -587,7 +618,6 @@ async fn main_inner() -> anyhow::Result<()> {
             let posts = ((1000.0 * a.scale).round() as usize).max(100).to_string();
             eprintln!("[faults] forged webhook POSTs ({posts})");
             let (ok, report) = sibling(
-                &a.bins,
                 "forged-webhooks",
                 &[
                     "--url".into(),
@@ -610,7 +640,6 @@ async fn main_inner() -> anyhow::Result<()> {
             eprintln!("[faults] fuzzed tool calls through stdio ({calls})");
             let gateway = a.bins.join("mcp-gateway").to_string_lossy().to_string();
             let (ok, report) = sibling(
-                &a.bins,
                 "fuzz-tools",
                 &["--gateway".into(), gateway, "--calls".into(), calls],
                 &stack.env,
@@ -698,15 +727,37 @@ fn print_table(results: &[DrillResult], extra: &[serde_json::Value]) {
         }
     }
     for x in extra {
+        let r = &x["report"];
+        let n = |k: &str| r[k].as_u64().map_or("?".to_string(), |v| v.to_string());
+        let summary = match x["check"].as_str() {
+            Some("forged-webhooks") => format!(
+                "{} forged POSTs: {} rejected, {} accepted, rows written {}",
+                n("sent"),
+                n("rejected"),
+                n("accepted"),
+                n("rows_written")
+            ),
+            Some("fuzz-tools") => format!(
+                "{} fuzzed tool calls: {} answered, {} crashes, {} protocol errors, {} violations, {} calls/s",
+                n("calls"),
+                n("answered"),
+                n("crashes"),
+                n("protocol_errors"),
+                n("violations"),
+                r["calls_per_sec"]
+                    .as_f64()
+                    .map_or("?".into(), |v| format!("{v:.0}"))
+            ),
+            _ => r.to_string(),
+        };
         eprintln!(
-            "{:<32} {}  {}",
+            "{:<32} {summary}  {}",
             x["check"].as_str().unwrap_or("?"),
             if x["ok"].as_bool() == Some(true) {
                 "ok"
             } else {
                 "FAILED"
             },
-            x["report"]
         );
     }
 }
