@@ -72,6 +72,8 @@ pub struct DispatcherConfig {
     pub backoff_base: Duration,
     pub backoff_cap: Duration,
     pub unknown_settle: Duration,
+    /// A dead claim is resent after this long even with no sign that webhooks flow.
+    pub unknown_max_wait: Duration,
     pub drain_timeout: Duration,
     pub platform_timeout: Duration,
     /// The bucket's channel; `None` is the service's channel (`whatsapp`). Tests use a
@@ -98,6 +100,7 @@ impl DispatcherConfig {
             backoff_base: Duration::from_secs(1),
             backoff_cap: Duration::from_secs(300),
             unknown_settle: Duration::from_secs(30),
+            unknown_max_wait: Duration::from_secs(900),
             drain_timeout: Duration::from_secs(20),
             platform_timeout: Duration::from_secs(10),
             bucket_channel: None,
@@ -160,6 +163,7 @@ impl DispatcherConfig {
         duration("DISPATCH_BACKOFF_BASE", &mut c.backoff_base)?;
         duration("DISPATCH_BACKOFF_CAP", &mut c.backoff_cap)?;
         duration("DISPATCH_UNKNOWN_SETTLE", &mut c.unknown_settle)?;
+        duration("DISPATCH_UNKNOWN_MAX_WAIT", &mut c.unknown_max_wait)?;
         duration("DISPATCH_DRAIN_TIMEOUT", &mut c.drain_timeout)?;
         duration("PLATFORM_TIMEOUT", &mut c.platform_timeout)?;
         if c.ack_wait < Duration::from_secs(1) {
@@ -177,6 +181,14 @@ impl DispatcherConfig {
             );
         }
         Ok(c)
+    }
+
+    /// How dead claims are settled (see [`crate::plan::UnknownOutcome`]).
+    pub fn unknown_outcome(&self) -> crate::plan::UnknownOutcome {
+        crate::plan::UnknownOutcome {
+            settle: self.unknown_settle,
+            max_wait: self.unknown_max_wait,
+        }
     }
 
     /// The channel whose bucket this dispatcher takes tokens from.

@@ -257,7 +257,7 @@ async fn process(ctx: &Ctx, msg: &jetstream::Message) -> Verdict {
 }
 
 async fn decide(ctx: &Ctx, row: Row) -> Verdict {
-    match plan::plan(&row, ctx.cfg.unknown_settle) {
+    match plan::plan(&row, ctx.cfg.unknown_outcome()) {
         Plan::Send => send(ctx, row).await,
         Plan::Resend => resend_dead_claim(ctx, row).await,
         Plan::Hold(delay, reason) => ctx.held(reason, delay),
@@ -308,7 +308,7 @@ async fn send(ctx: &Ctx, row: Row) -> Verdict {
             ctx.pair.release(&row.customer_phone, &holder).await;
             // Something moved the row meanwhile: decide again from the fresh row.
             return match store::load(&ctx.pg, row.id).await {
-                Ok(Some(fresh)) => match plan::plan(&fresh, ctx.cfg.unknown_settle) {
+                Ok(Some(fresh)) => match plan::plan(&fresh, ctx.cfg.unknown_outcome()) {
                     Plan::Send | Plan::Resend => ctx.held("claim_race", Duration::from_secs(1)),
                     Plan::Hold(delay, reason) => ctx.held(reason, delay),
                     Plan::Done(reason) => ctx.skipped(reason),

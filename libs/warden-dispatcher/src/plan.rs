@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use chrono::{DateTime, Utc};
+use chrono::{DateTime, TimeDelta, Utc};
 use warden_core::knowledge::{ErrorInfo, Explanation};
 use warden_platform::PlatformError;
 use warden_store::models::Handling;
@@ -29,9 +29,21 @@ pub enum Plan {
     Resend,
 }
 
-/// `settle`: how long after a dead claim's lease ends its status webhook may still come
-/// (DISPATCH_UNKNOWN_SETTLE).
-pub fn plan(row: &Row, settle: Duration) -> Plan {
+/// How a claim a stopped dispatcher left behind is settled.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct UnknownOutcome {
+    /// Wait this long after the lease ends for the row's own status webhook
+    /// (DISPATCH_UNKNOWN_SETTLE).
+    pub settle: Duration,
+    /// Resend without evidence that webhooks flow after this long (DISPATCH_UNKNOWN_MAX_WAIT).
+    pub max_wait: Duration,
+}
+
+/// Webhooks count as having caught up with a claim once the platform emitted statuses this
+/// long after it (whole-second platform timestamps, clock skew, batches applied in parallel).
+pub const WEBHOOK_EVIDENCE_MARGIN: TimeDelta = TimeDelta::seconds(5);
+
+pub fn plan(row: &Row, unknown: UnknownOutcome) -> Plan {
     let now = row.db_now;
     if row.direction != "outbound" {
         return Plan::Done("not_outbound");
@@ -46,14 +58,28 @@ pub fn plan(row: &Row, settle: Duration) -> Plan {
             // again when the lease ends.
             Some(until) if until > now => Plan::Hold(until_after(now, until), "in_flight"),
             // A dispatcher died mid-call: the outcome is unknown and the platform has no
-            // idempotency key. An accepted send gets its status webhook within seconds
-            // (callback data = message id), which moves the row on; give it `settle`.
-            Some(until) if until + settle > now => {
-                Plan::Hold(until_after(now, until + settle), "outcome_unknown")
+            // idempotency key. An accepted send gets its status webhook (callback data =
+            // message id), which moves the row on; give it `settle`.
+            lease => {
+                let ended = lease.unwrap_or(row.claimed_at);
+                let settled = ended + to_delta(unknown.settle);
+                if now < settled {
+                    return Plan::Hold(until_after(now, settled), "outcome_unknown");
+                }
+                // Still `sending`. Resend only when statuses the platform emitted after the
+                // claim have arrived without this one (so the call never reached it), not
+                // while webhooks lag behind; after `max_wait`, resend anyway.
+                let caught_up = row
+                    .webhooks_through
+                    .is_some_and(|w| w >= row.claimed_at + WEBHOOK_EVIDENCE_MARGIN);
+                let give_up = ended + to_delta(unknown.max_wait);
+                if caught_up || now >= give_up {
+                    Plan::Resend
+                } else {
+                    let next = (now + to_delta(unknown.settle)).min(give_up);
+                    Plan::Hold(until_after(now, next), "awaiting_webhooks")
+                }
             }
-            // Still `sending` after that: the call never reached the platform (the crash
-            // came between claim and request). Resend, as for a timed-out call.
-            _ => Plan::Resend,
         },
         "queued" => match row.campaign_status.as_deref() {
             // Stays queued; the scheduler republishes it when the campaign resumes.
@@ -71,6 +97,10 @@ pub fn plan(row: &Row, settle: Duration) -> Plan {
         },
         _ => Plan::Done("unknown_status"),
     }
+}
+
+fn to_delta(d: Duration) -> TimeDelta {
+    TimeDelta::from_std(d).unwrap_or(TimeDelta::MAX)
 }
 
 fn until_after(now: DateTime<Utc>, t: DateTime<Utc>) -> Duration {
@@ -282,7 +312,10 @@ mod tests {
     use chrono::TimeDelta;
     use serde_json::json;
 
-    const SETTLE: Duration = Duration::from_secs(30);
+    const SETTLE: UnknownOutcome = UnknownOutcome {
+        settle: Duration::from_secs(30),
+        max_wait: Duration::from_secs(900),
+    };
 
     fn row(status: &str) -> Row {
         Row {
@@ -301,6 +334,8 @@ mod tests {
             lease_until: None,
             retry_count: 0,
             has_error: false,
+            claimed_at: Utc::now(),
+            webhooks_through: None,
             db_now: Utc::now(),
         }
     }
@@ -334,16 +369,35 @@ mod tests {
     #[test]
     fn a_dead_claim_waits_for_its_webhook_then_is_resent() {
         let mut r = row("sending");
+        r.claimed_at = r.db_now - TimeDelta::seconds(61);
         r.lease_until = Some(r.db_now - TimeDelta::seconds(1));
         match plan(&r, SETTLE) {
             Plan::Hold(d, "outcome_unknown") => {
-                assert!(d > Duration::from_secs(28) && d <= SETTLE, "{d:?}")
+                assert!(d > Duration::from_secs(28) && d <= SETTLE.settle, "{d:?}")
             }
             other => panic!("{other:?}"),
         }
+        // Settle period over, webhooks lagging behind the claim: wait for them.
         r.lease_until = Some(r.db_now - TimeDelta::seconds(31));
+        assert!(matches!(
+            plan(&r, SETTLE),
+            Plan::Hold(_, "awaiting_webhooks")
+        ));
+        r.webhooks_through = Some(r.claimed_at + TimeDelta::seconds(2));
+        assert!(
+            matches!(plan(&r, SETTLE), Plan::Hold(_, "awaiting_webhooks")),
+            "within the margin is not evidence"
+        );
+        // Statuses emitted after the claim arrived, this one's did not: never reached.
+        r.webhooks_through = Some(r.claimed_at + WEBHOOK_EVIDENCE_MARGIN);
+        assert_eq!(plan(&r, SETTLE), Plan::Resend);
+        // No evidence ever: resent after max_wait.
+        r.webhooks_through = None;
+        r.lease_until = Some(r.db_now - TimeDelta::seconds(901));
         assert_eq!(plan(&r, SETTLE), Plan::Resend);
         r.lease_until = None;
+        r.claimed_at = r.db_now - TimeDelta::seconds(60);
+        r.webhooks_through = Some(r.db_now);
         assert_eq!(plan(&r, SETTLE), Plan::Resend);
     }
 

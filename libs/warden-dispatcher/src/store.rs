@@ -50,6 +50,12 @@ pub struct Row {
     pub retry_count: i32,
     #[diesel(sql_type = Bool)]
     pub has_error: bool,
+    /// When the row last changed: for a `sending` row, when it was claimed.
+    #[diesel(sql_type = Timestamptz)]
+    pub claimed_at: DateTime<Utc>,
+    /// `webhook_progress.status_through` (read for `sending` rows only).
+    #[diesel(sql_type = Nullable<Timestamptz>)]
+    pub webhooks_through: Option<DateTime<Utc>>,
     /// The database's clock, so every replica compares times against one clock.
     #[diesel(sql_type = Timestamptz)]
     pub db_now: DateTime<Utc>,
@@ -62,7 +68,10 @@ pub async fn load(pg: &PgPool, id: Uuid) -> anyhow::Result<Option<Row>> {
             "SELECT m.id, m.customer_phone, m.channel, m.direction, m.status, m.content,
                 m.template_name, m.template_locale, m.campaign_id, c.status AS campaign_status,
                 m.deliver_at, m.next_attempt_at, m.lease_until,
-                m.retry_count, (m.error_code IS NOT NULL) AS has_error, now() AS db_now
+                m.retry_count, (m.error_code IS NOT NULL) AS has_error, m.updated_at AS claimed_at,
+                CASE WHEN m.status = 'sending'
+                     THEN (SELECT status_through FROM webhook_progress WHERE id = 1) END AS webhooks_through,
+                now() AS db_now
          FROM messages m LEFT JOIN campaigns c ON c.id = m.campaign_id
          WHERE m.id = $1",
         )

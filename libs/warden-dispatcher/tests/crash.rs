@@ -156,10 +156,12 @@ async fn settled(h: &Harness) -> bool {
 }
 
 /// The status webhook's effect for every message the sim accepted: `sending -> sent` with
-/// its wamid, found by the callback data (= message id).
+/// its wamid, found by the callback data (= message id), and the progress mark the webhook
+/// server keeps (statuses emitted up to a moment before the sim's stats were read).
 async fn play_status_webhooks(h: &Harness) {
-    let stats = h.sim.stats();
     let mut conn = h.deps.pg.get().await.unwrap();
+    let read_at: chrono::DateTime<chrono::Utc> = chrono::Utc::now() - chrono::TimeDelta::seconds(1);
+    let stats = h.sim.stats();
     for (id, m) in &stats.by_message {
         diesel::sql_query(
             "UPDATE messages SET status = 'sent', wamid = COALESCE(wamid, $2), sent_at = now(),
@@ -172,6 +174,14 @@ async fn play_status_webhooks(h: &Harness) {
         .await
         .unwrap();
     }
+    diesel::sql_query(
+        "INSERT INTO webhook_progress (id, status_through) VALUES (1, $1)
+         ON CONFLICT (id) DO UPDATE SET status_through = GREATEST(webhook_progress.status_through, $1)",
+    )
+    .bind::<diesel::sql_types::Timestamptz, _>(read_at)
+    .execute(&mut conn)
+    .await
+    .unwrap();
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

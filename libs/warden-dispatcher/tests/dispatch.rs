@@ -327,6 +327,7 @@ async fn redeliveries_are_never_sent_again_and_dead_claims_wait_for_their_webhoo
     let h = Harness::new(500).await;
     let mut cfg = h.config();
     cfg.unknown_settle = Duration::from_secs(4);
+    cfg.unknown_max_wait = Duration::from_secs(3600);
     let (d, stop) = h.dispatcher(cfg).await;
 
     // 1. Sent once, then the same job arrives again (another publish id): no second send.
@@ -350,7 +351,8 @@ async fn redeliveries_are_never_sent_again_and_dead_claims_wait_for_their_webhoo
                 )
                 .await;
             h.sql(&format!(
-                "UPDATE messages SET attempt = 1, lease_owner = 'dead', lease_until = now() - interval '{ago}'
+                "UPDATE messages SET attempt = 1, lease_owner = 'dead', lease_until = now() - interval '{ago}',
+                        updated_at = now() - interval '{ago}' - interval '5 seconds'
                  WHERE id = '{id}'"
             ))
             .await;
@@ -358,8 +360,9 @@ async fn redeliveries_are_never_sent_again_and_dead_claims_wait_for_their_webhoo
             id
         }
     };
-    // 2. Settle period long over and no status webhook: the platform never took it, so it
-    //    goes out now, once.
+    // 2. Settle period long over and no status webhook, but no webhook has come since the
+    //    claim either (they may lag): held. Once statuses emitted after the claim arrive
+    //    without its own, the platform never took it, so it goes out, once.
     let never_reached = dead_claim("1 minute").await;
     // 3. Lease just ended: held for the settle period; its status webhook comes meanwhile
     //    (written here as the webhook would), so it is never sent again.
@@ -385,7 +388,8 @@ async fn redeliveries_are_never_sent_again_and_dead_claims_wait_for_their_webhoo
     h.publish(later, &later_to).await;
 
     // 5. In flight elsewhere (live lease): held, not sent while the lease lives; that
-    //    claimer never finishes, so after lease + settle it is sent once.
+    //    claimer never finishes, so after lease + settle (and webhook evidence) it is
+    //    sent once.
     let busy_to = unique_phone();
     let busy = h
         .insert_message(
@@ -404,6 +408,18 @@ async fn redeliveries_are_never_sent_again_and_dead_claims_wait_for_their_webhoo
     tokio::time::sleep(Duration::from_secs(1)).await;
     assert_eq!(h.sim.count(busy), 0, "not sent while another claim lives");
 
+    tokio::time::sleep(Duration::from_secs(6)).await;
+    assert_eq!(
+        h.sim.count(never_reached),
+        0,
+        "no resend while webhooks lag"
+    );
+    assert_eq!(h.row(never_reached).await.status, "sending");
+    // The webhook server records how far status webhooks have got.
+    h.sql(
+        "INSERT INTO webhook_progress (id, status_through) VALUES (1, now() + interval '1 minute')",
+    )
+    .await;
     h.wait_status(never_reached, &["sent"], WAIT).await;
     h.wait_status(busy, &["sent"], WAIT).await;
     let deadline = Instant::now() + WAIT;

@@ -191,6 +191,13 @@ diesel::table! {
     }
 }
 
+diesel::table! {
+    webhook_progress (id) {
+        id -> Int2,
+        status_through -> Timestamptz,
+    }
+}
+
 diesel::joinable!(conversations -> customers (customer_phone));
 diesel::joinable!(messages -> campaigns (campaign_id));
 
@@ -207,4 +214,5 @@ diesel::allow_tables_to_appear_in_same_query!(
     conversation_pricing,
     webhook_events,
     account_quality_events,
+    webhook_progress,
 );

@@ -19,6 +19,7 @@ const TABLES: &[&str] = &[
     "conversation_pricing",
     "webhook_events",
     "account_quality_events",
+    "webhook_progress",
 ];
 
 #[derive(QueryableByName)]

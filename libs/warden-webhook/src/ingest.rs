@@ -23,7 +23,7 @@
 //! replays do not retry them forever. One bad event never holds a batch hostage.
 
 use std::collections::{HashMap, HashSet};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 use std::time::{Duration, Instant};
 
 use chrono::{DateTime, Utc};
@@ -106,12 +106,15 @@ struct BatchState {
     outcome: Outcome,
     /// The newest conversation row per customer, for the window cache.
     windows: HashMap<String, Conversation>,
+    /// The newest platform timestamp among the batch's new status events.
+    status_through: Option<DateTime<Utc>>,
 }
 
 impl BatchState {
     fn merge(&mut self, other: BatchState) {
         self.outcome.merge(other.outcome);
         self.windows.extend(other.windows);
+        self.status_through = self.status_through.max(other.status_through);
     }
 }
 
@@ -180,6 +183,37 @@ async fn ingest_inner(core: &Core, events: &[Event]) -> Result<BatchState, Inges
     careful(core, events).await
 }
 
+/// The newest status timestamp this process has written to `webhook_progress` (seconds).
+static PROGRESS_WRITTEN: AtomicI64 = AtomicI64::new(i64::MIN);
+
+/// Move `webhook_progress` forward (never back). Platform timestamps have whole seconds,
+/// so each process writes about once a second; outside the batch's transaction, so the
+/// one row is never a point of contention. A lost write only makes the dispatcher wait
+/// longer before resending an unknown outcome.
+async fn record_progress(core: &Core, at: DateTime<Utc>) {
+    let secs = at.timestamp();
+    if AtomicI64::fetch_max(&PROGRESS_WRITTEN, secs, Ordering::Relaxed) >= secs {
+        return;
+    }
+    let written = async {
+        let mut conn = core.pg().get().await.map_err(|e| e.to_string())?;
+        diesel::sql_query(
+            "INSERT INTO webhook_progress (id, status_through) VALUES (1, $1)
+             ON CONFLICT (id) DO UPDATE
+                SET status_through = GREATEST(webhook_progress.status_through, EXCLUDED.status_through)",
+        )
+        .bind::<diesel::sql_types::Timestamptz, _>(at)
+        .execute(&mut conn)
+        .await
+        .map_err(|e| e.to_string())
+    };
+    if let Err(e) = written.await {
+        // Let the next batch try again.
+        AtomicI64::fetch_min(&PROGRESS_WRITTEN, secs - 1, Ordering::Relaxed);
+        tracing::warn!(error = %e, "could not record webhook progress");
+    }
+}
+
 /// Every event in its own savepoint; the ones that fail are set aside.
 async fn careful(core: &Core, events: &[Event]) -> Result<BatchState, IngestError> {
     let mut conn = core.pg().get().await.map_err(unavailable)?;
@@ -221,7 +255,14 @@ async fn careful(core: &Core, events: &[Event]) -> Result<BatchState, IngestErro
 }
 
 async fn after_commit(core: &Core, state: BatchState) -> Outcome {
-    let BatchState { outcome, windows } = state;
+    let BatchState {
+        outcome,
+        windows,
+        status_through,
+    } = state;
+    if let Some(at) = status_through {
+        record_progress(core, at).await;
+    }
     // Write-through of the committed windows. When Redis is slow or down a write waits
     // out the core's timeout; after one such write the rest of the batch is skipped
     // rather than holding the answer for seconds. That is safe: a cached window lives
@@ -347,6 +388,9 @@ async fn apply_batch(
             _ => None,
         })
         .collect();
+    state.status_through = state
+        .status_through
+        .max(statuses.iter().map(|s| s.at).max());
     let mut targets = StatusTargets::load(c, &statuses).await?;
 
     let mut quality: Vec<&QualityEvent> = Vec::new();

@@ -140,6 +140,11 @@ async fn statuses_move_forward_only_and_record_the_wamid() {
     h.deliver(&status(&w, "sent", &to, Some(&id.to_string()), None))
         .await;
     assert_eq!(status_of(&mut c, id).await, format!("sent|{w}"));
+    // How far status webhooks have got (the dispatcher's evidence for unknown outcomes).
+    assert_eq!(
+        count(&mut c, "SELECT count(*) AS n FROM webhook_progress WHERE status_through > now() - interval '1 minute'").await,
+        1
+    );
     // Then by wamid alone.
     h.deliver(&status(&w, "read", &to, None, None)).await;
     assert_eq!(status_of(&mut c, id).await, format!("read|{w}"));
