@@ -1,70 +1,278 @@
 #!/usr/bin/env bash
 # `make bench`: release builds, real services, load from separate processes. Each bench
-# prints its figures and writes JSON under target/bench/; a summary ends the run.
-# Bounded: about 5 minutes on a 2-core machine once built.
+# prints its figures and writes JSON under target/bench/; one combined table ends the run
+# (goal met/missed, ratio to the raw Postgres reference measured in the same run, peak RSS
+# per process) and is written to target/bench/summary.json with the machine noted.
+# Loopback only; every step has a time limit; about 5 minutes on a 2-core machine once built.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 OUT=target/bench
 REL=target/release
 mkdir -p "$OUT"
+# Only this run's figures go into the summary.
+rm -f "$OUT"/{sim,check,stdio,webhook,dispatcher,campaign,summary}.json "$OUT"/*.txt "$OUT"/*.log
 say() { printf '\n[bench] %s\n' "$*"; }
 free_port() { python3 -c 'import socket;s=socket.socket();s.bind(("127.0.0.1",0));print(s.getsockname()[1])'; }
+load() { cut -d' ' -f1-3 /proc/loadavg; }
+psql_admin() {
+  PGPASSWORD=${DB_PASSWORD:-warden} psql -h "${DB_HOST:-127.0.0.1}" -p "${DB_PORT:-5432}" \
+    -U "${DB_USER:-warden}" -d postgres -qc "$1"
+}
+started=$(date +%s)
+
+# Anything left running by an interrupted step goes with the script.
+wh="" db=""
+cleanup() {
+  if [ -n "$wh" ]; then kill -TERM "$wh" 2>/dev/null || true; wait "$wh" 2>/dev/null || true; fi
+  if [ -n "$db" ]; then psql_admin "DROP DATABASE IF EXISTS $db WITH (FORCE)" || true; fi
+  wh="" db=""
+}
+trap cleanup EXIT
 
 say "building release binaries and benches"
 cargo build --release --bins
 cargo build --release -p warden-dispatcher --example dispatch_bench
+built=$(date +%s)
 
-machine="$(nproc) cores, $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo), load $(cut -d' ' -f1 /proc/loadavg) at start"
+load_start=$(load)
+machine="$(nproc) cores ($(awk -F': ' '/model name/ {print $2; exit}' /proc/cpuinfo)), $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo) RAM, load average $load_start at start"
 say "machine: $machine"
 
+# step NAME FUNCTION: runs one bench, records the load average before it and whether it
+# failed; a failed step does not stop the others. Each bench binary runs under `timeout`.
+failed=()
+step() {
+  printf '%s %s\n' "$1" "$(load)" >>"$OUT/loads.txt"
+  if ! "$2"; then
+    failed+=("$1")
+    say "$1 FAILED (or ran past its time limit)"
+  fi
+}
+limit() { local secs=$1; shift; timeout -k 10 "$secs" "$@"; }
+
+bench_sim() { limit 90 "$REL/sim-bench" --sends 50000 --json "$OUT/sim.json" | tee "$OUT/sim.txt"; }
+bench_check() { POLICIES_PATH=policies/default.yaml limit 90 "$REL/check-bench" 5000 >"$OUT/check.json"; }
+bench_stdio() { limit 90 "$REL/stdio-bench" "$REL/mcp-gateway" 2000 1000 >"$OUT/stdio.json"; }
+bench_webhook() {
+  # Called from `if`, where `set -e` does not apply: every failure is checked here.
+  db="bench_wh_$$"
+  psql_admin "CREATE DATABASE $db" || return 1
+  local port rc=0
+  port=$(free_port)
+  DB_NAME=$db SERVER_HTTP_PORT=$port PLATFORM_APP_SECRET=bench-secret POLICIES_PATH=policies/default.yaml RUST_LOG=warn \
+    "$REL/webhook" 2>"$OUT/webhook-server.log" &
+  wh=$!
+  for _ in $(seq 1 100); do curl -fs "http://127.0.0.1:$port/health" >/dev/null 2>&1 && break; sleep 0.2; done
+  # --server-pid: the server's VmHWM is read while it still runs.
+  DB_NAME=$db limit 150 "$REL/webhook-bench" --url "http://127.0.0.1:$port" --secret bench-secret \
+    --raw-pg --server-pid "$wh" --json "$OUT/webhook.json" | tee "$OUT/webhook.txt" || rc=$?
+  cleanup
+  return $rc
+}
+bench_dispatcher() { limit 180 "$REL/examples/dispatch_bench" | tee "$OUT/dispatcher.txt"; }
+bench_campaign() {
+  limit 240 "$REL/campaign-bench" --recipients 100000 --json "$OUT/campaign.json" | tee "$OUT/campaign.txt"
+}
+
 say "1/6 platform-sim throughput (sim-bench)"
-"$REL/sim-bench" --sends 50000 | tee "$OUT/sim.txt"
-
+step sim bench_sim
 say "2/6 compliance core: one check, one accepted send (check-bench)"
-POLICIES_PATH=policies/default.yaml "$REL/check-bench" 5000 > "$OUT/check.json"
-
+step check bench_check
 say "3/6 tool latency over stdio through mcp-gateway (stdio-bench)"
-"$REL/stdio-bench" "$REL/mcp-gateway" 2000 1000 > "$OUT/stdio.json"
+step stdio bench_stdio
+say "4/6 webhook ingest: single events and 100-event batches, raw Postgres reference (webhook-bench)"
+step webhook bench_webhook
+say "5/6 dispatcher: stream -> platform-sim throughput, raw Postgres reference, rate-limit accuracy (dispatch_bench)"
+step dispatcher bench_dispatcher
+say "6/6 campaign fan-out: 100,000 recipients checked and enqueued, raw Postgres reference (campaign-bench)"
+step campaign bench_campaign
 
-say "4/6 webhook ingest: single events and 100-event batches (webhook-bench)"
-db="bench_wh_$$"
-PGPASSWORD=${DB_PASSWORD:-warden} psql -h "${DB_HOST:-127.0.0.1}" -U "${DB_USER:-warden}" -d postgres -qc "CREATE DATABASE $db"
-port=$(free_port)
-DB_NAME=$db SERVER_HTTP_PORT=$port PLATFORM_APP_SECRET=bench-secret POLICIES_PATH=policies/default.yaml RUST_LOG=warn \
-  "$REL/webhook" 2>"$OUT/webhook-server.log" &
-wh=$!
-for _ in $(seq 1 100); do curl -fs "http://127.0.0.1:$port/health" >/dev/null 2>&1 && break; sleep 0.2; done
-"$REL/webhook-bench" --url "http://127.0.0.1:$port" --secret bench-secret --json "$OUT/webhook.json" | tee "$OUT/webhook.txt" || true
-kill -TERM $wh; wait $wh || true
-PGPASSWORD=${DB_PASSWORD:-warden} psql -h "${DB_HOST:-127.0.0.1}" -U "${DB_USER:-warden}" -d postgres -qc "DROP DATABASE IF EXISTS $db WITH (FORCE)"
+finished=$(date +%s)
+say "summary"
+python3 - "$OUT" "$machine" "$load_start" "$(load)" "$((built - started))" "$((finished - built))" "${failed[*]:-}" <<'PY'
+import json, os, pathlib, sys
 
-say "5/6 dispatcher: stream -> platform-sim throughput, rate-limit accuracy (dispatch_bench)"
-"$REL/examples/dispatch_bench" | tee "$OUT/dispatcher.txt"
-
-say "6/6 campaign fan-out: 100,000 recipients checked and enqueued (campaign-bench)"
-"$REL/campaign-bench" --recipients 100000 | tee "$OUT/campaign.txt"
-
-say "summary (machine: $machine)"
-python3 - "$OUT" <<'PY'
-import json, pathlib, sys
 out = pathlib.Path(sys.argv[1])
+machine, load_start, load_end = sys.argv[2], sys.argv[3], sys.argv[4]
+build_s, bench_s, failed = int(sys.argv[5]), int(sys.argv[6]), sys.argv[7].split()
+
+
 def load(name):
-    p = out / name
+    """A bench's JSON: a whole file, or the last line of its stdout."""
     try:
-        text = p.read_text().strip().splitlines()
-        return json.loads(text[-1]) if text else None
-    except Exception:
-        return None
-for name in ("check.json", "stdio.json"):
-    data = load(name)
-    for r in (data or {}).get("results", []):
-        if "p50_ms" in r:
-            print(f"  {r['name']:<36} p50 {r['p50_ms']:.3f} ms   p99 {r['p99_ms']:.3f} ms")
-        else:
-            print(f"  {r['name']:<36} p50 {r['p50_us']/1000:.3f} ms   p99 {r['p99_us']/1000:.3f} ms")
-for name in ("webhook.json", "dispatcher.json", "campaign.json"):
-    p = out / name
-    if p.exists():
-        print(f"  {name}: {p.read_text().strip()[:600]}")
-print(f"  sim, webhook, dispatcher, campaign details: {out}/*.txt")
+        text = (out / name).read_text().strip()
+    except OSError:
+        return {}
+    try:
+        return json.loads(text)
+    except ValueError:
+        try:
+            return json.loads(text.splitlines()[-1])
+        except (ValueError, IndexError):
+            return {}
+
+
+def result(data, prefix):
+    return next((r for r in data.get("results", []) if r["name"].startswith(prefix)), {})
+
+
+def ms(r, key):
+    """p50/p99 in ms from either summary shape (check-bench: us, stdio-bench: ms)."""
+    return r[f"{key}_ms"] if f"{key}_ms" in r else r[f"{key}_us"] / 1000
+
+
+def num(x, digits=0):
+    return f"{x:,.{digits}f}"
+
+
+def mib(x):
+    return "-" if x is None else f"{x:.0f} MiB"
+
+
+sim, check, stdio = load("sim.json"), load("check.json"), load("stdio.json")
+wh, disp, camp = load("webhook.json"), load("dispatcher.json"), load("campaign.json")
+loads = {}
+try:
+    for line in (out / "loads.txt").read_text().splitlines():
+        name, *avg = line.split()
+        loads[name] = " ".join(avg)
+except OSError:
+    pass
+
+rows = []
+
+
+def row(metric, measured, goal="-", met=None, vs_raw="-", source=""):
+    status = "-" if met is None else ("met" if met else "MISSED")
+    rows.append({"metric": metric, "measured": measured, "goal": goal, "status": status,
+                 "vs_raw_postgres": vs_raw, "source": source})
+
+
+def missing(metric, source, goal="-"):
+    rows.append({"metric": metric, "measured": "no figure (bench failed)", "goal": goal,
+                 "status": "MISSED" if goal != "-" else "-", "vs_raw_postgres": "-", "source": source})
+
+
+if sim:
+    per_core = sim["sim_sends_per_core_second"]
+    row("platform-sim sends, status webhooks on (1 HTTP worker)",
+        f"{num(sim['sends_per_s'])} sends/s, p99 {sim['p99_ms']:.1f} ms; "
+        f"{sim['sim_cpu_us_per_send']:.0f} us sim CPU/send = {num(per_core)}/core-s",
+        ">= 5,000/s on one core", per_core >= 5000, source="sim.json")
+else:
+    missing("platform-sim sends", "sim.json", ">= 5,000/s on one core")
+
+r = result(check, "compliance check")
+if r:
+    row("compliance check, in process", f"p50 {ms(r, 'p50'):.2f} ms, p99 {ms(r, 'p99'):.2f} ms",
+        "p50 < 0.2 ms", ms(r, "p50") < 0.2, source="check.json")
+else:
+    missing("compliance check, in process", "check.json", "p50 < 0.2 ms")
+r = result(check, "send accepted")
+if r:
+    row("accepted send, in process (row + stream ack)",
+        f"p50 {ms(r, 'p50'):.2f} ms, p99 {ms(r, 'p99'):.2f} ms", source="check.json")
+
+r = result(stdio, "check_compliance")
+if r:
+    row("check_compliance over stdio (client process)",
+        f"p50 {ms(r, 'p50'):.2f} ms, p99 {ms(r, 'p99'):.2f} ms", "p50 <= 0.3 ms, p99 <= 1 ms",
+        ms(r, "p50") <= 0.3 and ms(r, "p99") <= 1.0, source="stdio.json")
+else:
+    missing("check_compliance over stdio", "stdio.json", "p50 <= 0.3 ms, p99 <= 1 ms")
+r = result(stdio, "send_template")
+if r:
+    row("send_template accepted over stdio (row + stream ack)",
+        f"p50 {ms(r, 'p50'):.2f} ms, p99 {ms(r, 'p99'):.2f} ms", "p99 <= 3 ms",
+        ms(r, "p99") <= 3.0, source="stdio.json")
+else:
+    missing("send_template over stdio", "stdio.json", "p99 <= 3 ms")
+
+raw = wh.get("raw_pg", {})
+if wh:
+    s, b = wh["single_event"], wh["batched"]
+    row(f"webhook, single-event signed POSTs ({wh['concurrency']} in flight)",
+        f"{num(s['posts_per_sec'])} POST/s, p99 {s['p99_ms']:.1f} ms",
+        ">= 3,000/s, p99 < 20 ms", s["posts_per_sec"] >= 3000 and s["p99_ms"] < 20 and not s["failures"],
+        f"{raw['ratio_single_event_to_raw']:.2f}x of {num(raw['single_rows_per_sec'])} rows/s "
+        f"({num(raw['single_rows'])} rows, 1 per tx)" if raw else "-", "webhook.json")
+    row(f"webhook, {wh['batch_size']}-event batches ({wh['batch_concurrency']} in flight)",
+        f"{num(b['events_per_sec'])} events/s, p99 {b['p99_ms']:.0f} ms per POST",
+        ">= 10,000 events/s", b["events_per_sec"] >= 10000 and not b["failures"],
+        f"{raw['ratio_batched_to_raw']:.2f}x of {num(raw['batched_rows_per_sec'])} rows/s "
+        f"({num(raw['batched_rows'])} rows, {raw['batched_rows_per_statement']} per INSERT)" if raw else "-",
+        "webhook.json")
+else:
+    missing("webhook ingest", "webhook.json", ">= 3,000/s; >= 10,000 events/s")
+
+t = disp.get("throughput")
+if t:
+    row("dispatcher, stream -> platform-sim -> `sent` (end to end)",
+        f"{num(t['msg_per_s'])} msg/s ({num(t['messages'])} msgs), {t['duplicates']} duplicates",
+        ">= 1,000 msg/s", t["msg_per_s"] >= 1000 and t["duplicates"] == 0,
+        f"{t['ratio_to_raw_update']:.2f}x of {num(t['raw_update_rows_per_s'])} rows/s "
+        f"(1-row UPDATE per tx)" if "ratio_to_raw_update" in t else "-", "dispatcher.json")
+else:
+    missing("dispatcher end to end", "dispatcher.json", ">= 1,000 msg/s")
+a = disp.get("accuracy")
+if a:
+    row(f"rate-limit accuracy, MPS {a['mps']} over {a['window_s']:.0f} s",
+        f"{num(a['platform_sends'])} sent = {a['platform_msg_per_s']:.2f}/s ({a['platform_error_pct']:+.2f} %)",
+        "+-1 %", abs(a["platform_error_pct"]) <= 1.0, source="dispatcher.json")
+else:
+    missing("rate-limit accuracy", "dispatcher.json", "+-1 %")
+
+if camp:
+    row(f"campaign, {num(camp['recipients'])} recipients checked and enqueued",
+        f"{camp['seconds']:.1f} s ({num(camp['recipients_per_second'])} recipients/s)"
+        + ("" if camp.get("counters_exact") else ", counters NOT exact"),
+        "<= 20 s", camp["seconds"] <= 20 and camp.get("counters_exact", False),
+        f"{camp['ratio_to_raw_per_row_tx']:.2f}x of {num(camp['raw_insert_rows_per_second_per_row_tx'])} rows/s "
+        f"(1 per tx); {camp['ratio_to_raw_batched']:.3f}x of "
+        f"{num(camp['raw_insert_rows_per_second_batched'])} (1,000 per INSERT)", "campaign.json")
+else:
+    missing("campaign fan-out", "campaign.json", "<= 20 s")
+
+# Peak RSS (VmHWM) of each process the benches start.
+rss = [
+    ("peak RSS: campaign-bench (scheduler + core in process)", camp.get("peak_rss_mib"), 150, "campaign.json"),
+    ("peak RSS: webhook server", wh.get("server_peak_rss_mib"), None, "webhook.json"),
+    ("peak RSS: dispatch_bench (dispatcher + platform-sim)", disp.get("peak_rss_mib"), None, "dispatcher.json"),
+    ("peak RSS: mcp-gateway (stdio)", stdio.get("gateway_peak_rss_mib"), None, "stdio.json"),
+    ("peak RSS: check-bench (core in process)", check.get("peak_rss_mib"), None, "check.json"),
+    ("peak RSS: sim-bench (platform-sim + receiver + load)", sim.get("peak_rss_mib"), None, "sim.json"),
+]
+for metric, value, limit, source in rss:
+    if limit is None:
+        row(metric, mib(value), source=source)
+    else:
+        row(metric, mib(value), f"<= {limit} MiB", value is not None and value <= limit, source=source)
+
+heads = ["metric", "measured", "goal", "met?", "vs raw Postgres (same run)"]
+keys = ["metric", "measured", "goal", "status", "vs_raw_postgres"]
+width = [max(len(h), *(len(r[k]) for r in rows)) for h, k in zip(heads, keys)]
+line = lambda cells: "| " + " | ".join(c.ljust(w) for c, w in zip(cells, width)) + " |"
+print(f"machine: {machine}; load average at end {load_end}")
+print(f"time: release build {build_s} s, benchmarks {bench_s} s, total {build_s + bench_s} s")
+print("load average before each step: " + ", ".join(f"{k} {v}" for k, v in loads.items()))
+print(line(heads))
+print("|" + "|".join("-" * (w + 2) for w in width) + "|")
+for r in rows:
+    print(line([r[k] for k in keys]))
+missed = [r["metric"] for r in rows if r["status"] == "MISSED"]
+print(f"goals: {sum(r['status'] == 'met' for r in rows)} met, {len(missed)} missed"
+      + (f"; failed steps: {', '.join(failed)}" if failed else ""))
+
+summary = {
+    "machine": {"line": machine, "cores": os.cpu_count(),
+                "mem_gib": round(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30, 1),
+                "load_average_start": load_start, "load_average_end": load_end,
+                "load_average_before_step": loads},
+    "seconds": {"release_build": build_s, "benchmarks": bench_s, "total": build_s + bench_s},
+    "failed_steps": failed,
+    "rows": rows,
+}
+(out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
+print(f"written to {out}/summary.json (per-bench JSON and text beside it)")
 PY
+[ ${#failed[@]} -eq 0 ]

@@ -1,6 +1,7 @@
 //! Tool-call latency over stdio: spawns the built `mcp-gateway` as an agent host would,
 //! speaks newline-delimited JSON-RPC to it, and times `check_compliance` and an accepted
-//! `send_template` (row written + stream ack) call by call.
+//! `send_template` (row written + stream ack) call by call; the JSON line also carries the
+//! gateway's and this client's peak RSS (VmHWM, read before the gateway exits).
 //!
 //! Usage: stdio-bench GATEWAY_BINARY [CHECKS] [SENDS]. Uses the usual DB_*/REDIS_*/NATS
 //! environment; creates and drops a database of its own.
@@ -65,6 +66,19 @@ impl Session {
     }
 }
 
+/// Peak resident set size (VmHWM) of process `pid` (`self` for this one), MiB.
+fn peak_rss_mib(pid: &str) -> Option<f64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let kib: f64 = status
+        .lines()
+        .find(|l| l.starts_with("VmHWM:"))?
+        .split_whitespace()
+        .nth(1)?
+        .parse()
+        .ok()?;
+    Some(kib / 1024.0)
+}
+
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> anyhow::Result<()> {
     let mut args = std::env::args().skip(1);
@@ -84,6 +98,7 @@ async fn main() -> anyhow::Result<()> {
         .stderr(Stdio::inherit())
         .kill_on_drop(true)
         .spawn()?;
+    let gateway_pid = child.id();
     let mut s = Session {
         stdin: child.stdin.take().expect("piped"),
         stdout: BufReader::new(child.stdout.take().expect("piped")).lines(),
@@ -141,6 +156,8 @@ async fn main() -> anyhow::Result<()> {
             "{r}"
         );
     }
+    // Read before the gateway exits: its /proc entry goes with it.
+    let gateway_rss = gateway_pid.and_then(|pid| peak_rss_mib(&pid.to_string()));
     let report = json!({
         "benchmark": "tool latency over stdio",
         "machine_cores": std::thread::available_parallelism().map(|n| n.get()).unwrap_or(0),
@@ -148,6 +165,8 @@ async fn main() -> anyhow::Result<()> {
             warden_bench::summarise("check_compliance over stdio", check_us),
             warden_bench::summarise("send_template accepted over stdio", send_us),
         ],
+        "gateway_peak_rss_mib": gateway_rss,
+        "client_peak_rss_mib": peak_rss_mib("self"),
     });
     println!("{report}");
     drop(s);

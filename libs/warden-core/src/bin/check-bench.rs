@@ -1,6 +1,7 @@
 //! Measures one full compliance check (cache hit, policies loaded, frequency count) and
 //! one accepted send (row + stream ack) against the real services.
-//! `cargo run --release -p warden-core --bin check-bench [-- N]`; prints a JSON line too.
+//! `cargo run --release -p warden-core --bin check-bench [-- N]`; prints a JSON line too
+//! (with this process's peak RSS).
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -16,6 +17,19 @@ use warden_store::testing::TestDatabase;
 
 fn percentile(sorted: &[f64], p: f64) -> f64 {
     sorted[((sorted.len() as f64 - 1.0) * p).round() as usize]
+}
+
+/// Peak resident set size of this process so far (VmHWM), MiB.
+fn peak_rss_mib() -> f64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("VmHWM:"))
+                .and_then(|l| l.split_whitespace().nth(1))
+                .and_then(|v| v.parse::<f64>().ok())
+        })
+        .map_or(0.0, |kib| kib / 1024.0)
 }
 
 fn summary(name: &str, mut micros: Vec<f64>) -> serde_json::Value {
@@ -114,6 +128,7 @@ async fn main() -> anyhow::Result<()> {
     let report = serde_json::json!({
         "machine": format!("{} cores", std::thread::available_parallelism().map(|n| n.get()).unwrap_or(0)),
         "results": [summary("compliance check (dry run)", checks), summary("send accepted (row + ack)", sends)],
+        "peak_rss_mib": peak_rss_mib(),
     });
     println!("{report}");
     if let Some(stream) = core.stream() {

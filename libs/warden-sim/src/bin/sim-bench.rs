@@ -7,7 +7,11 @@
 //! latency, webhook delivery, and the CPU time each part used (from /proc), so the
 //! sim's cost per send can be read apart from the load generator's.
 //!
-//! `cargo run --release -p warden-sim --bin sim-bench -- [--sends N] [--concurrency C]`
+//! Also writes the figures (and this process's peak RSS) as JSON, by default to
+//! `target/bench/sim.json`.
+//!
+//! `cargo run --release -p warden-sim --bin sim-bench -- [--sends N] [--concurrency C]
+//!     [--json PATH | --no-json]`
 
 use std::collections::BTreeMap;
 use std::net::TcpListener;
@@ -25,6 +29,7 @@ struct Args {
     sends: usize,
     concurrency: usize,
     workers: usize,
+    json: Option<String>,
 }
 
 fn parse_args() -> Args {
@@ -32,9 +37,21 @@ fn parse_args() -> Args {
         sends: 50_000,
         concurrency: 64,
         workers: 1,
+        json: Some("target/bench/sim.json".into()),
     };
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
+        if flag == "--json" {
+            a.json = Some(it.next().unwrap_or_else(|| {
+                eprintln!("--json needs a path");
+                std::process::exit(2)
+            }));
+            continue;
+        }
+        if flag == "--no-json" {
+            a.json = None;
+            continue;
+        }
         let mut value = || {
             it.next()
                 .and_then(|v| v.parse::<usize>().ok())
@@ -48,7 +65,9 @@ fn parse_args() -> Args {
             "--concurrency" => a.concurrency = value().max(1),
             "--workers" => a.workers = value().max(1),
             "-h" | "--help" => {
-                println!("sim-bench [--sends N=50000] [--concurrency C=64] [--workers W=1]");
+                println!(
+                    "sim-bench [--sends N=50000] [--concurrency C=64] [--workers W=1] [--json PATH | --no-json]"
+                );
                 std::process::exit(0);
             }
             other => {
@@ -191,7 +210,58 @@ fn main() {
                 args.sends as f64 / sim_cpu
             );
         }
+        let peak_rss = peak_rss_mib();
+        println!("  peak RSS (VmHWM) of this process (sim + receiver + load): {peak_rss:.1} MiB");
+        if let Some(path) = &args.json {
+            let cpu: serde_json::Map<String, serde_json::Value> = overall
+                .iter()
+                .map(|(g, s)| (g.clone(), serde_json::json!(s)))
+                .collect();
+            let report = serde_json::json!({
+                "bench": "platform_sim_sends",
+                "cpus": std::thread::available_parallelism().map(|n| n.get()).unwrap_or(0),
+                "sends": args.sends,
+                "concurrency": args.concurrency,
+                "sim_http_workers": args.workers,
+                "seconds": elapsed.as_secs_f64(),
+                "sends_per_s": args.sends as f64 / elapsed.as_secs_f64(),
+                "p50_ms": ms(pct(0.50)),
+                "p99_ms": ms(pct(0.99)),
+                "max_ms": ms(*latencies.last().unwrap()),
+                "webhook_changes_delivered": w.delivered,
+                "webhook_posts": w.posts,
+                "webhooks_dropped": w.webhooks_dropped,
+                "webhooks_drained": drained,
+                "receiver_bad_signatures": recv_stats.bad_signatures.load(Ordering::Relaxed),
+                "sim_total_sends": stats.0,
+                "duplicates": stats.1,
+                "cpu_seconds": cpu,
+                "sim_cpu_us_per_send": if sim_cpu > 0.0 { sim_cpu * 1e6 / args.sends as f64 } else { 0.0 },
+                "sim_sends_per_core_second": if sim_cpu > 0.0 { args.sends as f64 / sim_cpu } else { 0.0 },
+                "peak_rss_mib": peak_rss,
+            });
+            if let Some(dir) = std::path::Path::new(path).parent() {
+                let _ = std::fs::create_dir_all(dir);
+            }
+            match std::fs::write(path, serde_json::to_string_pretty(&report).unwrap()) {
+                Ok(()) => println!("  written to {path}"),
+                Err(e) => eprintln!("sim-bench: cannot write {path}: {e}"),
+            }
+        }
     });
+}
+
+/// Peak resident set size of this process so far (VmHWM), MiB.
+fn peak_rss_mib() -> f64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("VmHWM:"))
+                .and_then(|l| l.split_whitespace().nth(1))
+                .and_then(|v| v.parse::<f64>().ok())
+        })
+        .map_or(0.0, |kib| kib / 1024.0)
 }
 
 fn ms(d: Duration) -> f64 {

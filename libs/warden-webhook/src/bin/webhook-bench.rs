@@ -8,10 +8,18 @@
 //! create customers, open windows and store message rows; statuses are looked up (and,
 //! for `--kind status`, belong to no stored message: the cheap acknowledged path).
 //!
+//!
+//! With `--raw-pg` it then measures, as the reference, raw Postgres inserts of the same
+//! number of message rows into a copy of the `messages` table (same columns and indexes)
+//! in the server's database (DB_* environment): one row per transaction at the single-event
+//! concurrency, and `--batch-size`-row statements at the batch concurrency. With
+//! `--server-pid` the server's peak RSS (VmHWM) is read before this process exits.
+//!
 //! ```text
 //! webhook-bench --url http://127.0.0.1:8080 --secret "$PLATFORM_APP_SECRET" \
 //!     [--requests 20000] [--concurrency 32] [--batches 200] [--batch-size 100]
 //!     [--batch-concurrency 8] [--kind inbound|status|mixed] [--threads 1] [--json FILE]
+//!     [--raw-pg] [--server-pid PID]
 //! ```
 
 use std::sync::Arc;
@@ -71,6 +79,12 @@ struct Args {
     /// Also write the figures as JSON to this file.
     #[arg(long)]
     json: Option<std::path::PathBuf>,
+    /// Reference: raw Postgres inserts of as many rows, in the server's database (DB_*).
+    #[arg(long)]
+    raw_pg: bool,
+    /// The server's process id: its peak RSS (VmHWM) goes into the report.
+    #[arg(long)]
+    server_pid: Option<u32>,
 }
 
 struct Gen {
@@ -255,10 +269,174 @@ fn main() {
         .enable_all()
         .build()
         .expect("runtime");
-    rt.block_on(bench(args));
+    let (mut report, failures) = rt.block_on(bench(&args));
+    drop(rt);
+    if args.raw_pg {
+        // Its own runtime (a thread per core), like the other benches' raw references.
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .enable_all()
+            .build()
+            .expect("runtime");
+        match rt.block_on(raw_pg(&args, &report)) {
+            Ok(raw) => report["raw_pg"] = raw,
+            Err(e) => eprintln!("webhook-bench: raw Postgres reference failed: {e:#}"),
+        }
+    }
+    if let Some(pid) = args.server_pid {
+        let rss = peak_rss_mib(&pid.to_string());
+        println!(
+            "peak RSS (VmHWM): webhook server {}  load generator {}",
+            rss.map_or("?".into(), |m| format!("{m:.1} MiB")),
+            peak_rss_mib("self").map_or("?".into(), |m| format!("{m:.1} MiB"))
+        );
+        report["server_peak_rss_mib"] = json!(rss);
+    }
+    report["load_peak_rss_mib"] = json!(peak_rss_mib("self"));
+    if let Some(path) = &args.json {
+        if let Some(dir) = path.parent() {
+            let _ = std::fs::create_dir_all(dir);
+        }
+        std::fs::write(path, serde_json::to_string_pretty(&report).unwrap())
+            .unwrap_or_else(|e| eprintln!("webhook-bench: cannot write {}: {e}", path.display()));
+    }
+    if failures > 0 {
+        std::process::exit(1);
+    }
 }
 
-async fn bench(args: Args) {
+/// Peak resident set size (VmHWM) of process `pid` (`self` for this one), MiB.
+fn peak_rss_mib(pid: &str) -> Option<f64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let kib: f64 = status
+        .lines()
+        .find(|l| l.starts_with("VmHWM:"))?
+        .split_whitespace()
+        .nth(1)?
+        .parse()
+        .ok()?;
+    Some(kib / 1024.0)
+}
+
+/// The reference: as many message rows as the two phases stored, inserted raw into
+/// `bench_raw (LIKE messages INCLUDING ALL)` in the server's database, then dropped.
+async fn raw_pg(args: &Args, report: &Value) -> anyhow::Result<Value> {
+    use diesel::sql_types::{BigInt, Jsonb, Text, Uuid as SqlUuid};
+    use diesel_async::RunQueryDsl;
+    use futures::StreamExt;
+
+    let settings = warden_settings::Settings::load(None)?;
+    let size = args.concurrency.max(args.batch_concurrency) as u32 + 2;
+    let pg = warden_store::connect(&settings.database, size, Duration::from_secs(5)).await?;
+    {
+        let mut conn = pg.get().await?;
+        diesel::sql_query("DROP TABLE IF EXISTS bench_raw")
+            .execute(&mut conn)
+            .await?;
+        diesel::sql_query("CREATE TABLE bench_raw (LIKE messages INCLUDING ALL)")
+            .execute(&mut conn)
+            .await?;
+    }
+    let run = format!("{:08X}", rand::random::<u32>());
+    // One INSERT per row, each its own transaction: the commit pattern of one event per POST.
+    let rows = args.requests;
+    let t = Instant::now();
+    let errors = futures::stream::iter(0..rows)
+        .map(|i| {
+            let (pg, run) = (pg.clone(), run.clone());
+            async move {
+                let mut conn = pg.get().await.ok()?;
+                diesel::sql_query(
+                    "INSERT INTO bench_raw (id, customer_phone, channel, direction, message_type, category, status, content, wamid)
+                     VALUES ($1, $2, 'whatsapp', 'inbound', 'text', 'service', 'received', $3, $4)",
+                )
+                .bind::<SqlUuid, _>(uuid::Uuid::now_v7())
+                .bind::<Text, _>(format!("62899{:07}", i % args.customers.max(1)))
+                .bind::<Jsonb, _>(json!({"type": "text", "text": {"body": format!("bench message {i}")}}))
+                .bind::<Text, _>(format!("wamid.RAW{run}{i:010}"))
+                .execute(&mut conn)
+                .await
+                .ok()
+            }
+        })
+        .buffer_unordered(args.concurrency.max(1))
+        .filter(|r| futures::future::ready(r.is_none()))
+        .count()
+        .await;
+    anyhow::ensure!(errors == 0, "{errors} raw single-row inserts failed");
+    let single_secs = t.elapsed().as_secs_f64();
+    {
+        let mut conn = pg.get().await?;
+        diesel::sql_query("TRUNCATE bench_raw")
+            .execute(&mut conn)
+            .await?;
+    }
+    // `batch_size` rows per INSERT..SELECT statement, `batch_concurrency` at once.
+    let (batches, per) = (args.batches as i64, args.batch_size.max(1) as i64);
+    let t = Instant::now();
+    let errors = futures::stream::iter(0..batches)
+        .map(|b| {
+            let (pg, run) = (pg.clone(), run.clone());
+            async move {
+                let mut conn = pg.get().await.ok()?;
+                diesel::sql_query(
+                    "INSERT INTO bench_raw (id, customer_phone, channel, direction, message_type, category, status, content, wamid)
+                     SELECT gen_random_uuid(), '62899' || lpad((i % 10000)::text, 7, '0'), 'whatsapp', 'inbound', 'text',
+                            'service', 'received', jsonb_build_object('type', 'text', 'text',
+                            jsonb_build_object('body', 'bench message ' || i)), 'wamid.RAWB' || $1 || lpad(i::text, 10, '0')
+                     FROM generate_series($2, $3) AS i",
+                )
+                .bind::<Text, _>(run)
+                .bind::<BigInt, _>(b * per)
+                .bind::<BigInt, _>(b * per + per - 1)
+                .execute(&mut conn)
+                .await
+                .ok()
+            }
+        })
+        .buffer_unordered(args.batch_concurrency.max(1))
+        .filter(|r| futures::future::ready(r.is_none()))
+        .count()
+        .await;
+    anyhow::ensure!(errors == 0, "{errors} raw batched inserts failed");
+    let batched_secs = t.elapsed().as_secs_f64();
+    {
+        let mut conn = pg.get().await?;
+        diesel::sql_query("DROP TABLE bench_raw")
+            .execute(&mut conn)
+            .await?;
+    }
+    let batched_rows = batches * per;
+    let single_rate = rows as f64 / single_secs;
+    let batched_rate = batched_rows as f64 / batched_secs;
+    let events = |phase: &str| report[phase]["events_per_sec"].as_f64().unwrap_or(0.0);
+    let (single_ratio, batched_ratio) = (
+        events("single_event") / single_rate,
+        events("batched") / batched_rate,
+    );
+    println!(
+        "reference: raw Postgres inserts of message rows (same database, same table shape and indexes)"
+    );
+    println!(
+        "  {rows} rows, one per transaction, {} connections  {single_secs:.2} s  ({single_rate:.0} rows/s)   single-event/raw = {single_ratio:.2}",
+        args.concurrency
+    );
+    println!(
+        "  {batched_rows} rows, {per}-row INSERT..SELECT, {} connections  {batched_secs:.2} s  ({batched_rate:.0} rows/s)   batched/raw = {batched_ratio:.2}",
+        args.batch_concurrency
+    );
+    Ok(json!({
+        "single_rows": rows, "single_connections": args.concurrency,
+        "single_seconds": single_secs, "single_rows_per_sec": single_rate,
+        "batched_rows": batched_rows, "batched_rows_per_statement": per,
+        "batched_connections": args.batch_concurrency,
+        "batched_seconds": batched_secs, "batched_rows_per_sec": batched_rate,
+        "ratio_single_event_to_raw": single_ratio,
+        "ratio_batched_to_raw": batched_ratio,
+    }))
+}
+
+/// The two load phases; returns the report and the number of failed POSTs.
+async fn bench(args: &Args) -> (Value, u64) {
     let base = args.url.trim_end_matches('/').to_string();
     let url = format!("{base}/webhook");
     let http = reqwest::Client::builder()
@@ -309,22 +487,13 @@ async fn bench(args: Args) {
     )
     .await;
     batched.print();
-    if let Some(path) = &args.json {
-        let report = json!({
-            "kind": format!("{:?}", args.kind).to_lowercase(),
-            "concurrency": args.concurrency,
-            "batch_size": args.batch_size,
-            "batch_concurrency": args.batch_concurrency,
-            "single_event": single.json(),
-            "batched": batched.json(),
-        });
-        if let Some(dir) = path.parent() {
-            let _ = std::fs::create_dir_all(dir);
-        }
-        std::fs::write(path, serde_json::to_string_pretty(&report).unwrap())
-            .unwrap_or_else(|e| eprintln!("webhook-bench: cannot write {}: {e}", path.display()));
-    }
-    if single.failures + batched.failures > 0 {
-        std::process::exit(1);
-    }
+    let report = json!({
+        "kind": format!("{:?}", args.kind).to_lowercase(),
+        "concurrency": args.concurrency,
+        "batch_size": args.batch_size,
+        "batch_concurrency": args.batch_concurrency,
+        "single_event": single.json(),
+        "batched": batched.json(),
+    });
+    (report, single.failures + batched.failures)
 }
