@@ -14,6 +14,10 @@ use uuid::Uuid;
 use warden_rules::phone::PhoneNumber;
 
 use crate::error::{ToolError, ToolResult};
+use crate::util::{detail, echo, kind_message};
+
+/// The longest language code taken (`zh_Hant_TW` has 10 characters).
+pub const MAX_LANGUAGE_CHARS: usize = 16;
 
 pub struct Args(JsonObject);
 
@@ -88,7 +92,7 @@ impl Args {
                     Ok(f) if f.is_finite() && f.fract() == 0.0 && f.abs() < 9e15 => {
                         Ok(Some(f as i64))
                     }
-                    _ => Err(bad(format!("{s:?}"))),
+                    _ => Err(bad(echo(s))),
                 }
             }
             Some(other) => Err(bad(kind_of(other).to_string())),
@@ -102,7 +106,7 @@ impl Args {
             Some(Value::String(s)) if s.trim().is_empty() => Ok(None),
             Some(Value::String(s)) => serde_json::from_str::<Value>(s).map(Some).map_err(|e| {
                 ToolError::invalid(
-                    format!("The parameter `{key}` is not valid JSON: {e}."),
+                    format!("The parameter `{key}` is not valid JSON: {}.", detail(e)),
                     format!("Pass `{key}` as a string containing {what}."),
                 )
             }),
@@ -120,25 +124,37 @@ impl Args {
     }
 
     /// A template's `locale` (default `en`); `language`, as create_template and the platform
-    /// call it, is accepted too.
+    /// call it, is accepted too. Either must be a language code ([`valid_language`]).
     pub fn locale(&self) -> ToolResult<String> {
         let locale = self.opt_string("locale")?;
         let language = self.opt_string("language")?;
-        match (locale, language) {
-            (Some(l), Some(g)) if !l.eq_ignore_ascii_case(&g) => Err(ToolError::invalid(
-                format!("`locale` ({l:?}) and `language` ({g:?}) disagree."),
-                "Pass only `locale`, e.g. \"en\".",
-            )),
-            (Some(l), _) | (None, Some(l)) => Ok(l),
-            (None, None) => Ok("en".into()),
-        }
+        let (key, value) = match (locale, language) {
+            (Some(l), Some(g)) if !l.eq_ignore_ascii_case(&g) => {
+                return Err(ToolError::invalid(
+                    format!(
+                        "`locale` ({}) and `language` ({}) disagree.",
+                        echo(&l),
+                        echo(&g)
+                    ),
+                    "Pass only `locale`, e.g. \"en\".",
+                ));
+            }
+            (Some(l), _) => ("locale", l),
+            (None, Some(g)) => ("language", g),
+            (None, None) => return Ok("en".into()),
+        };
+        check_language(key, &value)?;
+        Ok(value)
     }
 
     /// The `channel` parameter: absent means `whatsapp`, the only channel.
     pub fn channel(&self) -> ToolResult<&'static str> {
         let raw = self.opt_string("channel")?;
         warden_rules::kinds::parse_channel(raw.as_deref()).map_err(|e| {
-            ToolError::invalid(format!("{e}."), "Leave `channel` out or pass \"whatsapp\".")
+            ToolError::invalid(
+                format!("{}.", kind_message(&e)),
+                "Leave `channel` out or pass \"whatsapp\".",
+            )
         })
     }
 
@@ -164,17 +180,55 @@ impl Args {
             .map(|t| t.with_timezone(&Utc))
             .map_err(|e| {
                 ToolError::invalid(
-                    format!("The parameter `{key}` is not an RFC 3339 timestamp ({raw:?}: {e})."),
+                    format!(
+                        "The parameter `{key}` is not an RFC 3339 timestamp ({}: {}).",
+                        echo(&raw),
+                        detail(e)
+                    ),
                     format!("Pass `{key}` like 2030-01-31T09:00:00Z or 2030-01-31T16:00:00+07:00."),
                 )
             })
     }
 }
 
+/// A language code such as `en`, `id`, `pt_BR`, `zh_Hant_TW` or `es-419`: 2 or 3 letters,
+/// then at most two subtags of 2 to 4 letters or digits, joined by `_` or `-`.
+pub fn valid_language(lang: &str) -> bool {
+    if lang.len() > MAX_LANGUAGE_CHARS {
+        return false;
+    }
+    let mut parts = lang.split(['_', '-']);
+    let first = parts.next().unwrap_or_default();
+    let rest: Vec<&str> = parts.collect();
+    (2..=3).contains(&first.len())
+        && first.chars().all(|c| c.is_ascii_alphabetic())
+        && rest.len() <= 2
+        && rest
+            .iter()
+            .all(|p| (2..=4).contains(&p.len()) && p.chars().all(|c| c.is_ascii_alphanumeric()))
+}
+
+/// INVALID_ARGUMENT unless `value` (of parameter `key`) is a language code.
+pub fn check_language(key: &str, value: &str) -> ToolResult<()> {
+    if valid_language(value) {
+        return Ok(());
+    }
+    Err(ToolError::invalid(
+        format!(
+            "The parameter `{key}` ({}) is not a language code.",
+            echo(value)
+        ),
+        format!("Pass `{key}` like en, id, pt_BR or en_US."),
+    ))
+}
+
 pub fn parse_phone(key: &str, raw: &str) -> ToolResult<PhoneNumber> {
     warden_rules::phone::canonicalize(raw).map_err(|e| {
         ToolError::invalid(
-            format!("The parameter `{key}` is not a valid phone number: {e}."),
+            format!(
+                "The parameter `{key}` is not a valid phone number: {}.",
+                detail(e)
+            ),
             format!("Pass `{key}` with the country code, e.g. +6281234567890 or 6281234567890."),
         )
     })
@@ -183,7 +237,7 @@ pub fn parse_phone(key: &str, raw: &str) -> ToolResult<PhoneNumber> {
 pub fn parse_uuid(key: &str, raw: &str, what: &str) -> ToolResult<Uuid> {
     Uuid::parse_str(raw.trim()).map_err(|_| {
         ToolError::invalid(
-            format!("The parameter `{key}` must be a UUID, got {raw:?}."),
+            format!("The parameter `{key}` must be a UUID, got {}.", echo(raw)),
             format!("Pass the {what} exactly as a tool returned it, e.g. 0192f3c4-5d6e-7f80-9a1b-2c3d4e5f6a7b."),
         )
     })
@@ -267,5 +321,58 @@ mod tests {
                 .is_ok()
         );
         assert!(args(json!({"t": "tomorrow"})).timestamp("t").is_err());
+    }
+
+    #[test]
+    fn language_codes() {
+        for ok in ["en", "id", "en_US", "pt_BR", "zh_Hant_TW", "fil", "es-419"] {
+            assert!(valid_language(ok), "{ok}");
+        }
+        for bad in ["", "e", "english", "en_", "en US", "1n", "en_US_POSIX_X"] {
+            assert!(!valid_language(bad), "{bad}");
+        }
+        assert!(!valid_language(&"a".repeat(70_000)));
+    }
+
+    #[test]
+    fn locales_are_language_codes_and_echoes_are_short() {
+        assert_eq!(args(json!({})).locale().unwrap(), "en");
+        assert_eq!(args(json!({"language": "id"})).locale().unwrap(), "id");
+        assert_eq!(
+            args(json!({"locale": "pt_BR", "language": "PT_br"}))
+                .locale()
+                .unwrap(),
+            "pt_BR"
+        );
+        let long = "x".repeat(100_000);
+        for a in [
+            json!({"locale": long}),
+            json!({"language": long}),
+            json!({"locale": "en", "language": long}),
+        ] {
+            let e = args(a).locale().unwrap_err();
+            assert_eq!(e.code, "INVALID_ARGUMENT");
+            assert!(e.message.len() < 300, "{}", e.message);
+        }
+        for (k, v) in [
+            ("u", "uuid"),
+            ("t", "timestamp"),
+            ("n", "int"),
+            ("channel", "channel"),
+        ] {
+            let a = args(json!({ k: long }));
+            let e = match v {
+                "uuid" => a.uuid(k, "id").unwrap_err(),
+                "timestamp" => a.timestamp(k).unwrap_err(),
+                "int" => a.opt_int(k).unwrap_err(),
+                _ => a.channel().unwrap_err(),
+            };
+            assert!(e.message.len() < 300, "{v}: {}", e.message);
+            assert!(
+                e.message.contains("100000 characters"),
+                "{v}: {}",
+                e.message
+            );
+        }
     }
 }

@@ -7,6 +7,8 @@ use serde::Serialize;
 use warden_core::{CoreError, SendError};
 use warden_platform::PlatformError;
 
+use crate::util::{detail, echo};
+
 /// Codes beyond the spec's table (CONTRACT.md).
 pub mod code {
     pub const INVALID_ARGUMENT: &str = "INVALID_ARGUMENT";
@@ -92,11 +94,11 @@ impl From<CoreError> for ToolError {
     fn from(err: CoreError) -> Self {
         match err {
             CoreError::NotFound(m) => ToolError::not_found(
-                m,
+                detail(m),
                 "Check the identifier; it may belong to another deployment.",
             ),
             CoreError::InvalidArgument(m) => {
-                ToolError::invalid(m, "Fix the parameter and call again.")
+                ToolError::invalid(detail(m), "Fix the parameter and call again.")
             }
             CoreError::Unavailable(m) => ToolError::unavailable(m),
         }
@@ -115,7 +117,7 @@ impl From<SendError> for ToolError {
                 )
             }
             SendError::TemplateNotFound { name, locale } => ToolError::not_found(
-                format!("There is no template named `{name}` in locale `{locale}`."),
+                crate::tools::no_template_message(name, locale),
                 err.suggested_action(),
             ),
             SendError::TemplateNotApproved {
@@ -125,15 +127,18 @@ impl From<SendError> for ToolError {
             } => ToolError::new(
                 code::TEMPLATE_NOT_APPROVED,
                 format!(
-                    "Template `{name}` ({locale}) is {status}, not APPROVED, so it cannot be sent."
+                    "Template {} ({}) is {}, not APPROVED, so it cannot be sent.",
+                    echo(name),
+                    echo(locale),
+                    detail(status)
                 ),
                 err.suggested_action(),
             ),
             SendError::InvalidVariables(m) => ToolError::invalid(
-                format!("The variables do not match the template: {m}."),
+                format!("The variables do not match the template: {}.", detail(m)),
                 err.suggested_action(),
             ),
-            SendError::InvalidArgument(m) => ToolError::invalid(m.clone(), err.suggested_action()),
+            SendError::InvalidArgument(m) => ToolError::invalid(detail(m), err.suggested_action()),
         }
     }
 }
@@ -153,11 +158,13 @@ pub fn upstream(
             details,
             http_status,
         } => {
+            // The platform's texts may quote the request back.
             let mut text = format!(
-                "The platform refused to {what}: error {code} (HTTP {http_status}): {message}"
+                "The platform refused to {what}: error {code} (HTTP {http_status}): {}",
+                detail(message)
             );
             if let Some(d) = details.as_deref().filter(|d| !d.is_empty()) {
-                text.push_str(&format!(" ({d})"));
+                text.push_str(&format!(" ({})", detail(d)));
             }
             if let Some(e) = explained.filter(|e| e.known) {
                 text.push_str(&format!(". {}: {}", e.title, e.human_explanation));
@@ -186,13 +193,14 @@ pub fn upstream(
             code::UPSTREAM_ERROR,
             format!(
                 "The platform answered HTTP {status} when asked to {what}: {}",
-                body.chars().take(200).collect::<String>()
+                detail(body)
             ),
             "Try again later; if it persists, ask an operator to check the platform status.",
         ),
         PlatformError::Config(m) => ToolError::new(
             code::UNAVAILABLE,
-            format!("The platform client is misconfigured: {m}"),
+            // A client error may quote the whole request URL.
+            format!("The platform client is misconfigured: {}", detail(m)),
             "Ask an operator to check PLATFORM_API_URL and the platform settings.",
         ),
     }

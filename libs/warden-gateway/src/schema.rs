@@ -52,9 +52,10 @@ pub struct SendMessageIn {
 pub struct SendTemplateIn {
     /// Recipient phone number with country code, e.g. "+6281234567890".
     pub to: String,
-    /// Name of an APPROVED template stored locally (see list_templates).
+    /// Name of an APPROVED template stored locally (see list_templates); at most 512 characters.
+    #[schemars(length(max = 512))]
     pub template_name: String,
-    /// Template language code; default "en".
+    /// Template language code such as "en", "id" or "pt_BR"; default "en".
     #[schemars(extend("default" = "en"))]
     pub locale: Option<String>,
     /// JSON array (as a string) of values for the template's {{1}}, {{2}}, ... placeholders, in order, e.g. "[\"Ana\", \"#1234\"]". Omit for a template without placeholders.
@@ -142,9 +143,10 @@ pub struct RetryIn {
 
 #[derive(JsonSchema)]
 pub struct SyncTemplateIn {
-    /// The template's name.
+    /// The template's name (at most 512 characters).
+    #[schemars(length(max = 512))]
     pub template_name: String,
-    /// The template's language code; default "en".
+    /// The template's language code such as "en", "id" or "pt_BR"; default "en".
     #[schemars(extend("default" = "en"))]
     pub locale: Option<String>,
 }
@@ -171,11 +173,12 @@ pub struct ScheduleCampaignIn {
     /// "broadcast", "marketing" or "utility".
     #[serde(rename = "type")]
     pub campaign_type: String,
-    /// Name of an APPROVED template (see list_templates).
+    /// Name of an APPROVED template (see list_templates); at most 512 characters.
+    #[schemars(length(max = 512))]
     pub template_name: String,
     /// When to start, RFC 3339 in the future, e.g. "2030-01-31T09:00:00Z".
     pub deliver_at: String,
-    /// The template's language code; default "en".
+    /// The template's language code such as "en", "id" or "pt_BR"; default "en".
     #[schemars(extend("default" = "en"))]
     pub locale: Option<String>,
     /// JSON object (as a string) keyed by placeholder number, e.g. "{\"1\": \"friend\"}", filling the template's {{1}}, {{2}}, ... for every recipient.
@@ -194,7 +197,8 @@ pub struct CampaignIdIn {
 pub struct CancelCampaignIn {
     /// The campaign_id schedule_campaign returned (a UUID).
     pub campaign_id: String,
-    /// Why it is cancelled; kept in the audit trail.
+    /// Why it is cancelled (at most 1024 characters); kept in the audit trail.
+    #[schemars(length(max = 1024))]
     pub reason: Option<String>,
 }
 
@@ -222,12 +226,14 @@ pub struct EstimatePricingIn {
 #[derive(JsonSchema)]
 pub struct CreateTemplateIn {
     /// Template name: lower-case letters, digits and underscores, at most 512 characters, e.g. "order_update_2".
+    #[schemars(length(max = 512))]
     pub name: String,
     /// "UTILITY", "MARKETING" or "AUTHENTICATION".
     pub category: String,
     /// Language code, e.g. "en" or "en_US".
     pub language: String,
     /// The body, at most 1024 characters, with numbered placeholders {{1}}, {{2}}, ... without gaps.
+    #[schemars(length(max = 1024))]
     pub body_text: String,
 }
 

@@ -410,3 +410,127 @@ async fn works_with_protocol_versions_2025_06_18_2025_11_25_and_2026_07_28() {
     );
     client.cancel().await.unwrap();
 }
+
+/// A valid value for every string parameter, so that one bad parameter is the only problem.
+fn valid(param: &str) -> String {
+    match param {
+        "customer_id" | "to" => "+62 812-3456-7890".into(),
+        "message_type" | "conversation_type" | "type" => "marketing".into(),
+        "message_id" | "campaign_id" | "conversation_id" => {
+            "00000000-0000-4000-8000-000000000000".into()
+        }
+        "deliver_at" => (chrono::Utc::now() + chrono::TimeDelta::hours(1)).to_rfc3339(),
+        "content" => "{\"type\":\"text\",\"text\":{\"body\":\"hi\"}}".into(),
+        "message_ids" => "[\"00000000-0000-4000-8000-000000000000\"]".into(),
+        "code" => "131047".into(),
+        "category" => "UTILITY".into(),
+        "language" | "locale" | "locale_filter" => "en".into(),
+        "channel" => "whatsapp".into(),
+        "status_filter" => "open".into(),
+        "category_filter" => "utility".into(),
+        "recipient_country" => "ID".into(),
+        "variables" => "[\"x\"]".into(),
+        "audience_filter" => "{}".into(),
+        "body_text" => "Hi {{1}}".into(),
+        _ => "some_value".into(),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn huge_string_arguments_are_refused_in_one_short_sentence() {
+    // The platform URL points at a closed port: a call that reached it would answer
+    // UNAVAILABLE, so INVALID_ARGUMENT / NOT_FOUND also show nothing left the process.
+    let h = Harness::start().await;
+    let huge = "a".repeat(100_000);
+    let mut checked = 0;
+    for (name, (req, opt)) in spec() {
+        for p in req.iter().chain(opt.iter()) {
+            if NUMBER_PARAMS.contains(&(name, *p)) {
+                continue;
+            }
+            let mut args = serde_json::Map::new();
+            for q in req.iter() {
+                args.insert(q.to_string(), json!(valid(q)));
+            }
+            args.insert(p.to_string(), json!(huge));
+            let (is_error, v) = h.call(name, Value::Object(args)).await;
+            assert!(
+                is_error,
+                "{name}.{p}: a 100,000-character value was taken: {v}"
+            );
+            let e = &v["error"];
+            let code = e["code"].as_str().unwrap();
+            assert!(
+                code == "INVALID_ARGUMENT" || code == "NOT_FOUND",
+                "{name}.{p}: {e}"
+            );
+            for k in ["message", "suggested_action"] {
+                let text = e[k].as_str().unwrap();
+                assert!(
+                    text.chars().count() <= 400,
+                    "{name}.{p}: {k} too long: {text}"
+                );
+                assert!(
+                    !text.contains(&"a".repeat(65)),
+                    "{name}.{p}: {k} echoes it: {text}"
+                );
+            }
+            checked += 1;
+        }
+    }
+    assert!(checked >= 50, "{checked}");
+    // `language` disagreeing with `locale`, and an over-long JSON value inside an array.
+    let e = h
+        .err(
+            "INVALID_ARGUMENT",
+            "send_template",
+            json!({"to": "+6281234567890", "template_name": "x", "locale": "en", "language": huge}),
+        )
+        .await;
+    assert!(e["message"].as_str().unwrap().chars().count() < 200, "{e}");
+    let e = h
+        .err(
+            "INVALID_ARGUMENT",
+            "retry_failed_messages",
+            json!({"message_ids": [{"k": huge}]}),
+        )
+        .await;
+    assert!(e["message"].as_str().unwrap().chars().count() < 200, "{e}");
+    // A non-id in message_ids is skipped and shown back bounded.
+    let r = h
+        .ok("retry_failed_messages", json!({"message_ids": [huge]}))
+        .await;
+    assert_eq!(r["results"][0]["status"], "skipped");
+    assert!(
+        r["results"][0]["message_id"]
+            .as_str()
+            .unwrap()
+            .chars()
+            .count()
+            <= 65,
+        "{r}"
+    );
+    // Control characters are shown escaped.
+    let e = h
+        .err(
+            "INVALID_ARGUMENT",
+            "get_rate_limit",
+            json!({"channel": "sms\u{7}\u{202e}x"}),
+        )
+        .await;
+    assert!(
+        e["message"]
+            .as_str()
+            .unwrap()
+            .contains("`sms\\u{7}\\u{202e}x`"),
+        "{e}"
+    );
+    // Every stored table is still empty.
+    for table in ["messages", "campaigns", "templates"] {
+        assert_eq!(
+            h.count(&format!("SELECT count(*) AS n FROM {table}")).await,
+            0,
+            "{table}"
+        );
+    }
+}

@@ -286,3 +286,67 @@ async fn sync_webhooks_resyncs_templates_and_settles_only_what_it_can() {
     assert_eq!(s["messages_reconciled"], 0);
     assert_eq!(s["messages_awaiting_status"], 1);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sync_template_status_bounds_the_name_before_calling_the_platform() {
+    let h = Harness::with(with_sim()).await;
+    // 70,000 characters would make a request URL over 64 KB: refused locally, with the
+    // same limit and wording as create_template, and without the name echoed in full.
+    let e = h
+        .err(
+            "INVALID_ARGUMENT",
+            "sync_template_status",
+            json!({"template_name": "A".repeat(70_000)}),
+        )
+        .await;
+    let m = e["message"].as_str().unwrap();
+    assert!(m.contains("70000 characters"), "{m}");
+    assert!(m.contains("at most 512"), "{m}");
+    assert!(!m.contains("AAAA"), "{m}");
+    assert!(!m.contains("http"), "{m}");
+    assert!(m.chars().count() < 200, "{m}");
+    assert!(
+        e["suggested_action"].as_str().unwrap().contains("512"),
+        "{e}"
+    );
+    assert!(
+        !e["suggested_action"]
+            .as_str()
+            .unwrap()
+            .contains("PLATFORM_API_URL"),
+        "{e}"
+    );
+    let e = h
+        .err(
+            "INVALID_ARGUMENT",
+            "sync_template_status",
+            json!({"template_name": "a".repeat(513)}),
+        )
+        .await;
+    assert!(
+        e["message"].as_str().unwrap().contains("at most 512"),
+        "{e}"
+    );
+    // The locale goes into the URL too: a language code or nothing.
+    let e = h
+        .err(
+            "INVALID_ARGUMENT",
+            "sync_template_status",
+            json!({"template_name": "order_ready", "locale": "x".repeat(70_000)}),
+        )
+        .await;
+    assert!(e["message"].as_str().unwrap().chars().count() < 200, "{e}");
+    // At the limit the platform is asked; its "no such template" names the name, bounded.
+    let e = h
+        .err(
+            "NOT_FOUND",
+            "sync_template_status",
+            json!({"template_name": "a".repeat(512)}),
+        )
+        .await;
+    let m = e["message"].as_str().unwrap();
+    assert!(m.contains("no template named"), "{m}");
+    assert!(m.contains("(512 characters)"), "{m}");
+    assert!(m.chars().count() < 200, "{m}");
+    assert_eq!(h.count("SELECT count(*) AS n FROM templates").await, 0);
+}

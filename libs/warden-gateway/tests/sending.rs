@@ -346,6 +346,69 @@ async fn send_template_refusals_and_the_cap() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn not_found_for_a_huge_template_name_is_one_short_sentence() {
+    let h = Harness::start().await;
+    let p = phone();
+    let huge = "b".repeat(10_000);
+    let short_and_named = |e: &serde_json::Value| {
+        let m = e["message"].as_str().unwrap();
+        assert!(m.chars().count() < 200, "{m}");
+        assert!(m.starts_with("There is no template named `bbbb"), "{m}");
+        assert!(m.contains("…` (10000 characters)"), "{m}");
+        assert!(m.contains("at most 512 characters"), "{m}");
+        assert!(!m.contains(&"b".repeat(65)), "{m}");
+        assert!(
+            !e["suggested_action"].as_str().unwrap().contains("bbbb"),
+            "{e}"
+        );
+    };
+    let e = h
+        .err(
+            "NOT_FOUND",
+            "send_template",
+            json!({"to": p, "template_name": huge, "locale": "id"}),
+        )
+        .await;
+    short_and_named(&e);
+    assert!(
+        e["message"].as_str().unwrap().contains("locale `id`"),
+        "{e}"
+    );
+    let deliver_at = (Utc::now() + TimeDelta::hours(1)).to_rfc3339();
+    let e = h
+        .err(
+            "NOT_FOUND",
+            "schedule_message",
+            json!({"customer_id": p, "message_type": "template", "deliver_at": deliver_at,
+                   "content": json!({"type": "template", "template": {"name": huge, "language": "en"}}).to_string()}),
+        )
+        .await;
+    short_and_named(&e);
+    let e = h
+        .err(
+            "NOT_FOUND",
+            "schedule_campaign",
+            json!({"name": "big", "type": "marketing", "template_name": huge, "deliver_at": deliver_at}),
+        )
+        .await;
+    short_and_named(&e);
+    // A name within the limit that does not exist: named in full up to the echo bound.
+    let e = h
+        .err(
+            "NOT_FOUND",
+            "send_template",
+            json!({"to": p, "template_name": "c".repeat(100)}),
+        )
+        .await;
+    let m = e["message"].as_str().unwrap();
+    assert!(m.contains("…` (100 characters) in locale `en`."), "{m}");
+    assert!(!m.contains("512"), "{m}");
+    // Nothing was written for any of them.
+    assert_eq!(h.count("SELECT count(*) AS n FROM messages").await, 0);
+    assert_eq!(h.count("SELECT count(*) AS n FROM campaigns").await, 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn ten_concurrent_marketing_sends_to_one_customer_queue_exactly_two() {
     let h = Harness::start().await;
     h.insert_template("promo", "en", "marketing", "APPROVED", "Hi {{1}}")

@@ -13,7 +13,7 @@ use crate::args::Args;
 use crate::error::{ToolError, ToolResult};
 use crate::schema::{self, *};
 use crate::server::Gateway;
-use crate::util::{bounded, finish};
+use crate::util::{bounded, echo, finish, kind_message};
 
 /// The most messages one estimate covers.
 const MAX_QUANTITY: i64 = 1_000_000_000;
@@ -81,7 +81,7 @@ pub(crate) fn decimal_e4(value: i128) -> String {
 fn pricing_type(key: &str, raw: &str) -> ToolResult<Category> {
     raw.parse::<Category>().map_err(|e| {
         ToolError::invalid(
-            format!("The parameter `{key}`: {e}."),
+            format!("The parameter `{key}`: {}.", kind_message(&e)),
             format!("Pass `{key}` as marketing, utility, authentication or service."),
         )
     })
@@ -97,7 +97,10 @@ fn country(a: &Args) -> ToolResult<String> {
         return Ok(up);
     }
     Err(ToolError::invalid(
-        format!("recipient_country {raw:?} is not an ISO 3166 two-letter country code."),
+        format!(
+            "recipient_country {} is not an ISO 3166 two-letter country code.",
+            echo(&raw)
+        ),
         "Pass recipient_country like \"ID\", \"US\" or \"BR\", or leave it out for the DEFAULT rates.",
     ))
 }

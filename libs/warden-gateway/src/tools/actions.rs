@@ -17,8 +17,8 @@ use crate::args::Args;
 use crate::error::{ToolError, ToolResult, code, upstream};
 use crate::schema::{self, *};
 use crate::server::{ACTOR, Gateway};
-use crate::tools::check_text;
-use crate::util::{finish, lower};
+use crate::tools::{check_text, template_name_arg};
+use crate::util::{ECHO_CHARS, detail, echo, finish, lower, shorten};
 
 /// The most ids one retry call takes.
 const MAX_RETRY_IDS: usize = 100;
@@ -66,8 +66,9 @@ skipped}]}; skipped is not an error. Errors: INVALID_ARGUMENT (message_ids is no
         description = "Ask the platform, live, for a template's current status and update the local record (the recovery \
 path when an approval webhook was missed). Returns template_name, locale, status (APPROVED, PENDING, REJECTED, ...), \
 category and previous_status; when REJECTED also the platform's reason and a suggested_action. Also imports a template \
-that exists on the platform but not locally. Errors: NOT_FOUND (the platform has no such template: check name and locale), \
-UPSTREAM_ERROR (the platform refused; the message explains its code), UNAVAILABLE (platform or database unreachable).",
+that exists on the platform but not locally. Errors: INVALID_ARGUMENT (template_name over 512 characters, locale not a \
+language code), NOT_FOUND (the platform has no such template: check name and locale), UPSTREAM_ERROR (the platform \
+refused; the message explains its code), UNAVAILABLE (platform or database unreachable).",
         input_schema = schema::input::<SyncTemplateIn>(),
         output_schema = schema::output::<SyncTemplateOut>(),
         annotations(read_only_hint = false, destructive_hint = false, idempotent_hint = true, open_world_hint = true)
@@ -132,7 +133,10 @@ impl Gateway {
                 .map(|v| match v {
                     Value::String(s) => Ok(s.trim().to_string()),
                     other => Err(ToolError::invalid(
-                        format!("message_ids must hold strings, found {other}."),
+                        format!(
+                            "message_ids must hold strings, found {}.",
+                            echo(&other.to_string())
+                        ),
                         format!("Pass message_ids as {what}."),
                     )),
                 })
@@ -165,7 +169,7 @@ impl Gateway {
         for raw in items {
             if !seen.insert(raw.clone()) {
                 results.push(skipped(
-                    &raw,
+                    shorten(&raw, ECHO_CHARS),
                     "listed more than once; retried at most once per call",
                 ));
                 continue;
@@ -175,7 +179,10 @@ impl Gateway {
                 Err(err) if results.iter().all(|r: &RetryItem| r.status != "retried") => {
                     return Err(err);
                 }
-                Err(err) => results.push(skipped(&raw, format!("not retried: {}", err.message))),
+                Err(err) => results.push(skipped(
+                    shorten(&raw, ECHO_CHARS),
+                    format!("not retried: {}", err.message),
+                )),
             }
         }
         Ok(RetryOut { results })
@@ -184,7 +191,11 @@ impl Gateway {
     /// One id of retry_failed_messages. `Err` only when a dependency is down.
     async fn retry_one(&self, raw: &str) -> ToolResult<RetryItem> {
         let Ok(id) = Uuid::parse_str(raw) else {
-            return Ok(skipped(raw, "not a message id (a UUID is expected)"));
+            // Shown back bounded: no message id is longer than a UUID.
+            return Ok(skipped(
+                shorten(raw, ECHO_CHARS),
+                "not a message id (a UUID is expected)",
+            ));
         };
         let message = {
             let mut conn = self.conn().await?;
@@ -234,7 +245,7 @@ impl Gateway {
             Err(e) => {
                 return Ok(skipped(
                     id,
-                    format!("the stored content cannot be re-sent: {e}"),
+                    format!("the stored content cannot be re-sent: {}", detail(e)),
                 ));
             }
         };
@@ -295,13 +306,17 @@ impl Gateway {
             }
             Err(other) => {
                 let code = other.code();
-                Ok(skipped(id, format!("cannot be re-sent ({code}): {other}")))
+                Ok(skipped(
+                    id,
+                    format!("cannot be re-sent ({code}): {}", detail(&other)),
+                ))
             }
         }
     }
 
     async fn sync_template_status_impl(&self, a: Args) -> ToolResult<SyncTemplateOut> {
-        let name = a.string("template_name", "the template's name.")?;
+        // Both go into the platform's request URL: bounded before the call.
+        let name = template_name_arg(&a, "template_name", "the template's name.")?;
         let locale = a.locale()?;
         let info = match self.platform().get_template(&name, &locale).await {
             Ok(info) => info,
@@ -309,7 +324,11 @@ impl Gateway {
         };
         let Some(info) = info else {
             return Err(ToolError::not_found(
-                format!("The platform has no template named `{name}` in locale `{locale}`."),
+                format!(
+                    "The platform has no template named {} in locale {}.",
+                    echo(&name),
+                    echo(&locale)
+                ),
                 "Check the name and locale (list_templates shows the local ones), or create it with create_template.",
             ));
         };

@@ -16,15 +16,22 @@ use warden_store::models::Campaign;
 use warden_store::schema::{campaigns, messages};
 
 use crate::args::Args;
+use crate::args::check_language;
 use crate::error::{ToolError, ToolResult, code};
 use crate::schema::{self, *};
 use crate::server::{ACTOR, Gateway};
-use crate::tools::{check_text, parse_message_type};
-use crate::util::{finish, lower, opt_ts, ts};
+use crate::tools::{
+    check_text, check_variables, impossible_template_name, no_template_message, parse_message_type,
+};
+use crate::util::{check_len, detail, echo, finish, lower, opt_ts, ts};
 
 /// How far ahead a message or campaign may be scheduled.
 const MAX_AHEAD: TimeDelta = TimeDelta::days(366);
 const MAX_CAMPAIGN_NAME: usize = 200;
+/// The longest cancel reason kept for the audit trail.
+const MAX_REASON_CHARS: usize = 1024;
+/// The longest audience_filter taken, as compact JSON (it is stored with the campaign).
+const MAX_AUDIENCE_CHARS: usize = 65_536;
 
 #[tool_router(router = campaign_tools, vis = "pub(crate)")]
 impl Gateway {
@@ -203,10 +210,17 @@ impl Gateway {
         let deliver_at = future_time("deliver_at", at, now)?;
         let kind = SendKind::from_content(&content).map_err(|e| {
             ToolError::invalid(
-                format!("The parameter `content` is not a message: {e}."),
+                format!("The parameter `content` is not a message: {}.", detail(e)),
                 format!("Pass content as {content_hint}."),
             )
         })?;
+        if let SendKind::Template {
+            locale, variables, ..
+        } = &kind
+        {
+            check_language("content.template.language", locale)?;
+            check_variables("content.template.variables", variables)?;
+        }
         let mut conn = self.conn().await?;
         let template_category = match &kind {
             SendKind::Text { body } => {
@@ -224,15 +238,24 @@ impl Gateway {
                 locale,
                 variables,
             } => {
-                let Some(t) = warden_core::templates::find(&mut conn, name, locale).await? else {
+                let found = if impossible_template_name(name) {
+                    None
+                } else {
+                    warden_core::templates::find(&mut conn, name, locale).await?
+                };
+                let Some(t) = found else {
                     return Err(ToolError::not_found(
-                        format!("There is no template named `{name}` in locale `{locale}`."),
+                        no_template_message(name, locale),
                         "Pick a template from list_templates (by name and locale), or create one with create_template.",
                     ));
                 };
                 warden_rules::templates::validate_variables(&t.body_text, variables).map_err(|e| {
                     ToolError::invalid(
-                        format!("The content's variables do not match template `{name}`: {e}."),
+                        format!(
+                            "The content's variables do not match template {}: {}.",
+                            echo(name),
+                            detail(e)
+                        ),
                         "Give template.variables as a JSON array with one value per {{n}} placeholder.",
                     )
                 })?;
@@ -324,7 +347,10 @@ impl Gateway {
         let campaign_type = lower(&raw_type);
         if !["broadcast", "marketing", "utility"].contains(&campaign_type.as_str()) {
             return Err(ToolError::invalid(
-                format!("type {raw_type:?} is not one of broadcast, marketing, utility."),
+                format!(
+                    "type {} is not one of broadcast, marketing, utility.",
+                    echo(&raw_type)
+                ),
                 "Pass type as broadcast, marketing or utility.",
             ));
         }
@@ -337,14 +363,17 @@ impl Gateway {
             Some(v @ (Value::Object(_) | Value::Array(_))) => {
                 warden_rules::templates::parse_variables(&v).map_err(|e| {
                     ToolError::invalid(
-                        format!("The parameter `variables` is not usable: {e}."),
+                        format!("The parameter `variables` is not usable: {}.", detail(e)),
                         "Pass variables as a JSON object keyed by placeholder number, e.g. {\"1\": \"friend\", \"2\": \"20%\"}.",
                     )
                 })?
             }
             Some(other) => {
                 return Err(ToolError::invalid(
-                    format!("The parameter `variables` must be a JSON object, got {other}."),
+                    format!(
+                        "The parameter `variables` must be a JSON object, got {}.",
+                        echo(&other.to_string())
+                    ),
                     "Pass variables as a JSON object keyed by placeholder number, e.g. {\"1\": \"friend\"}.",
                 ));
             }
@@ -355,9 +384,16 @@ impl Gateway {
                 "a JSON object such as {\"include_tags\": [\"vip\"]}",
             )?
             .unwrap_or_else(|| json!({}));
+        check_variables("variables", &variables)?;
+        check_len(
+            "audience_filter",
+            &audience.to_string(),
+            MAX_AUDIENCE_CHARS,
+            "Pass a shorter audience_filter: select by tags rather than long customer_ids lists, or split the campaign.",
+        )?;
         AudienceFilter::from_value(&audience).map_err(|e| {
             ToolError::invalid(
-                format!("{e}."),
+                format!("{}.", detail(e)),
                 "Pass audience_filter as a JSON object with only include_tags, exclude_tags, customer_ids, opt_in and active_within_days, or {} for every customer.",
             )
         })?;
@@ -368,11 +404,14 @@ impl Gateway {
         };
 
         let mut conn = self.conn().await?;
-        let Some(template) =
+        let found = if impossible_template_name(&template_name) {
+            None
+        } else {
             warden_core::templates::find(&mut conn, &template_name, &locale).await?
-        else {
+        };
+        let Some(template) = found else {
             return Err(ToolError::not_found(
-                format!("There is no template named `{template_name}` in locale `{locale}`."),
+                no_template_message(&template_name, &locale),
                 "Pick an APPROVED template from list_templates, or create one with create_template and wait for approval.",
             ));
         };
@@ -380,15 +419,21 @@ impl Gateway {
             return Err(ToolError::new(
                 code::TEMPLATE_NOT_APPROVED,
                 format!(
-                    "Template `{template_name}` ({locale}) is {}, not APPROVED, so a campaign cannot use it.",
-                    template.status
+                    "Template {} ({}) is {}, not APPROVED, so a campaign cannot use it.",
+                    echo(&template_name),
+                    echo(&locale),
+                    detail(&template.status)
                 ),
                 "Wait for the platform's approval (sync_template_status shows the latest status) or use an APPROVED template from list_templates.",
             ));
         }
         warden_rules::templates::validate_variables(&template.body_text, &variables).map_err(|e| {
             ToolError::invalid(
-                format!("The variables do not match template `{template_name}`: {e}."),
+                format!(
+                    "The variables do not match template {}: {}.",
+                    echo(&template_name),
+                    detail(e)
+                ),
                 "Pass variables as a JSON object with one value per {{n}} placeholder, e.g. {\"1\": \"friend\"}.",
             )
         })?;
@@ -511,6 +556,14 @@ impl Gateway {
         self.require_pro("cancel_campaign")?;
         let id = a.uuid("campaign_id", "campaign_id schedule_campaign returned")?;
         let reason = a.opt_string("reason")?;
+        if let Some(r) = &reason {
+            check_len(
+                "reason",
+                r,
+                MAX_REASON_CHARS,
+                "Shorten the reason; it is a note for the audit trail.",
+            )?;
+        }
         let before = self
             .move_campaign(
                 id,

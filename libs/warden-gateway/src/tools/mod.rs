@@ -19,9 +19,12 @@ pub(crate) mod v1;
 use diesel_async::AsyncPgConnection;
 use diesel_async::pooled_connection::bb8::PooledConnection;
 use warden_rules::kinds::MessageType;
+use warden_rules::templates::MAX_NAME_CHARS;
 
+use crate::args::Args;
 use crate::error::{ToolError, ToolResult};
 use crate::server::Gateway;
+use crate::util::{echo, kind_message};
 
 impl Gateway {
     /// A pooled Postgres connection, or UNAVAILABLE.
@@ -34,7 +37,7 @@ impl Gateway {
 pub(crate) fn parse_message_type(raw: &str) -> ToolResult<MessageType> {
     raw.parse::<MessageType>().map_err(|e| {
         ToolError::invalid(
-            format!("{e}."),
+            format!("{}.", kind_message(&e)),
             "Pass message_type as marketing, utility, template or service.",
         )
     })
@@ -54,4 +57,66 @@ pub(crate) fn check_text(key: &str, text: &str) -> ToolResult<()> {
         ));
     }
     Ok(())
+}
+
+/// The longest template variable value taken (a template body's own limit).
+pub(crate) const MAX_VARIABLE_CHARS: usize = warden_rules::templates::MAX_BODY_CHARS;
+
+/// Every variable value has at most [`MAX_VARIABLE_CHARS`] characters.
+pub(crate) fn check_variables(key: &str, variables: &[String]) -> ToolResult<()> {
+    for (i, v) in variables.iter().enumerate() {
+        let n = v.chars().count();
+        if n > MAX_VARIABLE_CHARS {
+            return Err(ToolError::invalid(
+                format!(
+                    "The parameter `{key}`: variable {{{{{}}}}} has {n} characters; at most {MAX_VARIABLE_CHARS} are allowed.",
+                    i + 1
+                ),
+                "Shorten the value; the whole template body is limited to 1024 characters.",
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// A required template name to send to the platform: at most [`MAX_NAME_CHARS`]
+/// characters, as create_template enforces (same wording).
+pub(crate) fn template_name_arg(a: &Args, key: &str, hint: &str) -> ToolResult<String> {
+    let name = a.string(key, hint)?;
+    let n = name.chars().count();
+    if n > MAX_NAME_CHARS {
+        return Err(ToolError::invalid(
+            format!(
+                "The template name is not valid: template name has {n} characters; at most {MAX_NAME_CHARS} are allowed."
+            ),
+            format!(
+                "Fix `{key}` and call again: template names have at most {MAX_NAME_CHARS} characters."
+            ),
+        ));
+    }
+    Ok(name)
+}
+
+/// No template can have this name (it is longer than any template name may be), so a
+/// lookup need not ask the database.
+pub(crate) fn impossible_template_name(name: &str) -> bool {
+    name.chars().count() > MAX_NAME_CHARS
+}
+
+/// "There is no template named `x` in locale `en`.", noting the name limit when the name
+/// is longer than any template's.
+pub(crate) fn no_template_message(name: &str, locale: &str) -> String {
+    if impossible_template_name(name) {
+        format!(
+            "There is no template named {} in locale {}: template names have at most {MAX_NAME_CHARS} characters.",
+            echo(name),
+            echo(locale)
+        )
+    } else {
+        format!(
+            "There is no template named {} in locale {}.",
+            echo(name),
+            echo(locale)
+        )
+    }
 }

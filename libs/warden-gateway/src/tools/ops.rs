@@ -13,12 +13,12 @@ use warden_store::models::message_status::{QUEUED, SENDING, SENT};
 use warden_store::models::{Conversation, Template};
 use warden_store::schema::{conversations, messages, templates};
 
-use crate::args::Args;
+use crate::args::{Args, check_language};
 use crate::error::{ToolError, ToolResult, code};
 use crate::schema::{self, *};
 use crate::server::{ACTOR, Gateway};
 use crate::tools::actions::upsert_from_platform;
-use crate::util::{finish, lower, ts};
+use crate::util::{detail, echo, finish, kind_message, lower, ts};
 
 /// A queued row this old without a publish lost its publish (the send path publishes at once).
 const UNPUBLISHED_AFTER: TimeDelta = TimeDelta::seconds(30);
@@ -80,18 +80,6 @@ check_conversation tells when), NOT_FOUND (unknown conversation_id), INVALID_ARG
     }
 }
 
-fn valid_language(lang: &str) -> bool {
-    let mut parts = lang.split(['_', '-']);
-    let first = parts.next().unwrap_or_default();
-    let rest: Vec<&str> = parts.collect();
-    (2..=3).contains(&first.len())
-        && first.chars().all(|c| c.is_ascii_alphabetic())
-        && rest.len() <= 2
-        && rest
-            .iter()
-            .all(|p| (2..=4).contains(&p.len()) && p.chars().all(|c| c.is_ascii_alphanumeric()))
-}
-
 impl Gateway {
     async fn create_template_impl(&self, a: Args) -> ToolResult<CreateTemplateOut> {
         let name = a.string(
@@ -100,9 +88,12 @@ impl Gateway {
         )?;
         let raw_category = a.string("category", "UTILITY, MARKETING or AUTHENTICATION.")?;
         // `locale`, as the other template tools call it, is accepted too.
-        let language = match a.opt_string("locale")? {
-            Some(l) if a.opt_string("language")?.is_none() => l,
-            _ => a.string("language", "a language code such as en or en_US.")?,
+        let (language_key, language) = match a.opt_string("locale")? {
+            Some(l) if a.opt_string("language")?.is_none() => ("locale", l),
+            _ => (
+                "language",
+                a.string("language", "a language code such as en or en_US.")?,
+            ),
         };
         let body = a.string(
             "body_text",
@@ -110,25 +101,20 @@ impl Gateway {
         )?;
         warden_rules::templates::validate_template_name(&name).map_err(|e| {
             ToolError::invalid(
-                format!("The template name is not valid: {e}."),
+                format!("The template name is not valid: {}.", detail(e)),
                 "Fix `name` and call again.",
             )
         })?;
         let category = raw_category.parse::<TemplateCategory>().map_err(|e| {
             ToolError::invalid(
-                format!("{e}."),
+                format!("{}.", kind_message(&e)),
                 "Pass category as UTILITY, MARKETING or AUTHENTICATION.",
             )
         })?;
-        if !valid_language(&language) {
-            return Err(ToolError::invalid(
-                format!("language {language:?} is not a language code."),
-                "Pass language like en, id, pt_BR or en_US.",
-            ));
-        }
+        check_language(language_key, &language)?;
         warden_rules::templates::validate_template_body(&body).map_err(|e| {
             ToolError::invalid(
-                format!("The template body is not valid: {e}."),
+                format!("The template body is not valid: {}.", detail(e)),
                 "Fix `body_text` and call again.",
             )
         })?;
@@ -137,8 +123,10 @@ impl Gateway {
             if let Some(t) = warden_core::templates::find(&mut conn, &name, &language).await? {
                 return Err(ToolError::invalid(
                     format!(
-                        "A template named `{name}` already exists in language `{language}` (status {}).",
-                        t.status
+                        "A template named {} already exists in language {} (status {}).",
+                        echo(&name),
+                        echo(&language),
+                        detail(&t.status)
                     ),
                     "Use that template (sync_template_status shows its latest status) or choose another name.",
                 ));
@@ -201,7 +189,9 @@ impl Gateway {
                 ToolError::new(
                     code::UNAVAILABLE,
                     format!(
-                        "The platform accepted template `{name}` (platform id {platform_id}), but the local record could not be written because the database is unavailable."
+                        "The platform accepted template {} (platform id {}), but the local record could not be written because the database is unavailable.",
+                        echo(&name),
+                        echo(&platform_id)
                     ),
                     "Once the database is back, call sync_template_status with this name and language to record it.",
                 )
@@ -439,20 +429,5 @@ impl Gateway {
             customer_id: row.customer_phone,
             archived_at: row.archived_at.map(ts).unwrap_or_default(),
         })
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::valid_language;
-
-    #[test]
-    fn language_codes() {
-        for ok in ["en", "id", "en_US", "pt_BR", "zh_Hant_TW", "fil", "es-419"] {
-            assert!(valid_language(ok), "{ok}");
-        }
-        for bad in ["", "e", "english", "en_", "en US", "1n"] {
-            assert!(!valid_language(bad), "{bad}");
-        }
     }
 }

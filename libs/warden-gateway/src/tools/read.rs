@@ -14,10 +14,14 @@ use warden_store::models::{Conversation, Message, Template};
 use warden_store::schema::{conversations, messages, templates};
 
 use crate::args::Args;
+use crate::args::MAX_LANGUAGE_CHARS;
 use crate::error::{ToolError, ToolResult, code};
 use crate::schema::{self, *};
 use crate::server::Gateway;
-use crate::util::{bounded, finish, lower, opt_ts, ts};
+use crate::util::{bounded, check_len, echo, finish, lower, opt_ts, ts};
+
+/// The longest status or category filter taken (the longest real value has 14 letters).
+const MAX_FILTER_CHARS: usize = 32;
 
 diesel::define_sql_function! {
     #[sql_name = "lower"]
@@ -388,7 +392,10 @@ impl Gateway {
             Some("expiring_soon") | Some("expiring-soon") => WindowFilter::ExpiringSoon,
             Some(other) => {
                 return Err(ToolError::invalid(
-                    format!("status_filter {other:?} is not one of open, closed, expiring_soon."),
+                    format!(
+                        "status_filter {} is not one of open, closed, expiring_soon.",
+                        echo(other)
+                    ),
                     "Pass status_filter as open, closed or expiring_soon, or leave it out for all conversations.",
                 ));
             }
@@ -454,6 +461,31 @@ impl Gateway {
             .map(|s| s.to_ascii_uppercase());
         let category = a.opt_string("category_filter")?.map(|s| lower(&s));
         let locale = a.opt_string("locale_filter")?.map(|s| lower(&s));
+        // Filters reach the database: bounded (no stored value is longer).
+        for (key, value, max, action) in [
+            (
+                "status_filter",
+                &status,
+                MAX_FILTER_CHARS,
+                "Pass status_filter as APPROVED, PENDING or REJECTED, or leave it out.",
+            ),
+            (
+                "category_filter",
+                &category,
+                MAX_FILTER_CHARS,
+                "Pass category_filter as marketing, utility or authentication, or leave it out.",
+            ),
+            (
+                "locale_filter",
+                &locale,
+                MAX_LANGUAGE_CHARS,
+                "Pass locale_filter as a language code such as en or id, or leave it out.",
+            ),
+        ] {
+            if let Some(v) = value {
+                check_len(key, v, max, action)?;
+            }
+        }
         let (limit, offset) = page(&a)?;
         let query = || {
             let mut q = templates::table.into_boxed();

@@ -3,15 +3,15 @@
 use chrono::Utc;
 use rmcp::model::{CallToolResult, JsonObject};
 use rmcp::{tool, tool_router};
-use warden_core::{RefusalMode, SendKind, SendRequest};
+use warden_core::{RefusalMode, SendError, SendKind, SendRequest};
 use warden_rules::kinds::{MessageType, TemplateCategory};
 
 use crate::args::Args;
 use crate::error::{ToolError, ToolResult};
 use crate::schema::{self, *};
 use crate::server::{ACTOR, Gateway};
-use crate::tools::{check_text, parse_message_type};
-use crate::util::finish;
+use crate::tools::{check_text, check_variables, impossible_template_name, parse_message_type};
+use crate::util::{detail, echo, finish};
 
 #[tool_router(router = v1_tools, vis = "pub(crate)")]
 impl Gateway {
@@ -156,6 +156,10 @@ impl Gateway {
         let locale = a.locale()?;
         let variables = parse_array_variables(&a)?;
         let channel = a.channel()?;
+        if impossible_template_name(&name) {
+            // No template can have it: answer without asking the database.
+            return Err(SendError::TemplateNotFound { name, locale }.into());
+        }
         let accepted = self
             .core()
             .send(SendRequest {
@@ -194,7 +198,8 @@ impl Gateway {
             .ok_or_else(|| {
                 ToolError::invalid(
                     format!(
-                        "The parameter `code` must be a numeric platform error code, got {raw:?}."
+                        "The parameter `code` must be a numeric platform error code, got {}.",
+                        echo(&raw)
                     ),
                     "Pass the number only, e.g. \"131047\".",
                 )
@@ -219,10 +224,12 @@ fn parse_array_variables(a: &Args) -> ToolResult<Vec<String>> {
     let Some(value) = a.opt_json("variables", "a JSON array such as [\"Ana\", \"#1234\"]")? else {
         return Ok(Vec::new());
     };
-    warden_rules::templates::parse_variables(&value).map_err(|e| {
+    let variables = warden_rules::templates::parse_variables(&value).map_err(|e| {
         ToolError::invalid(
-            format!("The parameter `variables` is not usable: {e}."),
+            format!("The parameter `variables` is not usable: {}.", detail(e)),
             "Pass variables as a JSON array with one value per {{n}} placeholder, e.g. [\"Ana\", \"#1234\"].",
         )
-    })
+    })?;
+    check_variables("variables", &variables)?;
+    Ok(variables)
 }
