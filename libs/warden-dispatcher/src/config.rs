@@ -43,7 +43,11 @@ pub const VARIABLES: &[(&str, &str)] = &[
     ("DISPATCH_BACKOFF_CAP", "longest retry delay (default 5m)"),
     (
         "DISPATCH_UNKNOWN_SETTLE",
-        "after a timeout (outcome unknown) wait at least this long for a status webhook before trying again (default 30s)",
+        "outcome unknown (a timeout, or a claim whose dispatcher died): wait at least this long for its status webhook before sending again (default 30s)",
+    ),
+    (
+        "DISPATCH_UNKNOWN_MAX_WAIT",
+        "a dead claim is resent once later status webhooks arrived without its own; with no such evidence, after this long (default 15m)",
     ),
     (
         "DISPATCH_DRAIN_TIMEOUT",

@@ -35,7 +35,7 @@ pub static RETRIES: LazyLock<IntCounter> = LazyLock::new(|| {
 pub static RESENT_UNKNOWN: LazyLock<IntCounter> = LazyLock::new(|| {
     register_int_counter!(
         "warden_dispatcher_resent_unknown_total",
-        "Sends a stopped dispatcher had claimed, resent after no status webhook came within DISPATCH_UNKNOWN_SETTLE"
+        "Sends a stopped dispatcher had claimed, resent once later status webhooks arrived without theirs"
     )
     .expect("metric registers once")
 });

@@ -187,7 +187,9 @@ pub fn classify(err: &PlatformError, explained: Option<&Explanation>) -> Failure
             }
         }
         PlatformError::Http { status, body } => {
-            let retry = *status == 429 || *status >= 500;
+            // 408: the server gave up reading the request (a slow or stalled connection),
+            // so it did not act on it; 429: throttled. Both are worth another try.
+            let retry = matches!(*status, 408 | 429) || *status >= 500;
             let mut info = transport_info(
                 i32::from(*status),
                 "upstream_http",
@@ -508,6 +510,17 @@ mod tests {
             None,
         );
         assert_eq!(h.class, Handling::FixRequest);
+        for status in [408, 429] {
+            let h = classify(
+                &PlatformError::Http {
+                    status,
+                    body: String::new(),
+                },
+                None,
+            );
+            assert_eq!(h.class, Handling::Retry, "HTTP {status}");
+            assert!(!h.outcome_unknown);
+        }
     }
 
     #[test]
