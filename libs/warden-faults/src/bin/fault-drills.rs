@@ -319,6 +319,22 @@ async fn sim_sends(http: &reqwest::Client, sim: &str) -> u64 {
     stats.and_then(|s| s["total_sends"].as_u64()).unwrap_or(0)
 }
 
+/// Audit rows the dispatcher writes when it resends a dead claim.
+async fn resent_dead_claims(pg_url: &str) -> anyhow::Result<i64> {
+    #[derive(diesel::QueryableByName)]
+    struct N {
+        #[diesel(sql_type = diesel::sql_types::BigInt)]
+        n: i64,
+    }
+    let mut c = AsyncPgConnection::establish(pg_url).await?;
+    let row: N = diesel::sql_query(
+        "SELECT count(*) AS n FROM audit_logs WHERE action = 'resend_after_unknown_outcome'",
+    )
+    .get_result(&mut c)
+    .await?;
+    Ok(row.n)
+}
+
 async fn sleep_until(t0: Instant, at: Duration) {
     tokio::time::sleep_until((t0 + at).into()).await;
 }
@@ -494,6 +510,13 @@ async fn run_drill(
     )
     .await?;
     let recovery_seconds = t1.elapsed().as_secs_f64();
+    if let Ok(n) = resent_dead_claims(&stack.pg_url).await
+        && n > 0
+    {
+        notes.push(format!(
+            "{n} claims cut off before their platform call were resent once webhooks showed they never arrived"
+        ));
+    }
     if accepted.len() < sends / 2 {
         problems.push(format!(
             "only {} of {sends} sends were accepted",
