@@ -620,6 +620,8 @@ async fn main_inner() -> anyhow::Result<()> {
         "[faults] private Postgres, Redis and NATS under {}",
         run_dir.display()
     );
+    // Declared before `services`, so dropped after it: the processes are gone first.
+    let run_dir_guard = RemoveOnDrop(run_dir.clone());
     let mut services = Services::start(&run_dir).await?;
     let started = Instant::now();
     let mut results = Vec::new();
@@ -679,7 +681,8 @@ async fn main_inner() -> anyhow::Result<()> {
     services.pg.stop_with(libc::SIGINT, Duration::from_secs(30));
     services.redis.stop();
     services.nats.stop();
-    let _ = std::fs::remove_dir_all(&run_dir);
+    drop(services);
+    drop(run_dir_guard);
 
     print_table(&results, &extra);
     let machine = format!(
@@ -718,6 +721,15 @@ async fn main_inner() -> anyhow::Result<()> {
         std::process::exit(1);
     }
     Ok(())
+}
+
+/// The drills' data directories go also when a drill ends in an error.
+struct RemoveOnDrop(PathBuf);
+
+impl Drop for RemoveOnDrop {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
 }
 
 fn print_table(results: &[DrillResult], extra: &[serde_json::Value]) {
