@@ -133,6 +133,12 @@ pub async fn tally(
     pg_url: &str,
     accepted: &[Uuid],
 ) -> anyhow::Result<Tally> {
+    // Rows first, then the sim: a row already final must show in the (newer) counts.
+    let mut conn = AsyncPgConnection::establish(pg_url).await?;
+    let rows: Vec<State> = diesel::sql_query("SELECT id, status FROM messages WHERE id = ANY($1)")
+        .bind::<Array<SqlUuid>, _>(accepted)
+        .load(&mut conn)
+        .await?;
     let stats: serde_json::Value = http
         .get(format!("{sim}/sim/stats"))
         .send()
@@ -153,11 +159,6 @@ pub async fn tally(
                 .collect()
         })
         .unwrap_or_default();
-    let mut conn = AsyncPgConnection::establish(pg_url).await?;
-    let rows: Vec<State> = diesel::sql_query("SELECT id, status FROM messages WHERE id = ANY($1)")
-        .bind::<Array<SqlUuid>, _>(accepted)
-        .load(&mut conn)
-        .await?;
     let status: HashMap<Uuid, String> = rows.into_iter().map(|r| (r.id, r.status)).collect();
     let mut t = Tally {
         accepted: accepted.len(),

@@ -639,6 +639,23 @@ async fn main_inner() -> anyhow::Result<()> {
     let mut extra = Vec::new();
     if wanted("forged-webhooks") || wanted("fuzz-tools") {
         let stack = Stack::up(&services, &a.bins, &logs, "edge", 9).await?;
+        // Real customers and messages for the forged events to aim at; then wait until
+        // they are final, so nothing legitimate changes a row while the forgeries land.
+        let seed = Arc::new(Load::default());
+        load::drive(stack.core().await?, seed.clone(), 50, 100.0, "62818".into()).await;
+        let seeded = seed.accepted.lock().expect("lock").clone();
+        let http = reqwest::Client::new();
+        let t = load::wait_settled(
+            &http,
+            &stack.sim_url,
+            &stack.pg_url,
+            &seeded,
+            Duration::from_secs(60),
+        )
+        .await?;
+        if !t.ok() {
+            bail!("the edge stack's 50 seed messages did not settle: {t:?}");
+        }
         if wanted("forged-webhooks") {
             let posts = ((1000.0 * a.scale).round() as usize).max(100).to_string();
             eprintln!("[faults] forged webhook POSTs ({posts})");

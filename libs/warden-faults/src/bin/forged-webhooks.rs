@@ -166,7 +166,7 @@ struct Targets {
 async fn targets(conn: &mut AsyncPgConnection) -> Result<Targets> {
     let mut messages: Vec<MessageRow> = diesel::sql_query(
         "SELECT id::text AS id, coalesce(wamid, '') AS wamid, customer_phone AS phone FROM messages \
-         WHERE direction = 'outbound' AND status <> 'read' ORDER BY created_at DESC LIMIT 50",
+         WHERE direction = 'outbound' ORDER BY (status = 'read'), created_at DESC LIMIT 50",
     )
     .load(conn)
     .await
