@@ -489,8 +489,28 @@ async fn retry(ctx: &Ctx, row: &Row, attempt: i32, f: Failure, err: &PlatformErr
         rand::random::<f64>(),
     );
     if f.outcome_unknown {
-        // The platform may have it: give its status webhook time to settle the row first.
-        delay = delay.max(cfg.unknown_settle);
+        // The platform may have it (a timeout, a connection cut mid-request): settle it as
+        // a dead claim, held for its status webhook and resent only on evidence that it
+        // never arrived (plan::plan).
+        let ended = persist("end lease", || {
+            store::end_lease(&ctx.pg, row.id, &cfg.owner)
+        })
+        .await;
+        return match ended {
+            Ok(true) => {
+                RETRIES.inc();
+                ctx.stats.retried.fetch_add(1, Ordering::Relaxed);
+                tracing::Span::current().record("outcome", "unknown");
+                tracing::info!(code = f.code, error = %err, attempt,
+                    "outcome unknown; waiting for the status webhook before any resend");
+                Verdict::Nak(cfg.unknown_settle)
+            }
+            Ok(false) => ctx.skipped("settled_meanwhile"),
+            Err(e) => {
+                tracing::error!(error = %e, "could not end the lease; the message stays `sending` until it ends");
+                Verdict::Nak(cfg.unknown_settle)
+            }
+        };
     }
     if f.pair_rate {
         delay = delay.max(cfg.pair_interval.max(Duration::from_secs(6)));

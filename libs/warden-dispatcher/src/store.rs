@@ -127,6 +127,23 @@ pub async fn claim_many(
     Ok(rows.into_iter().map(|r| (r.id, r.attempt)).collect())
 }
 
+/// A call whose outcome is unknown (timeout, connection cut mid-request): end this
+/// replica's lease now, keeping the row `sending`, so it is settled like a dead claim.
+/// No error is stored: the status webhook may yet say `sent`. False: the row moved on
+/// meanwhile (its status webhook came first).
+pub async fn end_lease(pg: &PgPool, id: Uuid, owner: &str) -> anyhow::Result<bool> {
+    let mut conn = pg.get().await?;
+    let n = diesel::sql_query(
+        "UPDATE messages SET lease_until = now(), lease_owner = NULL, updated_at = now()
+          WHERE id = $1 AND status = 'sending' AND lease_owner = $2",
+    )
+    .bind::<SqlUuid, _>(id)
+    .bind::<Text, _>(owner)
+    .execute(&mut conn)
+    .await?;
+    Ok(n == 1)
+}
+
 /// A dead claim whose settle period passed with no status webhook: back to `queued` (due
 /// now), with an audit row, if it is still `sending` with its lease ended that long ago.
 /// False: the row moved on meanwhile (its webhook came, or another replica took it).
@@ -153,7 +170,7 @@ pub async fn release_dead_claim(pg: &PgPool, id: Uuid, settle: Duration) -> anyh
                         "message",
                         &id.to_string(),
                         serde_json::json!({
-                            "reason": "claimed by a dispatcher that stopped before the platform call finished; no status webhook came",
+                            "reason": "outcome unknown (the dispatcher stopped, or the call timed out) and no status webhook came while later ones did",
                             "settle_ms": millis(settle),
                         }),
                     )

@@ -669,3 +669,58 @@ async fn the_consumer_is_durable_explicit_ack_and_shared() {
     );
     h.cleanup().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_timed_out_call_waits_for_its_webhook_and_is_never_sent_twice() {
+    let h = Harness::new(500).await;
+    let mut cfg = h.config();
+    cfg.platform_timeout = Duration::from_millis(300);
+    cfg.unknown_settle = Duration::from_secs(1);
+    cfg.unknown_max_wait = Duration::from_secs(3600);
+    h.sim.state.set_latency_ms(1200);
+    let (d, stop) = h.dispatcher(cfg).await;
+    let to = unique_phone();
+    let id = h.insert_text(&to).await;
+    h.publish(id, &to).await;
+
+    // The dispatcher gives up after 300 ms: outcome unknown, the lease ends at once.
+    let deadline = Instant::now() + WAIT;
+    while d.stats().retried == 0 {
+        assert!(Instant::now() < deadline, "the call did not time out");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    h.sim.state.set_latency_ms(0);
+    // Several settle periods with no status webhook and no sign that webhooks flow: the
+    // platform may have it, so nothing is sent again.
+    tokio::time::sleep(Duration::from_secs(4)).await;
+    let reached = h.sim.count(id);
+    assert!(reached <= 1);
+    assert_eq!(h.row(id).await.status, "sending", "held, not requeued");
+
+    if reached == 1 {
+        // The sim took the late request: its status webhook settles the row.
+        h.sql(&format!(
+            "UPDATE messages SET status = 'sent', wamid = 'wamid.{id}', sent_at = now(),
+                    lease_until = NULL, lease_owner = NULL
+              WHERE id = '{id}' AND status = 'sending'"
+        ))
+        .await;
+    }
+    // Later statuses arrive (the webhook server's progress mark): a call that never reached
+    // the platform is resent now; one that did was settled above and is not.
+    h.sql(
+        "INSERT INTO webhook_progress (id, status_through) VALUES (1, now() + interval '1 minute')",
+    )
+    .await;
+    h.wait_status(id, &["sent"], WAIT).await;
+    let deadline = Instant::now() + WAIT;
+    while h.stream_messages().await > 0 && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(h.stream_messages().await, 0);
+    assert_eq!(h.sim.count(id), 1, "exactly one send reached the platform");
+    assert_eq!(h.sim.stats().duplicates, 0);
+    stop.send(()).unwrap();
+    d.join().await.unwrap();
+    h.cleanup().await;
+}
