@@ -269,22 +269,25 @@ async fn decide(ctx: &Ctx, row: Row) -> Verdict {
 }
 
 /// See [`Plan::Resend`]: release the dead claim, then decide again from the fresh row.
-async fn resend_dead_claim(ctx: &Ctx, row: Row) -> Verdict {
+async fn resend_dead_claim(ctx: &Ctx, mut row: Row) -> Verdict {
     match store::release_dead_claim(&ctx.pg, row.id, ctx.cfg.unknown_settle).await {
-        Ok(released) => {
-            if released {
-                RESENT_UNKNOWN.inc();
-                tracing::warn!(
-                    "no status webhook came for a send a stopped dispatcher had claimed; sending it again"
-                );
-            }
-            match store::load(&ctx.pg, row.id).await {
-                Ok(Some(fresh)) if fresh.status == "queued" => send(ctx, fresh).await,
-                Ok(Some(fresh)) => Box::pin(decide(ctx, fresh)).await,
-                Ok(None) => ctx.skipped("row_missing"),
-                Err(_) => ctx.held("database", Duration::from_secs(2)),
-            }
+        Ok(true) => {
+            RESENT_UNKNOWN.inc();
+            tracing::warn!(
+                "outcome unknown and no status webhook came while later ones did; sending it again"
+            );
+            // What the release wrote; no need to read the row back.
+            row.status = "queued".into();
+            row.lease_until = None;
+            row.next_attempt_at = None;
+            send(ctx, row).await
         }
+        // Moved on meanwhile (its webhook came, or another replica took it).
+        Ok(false) => match store::load(&ctx.pg, row.id).await {
+            Ok(Some(fresh)) => Box::pin(decide(ctx, fresh)).await,
+            Ok(None) => ctx.skipped("row_missing"),
+            Err(_) => ctx.held("database", Duration::from_secs(2)),
+        },
         Err(e) => {
             tracing::warn!(error = %e, "cannot release a dead claim; trying again shortly");
             ctx.held("database", Duration::from_secs(2))

@@ -2,4 +2,5 @@
 //! binaries from outside and prints what it measured; a non-zero exit means a drill failed.
 
 pub mod load;
+pub mod report;
 pub mod stack;

@@ -20,7 +20,6 @@ use diesel_async::{AsyncConnection, AsyncPgConnection, RunQueryDsl};
 use warden_core::Core;
 use warden_faults::load::{self, Load, TEMPLATE, Tally};
 use warden_faults::stack::{Proc, Services, free_port, wait_http};
-use warden_service::Dependencies;
 
 const SECRET: &str = "faults-app-secret";
 
@@ -266,19 +265,12 @@ impl Stack {
     async fn core(&self) -> anyhow::Result<Core> {
         let settings =
             warden_settings::Settings::from_sources(None, &self.env.clone().into_iter().collect())?;
-        let (policies, _) =
-            warden_service::policies::load(&settings.policies_path).map_err(anyhow::Error::msg)?;
-        let deps = Dependencies {
-            pg: warden_store::connect(&settings.database, 16, Duration::from_secs(5)).await?,
-            redis: Some(
-                warden_service::redis_pool::connect(&settings.redis, Duration::from_secs(5))
-                    .await
-                    .map_err(anyhow::Error::msg)?,
-            ),
-            stream: Some(warden_stream::DeliveryStream::connect(&settings).await?),
-            settings: Arc::new(settings),
-            policies: Arc::new(policies),
+        let needs = warden_service::Needs {
+            redis: true,
+            nats: true,
+            pool_size: 16,
         };
+        let deps = warden_service::start("fault-drills", Arc::new(settings), needs).await;
         Ok(Core::new(deps, "fault-drill"))
     }
 
@@ -556,7 +548,8 @@ async fn run_drill(
     Ok(r)
 }
 
-/// Run one of the sibling executables; its last stdout line is its JSON report.
+/// Run one of the sibling executables: its summary goes to our stderr, its stdout is the
+/// one JSON report line (`warden_faults::report`).
 async fn sibling(
     exe: &str,
     args: &[String],
@@ -571,16 +564,7 @@ async fn sibling(
         .output()
         .await
         .with_context(|| format!("running {}", path.display()))?;
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    // Its human-readable summary, for the log of the run (the JSON line is parsed below).
-    for line in stdout.lines().filter(|l| !l.starts_with('{')) {
-        eprintln!("    {line}");
-    }
-    let report = stdout
-        .lines()
-        .rev()
-        .find_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
-        .unwrap_or(serde_json::Value::Null);
+    let report = serde_json::from_slice(&out.stdout).unwrap_or(serde_json::Value::Null);
     Ok((out.status.success(), report))
 }
 

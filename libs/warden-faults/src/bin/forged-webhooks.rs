@@ -667,22 +667,22 @@ async fn run(opts: Opts) -> Result<bool> {
             .map(|(s, n)| format!("{s} x{n}"))
             .collect::<Vec<_>>()
             .join(", ");
-        println!(
+        eprintln!(
             "{:<17} {:>5} POSTs  HTTP {statuses}  ({} variants)",
             class.name(),
             t.sent,
             t.variants.len()
         );
     }
-    println!(
+    eprintln!(
         "forged webhook POSTs: {} sent, {rejected} rejected (401/403), {accepted} accepted, rows written: {rows_written}",
         results.len()
     );
     for c in &changed {
-        println!("CHANGED: {c}");
+        eprintln!("CHANGED: {c}");
     }
     for o in &offenders {
-        println!("NOT REJECTED: {o}");
+        eprintln!("NOT REJECTED: {o}");
     }
     let metric_delta = metric_before
         .zip(metric_after)
@@ -702,23 +702,20 @@ async fn run(opts: Opts) -> Result<bool> {
         })
         .collect();
     let elapsed = started.elapsed();
-    println!(
-        "{}",
-        json!({
-            "drill": "forged-webhooks",
-            "ok": ok,
-            "sent": results.len(),
-            "rejected": rejected,
-            "accepted": accepted,
-            "other": other,
-            "rows_written": rows_written,
-            "tables_changed": changed,
-            "signature_failures_metric_delta": metric_delta,
-            "existing_targets": {"messages": targets.real.0, "customers": targets.real.1, "templates": targets.real.2},
-            "by_class": by_class,
-            "elapsed_ms": elapsed.as_millis() as u64,
-        })
-    );
+    warden_faults::report::emit(&json!({
+        "drill": "forged-webhooks",
+        "ok": ok,
+        "sent": results.len(),
+        "rejected": rejected,
+        "accepted": accepted,
+        "other": other,
+        "rows_written": rows_written,
+        "tables_changed": changed,
+        "signature_failures_metric_delta": metric_delta,
+        "existing_targets": {"messages": targets.real.0, "customers": targets.real.1, "templates": targets.real.2},
+        "by_class": by_class,
+        "elapsed_ms": elapsed.as_millis() as u64,
+    }));
     Ok(ok)
 }
 
@@ -726,23 +723,10 @@ async fn run(opts: Opts) -> Result<bool> {
 async fn main() -> ExitCode {
     let opts = match parse_opts() {
         Ok(o) => o,
-        Err(e) => {
-            if !e.is_empty() {
-                eprintln!("forged-webhooks: {e}");
-            }
-            eprintln!("{USAGE}");
-            return ExitCode::from(2);
-        }
+        Err(e) => return warden_faults::report::usage_error("forged-webhooks", USAGE, &e),
     };
     // reqwest is built without a default rustls provider; plain http needs none, but the
     // client builder still asks for one.
     let _ = rustls::crypto::ring::default_provider().install_default();
-    match run(opts).await {
-        Ok(true) => ExitCode::SUCCESS,
-        Ok(false) => ExitCode::FAILURE,
-        Err(e) => {
-            eprintln!("forged-webhooks: {e:#}");
-            ExitCode::FAILURE
-        }
-    }
+    warden_faults::report::exit_code("forged-webhooks", run(opts).await)
 }

@@ -1406,59 +1406,59 @@ async fn run(opts: Opts) -> Result<bool> {
     let rate = sent as f64 / elapsed.as_secs_f64().max(1e-9);
     let envelope_total: usize = stats.envelope_errors.values().sum();
 
-    println!(
+    eprintln!(
         "fuzz-tools summary (seed {}, {} in flight)",
         opts.seed, opts.inflight
     );
-    println!("  {:<34} {:>8}", "calls", sent);
-    println!("  {:<34} {:>8}", "answered", stats.answered);
-    println!("  {:<34} {:>8}", "results ok", stats.results_ok);
-    println!("  {:<34} {:>8}", "envelope errors", envelope_total);
+    eprintln!("  {:<34} {:>8}", "calls", sent);
+    eprintln!("  {:<34} {:>8}", "answered", stats.answered);
+    eprintln!("  {:<34} {:>8}", "results ok", stats.results_ok);
+    eprintln!("  {:<34} {:>8}", "envelope errors", envelope_total);
     for (code, n) in &stats.envelope_errors {
-        println!("    {:<32} {:>8}", code, n);
+        eprintln!("    {:<32} {:>8}", code, n);
     }
-    println!(
+    eprintln!(
         "  {:<34} {:>8}  (JSON-RPC -32602: {}, envelope: {})",
         "unknown tool calls",
         stats.unknown_calls,
         stats.unknown_rpc_errors,
         stats.unknown_envelopes
     );
-    println!(
+    eprintln!(
         "  {:<34} {:>8}",
         "protocol errors (known tools)", stats.protocol_errors
     );
-    println!("  {:<34} {:>8}", "no response", stats.no_response);
-    println!("  {:<34} {:>8}", "crashes", crashes);
-    println!("  {:<34} {:>8}", "violations", stats.violations);
-    println!(
+    eprintln!("  {:<34} {:>8}", "no response", stats.no_response);
+    eprintln!("  {:<34} {:>8}", "crashes", crashes);
+    eprintln!("  {:<34} {:>8}", "violations", stats.violations);
+    eprintln!(
         "  {:<34} {:>8}",
         format!("error messages > {LONG_MESSAGE} chars"),
         stats.long_messages
     );
-    println!(
+    eprintln!(
         "  {:<34} {:>8}  ({})",
         "longest error message (chars)", stats.longest_message.0, stats.longest_message.1
     );
-    println!(
+    eprintln!(
         "  {:<34} {:>8}",
         "ERROR lines in the gateway's log", log.errors
     );
     for e in &log.first_errors {
-        println!("    {e}");
+        eprintln!("    {e}");
     }
-    println!("  {:<34} {:>8.2} s", "elapsed", elapsed.as_secs_f64());
-    println!("  {:<34} {:>8.0}", "calls/s", rate);
-    println!(
+    eprintln!("  {:<34} {:>8.2} s", "elapsed", elapsed.as_secs_f64());
+    eprintln!("  {:<34} {:>8.0}", "calls/s", rate);
+    eprintln!(
         "  {:<34} {:>8.2} / {:.2} / {:.2} ms",
         "latency p50 / p99 / max", p50, p99, max
     );
-    println!("  {:<34} {:>8.2} s", "exit after stdin closed", exit_secs);
-    println!("  per tool (calls / ok / tool errors):");
+    eprintln!("  {:<34} {:>8.2} s", "exit after stdin closed", exit_secs);
+    eprintln!("  per tool (calls / ok / tool errors):");
     for (tool, [c, ok, err]) in &stats.per_tool {
-        println!("    {:<32} {:>6} {:>6} {:>6}", tool, c, ok, err);
+        eprintln!("    {:<32} {:>6} {:>6} {:>6}", tool, c, ok, err);
     }
-    println!(
+    eprintln!(
         "  strategies: {}",
         stats
             .strategies
@@ -1467,7 +1467,7 @@ async fn run(opts: Opts) -> Result<bool> {
             .collect::<Vec<_>>()
             .join(", ")
     );
-    println!(
+    eprintln!(
         "  mutations: {}",
         stats
             .mutations
@@ -1477,43 +1477,40 @@ async fn run(opts: Opts) -> Result<bool> {
             .join(", ")
     );
     if stats.violations > 0 {
-        println!("first violations:");
+        eprintln!("first violations:");
         for e in &stats.examples {
-            println!("  - {e}");
+            eprintln!("  - {e}");
         }
-        println!("gateway stderr tail:");
+        eprintln!("gateway stderr tail:");
         for l in &log.tail {
-            println!("  {l}");
+            eprintln!("  {l}");
         }
     }
     let ok = stats.violations == 0 && sent == opts.calls;
-    println!(
-        "{}",
-        json!({
-            "drill": "fuzz-tools",
-            "ok": ok,
-            "seed": opts.seed,
-            "calls": sent,
-            "answered": stats.answered,
-            "results_ok": stats.results_ok,
-            "envelope_errors": stats.envelope_errors,
-            "unknown_tool": {"calls": stats.unknown_calls, "jsonrpc_invalid_params": stats.unknown_rpc_errors, "envelope": stats.unknown_envelopes},
-            "protocol_errors": stats.protocol_errors,
-            "no_response": stats.no_response,
-            "crashes": crashes,
-            "violations": stats.violations,
-            "long_error_messages": stats.long_messages,
-            "gateway_error_log_lines": log.errors,
-            "longest_error_message": {"chars": stats.longest_message.0, "where": stats.longest_message.1},
-            "exit_code": exit_status,
-            "elapsed_ms": elapsed.as_millis() as u64,
-            "calls_per_sec": (rate * 10.0).round() / 10.0,
-            "latency_ms": {"p50": p50, "p99": p99, "max": max},
-            "startup_ms": startup.as_millis() as u64,
-            "notifications": conn.notifications.load(Ordering::Relaxed),
-            "server_requests": conn.server_requests.load(Ordering::Relaxed),
-        })
-    );
+    warden_faults::report::emit(&json!({
+        "drill": "fuzz-tools",
+        "ok": ok,
+        "seed": opts.seed,
+        "calls": sent,
+        "answered": stats.answered,
+        "results_ok": stats.results_ok,
+        "envelope_errors": stats.envelope_errors,
+        "unknown_tool": {"calls": stats.unknown_calls, "jsonrpc_invalid_params": stats.unknown_rpc_errors, "envelope": stats.unknown_envelopes},
+        "protocol_errors": stats.protocol_errors,
+        "no_response": stats.no_response,
+        "crashes": crashes,
+        "violations": stats.violations,
+        "long_error_messages": stats.long_messages,
+        "gateway_error_log_lines": log.errors,
+        "longest_error_message": {"chars": stats.longest_message.0, "where": stats.longest_message.1},
+        "exit_code": exit_status,
+        "elapsed_ms": elapsed.as_millis() as u64,
+        "calls_per_sec": (rate * 10.0).round() / 10.0,
+        "latency_ms": {"p50": p50, "p99": p99, "max": max},
+        "startup_ms": startup.as_millis() as u64,
+        "notifications": conn.notifications.load(Ordering::Relaxed),
+        "server_requests": conn.server_requests.load(Ordering::Relaxed),
+    }));
     Ok(ok)
 }
 
@@ -1521,20 +1518,7 @@ async fn run(opts: Opts) -> Result<bool> {
 async fn main() -> ExitCode {
     let opts = match parse_opts() {
         Ok(o) => o,
-        Err(e) => {
-            if !e.is_empty() {
-                eprintln!("fuzz-tools: {e}");
-            }
-            eprintln!("{USAGE}");
-            return ExitCode::from(2);
-        }
+        Err(e) => return warden_faults::report::usage_error("fuzz-tools", USAGE, &e),
     };
-    match run(opts).await {
-        Ok(true) => ExitCode::SUCCESS,
-        Ok(false) => ExitCode::FAILURE,
-        Err(e) => {
-            eprintln!("fuzz-tools: {e:#}");
-            ExitCode::FAILURE
-        }
-    }
+    warden_faults::report::exit_code("fuzz-tools", run(opts).await)
 }
