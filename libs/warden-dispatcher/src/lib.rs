@@ -28,7 +28,6 @@ use async_nats::jetstream::consumer::{self, AckPolicy, DeliverPolicy, PullConsum
 use futures::StreamExt;
 use tokio::sync::Semaphore;
 use tokio::task::{JoinHandle, JoinSet};
-use warden_platform::{PlatformClient, PlatformConfig};
 use warden_ratelimit::{PairLimiter, TokenBucket};
 use warden_service::{Dependencies, admin};
 use warden_stream::DeliveryStream;
@@ -98,14 +97,7 @@ pub async fn start(
     );
     let pair = PairLimiter::sharing(&bucket, config.pair_interval);
     let p = &deps.settings.platform;
-    let mut platform_config = PlatformConfig::new(
-        p.api_url.clone(),
-        p.access_token.clone(),
-        p.phone_number_id.clone(),
-        p.account_id.clone(),
-    );
-    platform_config.timeout = config.platform_timeout;
-    let platform = PlatformClient::new(platform_config)
+    let platform = warden_service::platform::client(p, Some(config.platform_timeout))
         .map_err(|e| anyhow::anyhow!("PLATFORM_API_URL: {e}"))?;
     let stats = Arc::new(Stats::default());
     let outcomes_pg = relaxed_pool(&deps).await;

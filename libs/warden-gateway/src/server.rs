@@ -6,7 +6,7 @@ use rmcp::handler::server::router::tool::ToolRouter;
 use rmcp::model::{Implementation, ServerCapabilities, ServerConfig};
 use rmcp::{ServerHandler, tool_handler};
 use warden_core::Core;
-use warden_platform::{PlatformClient, PlatformConfig};
+use warden_platform::PlatformClient;
 use warden_service::Dependencies;
 
 /// Who the gateway's audit rows and sends are attributed to.
@@ -36,13 +36,8 @@ impl Gateway {
     /// without NATS accepted messages stay queued for the scheduler's relay).
     pub fn new(deps: Dependencies) -> Result<Self, String> {
         let p = &deps.settings.platform;
-        let platform = PlatformClient::new(PlatformConfig::new(
-            p.api_url.clone(),
-            p.access_token.clone(),
-            p.phone_number_id.clone(),
-            p.account_id.clone(),
-        ))
-        .map_err(|e| format!("PLATFORM_API_URL: {e}"))?;
+        let platform = warden_service::platform::client(p, None)
+            .map_err(|e| format!("PLATFORM_API_URL: {e}"))?;
         let core = Core::new(deps, ACTOR);
         Ok(Gateway {
             inner: Arc::new(Inner { core, platform }),

@@ -350,3 +350,39 @@ async fn sync_template_status_bounds_the_name_before_calling_the_platform() {
     assert!(m.chars().count() < 200, "{m}");
     assert_eq!(h.count("SELECT count(*) AS n FROM templates").await, 0);
 }
+
+async fn calls_by_version(h: &Harness) -> serde_json::Value {
+    let sim = h.sim.as_ref().unwrap();
+    let stats: serde_json::Value = sim
+        .http
+        .get(format!("{}/sim/stats", sim.url))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    stats["by_version"].clone()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn platform_calls_use_the_configured_api_version() {
+    let h = Harness::with(with_sim()).await;
+    h.ok("get_account_quality", json!({})).await;
+    let default_calls = calls_by_version(&h).await;
+    let map = default_calls.as_object().unwrap();
+    assert_eq!(map.keys().collect::<Vec<_>>(), ["v25.0"], "{default_calls}");
+
+    // A second gateway on the same stack, pinned to another version by its settings.
+    let mut settings = (*h.deps.settings).clone();
+    settings.platform.api_version = "v24.0".into();
+    let deps = common::deps_for(settings, false).await;
+    let client = common::connect(warden_gateway::Gateway::new(deps).unwrap()).await;
+    let params = rmcp::model::CallToolRequestParams::new("get_account_quality")
+        .with_arguments(serde_json::Map::new());
+    let res = client.call_tool(params).await.unwrap();
+    assert_ne!(res.is_error, Some(true), "{res:?}");
+    let pinned = calls_by_version(&h).await;
+    assert!(pinned["v24.0"].as_u64().unwrap() >= 1, "{pinned}");
+    assert_eq!(pinned["v25.0"], default_calls["v25.0"], "{pinned}");
+}

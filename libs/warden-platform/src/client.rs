@@ -1,4 +1,4 @@
-//! HTTP client of the platform API (v20.0).
+//! HTTP client of the platform API (version from `PLATFORM_API_VERSION`, default v25.0).
 //!
 //! The binary installs the rustls crypto provider (ring) before building a client;
 //! this crate enables no TLS provider of its own.
@@ -12,7 +12,8 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use std::time::Duration;
 
-pub const API_VERSION: &str = "v20.0";
+/// The Graph API version used when none is configured. v20.0 was retired on 2026-09-24.
+pub const API_VERSION: &str = "v25.0";
 const TEMPLATE_FIELDS: &str = "id,name,status,category,language,components,rejected_reason";
 /// Guards against a platform (or a fake) whose paging never ends.
 const MAX_PAGES: usize = 100;
@@ -47,7 +48,7 @@ impl std::fmt::Debug for PlatformConfig {
 }
 
 impl PlatformConfig {
-    /// v20.0, connect timeout 2 s, total 10 s.
+    /// [`API_VERSION`], connect timeout 2 s, total 10 s.
     pub fn new(
         base_url: impl Into<String>,
         access_token: impl Into<String>,
@@ -268,19 +269,27 @@ mod tests {
         .unwrap();
         assert_eq!(
             c.url(&["100", "messages"], &[]).unwrap().as_str(),
-            "http://127.0.0.1:8089/v20.0/100/messages"
+            "http://127.0.0.1:8089/v25.0/100/messages"
         );
         assert_eq!(
             c.url(&["200", "message_templates"], &[("name", "a b&c")])
                 .unwrap()
                 .as_str(),
-            "http://127.0.0.1:8089/v20.0/200/message_templates?name=a+b%26c"
+            "http://127.0.0.1:8089/v25.0/200/message_templates?name=a+b%26c"
         );
         let prefixed =
             PlatformClient::new(PlatformConfig::new("http://h/proxy", "t", "1", "2")).unwrap();
         assert_eq!(
             prefixed.url(&["1"], &[]).unwrap().as_str(),
-            "http://h/proxy/v20.0/1"
+            "http://h/proxy/v25.0/1"
+        );
+        // A pinned older version is used as given.
+        let mut cfg = PlatformConfig::new("http://h", "t", "1", "2");
+        cfg.api_version = "v24.0".into();
+        let pinned = PlatformClient::new(cfg).unwrap();
+        assert_eq!(
+            pinned.url(&["1", "messages"], &[]).unwrap().as_str(),
+            "http://h/v24.0/1/messages"
         );
     }
 

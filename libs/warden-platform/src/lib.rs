@@ -1,4 +1,4 @@
-//! The upstream messaging platform (API v20.0) as Warden sees it: wire types of
+//! The upstream messaging platform (Graph API, version configurable) as Warden sees it: wire types of
 //! webhooks, sends, templates and phone numbers; the webhook signature rule; and an
 //! HTTP client. Shared by the webhook server, the dispatcher, the gateway and the sim,
 //! so every side agrees on the same shapes.

@@ -3,6 +3,7 @@
 //! is unreachable), run migrations and seeds, and later stop cleanly on SIGTERM/SIGINT.
 
 pub mod admin;
+pub mod platform;
 pub mod policies;
 pub mod redis_pool;
 

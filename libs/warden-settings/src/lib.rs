@@ -14,6 +14,20 @@ use std::time::Duration;
 pub const DEFAULT_CHANNEL: &str = "whatsapp";
 
 /// Every variable Warden reads, in the order the README documents them.
+/// The platform API version when `PLATFORM_API_VERSION` is unset (v20.0 was retired on
+/// 2026-09-24).
+pub const DEFAULT_API_VERSION: &str = "v25.0";
+
+/// `v` + one to three digits + `.0`: the platform's version prefix.
+pub fn is_api_version(version: &str) -> bool {
+    version
+        .strip_prefix('v')
+        .and_then(|rest| rest.strip_suffix(".0"))
+        .is_some_and(|major| {
+            !major.is_empty() && major.len() <= 3 && major.bytes().all(|b| b.is_ascii_digit())
+        })
+}
+
 pub const VARIABLES: &[&str] = &[
     "SERVER_HTTP_PORT",
     "ADMIN_HTTP_PORT",
@@ -32,6 +46,7 @@ pub const VARIABLES: &[&str] = &[
     "NATS_URL",
     "DELIVERY_STREAM",
     "PLATFORM_API_URL",
+    "PLATFORM_API_VERSION",
     "PLATFORM_ACCESS_TOKEN",
     "PLATFORM_PHONE_NUMBER_ID",
     "PLATFORM_ACCOUNT_ID",
@@ -166,6 +181,8 @@ impl fmt::Debug for Redis {
 #[derive(Clone)]
 pub struct Platform {
     pub api_url: String,
+    /// Graph API version prefix of every call (`v25.0`).
+    pub api_version: String,
     pub access_token: String,
     pub phone_number_id: String,
     pub account_id: String,
@@ -179,6 +196,7 @@ impl fmt::Debug for Platform {
         // Secrets never reach a log line.
         f.debug_struct("Platform")
             .field("api_url", &self.api_url)
+            .field("api_version", &self.api_version)
             .field("phone_number_id", &self.phone_number_id)
             .field("account_id", &self.account_id)
             .field("app_secret_set", &self.app_secret.is_some())
@@ -292,6 +310,15 @@ impl Settings {
                 format!("`{api_url}` must start with http:// or https://"),
             ));
         }
+        let api_version = src.string("PLATFORM_API_VERSION", DEFAULT_API_VERSION);
+        if !is_api_version(&api_version) {
+            return Err(invalid(
+                "PLATFORM_API_VERSION",
+                format!(
+                    "`{api_version}` is not an API version; use `vNN.0`, e.g. `{DEFAULT_API_VERSION}`"
+                ),
+            ));
+        }
         let rate_limit_mps = src.number::<u32>("RATE_LIMIT_MPS", 80)?;
         if rate_limit_mps == 0 {
             return Err(invalid("RATE_LIMIT_MPS", "must be at least 1"));
@@ -330,6 +357,7 @@ impl Settings {
             delivery_stream,
             platform: Platform {
                 api_url: api_url.trim_end_matches('/').to_string(),
+                api_version,
                 access_token: src.string("PLATFORM_ACCESS_TOKEN", "dev-access-token"),
                 phone_number_id: src.string("PLATFORM_PHONE_NUMBER_ID", "100000000000001"),
                 account_id: src.string("PLATFORM_ACCOUNT_ID", "200000000000001"),
@@ -485,6 +513,27 @@ mod tests {
         assert_eq!(s.delivery_subject("whatsapp"), "delivery.outbound.whatsapp");
         assert!(s.platform.app_secret.is_none());
         assert_eq!(s.tier, Tier::Oss);
+    }
+
+    #[test]
+    fn api_version_defaults_to_v25_and_takes_any_vnn() {
+        let s = Settings::from_sources(None, &env(&[])).unwrap();
+        assert_eq!(s.platform.api_version, "v25.0");
+        let s = Settings::from_sources(None, &env(&[("PLATFORM_API_VERSION", "v24.0")])).unwrap();
+        assert_eq!(s.platform.api_version, "v24.0");
+        for ok in ["v25.0", "v20.0", "v1.0", "v100.0"] {
+            assert!(is_api_version(ok), "{ok}");
+        }
+        for bad in [
+            "25.0", "v25", "v25.1", "v.0", "vx.0", "v1000.0", "V25.0", "", "sim",
+        ] {
+            assert!(!is_api_version(bad), "{bad}");
+            if !bad.is_empty() {
+                let err = Settings::from_sources(None, &env(&[("PLATFORM_API_VERSION", bad)]))
+                    .unwrap_err();
+                assert!(err.to_string().contains("PLATFORM_API_VERSION"), "{err}");
+            }
+        }
     }
 
     #[test]

@@ -13,7 +13,7 @@ pub const DEFAULT_DISPLAY_PHONE_NUMBER: &str = "15550100000";
 /// Where the default template set lives, relative to the working directory.
 pub const DEFAULT_TEMPLATES_PATH: &str = "templates/sim-templates.json";
 
-/// platform-sim: a local, in-memory stand-in for the messaging platform API v20.0.
+/// platform-sim: a local, in-memory stand-in for the messaging platform API (served under any `/vNN.0/` version prefix).
 #[derive(Debug, Clone, Parser)]
 #[command(name = "platform-sim", version, about, long_about = None)]
 pub struct SimConfig {
@@ -38,7 +38,7 @@ pub struct SimConfig {
     #[arg(long, env = "SIM_APPROVAL_DELAY", default_value = "2s", value_parser = parse_duration)]
     pub approval_delay: Duration,
 
-    /// Bearer token every /v20.0 call must present.
+    /// Bearer token every platform (`/vNN.0/`) call must present.
     #[arg(long, env = "PLATFORM_ACCESS_TOKEN", default_value = DEFAULT_ACCESS_TOKEN, hide_env_values = true)]
     pub access_token: String,
 

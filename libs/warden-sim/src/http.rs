@@ -1,9 +1,11 @@
-//! HTTP routes: the platform's v20.0 paths and the sim's control endpoints.
+//! HTTP routes: the platform's paths under any `/vNN.0/` version prefix, and the sim's
+//! control endpoints.
 
 use crate::state::{Accepted, Refusal, Sim};
 use crate::templates::{CATEGORIES, Template, name_problem};
+use actix_web::dev::Service;
 use actix_web::http::header::{AUTHORIZATION, CONTENT_TYPE};
-use actix_web::{HttpRequest, HttpResponse, web};
+use actix_web::{HttpRequest, HttpResponse, guard, web};
 use serde::Deserialize;
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value, json};
@@ -13,7 +15,6 @@ use warden_platform::lenient;
 use warden_platform::message::{SendContact, SendRequest, SendResponse, SentMessage};
 use warden_platform::template::{CreateTemplateRequest, placeholders};
 
-const VERSION: &str = "/v20.0";
 /// The platform's own cap on a text body.
 const MAX_TEXT_BODY: usize = 4096;
 const MAX_TEMPLATE_BODY: usize = 1024;
@@ -31,11 +32,26 @@ const OTHER_KINDS: [&str; 10] = [
     "order_details",
 ];
 
+fn version_segment(path: &str) -> &str {
+    path.trim_start_matches('/').split('/').next().unwrap_or("")
+}
+
 pub fn routes(cfg: &mut web::ServiceConfig) {
     cfg.route("/health", web::get().to(health))
         .route("/metrics", web::get().to(metrics))
         .service(
-            web::scope(VERSION)
+            // Every version is served the same way (the sim models today's platform);
+            // calls are counted per version so a test can see which one a client used.
+            web::scope("/{api_version}")
+                .guard(guard::fn_guard(|ctx| {
+                    warden_settings::is_api_version(version_segment(ctx.head().uri.path()))
+                }))
+                .wrap_fn(|req, srv| {
+                    if let Some(sim) = req.app_data::<web::Data<Sim>>() {
+                        sim.count_version_call(version_segment(req.path()));
+                    }
+                    srv.call(req)
+                })
                 .route("/{id}/messages", web::post().to(send_message))
                 .route("/{id}/message_templates", web::post().to(create_template))
                 .route("/{id}/message_templates", web::get().to(list_templates))
@@ -61,6 +77,12 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
 }
 
 // ---------------------------------------------------------------- helpers
+
+/// The `{id}` segment of a platform path (the scope's `{api_version}` is not needed here).
+#[derive(Deserialize)]
+struct NodeId {
+    id: String,
+}
 
 fn refusal(r: Refusal) -> HttpResponse {
     let status = actix_web::http::StatusCode::from_u16(r.http_status)
@@ -157,14 +179,14 @@ async fn not_found(req: HttpRequest) -> HttpResponse {
 async fn send_message(
     sim: web::Data<Sim>,
     req: HttpRequest,
-    path: web::Path<String>,
+    path: web::Path<NodeId>,
     body: web::Bytes,
 ) -> HttpResponse {
     if let Some(resp) = reject_unauthorized(&sim, &req) {
         return resp;
     }
-    if *path != sim.config.phone_number_id {
-        return unknown_object(&path, "post");
+    if path.id != sim.config.phone_number_id {
+        return unknown_object(&path.id, "post");
     }
     if let Some(delay) = sim.latency() {
         tokio::time::sleep(delay).await;
@@ -311,14 +333,14 @@ fn handle_send(sim: &Sim, send: SendRequest) -> Result<SendResponse, Refusal> {
 async fn create_template(
     sim: web::Data<Sim>,
     req: HttpRequest,
-    path: web::Path<String>,
+    path: web::Path<NodeId>,
     body: web::Bytes,
 ) -> HttpResponse {
     if let Some(resp) = reject_unauthorized(&sim, &req) {
         return resp;
     }
-    if *path != sim.config.waba_id {
-        return unknown_object(&path, "post");
+    if path.id != sim.config.waba_id {
+        return unknown_object(&path.id, "post");
     }
     let create: CreateTemplateRequest = match serde_json::from_slice(&body) {
         Ok(c) => c,
@@ -391,14 +413,14 @@ async fn create_template(
 async fn list_templates(
     sim: web::Data<Sim>,
     req: HttpRequest,
-    path: web::Path<String>,
+    path: web::Path<NodeId>,
     query: web::Query<HashMap<String, String>>,
 ) -> HttpResponse {
     if let Some(resp) = reject_unauthorized(&sim, &req) {
         return resp;
     }
-    if *path != sim.config.waba_id {
-        return unknown_object(&path, "get");
+    if path.id != sim.config.waba_id {
+        return unknown_object(&path.id, "get");
     }
     let q = query.into_inner();
     let matches = |t: &&Template| {
@@ -478,14 +500,14 @@ fn phone_object(sim: &Sim) -> Map<String, Value> {
 async fn phone_numbers(
     sim: web::Data<Sim>,
     req: HttpRequest,
-    path: web::Path<String>,
+    path: web::Path<NodeId>,
     query: web::Query<HashMap<String, String>>,
 ) -> HttpResponse {
     if let Some(resp) = reject_unauthorized(&sim, &req) {
         return resp;
     }
-    if *path != sim.config.waba_id {
-        return unknown_object(&path, "get");
+    if path.id != sim.config.waba_id {
+        return unknown_object(&path.id, "get");
     }
     let phone = select_fields(phone_object(&sim), query.get("fields"));
     HttpResponse::Ok().json(json!({
@@ -497,13 +519,13 @@ async fn phone_numbers(
 async fn read_node(
     sim: web::Data<Sim>,
     req: HttpRequest,
-    path: web::Path<String>,
+    path: web::Path<NodeId>,
     query: web::Query<HashMap<String, String>>,
 ) -> HttpResponse {
     if let Some(resp) = reject_unauthorized(&sim, &req) {
         return resp;
     }
-    let id = path.into_inner();
+    let id = path.into_inner().id;
     let fields = query.get("fields");
     if id == sim.config.phone_number_id {
         return HttpResponse::Ok().json(select_fields(phone_object(&sim), fields));

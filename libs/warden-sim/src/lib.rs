@@ -1,4 +1,4 @@
-//! platform-sim: an in-memory stand-in for the messaging platform API v20.0.
+//! platform-sim: an in-memory stand-in for the messaging platform API (served under any `/vNN.0/` version prefix).
 //!
 //! It answers at the real paths with the real bodies (sends, templates, phone
 //! numbers), checks the bearer token, sends signed webhooks (statuses, inbound

@@ -124,6 +124,8 @@ struct Counters {
     duplicates: u64,
     by_message: HashMap<String, MessageStat>,
     by_recipient: HashMap<String, u64>,
+    /// Platform calls per API version prefix (`v25.0` -> N), accepted or not.
+    by_version: HashMap<String, u64>,
     faults: HashMap<String, Fault>,
 }
 
@@ -134,6 +136,8 @@ pub struct Stats {
     pub duplicates: u64,
     pub by_message: HashMap<String, MessageStat>,
     pub by_recipient: HashMap<String, u64>,
+    /// Platform calls per API version (an addition beyond the contract's keys).
+    pub by_version: HashMap<String, u64>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -433,6 +437,18 @@ impl Sim {
             duplicates: c.duplicates,
             by_message: c.by_message.clone(),
             by_recipient: c.by_recipient.clone(),
+            by_version: c.by_version.clone(),
+        }
+    }
+
+    /// Counts one call to a platform path under API version `version` (`v25.0`).
+    pub fn count_version_call(&self, version: &str) {
+        let mut c = self.lock();
+        match c.by_version.get_mut(version) {
+            Some(n) => *n += 1,
+            None => {
+                c.by_version.insert(version.to_owned(), 1);
+            }
         }
     }
 

@@ -24,7 +24,7 @@ async fn health_and_unknown_paths() {
 
     let r = sim
         .http
-        .get(format!("{}/v21.0/x", sim.url))
+        .get(format!("{}/v21.5/x", sim.url))
         .send()
         .await
         .unwrap();
@@ -50,7 +50,7 @@ async fn bearer_token_is_checked_on_every_platform_path() {
             Some("test-token"),
             Some("Basic test-token"),
         ] {
-            let url = format!("{}/v20.0/{path}", sim.url);
+            let url = format!("{}/{API}/{path}", sim.url);
             let mut req = if *method == "POST" {
                 sim.http.post(&url).json(&text("628123456789", "hi", None))
             } else {
@@ -152,7 +152,7 @@ async fn bad_requests_get_code_100() {
     // Wrong phone number id in the path.
     let r = sim
         .http
-        .post(format!("{}/v20.0/999/messages", sim.url))
+        .post(format!("{}/{API}/999/messages", sim.url))
         .bearer_auth(TOKEN)
         .json(&text("628123", "x", None))
         .send()
@@ -435,7 +435,7 @@ async fn template_creation_is_validated() {
     }
     let r = sim
         .http
-        .post(format!("{}/v20.0/{path}", sim.url))
+        .post(format!("{}/{API}/{path}", sim.url))
         .bearer_auth(TOKEN)
         .body("{oops")
         .send()
@@ -526,7 +526,7 @@ async fn a_manual_decision_wins_over_the_automatic_approval() {
 async fn template_list_pages() {
     let sim = start_sim(config(None)).await;
     let mut seen = Vec::new();
-    let mut url = format!("{}/v20.0/{WABA_ID}/message_templates?limit=3", sim.url);
+    let mut url = format!("{}/{API}/{WABA_ID}/message_templates?limit=3", sim.url);
     for _ in 0..10 {
         let v: Value = sim
             .http
@@ -832,7 +832,13 @@ async fn stats_have_exactly_the_contract_shape_and_reset_clears_them() {
         .collect();
     assert_eq!(
         keys,
-        HashSet::from(["total_sends", "duplicates", "by_message", "by_recipient"])
+        HashSet::from([
+            "total_sends",
+            "duplicates",
+            "by_message",
+            "by_recipient",
+            "by_version"
+        ])
     );
     let entry = stats["by_message"]["m1"].as_object().unwrap();
     let entry_keys: HashSet<&str> = entry.keys().map(String::as_str).collect();
@@ -842,7 +848,7 @@ async fn stats_have_exactly_the_contract_shape_and_reset_clears_them() {
     assert_eq!(status, 200);
     assert_eq!(
         sim.stats().await,
-        json!({"total_sends": 0, "duplicates": 0, "by_message": {}, "by_recipient": {}})
+        json!({"total_sends": 0, "duplicates": 0, "by_message": {}, "by_recipient": {}, "by_version": {}})
     );
     // Faults were cleared too; templates were kept.
     assert_eq!(sim.send(&text("628124", "x", None)).await.0, 200);
@@ -1007,4 +1013,35 @@ async fn templates_come_from_sim_templates() {
     let mut cfg = config(None);
     cfg.templates = Some(broken);
     assert!(warden_sim::start(cfg, std::net::TcpListener::bind("127.0.0.1:0").unwrap()).is_err());
+}
+
+#[tokio::test]
+async fn every_vnn_version_prefix_is_served_and_counted() {
+    let sim = start_sim(config(None)).await;
+    for version in ["v25.0", "v24.0", "v25.0"] {
+        let r = sim
+            .http
+            .post(format!("{}/{version}/{PHONE_ID}/messages", sim.url))
+            .bearer_auth(TOKEN)
+            .json(&text("628123456789", "hi", None))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status().as_u16(), 200, "{version}");
+    }
+    // Not a version prefix: not a platform path at all.
+    for bad in ["v25.1", "25.0", "vx.0"] {
+        let r = sim
+            .http
+            .post(format!("{}/{bad}/{PHONE_ID}/messages", sim.url))
+            .bearer_auth(TOKEN)
+            .json(&text("628123456789", "hi", None))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status().as_u16(), 404, "{bad}");
+    }
+    let stats = sim.stats().await;
+    assert_eq!(stats["total_sends"], 3);
+    assert_eq!(stats["by_version"], json!({"v25.0": 2, "v24.0": 1}));
 }

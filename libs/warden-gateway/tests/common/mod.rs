@@ -89,8 +89,9 @@ impl Sim {
         let resp = self
             .http
             .post(format!(
-                "{}/v20.0/{SIM_WABA_ID}/message_templates",
-                self.url
+                "{}/{}/{SIM_WABA_ID}/message_templates",
+                self.url,
+                warden_platform::API_VERSION
             ))
             .bearer_auth(SIM_TOKEN)
             .json(

@@ -130,7 +130,10 @@ fn main() {
         })
         .unwrap();
     let (base_url, sim) = rx.recv().expect("sim started");
-    let url = format!("{base_url}/v20.0/{phone_id}/messages");
+    let url = format!(
+        "{base_url}/{}/{phone_id}/messages",
+        warden_platform::API_VERSION
+    );
 
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()

@@ -17,6 +17,8 @@ pub const TOKEN: &str = "test-token";
 pub const SECRET: &str = "test-secret";
 pub const PHONE_ID: &str = "111000111000111";
 pub const WABA_ID: &str = "222000222000222";
+/// The version prefix Warden calls by default.
+pub const API: &str = warden_platform::API_VERSION;
 
 pub fn init() {
     let _ = rustls::crypto::ring::default_provider().install_default();
@@ -65,7 +67,7 @@ pub async fn start_sim(config: SimConfig) -> TestSim {
 
 impl TestSim {
     pub fn messages_url(&self) -> String {
-        format!("{}/v20.0/{PHONE_ID}/messages", self.url)
+        format!("{}/{API}/{PHONE_ID}/messages", self.url)
     }
 
     /// POST a send with the right token; (HTTP status, JSON body).
@@ -85,7 +87,7 @@ impl TestSim {
     pub async fn get_api(&self, path: &str) -> (u16, Value) {
         let r = self
             .http
-            .get(format!("{}/v20.0/{path}", self.url))
+            .get(format!("{}/{API}/{path}", self.url))
             .bearer_auth(TOKEN)
             .send()
             .await
@@ -97,7 +99,7 @@ impl TestSim {
     pub async fn post_api(&self, path: &str, body: &Value) -> (u16, Value) {
         let r = self
             .http
-            .post(format!("{}/v20.0/{path}", self.url))
+            .post(format!("{}/{API}/{path}", self.url))
             .bearer_auth(TOKEN)
             .json(body)
             .send()
