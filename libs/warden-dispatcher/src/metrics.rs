@@ -40,6 +40,24 @@ pub static RESENT_UNKNOWN: LazyLock<IntCounter> = LazyLock::new(|| {
     .expect("metric registers once")
 });
 
+pub static UNKNOWN_OUTCOMES: LazyLock<IntCounterVec> = LazyLock::new(|| {
+    register_int_counter_vec!(
+        "warden_dispatcher_unknown_outcomes_total",
+        "Sends whose outcome was unknown (call timed out, or its dispatcher died), by event: held (the outcome became unknown), resolved_by_webhook, resent_on_evidence, resent_on_max_wait",
+        &["event"]
+    )
+    .expect("metric registers once")
+});
+
+pub static SWEEPS: LazyLock<IntCounterVec> = LazyLock::new(|| {
+    register_int_counter_vec!(
+        "warden_dispatcher_sweeps_total",
+        "Runs of the unknown-outcome sweep, by result (ok, error)",
+        &["result"]
+    )
+    .expect("metric registers once")
+});
+
 pub static HALTS: LazyLock<IntCounterVec> = LazyLock::new(|| {
     register_int_counter_vec!(
         "warden_dispatcher_halts_total",
@@ -90,6 +108,11 @@ pub fn touch() {
     LazyLock::force(&RETRIES);
     LazyLock::force(&RESENT_UNKNOWN);
     LazyLock::force(&HALTS);
+    for event in crate::unknown::EVENTS {
+        UNKNOWN_OUTCOMES.with_label_values(&[event.label()]);
+    }
+    SWEEPS.with_label_values(&["ok"]);
+    SWEEPS.with_label_values(&["error"]);
     LazyLock::force(&HELD);
     LazyLock::force(&SKIPPED);
     LazyLock::force(&IN_FLIGHT);

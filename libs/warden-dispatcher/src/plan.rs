@@ -24,9 +24,28 @@ pub enum Plan {
     Done(&'static str),
     /// The campaign was cancelled before this message went out: it ends failed.
     CancelledCampaign,
-    /// A dispatcher died mid-call and no status webhook settled the row within `settle`
-    /// of its lease ending: the platform never took it. Put it back to `queued` and send.
-    Resend,
+    /// An unknown outcome (a dispatcher died mid-call, or the call timed out) that no
+    /// status webhook settled: put it back to `queued` and send, for the reason given.
+    Resend(Why),
+}
+
+/// Why an unknown outcome is resent.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Why {
+    /// Statuses the platform emitted after the claim arrived without this one's.
+    Evidence,
+    /// No such evidence within DISPATCH_UNKNOWN_MAX_WAIT (e.g. no traffic after it).
+    MaxWait,
+}
+
+impl Why {
+    /// The metric label and audit wording.
+    pub fn label(self) -> &'static str {
+        match self {
+            Why::Evidence => "resent_on_evidence",
+            Why::MaxWait => "resent_on_max_wait",
+        }
+    }
 }
 
 /// How a claim a stopped dispatcher left behind is settled.
@@ -73,8 +92,10 @@ pub fn plan(row: &Row, unknown: UnknownOutcome) -> Plan {
                     .webhooks_through
                     .is_some_and(|w| w >= row.claimed_at + WEBHOOK_EVIDENCE_MARGIN);
                 let give_up = ended + to_delta(unknown.max_wait);
-                if caught_up || now >= give_up {
-                    Plan::Resend
+                if caught_up {
+                    Plan::Resend(Why::Evidence)
+                } else if now >= give_up {
+                    Plan::Resend(Why::MaxWait)
                 } else {
                     let next = (now + to_delta(unknown.settle)).min(give_up);
                     Plan::Hold(until_after(now, next), "awaiting_webhooks")
@@ -338,6 +359,7 @@ mod tests {
             has_error: false,
             claimed_at: Utc::now(),
             webhooks_through: None,
+            unknown_since: None,
             db_now: Utc::now(),
         }
     }
@@ -392,15 +414,20 @@ mod tests {
         );
         // Statuses emitted after the claim arrived, this one's did not: never reached.
         r.webhooks_through = Some(r.claimed_at + WEBHOOK_EVIDENCE_MARGIN);
-        assert_eq!(plan(&r, SETTLE), Plan::Resend);
-        // No evidence ever: resent after max_wait.
+        assert_eq!(plan(&r, SETTLE), Plan::Resend(Why::Evidence));
+        // No evidence ever (nothing was sent after it): resent after max_wait, not before.
         r.webhooks_through = None;
-        r.lease_until = Some(r.db_now - TimeDelta::seconds(901));
-        assert_eq!(plan(&r, SETTLE), Plan::Resend);
+        r.lease_until = Some(r.db_now - TimeDelta::seconds(899));
+        assert!(matches!(
+            plan(&r, SETTLE),
+            Plan::Hold(d, "awaiting_webhooks") if d <= Duration::from_millis(1200)
+        ));
+        r.lease_until = Some(r.db_now - TimeDelta::seconds(900));
+        assert_eq!(plan(&r, SETTLE), Plan::Resend(Why::MaxWait));
         r.lease_until = None;
         r.claimed_at = r.db_now - TimeDelta::seconds(60);
         r.webhooks_through = Some(r.db_now);
-        assert_eq!(plan(&r, SETTLE), Plan::Resend);
+        assert_eq!(plan(&r, SETTLE), Plan::Resend(Why::Evidence));
     }
 
     #[test]
