@@ -185,27 +185,48 @@ pub async fn tally(
     Ok(t)
 }
 
-/// Tally every second until everything settled or `timeout` passed; the last tally.
+/// Tally every second until everything settled, or until nothing at all moved for `stall`
+/// (no row changed state, no send reached the sim, no webhook left the sim's queue): then
+/// what is not final is stuck. A loaded machine is slow but keeps moving, so this judges
+/// correctness, not speed; `stall` comes from the mechanism's own bounds. `hard_cap` only
+/// stops a run that moves forever.
 pub async fn wait_settled(
     http: &reqwest::Client,
     sim: &str,
     pg_url: &str,
     accepted: &[Uuid],
-    timeout: Duration,
+    stall: Duration,
 ) -> anyhow::Result<Tally> {
-    let deadline = Instant::now() + timeout;
+    let hard_cap = Instant::now() + (stall * 20).max(Duration::from_secs(3600));
+    let mut last_move = Instant::now();
+    let mut last_seen: Option<(BTreeMap<String, usize>, usize, u64)> = None;
     let mut last_print = Instant::now();
     loop {
         let t = match tally(http, sim, pg_url, accepted).await {
             Ok(t) => t,
-            Err(e) if Instant::now() < deadline => {
+            Err(e) if last_move.elapsed() < stall => {
                 eprintln!("    tally failed ({e:#}); trying again");
                 tokio::time::sleep(Duration::from_secs(1)).await;
                 continue;
             }
             Err(e) => return Err(e),
         };
-        if t.settled() || Instant::now() > deadline {
+        let seen = (t.states.clone(), t.sent + t.sent_twice, t.webhooks_pending);
+        if last_seen.as_ref() != Some(&seen) {
+            last_seen = Some(seen);
+            last_move = Instant::now();
+        }
+        if t.settled() {
+            return Ok(t);
+        }
+        if last_move.elapsed() > stall || Instant::now() > hard_cap {
+            eprintln!(
+                "    nothing moved for {:.0} s (bound {:.0} s): {} of {} stuck",
+                last_move.elapsed().as_secs_f64(),
+                stall.as_secs_f64(),
+                t.stuck,
+                t.accepted
+            );
             return Ok(t);
         }
         if last_print.elapsed() > Duration::from_secs(5) {

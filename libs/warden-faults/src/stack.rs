@@ -118,9 +118,11 @@ impl Proc {
         }
     }
 
-    /// SIGTERM, as an orchestrator stops a pod.
+    /// SIGTERM, as an orchestrator stops a pod. The wait only catches a process that hangs
+    /// (a dispatcher drains for at most DISPATCH_DRAIN_TIMEOUT, 20 s): generous, so a
+    /// loaded machine's slow exit is never taken for a failure.
     pub fn stop(&mut self) -> Option<ExitStatus> {
-        self.stop_with(libc::SIGTERM, Duration::from_secs(30))
+        self.stop_with(libc::SIGTERM, Duration::from_secs(120))
     }
 
     pub fn log_tail(&self, lines: usize) -> String {

@@ -13,7 +13,7 @@ use anyhow::Context;
 use warden_faults::load::{self, Load, Tally};
 use warden_faults::stack::{Services, wait_http};
 
-use crate::stack::{Stack, resent_dead_claims, sim_sends};
+use crate::stack::{Stack, claims_of, resent_unknown, sim_sends};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Fault {
@@ -22,11 +22,13 @@ pub enum Fault {
     StopRedis,
     RestartPostgres,
     RestartWebhook,
+    KillAtEnd,
 }
 
 impl Fault {
-    pub const ALL: [Fault; 5] = [
+    pub const ALL: [Fault; 6] = [
         Fault::KillDispatcher,
+        Fault::KillAtEnd,
         Fault::RestartNats,
         Fault::StopRedis,
         Fault::RestartPostgres,
@@ -39,6 +41,7 @@ impl Fault {
             Fault::StopRedis => "stop-redis",
             Fault::RestartPostgres => "restart-postgres",
             Fault::RestartWebhook => "restart-webhook",
+            Fault::KillAtEnd => "kill-at-end",
         }
     }
     pub fn title(self) -> &'static str {
@@ -48,6 +51,7 @@ impl Fault {
             Fault::StopRedis => "stop Redis for 30 s",
             Fault::RestartPostgres => "restart Postgres mid-run",
             Fault::RestartWebhook => "restart webhook, sim retrying",
+            Fault::KillAtEnd => "kill -9 in the last second",
         }
     }
     /// (sends, sends per second) at scale 1.
@@ -56,6 +60,9 @@ impl Fault {
             Fault::KillDispatcher => (20_000, 500.0),
             // Long enough to span the 30 s outage with sends before and after it.
             Fault::StopRedis => (10_000, 200.0),
+            // The kill lands in the last second; nothing is sent after it, so claims it cut
+            // off get no webhook evidence and wait for the (drill-shortened) max wait.
+            Fault::KillAtEnd => (4_000, 400.0),
             _ => (10_000, 400.0),
         }
     }
@@ -153,6 +160,28 @@ pub async fn run_drill(
             }
             notes.push("dispatcher-2 killed 5 times, restarted 1.5 s later each time".into());
         }
+        Fault::KillAtEnd => {
+            // The last second by the load's own progress (a loaded machine runs it slower
+            // than its nominal rate): half a second's worth of sends before the end.
+            let last = sends.saturating_sub((rate / 2.0) as usize) as u64;
+            while AtomicU64::load(&loaded.attempted, Relaxed) < last {
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+            let (p, _) = &mut stack.dispatchers[1];
+            let pid = p.pid().unwrap_or(0);
+            p.kill9();
+            let at = sim_sends(&http, &stack.sim_url).await;
+            let held = claims_of(&stack.pg_url, pid).await.unwrap_or(0);
+            eprintln!(
+                "    kill -9 at {:.1} s ({at} sends so far, {held} claims it held)",
+                t0.elapsed().as_secs_f64()
+            );
+            tokio::time::sleep(Duration::from_millis(1500)).await;
+            p.start()?;
+            notes.push(format!(
+                "dispatcher-2 killed in the last second of the load holding {held} claims, restarted 1.5 s later; nothing sent after it"
+            ));
+        }
         Fault::RestartNats => {
             sleep_until(t0, duration / 3).await;
             services.nats.stop();
@@ -227,20 +256,22 @@ pub async fn run_drill(
         accepted.len()
     );
     let t1 = Instant::now();
+    let bounds = stack.bounds()?;
     let tally = load::wait_settled(
         &http,
         &stack.sim_url,
         &stack.pg_url,
         &accepted,
-        Duration::from_secs(180),
+        bounds.stall,
     )
     .await?;
     let recovery_seconds = t1.elapsed().as_secs_f64();
-    if let Ok(n) = resent_dead_claims(&stack.pg_url).await
-        && n > 0
+    if let Ok((evidence, max_wait)) = resent_unknown(&stack.pg_url).await
+        && evidence + max_wait > 0
     {
         notes.push(format!(
-            "{n} claims cut off before their platform call were resent once webhooks showed they never arrived"
+            "unknown outcomes resent: {evidence} on webhook evidence, {max_wait} after the max wait (bound {:.0} s after the claim)",
+            bounds.unknown_outcome.as_secs_f64()
         ));
     }
     if accepted.len() < sends / 2 {
@@ -281,4 +312,3 @@ pub async fn run_drill(
     );
     Ok(r)
 }
-

@@ -154,7 +154,7 @@ async fn main_inner() -> anyhow::Result<()> {
             &stack.sim_url,
             &stack.pg_url,
             &seeded,
-            Duration::from_secs(60),
+            stack.bounds()?.stall,
         )
         .await?;
         if !t.ok() {
@@ -317,4 +317,3 @@ fn print_table(results: &[DrillResult], extra: &[serde_json::Value]) {
         );
     }
 }
-

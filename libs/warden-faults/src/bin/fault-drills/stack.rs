@@ -15,6 +15,21 @@ use warden_faults::stack::{Proc, Services, free_port, wait_http};
 
 pub const SECRET: &str = "faults-app-secret";
 
+/// How long a process may take to answer /health after its start: a hang detector for a
+/// loaded machine (debug binaries, migrations), never a verdict on speed.
+const STARTUP: Duration = Duration::from_secs(300);
+
+/// The bounds a drill waits by, all from the dispatcher configuration its processes run.
+#[derive(Clone, Copy, Debug, serde::Serialize)]
+pub struct Bounds {
+    /// Latest an unknown outcome is released for its resend after its claim
+    /// (`warden_dispatcher::sweep::settle_bound`).
+    pub unknown_outcome: Duration,
+    /// Recovery fails only when nothing moved at all for this long (twice the bound above,
+    /// plus a JetStream ack wait): a slow machine still moves, a stuck row does not.
+    pub stall: Duration,
+}
+
 pub struct Stack {
     pub db: String,
     pub pg_url: String,
@@ -62,6 +77,10 @@ impl Stack {
             ("DISPATCH_LEASE", "5s".into()),
             ("DISPATCH_UNKNOWN_SETTLE", "5s".into()),
             ("DISPATCH_ACK_WAIT", "5s".into()),
+            // Drill-shortened (default 15m): an unknown outcome with no later traffic (a
+            // claim cut off at the end of the load) is resent after a minute.
+            ("DISPATCH_UNKNOWN_MAX_WAIT", "60s".into()),
+            ("DISPATCH_SWEEP_INTERVAL", "2s".into()),
             ("SCHEDULER_POLL_INTERVAL", "1s".into()),
         ] {
             env.insert(k.to_string(), v);
@@ -110,13 +129,13 @@ impl Stack {
         .env("ADMIN_HTTP_PORT", scheduler_port);
         let http = reqwest::Client::new();
         sim.start()?;
-        wait_http(&http, &format!("{sim_url}/health"), Duration::from_secs(30)).await?;
+        wait_http(&http, &format!("{sim_url}/health"), STARTUP).await?;
         // The webhook first: it migrates the new database, the others then find it ready.
         webhook.start()?;
         wait_http(
             &http,
             &format!("http://127.0.0.1:{webhook_port}/health"),
-            Duration::from_secs(60),
+            STARTUP,
         )
         .await
         .with_context(|| webhook.log_tail(20))?;
@@ -125,18 +144,14 @@ impl Stack {
         }
         scheduler.start()?;
         for (p, port) in &dispatchers {
-            wait_http(
-                &http,
-                &format!("http://127.0.0.1:{port}/health"),
-                Duration::from_secs(60),
-            )
-            .await
-            .with_context(|| p.log_tail(20))?;
+            wait_http(&http, &format!("http://127.0.0.1:{port}/health"), STARTUP)
+                .await
+                .with_context(|| p.log_tail(20))?;
         }
         wait_http(
             &http,
             &format!("http://127.0.0.1:{scheduler_port}/health"),
-            Duration::from_secs(60),
+            STARTUP,
         )
         .await
         .with_context(|| scheduler.log_tail(20))?;
@@ -159,6 +174,19 @@ impl Stack {
             webhook_port,
             dispatchers,
             scheduler,
+        })
+    }
+
+    /// The bounds of this stack's dispatchers (they read the same environment).
+    pub fn bounds(&self) -> anyhow::Result<Bounds> {
+        let env: std::collections::HashMap<String, String> = self.env.clone().into_iter().collect();
+        let settings = warden_settings::Settings::from_sources(None, &env)?;
+        let cfg = warden_dispatcher::DispatcherConfig::from_vars(&settings, &env)
+            .map_err(|e| anyhow::anyhow!(e))?;
+        let unknown_outcome = warden_dispatcher::sweep::settle_bound(&cfg);
+        Ok(Bounds {
+            unknown_outcome,
+            stall: unknown_outcome * 2 + cfg.ack_wait,
         })
     }
 
@@ -212,8 +240,29 @@ pub async fn sim_sends(http: &reqwest::Client, sim: &str) -> u64 {
     stats.and_then(|s| s["total_sends"].as_u64()).unwrap_or(0)
 }
 
-/// Audit rows the dispatcher writes when it resends a dead claim.
-pub async fn resent_dead_claims(pg_url: &str) -> anyhow::Result<i64> {
+/// Unknown outcomes resent, by the rule that resent them (the audit rows of the
+/// dispatchers and their sweep): (on webhook evidence, on max wait).
+pub async fn resent_unknown(pg_url: &str) -> anyhow::Result<(i64, i64)> {
+    #[derive(diesel::QueryableByName)]
+    struct N {
+        #[diesel(sql_type = diesel::sql_types::BigInt)]
+        evidence: i64,
+        #[diesel(sql_type = diesel::sql_types::BigInt)]
+        max_wait: i64,
+    }
+    let mut c = AsyncPgConnection::establish(pg_url).await?;
+    let row: N = diesel::sql_query(
+        "SELECT count(*) FILTER (WHERE details->>'rule' IS DISTINCT FROM 'resent_on_max_wait') AS evidence,
+                count(*) FILTER (WHERE details->>'rule' = 'resent_on_max_wait') AS max_wait
+           FROM audit_logs WHERE action = 'resend_after_unknown_outcome'",
+    )
+    .get_result(&mut c)
+    .await?;
+    Ok((row.evidence, row.max_wait))
+}
+
+/// Rows a dispatcher process holds claimed (`sending`; its lease owner carries the pid).
+pub async fn claims_of(pg_url: &str, pid: u32) -> anyhow::Result<i64> {
     #[derive(diesel::QueryableByName)]
     struct N {
         #[diesel(sql_type = diesel::sql_types::BigInt)]
@@ -221,10 +270,10 @@ pub async fn resent_dead_claims(pg_url: &str) -> anyhow::Result<i64> {
     }
     let mut c = AsyncPgConnection::establish(pg_url).await?;
     let row: N = diesel::sql_query(
-        "SELECT count(*) AS n FROM audit_logs WHERE action = 'resend_after_unknown_outcome'",
+        "SELECT count(*) AS n FROM messages WHERE status = 'sending' AND lease_owner LIKE $1",
     )
+    .bind::<diesel::sql_types::Text, _>(format!("%-{pid}-%"))
     .get_result(&mut c)
     .await?;
     Ok(row.n)
 }
-
