@@ -49,6 +49,22 @@ pub static UNKNOWN_OUTCOMES: LazyLock<IntCounterVec> = LazyLock::new(|| {
     .expect("metric registers once")
 });
 
+pub static UNKNOWN_HELD: LazyLock<IntGauge> = LazyLock::new(|| {
+    register_int_gauge!(
+        "warden_dispatcher_unknown_outcomes_held",
+        "Rows held `sending` with an unknown outcome now (as of this replica's last sweep)"
+    )
+    .expect("metric registers once")
+});
+
+pub static UNKNOWN_OLDEST: LazyLock<IntGauge> = LazyLock::new(|| {
+    register_int_gauge!(
+        "warden_dispatcher_unknown_outcome_oldest_seconds",
+        "Age of the oldest unknown outcome held now, from its lease's end (as of the last sweep)"
+    )
+    .expect("metric registers once")
+});
+
 pub static SWEEPS: LazyLock<IntCounterVec> = LazyLock::new(|| {
     register_int_counter_vec!(
         "warden_dispatcher_sweeps_total",
@@ -111,6 +127,8 @@ pub fn touch() {
     for event in crate::unknown::EVENTS {
         UNKNOWN_OUTCOMES.with_label_values(&[event.label()]);
     }
+    LazyLock::force(&UNKNOWN_HELD);
+    LazyLock::force(&UNKNOWN_OLDEST);
     SWEEPS.with_label_values(&["ok"]);
     SWEEPS.with_label_values(&["error"]);
     LazyLock::force(&HELD);

@@ -30,7 +30,7 @@ use warden_store::PgPool;
 use warden_stream::{DeliveryJob, DeliveryStream};
 
 use crate::config::DispatcherConfig;
-use crate::metrics::SWEEPS;
+use crate::metrics::{SWEEPS, UNKNOWN_HELD, UNKNOWN_OLDEST};
 use crate::plan::{self, Plan, Why};
 use crate::store::{self, Cached, ROW_COLUMNS, Row, millis};
 use crate::unknown::{self, Event};
@@ -109,6 +109,9 @@ impl Sweep {
                     "resent unknown outcome not published; it stays queued for the relay"),
             }
         }
+        let (held, oldest) = held_now(pg).await?;
+        UNKNOWN_HELD.set(held);
+        UNKNOWN_OLDEST.set(oldest);
         Ok(report)
     }
 
@@ -183,6 +186,26 @@ struct Moved {
     id: Uuid,
     #[diesel(sql_type = Text)]
     status: String,
+}
+
+/// Unknown outcomes held `sending` now, and the oldest one's age in seconds.
+async fn held_now(pg: &PgPool) -> anyhow::Result<(i64, i64)> {
+    #[derive(diesel::QueryableByName)]
+    struct Held {
+        #[diesel(sql_type = BigInt)]
+        n: i64,
+        #[diesel(sql_type = BigInt)]
+        oldest: i64,
+    }
+    let mut conn = pg.get().await?;
+    let h: Held = diesel::sql_query(
+        "SELECT count(*) AS n,
+                COALESCE(extract(epoch FROM now() - min(unknown_since)), 0)::bigint AS oldest
+           FROM messages WHERE unknown_since IS NOT NULL AND status = 'sending'",
+    )
+    .get_result(&mut conn)
+    .await?;
+    Ok((h.n, h.oldest))
 }
 
 /// Step 1: `sending` rows whose lease ended become held unknown outcomes.
