@@ -11,6 +11,10 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, bail};
 use diesel_async::{AsyncConnection, AsyncPgConnection, RunQueryDsl};
 
+/// How long Postgres, Redis or NATS may take to accept connections after a (re)start: it
+/// only catches one that never comes up, so a loaded machine's slow start is no failure.
+const SERVICE_START: Duration = Duration::from_secs(180);
+
 pub fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0")
         .and_then(|l| l.local_addr())
@@ -304,7 +308,7 @@ impl Services {
 
     pub async fn start_postgres(&mut self) -> anyhow::Result<()> {
         self.pg.start()?;
-        let deadline = Instant::now() + Duration::from_secs(60);
+        let deadline = Instant::now() + SERVICE_START;
         while AsyncPgConnection::establish(&self.pg_url("postgres"))
             .await
             .is_err()
@@ -324,12 +328,12 @@ impl Services {
 
     pub async fn start_redis(&mut self) -> anyhow::Result<()> {
         self.redis.start()?;
-        wait_tcp(self.redis_port, Duration::from_secs(20)).await
+        wait_tcp(self.redis_port, SERVICE_START).await
     }
 
     pub async fn start_nats(&mut self) -> anyhow::Result<()> {
         self.nats.start()?;
-        wait_tcp(self.nats_port, Duration::from_secs(20)).await
+        wait_tcp(self.nats_port, SERVICE_START).await
     }
 
     pub async fn create_database(&self, name: &str) -> anyhow::Result<()> {

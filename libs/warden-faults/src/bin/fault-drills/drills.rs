@@ -228,7 +228,7 @@ pub async fn run_drill(
             wait_http(
                 &http,
                 &format!("http://127.0.0.1:{}/health", stack.webhook_port),
-                Duration::from_secs(60),
+                crate::stack::STARTUP,
             )
             .await?;
             eprintln!("    webhook back at {:.1} s", t0.elapsed().as_secs_f64());

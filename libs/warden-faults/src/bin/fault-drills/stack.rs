@@ -17,7 +17,7 @@ pub const SECRET: &str = "faults-app-secret";
 
 /// How long a process may take to answer /health after its start: a hang detector for a
 /// loaded machine (debug binaries, migrations), never a verdict on speed.
-const STARTUP: Duration = Duration::from_secs(300);
+pub const STARTUP: Duration = Duration::from_secs(300);
 
 /// The bounds a drill waits by, all from the dispatcher configuration its processes run.
 #[derive(Clone, Copy, Debug, serde::Serialize)]
