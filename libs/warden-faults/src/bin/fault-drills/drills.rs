@@ -167,8 +167,14 @@ pub async fn run_drill(
             while AtomicU64::load(&loaded.attempted, Relaxed) < last {
                 tokio::time::sleep(Duration::from_millis(10)).await;
             }
+            // Aim at a moment it holds claims (so the kill cuts some off), within that window.
+            let pid = stack.dispatchers[1].0.pid().unwrap_or(0);
+            while claims_of(&stack.pg_url, pid).await.unwrap_or(0) == 0
+                && AtomicU64::load(&loaded.attempted, Relaxed) < sends as u64
+            {
+                tokio::time::sleep(Duration::from_millis(5)).await;
+            }
             let (p, _) = &mut stack.dispatchers[1];
-            let pid = p.pid().unwrap_or(0);
             p.kill9();
             let at = sim_sends(&http, &stack.sim_url).await;
             let held = claims_of(&stack.pg_url, pid).await.unwrap_or(0);
