@@ -124,12 +124,14 @@ panel("Rate limit wait", [
 ] + [(f"sum(warden_ratelimit_fallback{{{SEL}}})", "limiters on local fallback (Redis down)")], unit="s")
 panel("Unknown outcomes (last hour)", [
     (f"sum by (event) (increase(warden_dispatcher_unknown_outcomes_total{{{SEL}}}[1h]))", "{{event}}"),
+    (f"sum(increase(warden_dispatcher_resent_unknown_total{{{SEL}}}[1h]))", "resent (all)"),
 ], kind="stat", w=12,
       description="Sends whose outcome was unknown (call timed out, or its dispatcher died): held for the status webhook, "
                   "resolved by it, resent on webhook evidence, or resent after DISPATCH_UNKNOWN_MAX_WAIT (each resend may duplicate).")
 panel("Unknown outcomes held now", [
     (f"max(warden_dispatcher_unknown_outcomes_held{{{SEL}}})", "held `sending`"),
     (f"max(warden_dispatcher_unknown_outcome_oldest_seconds{{{SEL}}})", "oldest (s)"),
+    (f'sum(increase(warden_dispatcher_sweeps_total{{{SEL}, result="error"}}[{RI}]))', "failed sweeps"),
 ], w=12,
       description="From the sweep. The oldest must stay below DISPATCH_LEASE + DISPATCH_UNKNOWN_MAX_WAIT + DISPATCH_SWEEP_INTERVAL; "
                   "above that a row is stuck.")
