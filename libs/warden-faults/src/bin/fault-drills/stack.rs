@@ -19,6 +19,22 @@ pub const SECRET: &str = "faults-app-secret";
 /// loaded machine (debug binaries, migrations), never a verdict on speed.
 pub const STARTUP: Duration = Duration::from_secs(300);
 
+/// The timers every drill's processes run with.
+const TIMERS: &[(&str, &str)] = &[
+    // The drills measure recovery, not the platform's pace.
+    ("RATE_LIMIT_MPS", "5000"),
+    ("DISPATCHER_REPLICAS", "2"),
+    // Short timers so a drill recovers in seconds (defaults: 60s, 30s, 30s).
+    ("DISPATCH_LEASE", "5s"),
+    ("DISPATCH_UNKNOWN_SETTLE", "5s"),
+    ("DISPATCH_ACK_WAIT", "5s"),
+    // Drill-shortened (default 15m): an unknown outcome with no later traffic (a claim cut
+    // off at the end of the load) is resent after a minute.
+    ("DISPATCH_UNKNOWN_MAX_WAIT", "60s"),
+    ("DISPATCH_SWEEP_INTERVAL", "2s"),
+    ("SCHEDULER_POLL_INTERVAL", "1s"),
+];
+
 /// The bounds a drill waits by, all from the dispatcher configuration its processes run.
 #[derive(Clone, Copy, Debug, serde::Serialize)]
 pub struct Bounds {
@@ -40,6 +56,19 @@ pub struct Stack {
     pub webhook_port: u16,
     pub dispatchers: Vec<(Proc, u16)>,
     pub scheduler: Proc,
+}
+
+/// [`Bounds`] of dispatchers started with `env`.
+fn bounds_of(env: &BTreeMap<String, String>) -> anyhow::Result<Bounds> {
+    let env: std::collections::HashMap<String, String> = env.clone().into_iter().collect();
+    let settings = warden_settings::Settings::from_sources(None, &env)?;
+    let cfg = warden_dispatcher::DispatcherConfig::from_vars(&settings, &env)
+        .map_err(|e| anyhow::anyhow!(e))?;
+    let unknown_outcome = warden_dispatcher::sweep::settle_bound(&cfg);
+    Ok(Bounds {
+        unknown_outcome,
+        stall: unknown_outcome * 2 + cfg.ack_wait,
+    })
 }
 
 impl Stack {
@@ -70,21 +99,10 @@ impl Stack {
             ),
             ("TIER", "pro".into()),
             ("RUST_LOG", "warn".into()),
-            // The drills measure recovery, not the platform's pace.
-            ("RATE_LIMIT_MPS", "5000".into()),
-            ("DISPATCHER_REPLICAS", "2".into()),
-            // Short timers so a drill recovers in seconds (defaults: 60s, 30s, 30s).
-            ("DISPATCH_LEASE", "5s".into()),
-            ("DISPATCH_UNKNOWN_SETTLE", "5s".into()),
-            ("DISPATCH_ACK_WAIT", "5s".into()),
-            // Drill-shortened (default 15m): an unknown outcome with no later traffic (a
-            // claim cut off at the end of the load) is resent after a minute.
-            ("DISPATCH_UNKNOWN_MAX_WAIT", "60s".into()),
-            ("DISPATCH_SWEEP_INTERVAL", "2s".into()),
-            ("SCHEDULER_POLL_INTERVAL", "1s".into()),
         ] {
             env.insert(k.to_string(), v);
         }
+        env.extend(TIMERS.iter().map(|(k, v)| (k.to_string(), v.to_string())));
         let mut sim = Proc::new(
             &format!("{name}-platform-sim"),
             bins.join("platform-sim"),
@@ -179,15 +197,7 @@ impl Stack {
 
     /// The bounds of this stack's dispatchers (they read the same environment).
     pub fn bounds(&self) -> anyhow::Result<Bounds> {
-        let env: std::collections::HashMap<String, String> = self.env.clone().into_iter().collect();
-        let settings = warden_settings::Settings::from_sources(None, &env)?;
-        let cfg = warden_dispatcher::DispatcherConfig::from_vars(&settings, &env)
-            .map_err(|e| anyhow::anyhow!(e))?;
-        let unknown_outcome = warden_dispatcher::sweep::settle_bound(&cfg);
-        Ok(Bounds {
-            unknown_outcome,
-            stall: unknown_outcome * 2 + cfg.ack_wait,
-        })
+        bounds_of(&self.env)
     }
 
     /// The load process's own Core (as mcp-gateway builds it).
@@ -276,4 +286,21 @@ pub async fn claims_of(pg_url: &str, pid: u32) -> anyhow::Result<i64> {
     .get_result(&mut c)
     .await?;
     Ok(row.n)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn drill_bounds_come_from_the_drill_timers() {
+        let env: BTreeMap<String, String> = TIMERS
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        let b = bounds_of(&env).unwrap();
+        // Lease 15 s (a 10 s platform call + 5 s), max wait 60 s, sweep 2 s.
+        assert_eq!(b.unknown_outcome, Duration::from_secs(77));
+        assert_eq!(b.stall, Duration::from_secs(2 * 77 + 5));
+    }
 }
