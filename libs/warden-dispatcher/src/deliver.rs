@@ -370,6 +370,8 @@ async fn send(ctx: &Ctx, row: Row) -> Verdict {
     // 2. A token of the shared bucket. Waiting here is not a delivery attempt.
     let _ = ctx.bucket.acquire().await;
     // 3. Claim: only the replica whose conditional update wins may call the platform.
+    // Measured from before the claim: the lease can only be longer than this count.
+    let claim_started = Instant::now();
     let attempt = match ctx.claimer.claim(row.id).await {
         Ok(Some(attempt)) => attempt,
         Ok(None) => {
@@ -407,11 +409,21 @@ async fn send(ctx: &Ctx, row: Row) -> Verdict {
         platform.code = field::Empty,
     );
     let started = Instant::now();
-    let result = ctx
-        .platform
-        .send_message(&request)
-        .instrument(call_span.clone())
-        .await;
+    // Never let a call outlive its claim's lease (a slow start on a loaded machine eats into
+    // it): past that, the row may be taken for a dead claim and resent beside this call.
+    // Giving up early is an unknown outcome like any timeout.
+    let budget = lease_budget(ctx.cfg.claim_lease(), claim_started.elapsed());
+    let result = match tokio::time::timeout(
+        budget,
+        ctx.platform
+            .send_message(&request)
+            .instrument(call_span.clone()),
+    )
+    .await
+    {
+        Ok(result) => result,
+        Err(_) => Err(PlatformError::Timeout),
+    };
     PLATFORM_LATENCY
         .with_label_values(&["send_message", outcome_label(&result)])
         .observe(started.elapsed().as_secs_f64());
@@ -430,6 +442,14 @@ async fn send(ctx: &Ctx, row: Row) -> Verdict {
             failed_call(ctx, &row, attempt, err).await
         }
     }
+}
+
+/// How long a call may still take: what is left of the lease, minus a second for
+/// recording the outcome (at least 100 ms, so a late call still gets its chance).
+fn lease_budget(lease: Duration, since_claim: Duration) -> Duration {
+    lease
+        .saturating_sub(since_claim + Duration::from_secs(1))
+        .max(Duration::from_millis(100))
 }
 
 fn outcome_label<T>(r: &Result<T, PlatformError>) -> &'static str {
@@ -632,6 +652,19 @@ async fn fail(ctx: &Ctx, row: &Row, info: &ErrorInfo, effect: &SideEffect, code:
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_call_ends_before_its_lease() {
+        let lease = Duration::from_secs(15);
+        assert_eq!(
+            lease_budget(lease, Duration::from_secs(2)),
+            Duration::from_secs(12)
+        );
+        assert_eq!(
+            lease_budget(lease, Duration::from_secs(20)),
+            Duration::from_millis(100)
+        );
+    }
 
     #[test]
     fn platform_outcomes_have_bounded_labels() {
