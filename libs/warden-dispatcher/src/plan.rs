@@ -92,12 +92,22 @@ pub fn plan(row: &Row, unknown: UnknownOutcome) -> Plan {
                     .webhooks_through
                     .is_some_and(|w| w >= row.claimed_at + WEBHOOK_EVIDENCE_MARGIN);
                 let give_up = ended + to_delta(unknown.max_wait);
+                // A backlog still draining (webhooks moved forward within a settle period,
+                // not yet past the claim) may bring its own status: the max wait is for
+                // quiet webhooks (nothing sent after it, or an outage).
+                let quiet = row
+                    .webhooks_advanced_at
+                    .is_none_or(|a| now - a >= to_delta(unknown.settle));
                 if caught_up {
                     Plan::Resend(Why::Evidence)
-                } else if now >= give_up {
+                } else if now >= give_up && quiet {
                     Plan::Resend(Why::MaxWait)
                 } else {
-                    let next = (now + to_delta(unknown.settle)).min(give_up);
+                    let next = if now >= give_up {
+                        now + to_delta(unknown.settle)
+                    } else {
+                        (now + to_delta(unknown.settle)).min(give_up)
+                    };
                     Plan::Hold(until_after(now, next), "awaiting_webhooks")
                 }
             }
@@ -359,6 +369,7 @@ mod tests {
             has_error: false,
             claimed_at: Utc::now(),
             webhooks_through: None,
+            webhooks_advanced_at: None,
             unknown_since: None,
             db_now: Utc::now(),
         }
@@ -424,6 +435,18 @@ mod tests {
         ));
         r.lease_until = Some(r.db_now - TimeDelta::seconds(900));
         assert_eq!(plan(&r, SETTLE), Plan::Resend(Why::MaxWait));
+        // Past the max wait while a webhook backlog drains (progress moved within the
+        // settle period, not yet past the claim): its own status may still come.
+        r.webhooks_through = Some(r.claimed_at - TimeDelta::seconds(60));
+        r.webhooks_advanced_at = Some(r.db_now - TimeDelta::seconds(3));
+        assert!(matches!(
+            plan(&r, SETTLE),
+            Plan::Hold(d, "awaiting_webhooks") if d > Duration::from_secs(29)
+        ));
+        // The backlog went quiet for a settle period without it: resent.
+        r.webhooks_advanced_at = Some(r.db_now - TimeDelta::seconds(30));
+        assert_eq!(plan(&r, SETTLE), Plan::Resend(Why::MaxWait));
+        r.webhooks_advanced_at = None;
         r.lease_until = None;
         r.claimed_at = r.db_now - TimeDelta::seconds(60);
         r.webhooks_through = Some(r.db_now);

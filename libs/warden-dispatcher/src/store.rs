@@ -56,6 +56,10 @@ pub struct Row {
     /// `webhook_progress.status_through` (read for `sending` rows only).
     #[diesel(sql_type = Nullable<Timestamptz>)]
     pub webhooks_through: Option<DateTime<Utc>>,
+    /// `webhook_progress.advanced_at`: when status webhooks last moved it forward (read
+    /// for `sending` rows only).
+    #[diesel(sql_type = Nullable<Timestamptz>)]
+    pub webhooks_advanced_at: Option<DateTime<Utc>>,
     /// When its outcome became unknown, while that is being settled (see the migration
     /// `delivery_unknown_since`).
     #[diesel(sql_type = Nullable<Timestamptz>)]
@@ -72,6 +76,8 @@ pub const ROW_COLUMNS: &str = "m.id, m.customer_phone, m.channel, m.direction, m
                 m.retry_count, (m.error_code IS NOT NULL) AS has_error, m.updated_at AS claimed_at,
                 CASE WHEN m.status = 'sending'
                      THEN (SELECT status_through FROM webhook_progress WHERE id = 1) END AS webhooks_through,
+                CASE WHEN m.status = 'sending'
+                     THEN (SELECT advanced_at FROM webhook_progress WHERE id = 1) END AS webhooks_advanced_at,
                 m.unknown_since, now() AS db_now";
 
 pub async fn load(pg: &PgPool, id: Uuid) -> anyhow::Result<Option<Row>> {

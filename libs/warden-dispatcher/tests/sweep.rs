@@ -306,3 +306,50 @@ async fn a_delivery_that_lost_its_claim_puts_the_message_back() {
     d.join().await.unwrap();
     h.cleanup().await;
 }
+
+/// A status-webhook backlog still draining (progress moving forward, not yet past the
+/// claim) keeps an unknown outcome waiting past the max wait: its own status may be in the
+/// backlog. Once webhooks are quiet for a settle period, the max wait resends it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_max_wait_waits_for_a_draining_webhook_backlog() {
+    let h = Harness::new(500).await;
+    let mut cfg = h.config();
+    cfg.unknown_settle = Duration::from_secs(1);
+    cfg.unknown_max_wait = Duration::from_secs(2);
+    let id = dead_claim(&h, 10).await;
+    // Webhooks arriving, still a minute behind the claim: the trigger stamps advanced_at.
+    h.sql(
+        "INSERT INTO webhook_progress (id, status_through) VALUES (1, now() - interval '2 minutes')
+         ON CONFLICT (id) DO UPDATE SET status_through = now() - interval '2 minutes'",
+    )
+    .await;
+    h.sql("UPDATE webhook_progress SET advanced_at = now() - interval '1 hour'")
+        .await;
+    h.sql("UPDATE webhook_progress SET status_through = now() - interval '1 minute'")
+        .await;
+    assert_eq!(
+        h.count_where(&format!(
+            "id = '{id}' AND EXISTS (SELECT 1 FROM webhook_progress
+                                    WHERE advanced_at > now() - interval '30 seconds')"
+        ))
+        .await,
+        1,
+        "moving progress forward stamps advanced_at"
+    );
+    let sweep = Sweep::new(&cfg);
+    let r = sweep.run_once(&h.deps.pg, &h.stream).await.unwrap();
+    assert_eq!(r.held, 1);
+    assert_eq!(r.resent_on_max_wait, 0, "backlog draining: wait for it");
+    assert_eq!(h.row(id).await.status, "sending");
+    // A write that does not move it forward leaves the stamp alone.
+    h.sql("UPDATE webhook_progress SET advanced_at = now() - interval '5 seconds'")
+        .await;
+    h.sql("UPDATE webhook_progress SET status_through = status_through - interval '1 second'")
+        .await;
+    // Quiet for more than a settle period now: the max wait applies.
+    let r = sweep.run_once(&h.deps.pg, &h.stream).await.unwrap();
+    assert_eq!(r.resent_on_max_wait, 1, "{r:?}");
+    assert_eq!(h.row(id).await.status, "queued");
+    assert_eq!(audit_rules(&h, id).await, vec!["resent_on_max_wait"]);
+    h.cleanup().await;
+}
