@@ -133,8 +133,8 @@ panel("Unknown outcomes held now", [
     (f"max(warden_dispatcher_unknown_outcome_oldest_seconds{{{SEL}}})", "oldest (s)"),
     (f'sum(increase(warden_dispatcher_sweeps_total{{{SEL}, result="error"}}[{RI}]))', "failed sweeps"),
 ], w=12,
-      description="From the sweep. The oldest must stay below DISPATCH_LEASE + DISPATCH_UNKNOWN_MAX_WAIT + DISPATCH_SWEEP_INTERVAL; "
-                  "above that a row is stuck.")
+      description="From the sweep. With status webhooks quiet the oldest stays below DISPATCH_LEASE + DISPATCH_UNKNOWN_MAX_WAIT + "
+                  "DISPATCH_SWEEP_INTERVAL; longer only while a webhook backlog drains.")
 end_row()
 
 row("Webhook")
