@@ -47,7 +47,7 @@ pub const VARIABLES: &[(&str, &str)] = &[
     ),
     (
         "DISPATCH_UNKNOWN_MAX_WAIT",
-        "a dead claim is resent once later status webhooks arrived without its own; with no such evidence, after this long (default 15m)",
+        "an unknown outcome is resent once later status webhooks arrived without its own; with no such evidence, after this long once webhooks are quiet (default 15m)",
     ),
     (
         "DISPATCH_SWEEP_INTERVAL",
