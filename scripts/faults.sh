@@ -5,7 +5,7 @@
 # go to target/faults/. Exit status 1 when a drill fails.
 #   FAULTS_PROFILE=release|debug  (release; debug reuses `make test`'s build, as CI does)
 #   FAULTS_SCALE=F                (1 = 20,000 sends in the kill drill; 0.25 is a short run)
-#   FAULTS_ONLY=name,name         (a subset; `fault-drills --help` lists the names)
+#   FAULTS_ONLY=name,name         (one drill or a subset, e.g. kill-at-end; `fault-drills --help` lists the names)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 profile=${FAULTS_PROFILE:-release}

@@ -122,6 +122,19 @@ panel("Rate limit wait", [
     (f"histogram_quantile({q}, sum by (le) (rate(warden_ratelimit_wait_seconds_bucket{{{SEL}}}[{RI}])))", f"p{int(q * 100)}")
     for q in (0.5, 0.95, 0.99)
 ] + [(f"sum(warden_ratelimit_fallback{{{SEL}}})", "limiters on local fallback (Redis down)")], unit="s")
+panel("Unknown outcomes (last hour)", [
+    (f"sum by (event) (increase(warden_dispatcher_unknown_outcomes_total{{{SEL}}}[1h]))", "{{event}}"),
+    (f"sum(increase(warden_dispatcher_resent_unknown_total{{{SEL}}}[1h]))", "resent (all)"),
+], kind="stat", w=12,
+      description="Sends whose outcome was unknown (call timed out, or its dispatcher died): held for the status webhook, "
+                  "resolved by it, resent on webhook evidence, or resent after DISPATCH_UNKNOWN_MAX_WAIT (each resend may duplicate).")
+panel("Unknown outcomes held now", [
+    (f"max(warden_dispatcher_unknown_outcomes_held{{{SEL}}})", "held `sending`"),
+    (f"max(warden_dispatcher_unknown_outcome_oldest_seconds{{{SEL}}})", "oldest (s)"),
+    (f'sum(increase(warden_dispatcher_sweeps_total{{{SEL}, result="error"}}[{RI}]))', "failed sweeps"),
+], w=12,
+      description="From the sweep. With status webhooks quiet the oldest stays below DISPATCH_LEASE + DISPATCH_UNKNOWN_MAX_WAIT + "
+                  "DISPATCH_SWEEP_INTERVAL; longer only while a webhook backlog drains.")
 end_row()
 
 row("Webhook")

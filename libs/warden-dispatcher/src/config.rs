@@ -26,7 +26,7 @@ pub const VARIABLES: &[(&str, &str)] = &[
     ),
     (
         "DISPATCH_LEASE",
-        "how long a claimed message counts as in flight (default 60s)",
+        "how long a claimed message counts as in flight; never less than PLATFORM_TIMEOUT + 5s, so a live call always holds its claim (default 60s)",
     ),
     (
         "DISPATCH_ACK_WAIT",
@@ -47,7 +47,11 @@ pub const VARIABLES: &[(&str, &str)] = &[
     ),
     (
         "DISPATCH_UNKNOWN_MAX_WAIT",
-        "a dead claim is resent once later status webhooks arrived without its own; with no such evidence, after this long (default 15m)",
+        "an unknown outcome is resent once later status webhooks arrived without its own; with no such evidence, after this long once webhooks are quiet (default 15m)",
+    ),
+    (
+        "DISPATCH_SWEEP_INTERVAL",
+        "how often each replica sweeps `sending` rows whose lease ended and settles them by the same rule, also when no stream message drives them any more (default 5s; 0 disables)",
     ),
     (
         "DISPATCH_DRAIN_TIMEOUT",
@@ -58,6 +62,9 @@ pub const VARIABLES: &[(&str, &str)] = &[
         "whole-request timeout of a platform call (default 10s)",
     ),
 ];
+
+/// A claim outlives its platform call by at least this much (claim to call, recording).
+pub const LEASE_MARGIN: Duration = Duration::from_secs(5);
 
 /// The durable consumer every replica shares.
 pub const CONSUMER_NAME: &str = "dispatcher";
@@ -78,6 +85,8 @@ pub struct DispatcherConfig {
     pub unknown_settle: Duration,
     /// A dead claim is resent after this long even with no sign that webhooks flow.
     pub unknown_max_wait: Duration,
+    /// Period of the unknown-outcome sweep ([`crate::sweep`]); zero: no sweep.
+    pub sweep_interval: Duration,
     pub drain_timeout: Duration,
     pub platform_timeout: Duration,
     /// The bucket's channel; `None` is the service's channel (`whatsapp`). Tests use a
@@ -105,6 +114,7 @@ impl DispatcherConfig {
             backoff_cap: Duration::from_secs(300),
             unknown_settle: Duration::from_secs(30),
             unknown_max_wait: Duration::from_secs(900),
+            sweep_interval: Duration::from_secs(5),
             drain_timeout: Duration::from_secs(20),
             platform_timeout: Duration::from_secs(10),
             bucket_channel: None,
@@ -168,6 +178,7 @@ impl DispatcherConfig {
         duration("DISPATCH_BACKOFF_CAP", &mut c.backoff_cap)?;
         duration("DISPATCH_UNKNOWN_SETTLE", &mut c.unknown_settle)?;
         duration("DISPATCH_UNKNOWN_MAX_WAIT", &mut c.unknown_max_wait)?;
+        duration("DISPATCH_SWEEP_INTERVAL", &mut c.sweep_interval)?;
         duration("DISPATCH_DRAIN_TIMEOUT", &mut c.drain_timeout)?;
         duration("PLATFORM_TIMEOUT", &mut c.platform_timeout)?;
         if c.ack_wait < Duration::from_secs(1) {
@@ -185,6 +196,13 @@ impl DispatcherConfig {
             );
         }
         Ok(c)
+    }
+
+    /// The lease a claim takes: DISPATCH_LEASE, but never shorter than a whole platform
+    /// call plus [`LEASE_MARGIN`]. A lease that ended while its call was still running
+    /// would let the call's row be taken for a dead claim and resent beside it.
+    pub fn claim_lease(&self) -> Duration {
+        self.lease.max(self.platform_timeout + LEASE_MARGIN)
     }
 
     /// How dead claims are settled (see [`crate::plan::UnknownOutcome`]).
@@ -247,6 +265,20 @@ mod tests {
         assert_eq!(c.consumer, "dispatcher");
         assert_eq!(c.bucket_channel(), "whatsapp");
         assert!(!c.owner.is_empty());
+        assert_eq!(c.sweep_interval, Duration::from_secs(5));
+    }
+
+    #[test]
+    fn a_claim_always_outlives_its_call() {
+        let c = DispatcherConfig::from_vars(
+            &settings(),
+            &vars(&[("DISPATCH_LEASE", "2s"), ("PLATFORM_TIMEOUT", "10s")]),
+        )
+        .unwrap();
+        assert_eq!(c.claim_lease(), Duration::from_secs(15));
+        let c =
+            DispatcherConfig::from_vars(&settings(), &vars(&[("DISPATCH_LEASE", "90s")])).unwrap();
+        assert_eq!(c.claim_lease(), Duration::from_secs(90));
     }
 
     #[test]

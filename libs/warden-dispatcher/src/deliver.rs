@@ -30,11 +30,10 @@ use warden_stream::DeliveryStream;
 use crate::body::{self, Stored};
 use crate::claim::Claimer;
 use crate::config::DispatcherConfig;
-use crate::metrics::{
-    FAILED, HALTS, HELD, IN_FLIGHT, PLATFORM_LATENCY, RESENT_UNKNOWN, RETRIES, SENT, SKIPPED,
-};
-use crate::plan::{self, Failure, Plan};
+use crate::metrics::{FAILED, HALTS, HELD, IN_FLIGHT, PLATFORM_LATENCY, RETRIES, SENT, SKIPPED};
+use crate::plan::{self, Failure, Plan, Why};
 use crate::store::{self, Row, SideEffect};
+use crate::unknown::{self, Event};
 
 /// Written as the actor of audit rows.
 pub const ACTOR: &str = "dispatcher";
@@ -99,7 +98,7 @@ impl Ctx {
         cfg: DispatcherConfig,
         stats: Arc<Stats>,
     ) -> Self {
-        let claimer = Claimer::start(pg.clone(), cfg.owner.clone(), cfg.lease);
+        let claimer = Claimer::start(pg.clone(), cfg.owner.clone(), cfg.claim_lease());
         Self {
             pg,
             claimer,
@@ -257,9 +256,11 @@ async fn process(ctx: &Ctx, msg: &jetstream::Message) -> Verdict {
 }
 
 async fn decide(ctx: &Ctx, row: Row) -> Verdict {
-    match plan::plan(&row, ctx.cfg.unknown_outcome()) {
+    let planned = plan::plan(&row, ctx.cfg.unknown_outcome());
+    note_unknown(ctx, &row, &planned).await;
+    match planned {
         Plan::Send => send(ctx, row).await,
-        Plan::Resend => resend_dead_claim(ctx, row).await,
+        Plan::Resend(why) => resend_dead_claim(ctx, row, why).await,
         Plan::Hold(delay, reason) => ctx.held(reason, delay),
         Plan::Done(reason) => ctx.skipped(reason),
         Plan::CancelledCampaign => {
@@ -268,21 +269,54 @@ async fn decide(ctx: &Ctx, row: Row) -> Verdict {
     }
 }
 
-/// See [`Plan::Resend`]: release the dead claim, then decide again from the fresh row.
-async fn resend_dead_claim(ctx: &Ctx, mut row: Row) -> Verdict {
-    match store::release_dead_claim(&ctx.pg, row.id, ctx.cfg.unknown_settle).await {
+/// The unknown-outcome bookkeeping a decision implies: a dead claim seen for the first
+/// time becomes a held unknown outcome; one that moved on without a resend was settled by
+/// its webhook. Both are conditional updates, so each is counted once across replicas.
+async fn note_unknown(ctx: &Ctx, row: &Row, planned: &Plan) {
+    let id = row.id;
+    let result = match planned {
+        Plan::Hold(_, "outcome_unknown" | "awaiting_webhooks") | Plan::Resend(_)
+            if row.unknown_since.is_none() =>
+        {
+            store::adopt_dead_claim(&ctx.pg, id).await.map(|adopted| {
+                if adopted {
+                    unknown::record(
+                        Event::Held,
+                        id,
+                        ACTOR,
+                        "its dispatcher stopped holding the claim (the lease ended)",
+                    );
+                }
+            })
+        }
+        Plan::Done(_) if row.unknown_since.is_some() && row.status != "sending" => {
+            store::clear_resolved(&ctx.pg, id).await.map(|cleared| {
+                if cleared {
+                    unknown::record(Event::ResolvedByWebhook, id, ACTOR, &row.status);
+                }
+            })
+        }
+        _ => Ok(()),
+    };
+    if let Err(e) = result {
+        // Only bookkeeping: the sweep marks or clears it on its next run.
+        tracing::debug!(error = %e, message_id = %id, "unknown-outcome mark not written");
+    }
+}
+
+/// See [`Plan::Resend`]: release the dead claim, then send it from the released row.
+async fn resend_dead_claim(ctx: &Ctx, mut row: Row, why: Why) -> Verdict {
+    match store::release_dead_claim(&ctx.pg, row.id, ctx.cfg.unknown_settle, why).await {
         Ok(true) => {
-            RESENT_UNKNOWN.inc();
-            tracing::warn!(
-                "outcome unknown and no status webhook came while later ones did; sending it again"
-            );
+            unknown::record(Event::Resent(why), row.id, ACTOR, "stream message");
             // What the release wrote; no need to read the row back.
             row.status = "queued".into();
             row.lease_until = None;
             row.next_attempt_at = None;
+            row.unknown_since = None;
             send(ctx, row).await
         }
-        // Moved on meanwhile (its webhook came, or another replica took it).
+        // Moved on meanwhile (its webhook came, or another replica or the sweep took it).
         Ok(false) => match store::load(&ctx.pg, row.id).await {
             Ok(Some(fresh)) => Box::pin(decide(ctx, fresh)).await,
             Ok(None) => ctx.skipped("row_missing"),
@@ -292,6 +326,37 @@ async fn resend_dead_claim(ctx: &Ctx, mut row: Row) -> Verdict {
             tracing::warn!(error = %e, "cannot release a dead claim; trying again shortly");
             ctx.held("database", Duration::from_secs(2))
         }
+    }
+}
+
+/// This delivery lost the row (another replica claimed it, or a webhook moved it): decide
+/// from the fresh row without calling the platform. The stream message is acknowledged
+/// only when the row needs nothing more; while it is `queued` or `sending` it is put back,
+/// because another delivery of the same stream message may be the one driving the row,
+/// and an ack here would take the message from under it (a row left `sending` for good).
+async fn redecide_without_sending(ctx: &Ctx, id: Uuid) -> Verdict {
+    match store::load(&ctx.pg, id).await {
+        Ok(Some(fresh)) => {
+            let planned = plan::plan(&fresh, ctx.cfg.unknown_outcome());
+            note_unknown(ctx, &fresh, &planned).await;
+            match planned {
+                Plan::Send | Plan::Resend(_) => ctx.held("claim_race", Duration::from_secs(1)),
+                Plan::Hold(delay, reason) => ctx.held(reason, delay),
+                Plan::Done(reason) => ctx.skipped(reason),
+                Plan::CancelledCampaign => {
+                    fail(
+                        ctx,
+                        &fresh,
+                        &plan::cancelled_campaign(),
+                        &SideEffect::None,
+                        0,
+                    )
+                    .await
+                }
+            }
+        }
+        Ok(None) => ctx.skipped("row_missing"),
+        Err(_) => ctx.held("database", Duration::from_secs(2)),
     }
 }
 
@@ -305,30 +370,14 @@ async fn send(ctx: &Ctx, row: Row) -> Verdict {
     // 2. A token of the shared bucket. Waiting here is not a delivery attempt.
     let _ = ctx.bucket.acquire().await;
     // 3. Claim: only the replica whose conditional update wins may call the platform.
+    // Measured from before the claim: the lease can only be longer than this count.
+    let claim_started = Instant::now();
     let attempt = match ctx.claimer.claim(row.id).await {
         Ok(Some(attempt)) => attempt,
         Ok(None) => {
             ctx.pair.release(&row.customer_phone, &holder).await;
             // Something moved the row meanwhile: decide again from the fresh row.
-            return match store::load(&ctx.pg, row.id).await {
-                Ok(Some(fresh)) => match plan::plan(&fresh, ctx.cfg.unknown_outcome()) {
-                    Plan::Send | Plan::Resend => ctx.held("claim_race", Duration::from_secs(1)),
-                    Plan::Hold(delay, reason) => ctx.held(reason, delay),
-                    Plan::Done(reason) => ctx.skipped(reason),
-                    Plan::CancelledCampaign => {
-                        fail(
-                            ctx,
-                            &fresh,
-                            &plan::cancelled_campaign(),
-                            &SideEffect::None,
-                            0,
-                        )
-                        .await
-                    }
-                },
-                Ok(None) => ctx.skipped("row_missing"),
-                Err(_) => ctx.held("database", Duration::from_secs(2)),
-            };
+            return redecide_without_sending(ctx, row.id).await;
         }
         Err(e) => {
             ctx.pair.release(&row.customer_phone, &holder).await;
@@ -360,11 +409,21 @@ async fn send(ctx: &Ctx, row: Row) -> Verdict {
         platform.code = field::Empty,
     );
     let started = Instant::now();
-    let result = ctx
-        .platform
-        .send_message(&request)
-        .instrument(call_span.clone())
-        .await;
+    // Never let a call outlive its claim's lease (a slow start on a loaded machine eats into
+    // it): past that, the row may be taken for a dead claim and resent beside this call.
+    // Giving up early is an unknown outcome like any timeout.
+    let budget = lease_budget(ctx.cfg.claim_lease(), claim_started.elapsed());
+    let result = match tokio::time::timeout(
+        budget,
+        ctx.platform
+            .send_message(&request)
+            .instrument(call_span.clone()),
+    )
+    .await
+    {
+        Ok(result) => result,
+        Err(_) => Err(PlatformError::Timeout),
+    };
     PLATFORM_LATENCY
         .with_label_values(&["send_message", outcome_label(&result)])
         .observe(started.elapsed().as_secs_f64());
@@ -383,6 +442,14 @@ async fn send(ctx: &Ctx, row: Row) -> Verdict {
             failed_call(ctx, &row, attempt, err).await
         }
     }
+}
+
+/// How long a call may still take: what is left of the lease, minus a second for
+/// recording the outcome (at least 100 ms, so a late call still gets its chance).
+fn lease_budget(lease: Duration, since_claim: Duration) -> Duration {
+    lease
+        .saturating_sub(since_claim + Duration::from_secs(1))
+        .max(Duration::from_millis(100))
 }
 
 fn outcome_label<T>(r: &Result<T, PlatformError>) -> &'static str {
@@ -504,11 +571,17 @@ async fn retry(ctx: &Ctx, row: &Row, attempt: i32, f: Failure, err: &PlatformErr
                 RETRIES.inc();
                 ctx.stats.retried.fetch_add(1, Ordering::Relaxed);
                 tracing::Span::current().record("outcome", "unknown");
-                tracing::info!(code = f.code, error = %err, attempt,
-                    "outcome unknown; waiting for the status webhook before any resend");
+                tracing::info!(code = f.code, error = %err, attempt, "platform call without a complete answer");
+                unknown::record(
+                    Event::Held,
+                    row.id,
+                    ACTOR,
+                    "the platform call timed out or was cut",
+                );
                 Verdict::Nak(cfg.unknown_settle)
             }
-            Ok(false) => ctx.skipped("settled_meanwhile"),
+            // Settled meanwhile, or another replica took the claim over: never ack blindly.
+            Ok(false) => redecide_without_sending(ctx, row.id).await,
             Err(e) => {
                 tracing::error!(error = %e, "could not end the lease; the message stays `sending` until it ends");
                 Verdict::Nak(cfg.unknown_settle)
@@ -532,7 +605,8 @@ async fn retry(ctx: &Ctx, row: &Row, attempt: i32, f: Failure, err: &PlatformErr
                 "retryable platform failure; trying again after backoff");
             Verdict::Nak(delay)
         }
-        Ok(None) => ctx.skipped("settled_meanwhile"),
+        // Settled meanwhile, or another replica took the claim over: never ack blindly.
+        Ok(None) => redecide_without_sending(ctx, row.id).await,
         Err(e) => {
             tracing::error!(error = %e,
                 "could not put the message back in the queue; it stays `sending` and is not resent");
@@ -578,6 +652,19 @@ async fn fail(ctx: &Ctx, row: &Row, info: &ErrorInfo, effect: &SideEffect, code:
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_call_ends_before_its_lease() {
+        let lease = Duration::from_secs(15);
+        assert_eq!(
+            lease_budget(lease, Duration::from_secs(2)),
+            Duration::from_secs(12)
+        );
+        assert_eq!(
+            lease_budget(lease, Duration::from_secs(20)),
+            Duration::from_millis(100)
+        );
+    }
 
     #[test]
     fn platform_outcomes_have_bounded_labels() {

@@ -7,7 +7,10 @@
 //! settled by the status webhooks (`biz_opaque_callback_data` = message id). Outcomes
 //! follow the error knowledge base's handling class: retry with backoff, fail with an
 //! explanation, record state (opt-out, undeliverable, marketing limit) or halt (pause
-//! campaigns, alert).
+//! campaigns, alert). A send whose outcome is unknown (timeout, or a claim whose
+//! dispatcher died) is held for its status webhook and resent only on evidence that it
+//! never arrived, or after DISPATCH_UNKNOWN_MAX_WAIT; [`sweep`] applies that rule also to
+//! rows no stream message drives any more, so nothing stays `sending` without an owner.
 //!
 //! [`run`] is the binary's whole life; [`start`] runs one in-process (tests, benchmarks).
 
@@ -18,6 +21,8 @@ mod deliver;
 mod metrics;
 mod plan;
 mod store;
+pub mod sweep;
+mod unknown;
 
 use std::future::Future;
 use std::sync::Arc;
@@ -110,6 +115,8 @@ pub async fn start(
         concurrency = config.concurrency,
         pair_interval_ms = config.pair_interval.as_millis() as u64,
         max_attempts = config.max_attempts,
+        lease_ms = config.claim_lease().as_millis() as u64,
+        sweep_interval_ms = config.sweep_interval.as_millis() as u64,
         bucket = %bucket.key(),
         "dispatcher consuming"
     );
@@ -123,7 +130,20 @@ pub async fn start(
         config,
         Arc::clone(&stats),
     ));
-    let handle = tokio::spawn(pull_loop(ctx, consumer, shutdown));
+    let sweeper = (!ctx.cfg.sweep_interval.is_zero()).then(|| {
+        tokio::spawn(sweep::run(
+            deps.pg.clone(),
+            stream.clone(),
+            Arc::new(ctx.cfg.clone()),
+        ))
+    });
+    let handle = tokio::spawn(async move {
+        let result = pull_loop(ctx, consumer, shutdown).await;
+        if let Some(sweeper) = sweeper {
+            sweeper.abort();
+        }
+        result
+    });
     Ok(Dispatcher {
         handle,
         stats,

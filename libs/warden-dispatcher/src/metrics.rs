@@ -40,6 +40,40 @@ pub static RESENT_UNKNOWN: LazyLock<IntCounter> = LazyLock::new(|| {
     .expect("metric registers once")
 });
 
+pub static UNKNOWN_OUTCOMES: LazyLock<IntCounterVec> = LazyLock::new(|| {
+    register_int_counter_vec!(
+        "warden_dispatcher_unknown_outcomes_total",
+        "Sends whose outcome was unknown (call timed out, or its dispatcher died), by event: held (the outcome became unknown), resolved_by_webhook, resent_on_evidence, resent_on_max_wait",
+        &["event"]
+    )
+    .expect("metric registers once")
+});
+
+pub static UNKNOWN_HELD: LazyLock<IntGauge> = LazyLock::new(|| {
+    register_int_gauge!(
+        "warden_dispatcher_unknown_outcomes_held",
+        "Rows held `sending` with an unknown outcome now (as of this replica's last sweep)"
+    )
+    .expect("metric registers once")
+});
+
+pub static UNKNOWN_OLDEST: LazyLock<IntGauge> = LazyLock::new(|| {
+    register_int_gauge!(
+        "warden_dispatcher_unknown_outcome_oldest_seconds",
+        "Age of the oldest unknown outcome held now, from its lease's end (as of the last sweep)"
+    )
+    .expect("metric registers once")
+});
+
+pub static SWEEPS: LazyLock<IntCounterVec> = LazyLock::new(|| {
+    register_int_counter_vec!(
+        "warden_dispatcher_sweeps_total",
+        "Runs of the unknown-outcome sweep, by result (ok, error)",
+        &["result"]
+    )
+    .expect("metric registers once")
+});
+
 pub static HALTS: LazyLock<IntCounterVec> = LazyLock::new(|| {
     register_int_counter_vec!(
         "warden_dispatcher_halts_total",
@@ -90,6 +124,13 @@ pub fn touch() {
     LazyLock::force(&RETRIES);
     LazyLock::force(&RESENT_UNKNOWN);
     LazyLock::force(&HALTS);
+    for event in crate::unknown::EVENTS {
+        UNKNOWN_OUTCOMES.with_label_values(&[event.label()]);
+    }
+    LazyLock::force(&UNKNOWN_HELD);
+    LazyLock::force(&UNKNOWN_OLDEST);
+    SWEEPS.with_label_values(&["ok"]);
+    SWEEPS.with_label_values(&["error"]);
     LazyLock::force(&HELD);
     LazyLock::force(&SKIPPED);
     LazyLock::force(&IN_FLIGHT);

@@ -24,9 +24,28 @@ pub enum Plan {
     Done(&'static str),
     /// The campaign was cancelled before this message went out: it ends failed.
     CancelledCampaign,
-    /// A dispatcher died mid-call and no status webhook settled the row within `settle`
-    /// of its lease ending: the platform never took it. Put it back to `queued` and send.
-    Resend,
+    /// An unknown outcome (a dispatcher died mid-call, or the call timed out) that no
+    /// status webhook settled: put it back to `queued` and send, for the reason given.
+    Resend(Why),
+}
+
+/// Why an unknown outcome is resent.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Why {
+    /// Statuses the platform emitted after the claim arrived without this one's.
+    Evidence,
+    /// No such evidence within DISPATCH_UNKNOWN_MAX_WAIT (e.g. no traffic after it).
+    MaxWait,
+}
+
+impl Why {
+    /// The metric label and audit wording.
+    pub fn label(self) -> &'static str {
+        match self {
+            Why::Evidence => "resent_on_evidence",
+            Why::MaxWait => "resent_on_max_wait",
+        }
+    }
 }
 
 /// How a claim a stopped dispatcher left behind is settled.
@@ -73,10 +92,22 @@ pub fn plan(row: &Row, unknown: UnknownOutcome) -> Plan {
                     .webhooks_through
                     .is_some_and(|w| w >= row.claimed_at + WEBHOOK_EVIDENCE_MARGIN);
                 let give_up = ended + to_delta(unknown.max_wait);
-                if caught_up || now >= give_up {
-                    Plan::Resend
+                // A backlog still draining (webhooks moved forward within a settle period,
+                // not yet past the claim) may bring its own status: the max wait is for
+                // quiet webhooks (nothing sent after it, or an outage).
+                let quiet = row
+                    .webhooks_advanced_at
+                    .is_none_or(|a| now - a >= to_delta(unknown.settle));
+                if caught_up {
+                    Plan::Resend(Why::Evidence)
+                } else if now >= give_up && quiet {
+                    Plan::Resend(Why::MaxWait)
                 } else {
-                    let next = (now + to_delta(unknown.settle)).min(give_up);
+                    let next = if now >= give_up {
+                        now + to_delta(unknown.settle)
+                    } else {
+                        (now + to_delta(unknown.settle)).min(give_up)
+                    };
                     Plan::Hold(until_after(now, next), "awaiting_webhooks")
                 }
             }
@@ -338,6 +369,8 @@ mod tests {
             has_error: false,
             claimed_at: Utc::now(),
             webhooks_through: None,
+            webhooks_advanced_at: None,
+            unknown_since: None,
             db_now: Utc::now(),
         }
     }
@@ -392,15 +425,32 @@ mod tests {
         );
         // Statuses emitted after the claim arrived, this one's did not: never reached.
         r.webhooks_through = Some(r.claimed_at + WEBHOOK_EVIDENCE_MARGIN);
-        assert_eq!(plan(&r, SETTLE), Plan::Resend);
-        // No evidence ever: resent after max_wait.
+        assert_eq!(plan(&r, SETTLE), Plan::Resend(Why::Evidence));
+        // No evidence ever (nothing was sent after it): resent after max_wait, not before.
         r.webhooks_through = None;
-        r.lease_until = Some(r.db_now - TimeDelta::seconds(901));
-        assert_eq!(plan(&r, SETTLE), Plan::Resend);
+        r.lease_until = Some(r.db_now - TimeDelta::seconds(899));
+        assert!(matches!(
+            plan(&r, SETTLE),
+            Plan::Hold(d, "awaiting_webhooks") if d <= Duration::from_millis(1200)
+        ));
+        r.lease_until = Some(r.db_now - TimeDelta::seconds(900));
+        assert_eq!(plan(&r, SETTLE), Plan::Resend(Why::MaxWait));
+        // Past the max wait while a webhook backlog drains (progress moved within the
+        // settle period, not yet past the claim): its own status may still come.
+        r.webhooks_through = Some(r.claimed_at - TimeDelta::seconds(60));
+        r.webhooks_advanced_at = Some(r.db_now - TimeDelta::seconds(3));
+        assert!(matches!(
+            plan(&r, SETTLE),
+            Plan::Hold(d, "awaiting_webhooks") if d > Duration::from_secs(29)
+        ));
+        // The backlog went quiet for a settle period without it: resent.
+        r.webhooks_advanced_at = Some(r.db_now - TimeDelta::seconds(30));
+        assert_eq!(plan(&r, SETTLE), Plan::Resend(Why::MaxWait));
+        r.webhooks_advanced_at = None;
         r.lease_until = None;
         r.claimed_at = r.db_now - TimeDelta::seconds(60);
         r.webhooks_through = Some(r.db_now);
-        assert_eq!(plan(&r, SETTLE), Plan::Resend);
+        assert_eq!(plan(&r, SETTLE), Plan::Resend(Why::Evidence));
     }
 
     #[test]

@@ -56,25 +56,38 @@ pub struct Row {
     /// `webhook_progress.status_through` (read for `sending` rows only).
     #[diesel(sql_type = Nullable<Timestamptz>)]
     pub webhooks_through: Option<DateTime<Utc>>,
+    /// `webhook_progress.advanced_at`: when status webhooks last moved it forward (read
+    /// for `sending` rows only).
+    #[diesel(sql_type = Nullable<Timestamptz>)]
+    pub webhooks_advanced_at: Option<DateTime<Utc>>,
+    /// When its outcome became unknown, while that is being settled (see the migration
+    /// `delivery_unknown_since`).
+    #[diesel(sql_type = Nullable<Timestamptz>)]
+    pub unknown_since: Option<DateTime<Utc>>,
     /// The database's clock, so every replica compares times against one clock.
     #[diesel(sql_type = Timestamptz)]
     pub db_now: DateTime<Utc>,
 }
 
-pub async fn load(pg: &PgPool, id: Uuid) -> anyhow::Result<Option<Row>> {
-    let mut conn = pg.get().await?;
-    Ok(Cached(
-        diesel::sql_query(
-            "SELECT m.id, m.customer_phone, m.channel, m.direction, m.status, m.content,
+/// The select list of [`Row`] over `messages m LEFT JOIN campaigns c`.
+pub const ROW_COLUMNS: &str = "m.id, m.customer_phone, m.channel, m.direction, m.status, m.content,
                 m.template_name, m.template_locale, m.campaign_id, c.status AS campaign_status,
                 m.deliver_at, m.next_attempt_at, m.lease_until,
                 m.retry_count, (m.error_code IS NOT NULL) AS has_error, m.updated_at AS claimed_at,
                 CASE WHEN m.status = 'sending'
                      THEN (SELECT status_through FROM webhook_progress WHERE id = 1) END AS webhooks_through,
-                now() AS db_now
-         FROM messages m LEFT JOIN campaigns c ON c.id = m.campaign_id
-         WHERE m.id = $1",
-        )
+                CASE WHEN m.status = 'sending'
+                     THEN (SELECT advanced_at FROM webhook_progress WHERE id = 1) END AS webhooks_advanced_at,
+                m.unknown_since, now() AS db_now";
+
+pub async fn load(pg: &PgPool, id: Uuid) -> anyhow::Result<Option<Row>> {
+    let mut conn = pg.get().await?;
+    Ok(Cached(
+        diesel::sql_query(format!(
+            "SELECT {ROW_COLUMNS}
+               FROM messages m LEFT JOIN campaigns c ON c.id = m.campaign_id
+              WHERE m.id = $1"
+        ))
         .bind::<SqlUuid, _>(id),
     )
     .get_result::<Row>(&mut conn)
@@ -114,7 +127,8 @@ pub async fn claim_many(
             FOR UPDATE OF m SKIP LOCKED)
          UPDATE messages m
             SET status = 'sending', attempt = m.attempt + 1, lease_owner = $2,
-                lease_until = now() + $3 * interval '1 millisecond', updated_at = now()
+                lease_until = now() + $3 * interval '1 millisecond', updated_at = now(),
+                unknown_since = NULL
            FROM picked WHERE m.id = picked.id
          RETURNING m.id, m.attempt",
         )
@@ -128,13 +142,15 @@ pub async fn claim_many(
 }
 
 /// A call whose outcome is unknown (timeout, connection cut mid-request): end this
-/// replica's lease now, keeping the row `sending`, so it is settled like a dead claim.
-/// No error is stored: the status webhook may yet say `sent`. False: the row moved on
-/// meanwhile (its status webhook came first).
+/// replica's lease now, keeping the row `sending`, so it is settled like a dead claim
+/// (`unknown_since` set). No error is stored: the status webhook may yet say `sent`.
+/// False: the row moved on meanwhile (its status webhook came first, or another replica
+/// took the claim over).
 pub async fn end_lease(pg: &PgPool, id: Uuid, owner: &str) -> anyhow::Result<bool> {
     let mut conn = pg.get().await?;
     let n = diesel::sql_query(
-        "UPDATE messages SET lease_until = now(), lease_owner = NULL, updated_at = now()
+        "UPDATE messages SET lease_until = now(), lease_owner = NULL, updated_at = now(),
+                unknown_since = now()
           WHERE id = $1 AND status = 'sending' AND lease_owner = $2",
     )
     .bind::<SqlUuid, _>(id)
@@ -144,42 +160,99 @@ pub async fn end_lease(pg: &PgPool, id: Uuid, owner: &str) -> anyhow::Result<boo
     Ok(n == 1)
 }
 
-/// A dead claim whose settle period passed with no status webhook: back to `queued` (due
-/// now), with an audit row, if it is still `sending` with its lease ended that long ago.
-/// False: the row moved on meanwhile (its webhook came, or another replica took it).
-pub async fn release_dead_claim(pg: &PgPool, id: Uuid, settle: Duration) -> anyhow::Result<bool> {
+/// A claim whose lease ended while its row is still `sending` (its dispatcher died, or
+/// stalled past the lease): from now on an unknown outcome, settled by the resend rule.
+/// Marks it once (`unknown_since` = when the lease ended; `updated_at`, the claim time the
+/// evidence rule measures from, is kept). True: this call marked it.
+pub async fn adopt_dead_claim(pg: &PgPool, id: Uuid) -> anyhow::Result<bool> {
+    let mut conn = pg.get().await?;
+    let n = diesel::sql_query(
+        "UPDATE messages SET unknown_since = COALESCE(lease_until, updated_at), lease_owner = NULL
+          WHERE id = $1 AND status = 'sending' AND unknown_since IS NULL
+            AND COALESCE(lease_until, updated_at) <= now()",
+    )
+    .bind::<SqlUuid, _>(id)
+    .execute(&mut conn)
+    .await?;
+    Ok(n == 1)
+}
+
+/// An unknown outcome that moved on without a resend (its status webhook came): clear the
+/// mark. True: this call cleared it (so the resolution is counted once).
+pub async fn clear_resolved(pg: &PgPool, id: Uuid) -> anyhow::Result<bool> {
+    let mut conn = pg.get().await?;
+    let n = diesel::sql_query(
+        "UPDATE messages SET unknown_since = NULL
+          WHERE id = $1 AND unknown_since IS NOT NULL AND status <> 'sending'",
+    )
+    .bind::<SqlUuid, _>(id)
+    .execute(&mut conn)
+    .await?;
+    Ok(n == 1)
+}
+
+/// An unknown outcome whose settle period passed with no status webhook: back to `queued`
+/// (due now), with an audit row naming `why`, if it is still `sending` with its lease
+/// ended that long ago. False: the row moved on meanwhile (its webhook came, or another
+/// replica or the sweep took it).
+pub async fn release_dead_claim(
+    pg: &PgPool,
+    id: Uuid,
+    settle: Duration,
+    why: crate::plan::Why,
+) -> anyhow::Result<bool> {
     let mut conn = pg.get().await?;
     let released = conn
         .transaction::<_, diesel::result::Error, _>(async |c| {
-                let n = diesel::sql_query(
-                    "UPDATE messages
-                        SET status = 'queued', lease_owner = NULL, lease_until = NULL,
-                            next_attempt_at = NULL, updated_at = now()
-                      WHERE id = $1 AND status = 'sending'
-                        AND COALESCE(lease_until, updated_at) + $2 * interval '1 millisecond' <= now()",
-                )
-                .bind::<SqlUuid, _>(id)
-                .bind::<BigInt, _>(millis(settle))
-                .execute(c)
-                .await?;
-                if n == 1 {
-                    warden_store::audit::record(
-                        c,
-                        crate::deliver::ACTOR,
-                        "resend_after_unknown_outcome",
-                        "message",
-                        &id.to_string(),
-                        serde_json::json!({
-                            "reason": "outcome unknown (the dispatcher stopped, or the call timed out) and no status webhook came while later ones did",
-                            "settle_ms": millis(settle),
-                        }),
-                    )
-                    .await?;
-                }
-                Ok(n == 1)
+            let n = diesel::sql_query(
+                "UPDATE messages
+                    SET status = 'queued', lease_owner = NULL, lease_until = NULL,
+                        next_attempt_at = NULL, unknown_since = NULL, updated_at = now()
+                  WHERE id = $1 AND status = 'sending'
+                    AND COALESCE(lease_until, updated_at) + $2 * interval '1 millisecond' <= now()",
+            )
+            .bind::<SqlUuid, _>(id)
+            .bind::<BigInt, _>(millis(settle))
+            .execute(c)
+            .await?;
+            if n == 1 {
+                audit_resend(c, id, settle, why, crate::deliver::ACTOR).await?;
+            }
+            Ok(n == 1)
         })
         .await?;
     Ok(released)
+}
+
+/// The audit row of a resent unknown outcome.
+pub async fn audit_resend(
+    c: &mut AsyncPgConnection,
+    id: Uuid,
+    settle: Duration,
+    why: crate::plan::Why,
+    actor: &str,
+) -> diesel::QueryResult<()> {
+    let reason = match why {
+        crate::plan::Why::Evidence => {
+            "outcome unknown (the dispatcher stopped, or the call timed out) and no status webhook came while later ones did"
+        }
+        crate::plan::Why::MaxWait => {
+            "outcome unknown (the dispatcher stopped, or the call timed out) and no status webhook came within DISPATCH_UNKNOWN_MAX_WAIT"
+        }
+    };
+    warden_store::audit::record(
+        c,
+        actor,
+        "resend_after_unknown_outcome",
+        "message",
+        &id.to_string(),
+        serde_json::json!({
+            "reason": reason,
+            "rule": why.label(),
+            "settle_ms": millis(settle),
+        }),
+    )
+    .await
 }
 
 #[derive(QueryableByName)]
@@ -434,12 +507,12 @@ impl<Q: Query> Query for Cached<Q> {
     type SqlType = Q::SqlType;
 }
 
-fn millis(d: Duration) -> i64 {
+pub fn millis(d: Duration) -> i64 {
     i64::try_from(d.as_millis()).unwrap_or(i64::MAX)
 }
 
 /// `.optional()` for `sql_query` results.
-trait OptionalRow<T> {
+pub trait OptionalRow<T> {
     fn optional_row(self) -> Result<Option<T>, diesel::result::Error>;
 }
 

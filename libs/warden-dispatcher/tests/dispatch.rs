@@ -479,10 +479,9 @@ async fn pair_rate_delays_a_second_message_to_the_same_recipient() {
     let o = h.wait_status(other, &["sent"], WAIT).await.sent_at.unwrap();
     let gap = (b - a).num_milliseconds().abs();
     assert!(gap >= 1400, "same recipient paced: {gap} ms apart");
-    assert!(
-        (o - a).num_milliseconds().abs() < 1400,
-        "other recipients are not held"
-    );
+    // Not a timing bound (a loaded machine may be slow): the other recipient's message,
+    // published after the held one, still goes out before it.
+    assert!(o < b, "other recipients are not held behind the paced one");
     assert_eq!(
         h.row(second).await.attempt,
         1,

@@ -11,6 +11,10 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, bail};
 use diesel_async::{AsyncConnection, AsyncPgConnection, RunQueryDsl};
 
+/// How long Postgres, Redis or NATS may take to accept connections after a (re)start: it
+/// only catches one that never comes up, so a loaded machine's slow start is no failure.
+const SERVICE_START: Duration = Duration::from_secs(180);
+
 pub fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0")
         .and_then(|l| l.local_addr())
@@ -118,9 +122,11 @@ impl Proc {
         }
     }
 
-    /// SIGTERM, as an orchestrator stops a pod.
+    /// SIGTERM, as an orchestrator stops a pod. The wait only catches a process that hangs
+    /// (a dispatcher drains for at most DISPATCH_DRAIN_TIMEOUT, 20 s): generous, so a
+    /// loaded machine's slow exit is never taken for a failure.
     pub fn stop(&mut self) -> Option<ExitStatus> {
-        self.stop_with(libc::SIGTERM, Duration::from_secs(30))
+        self.stop_with(libc::SIGTERM, Duration::from_secs(120))
     }
 
     pub fn log_tail(&self, lines: usize) -> String {
@@ -302,7 +308,7 @@ impl Services {
 
     pub async fn start_postgres(&mut self) -> anyhow::Result<()> {
         self.pg.start()?;
-        let deadline = Instant::now() + Duration::from_secs(60);
+        let deadline = Instant::now() + SERVICE_START;
         while AsyncPgConnection::establish(&self.pg_url("postgres"))
             .await
             .is_err()
@@ -322,12 +328,12 @@ impl Services {
 
     pub async fn start_redis(&mut self) -> anyhow::Result<()> {
         self.redis.start()?;
-        wait_tcp(self.redis_port, Duration::from_secs(20)).await
+        wait_tcp(self.redis_port, SERVICE_START).await
     }
 
     pub async fn start_nats(&mut self) -> anyhow::Result<()> {
         self.nats.start()?;
-        wait_tcp(self.nats_port, Duration::from_secs(20)).await
+        wait_tcp(self.nats_port, SERVICE_START).await
     }
 
     pub async fn create_database(&self, name: &str) -> anyhow::Result<()> {
