@@ -6,7 +6,7 @@ use diesel::prelude::*;
 use diesel_async::{AsyncPgConnection, RunQueryDsl};
 use uuid::Uuid;
 use warden_store::models::Message;
-use warden_store::models::message_status::{self, DELIVERED, FAILED, READ, SENT};
+use warden_store::models::message_status::{self, DELIVERED, FAILED, QUEUED, READ, SENDING, SENT};
 use warden_store::schema::{campaigns, messages};
 
 use crate::knowledge::ErrorInfo;
@@ -40,6 +40,16 @@ pub async fn apply_status(
     else {
         return Ok(false);
     };
+    // A status of an attempt that failed and was put back in the queue: the row keeps that
+    // attempt's wamid until the next attempt is recorded (`platform_errors::
+    // retry_failed_status`), and a queued or sending row carries a wamid for no other
+    // reason. Late news of the failed attempt says nothing about the next one.
+    if matches!(current.status.as_str(), QUEUED | SENDING)
+        && wamid.is_some()
+        && current.wamid.as_deref() == wamid
+    {
+        return Ok(false);
+    }
     if current.direction != "outbound" || !message_status::advances(&current.status, status) {
         // Still learn the wamid of a message whose status we already know.
         if let (Some(w), None) = (wamid, current.wamid.as_deref()) {

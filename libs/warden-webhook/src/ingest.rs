@@ -5,11 +5,16 @@
 //!   INSERT INTO webhook_events SELECT * FROM unnest(keys sorted) ON CONFLICT DO NOTHING
 //!       RETURNING event_key             -> only these (new) events are applied
 //!   inbound:  per customer, not per message: ensure + record_inbound + touch_interaction;
-//!             every message row in one INSERT ... SELECT FROM unnest(...)
-//!   statuses: one SELECT for every message they mention, then outcomes::apply_status each
+//!             every message row in one INSERT ... SELECT FROM unnest(...); only plausible
+//!             customer messages open a window (`warden_core::inbound`)
+//!   statuses: one SELECT for every message they mention, then outcomes::apply_status each;
+//!             a failure is decided by `warden_core::platform_errors` exactly as the
+//!             dispatcher decides the same error answered to its call (retryable: back to
+//!             the queue, published after commit)
+//!   templates: applied by the event's own time (`warden_core::templates`)
 //!   in the order the platform sent them: keywords, statuses, templates, preferences
 //!   quality:  one INSERT ... SELECT FROM unnest(...)
-//! COMMIT -> window cache write-through -> 200
+//! COMMIT -> window cache write-through -> publish retried messages -> 200
 //! ```
 //!
 //! Replicas: the key insert is the arbiter. Two replicas handed the same event block on
@@ -23,13 +28,14 @@
 //! replays do not retry them forever. One bad event never holds a batch hostage.
 
 use std::collections::{HashMap, HashSet};
+use std::sync::OnceLock;
 use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 use std::time::{Duration, Instant};
 
 use chrono::{DateTime, Utc};
 use diesel::prelude::*;
 use diesel::result::{DatabaseErrorKind, Error as DbError};
-use diesel::sql_types::{Bool, Nullable, Text};
+use diesel::sql_types::Text;
 use diesel_async::{AsyncConnection, AsyncPgConnection, RunQueryDsl};
 use futures::StreamExt;
 use serde_json::{Value, json};
@@ -37,11 +43,13 @@ use tracing::Instrument;
 use uuid::Uuid;
 use warden_core::Core;
 use warden_core::customers::{self, OptScope};
+use warden_core::inbound::NoWindow;
 use warden_core::knowledge::{self, ErrorInfo};
 use warden_core::outcomes;
+use warden_core::platform_errors::{self, Retried, RetryPolicy};
 use warden_platform::webhook::StatusKind;
 use warden_rules::phone::PhoneNumber;
-use warden_store::models::{Conversation, Handling};
+use warden_store::models::Conversation;
 use warden_store::schema::messages;
 
 use crate::core_batch;
@@ -75,6 +83,10 @@ pub struct Outcome {
     pub failed: u64,
     /// New events acknowledged without effect (status of an unknown message, ...).
     pub ignored: u64,
+    /// Inbound messages stored without opening or extending a window, by reason.
+    pub no_window: HashMap<NoWindow, u64>,
+    /// Failed statuses with a retryable error: their messages went back to the queue.
+    pub retried: u64,
 }
 
 impl Outcome {
@@ -89,6 +101,10 @@ impl Outcome {
         self.replays += other.replays;
         self.failed += other.failed;
         self.ignored += other.ignored;
+        for (reason, n) in other.no_window {
+            *self.no_window.entry(reason).or_default() += n;
+        }
+        self.retried += other.retried;
     }
 }
 
@@ -108,6 +124,8 @@ struct BatchState {
     windows: HashMap<String, Conversation>,
     /// The newest platform timestamp among the batch's new status events.
     status_through: Option<DateTime<Utc>>,
+    /// Messages put back in the queue by a failed status: published after the commit.
+    requeued: Vec<Uuid>,
 }
 
 impl BatchState {
@@ -115,7 +133,19 @@ impl BatchState {
         self.outcome.merge(other.outcome);
         self.windows.extend(other.windows);
         self.status_through = self.status_through.max(other.status_through);
+        self.requeued.extend(other.requeued);
     }
+}
+
+/// The dispatcher's retry bound and backoff (its variables, read once).
+fn retry_policy() -> &'static RetryPolicy {
+    static POLICY: OnceLock<RetryPolicy> = OnceLock::new();
+    POLICY.get_or_init(|| {
+        RetryPolicy::from_env().unwrap_or_else(|e| {
+            tracing::warn!(error = %e, "bad retry setting; using the dispatcher's defaults");
+            RetryPolicy::default()
+        })
+    })
 }
 
 /// Store `events` (distinct keys, in the order the platform sent them) in one transaction.
@@ -259,9 +289,24 @@ async fn after_commit(core: &Core, state: BatchState) -> Outcome {
         outcome,
         windows,
         status_through,
+        requeued,
     } = state;
     if let Some(at) = status_through {
         record_progress(core, at).await;
+    }
+    // A retried message needs a stream message of its own (the one that carried the
+    // failed attempt was acknowledged). When NATS cannot take it now, the row stays queued
+    // and unpublished and the scheduler's relay publishes it.
+    for id in requeued {
+        match core.publish(id).await {
+            Ok(true) => {}
+            Ok(false) => {
+                tracing::warn!(message_id = %id, "retry not published now; the relay publishes it")
+            }
+            Err(e) => {
+                tracing::warn!(message_id = %id, error = %e, "retry not published now; the relay publishes it")
+            }
+        }
     }
     // Write-through of the committed windows. When Redis is slow or down a write waits
     // out the core's timeout; after one such write the rest of the batch is skipped
@@ -294,6 +339,10 @@ async fn after_commit(core: &Core, state: BatchState) -> Outcome {
         metrics::applied(*kind, *n);
     }
     metrics::ignored(outcome.ignored);
+    for (reason, n) in &outcome.no_window {
+        metrics::no_window(*reason, *n);
+    }
+    metrics::RETRIED.inc_by(outcome.retried);
     metrics::failed(outcome.failed);
     metrics::REPLAYS.inc_by(outcome.replays);
     outcome
@@ -411,7 +460,7 @@ async fn apply_batch(
                 }
                 true
             }
-            EventBody::Status(s) => apply_status(c, s, &mut targets).await?,
+            EventBody::Status(s) => apply_status(c, s, &mut targets, state).await?,
             EventBody::Template(t) => apply_template(c, t).await?,
             EventBody::Preference(p) => apply_preference(c, p).await?,
             EventBody::Quality(q) => {
@@ -454,15 +503,25 @@ async fn record_inbound(
     if inbound.is_empty() {
         return Ok(());
     }
-    // The window and last interaction only depend on each customer's newest message.
-    let mut newest: Vec<(&PhoneNumber, DateTime<Utc>)> = Vec::new();
+    // The window and last interaction only depend on each customer's newest message that
+    // opens a window; a customer whose messages open none is still created.
+    let mut newest: Vec<(&PhoneNumber, Option<DateTime<Utc>>)> = Vec::new();
     let mut index: HashMap<&str, usize> = HashMap::new();
     for i in inbound {
+        let opens = match i.window {
+            Ok(at) => Some(at),
+            Err(reason) => {
+                tracing::info!(wamid = %i.wamid, reason = reason.as_str(),
+                    "inbound message stored; it opens no care window");
+                *state.outcome.no_window.entry(reason).or_default() += 1;
+                None
+            }
+        };
         match index.get(i.phone.digits()) {
-            Some(&n) => newest[n].1 = newest[n].1.max(i.at),
+            Some(&n) => newest[n].1 = newest[n].1.max(opens),
             None => {
                 index.insert(i.phone.digits(), newest.len());
-                newest.push((&i.phone, i.at));
+                newest.push((&i.phone, opens));
             }
         }
     }
@@ -567,6 +626,7 @@ async fn apply_status(
     c: &mut AsyncPgConnection,
     s: &StatusEvent,
     targets: &mut StatusTargets,
+    state: &mut BatchState,
 ) -> QueryResult<bool> {
     let Some(n) = targets.find(s) else {
         tracing::debug!(
@@ -608,9 +668,53 @@ async fn apply_status(
         warden_telemetry::set_parent_from(&span, &headers);
     }
     let message_id = target.id;
-    let wamid = record_wamid.then_some(s.wamid.as_str());
+    // The event's wamid also tells a late status of an attempt that failed and was
+    // requeued from news about the next attempt (outcomes::apply_status); it is written
+    // only when the row has none.
+    let wamid = (!s.wamid.is_empty() && (record_wamid || target.wamid.is_some()))
+        .then_some(s.wamid.as_str());
     let phone = warden_rules::phone::canonicalize(&target.customer_phone).ok();
     async {
+        let mut error = error;
+        // The same decision the dispatcher takes when this error answers its call.
+        let decided =
+            explanation.map(|e| platform_errors::consequence(e.handling, e.code, &e.title));
+        if let (Some(d), Some(info)) = (&decided, error.as_ref())
+            && d.retry
+        {
+            match platform_errors::retry_failed_status(
+                c,
+                message_id,
+                wamid,
+                info,
+                retry_policy(),
+                rand::random::<f64>(),
+                ACTOR,
+            )
+            .await?
+            {
+                Retried::Requeued { retry_count, delay } => {
+                    tracing::info!(
+                        code = info.code,
+                        retry_count,
+                        delay_ms = delay.as_millis() as u64,
+                        "retryable failure reported by webhook; message back in the queue"
+                    );
+                    state.requeued.push(message_id);
+                    state.outcome.retried += 1;
+                    return Ok(());
+                }
+                Retried::Exhausted { attempts } => {
+                    tracing::warn!(
+                        code = info.code,
+                        attempts,
+                        "retryable failure, but the attempts are spent"
+                    );
+                    error = Some(platform_errors::exhausted(info, attempts));
+                }
+                Retried::NotApplicable => {}
+            }
+        }
         let moved = outcomes::apply_status(
             c,
             message_id,
@@ -621,51 +725,14 @@ async fn apply_status(
         )
         .await?;
         tracing::debug!(moved, "status applied");
-        if let (Some(e), Some(phone)) = (explanation, phone) {
-            consequences(c, e, &phone, s.at).await?;
+        if let Some(d) = decided {
+            platform_errors::apply_effect(c, &d.effect, phone.as_ref(), s.at, ACTOR).await?;
         }
         Ok::<_, DbError>(())
     }
     .instrument(span)
     .await?;
     Ok(true)
-}
-
-/// What some platform errors say about the customer, recorded where compliance reads it.
-async fn consequences(
-    c: &mut AsyncPgConnection,
-    e: &knowledge::Explanation,
-    phone: &PhoneNumber,
-    at: DateTime<Utc>,
-) -> QueryResult<()> {
-    match e.code {
-        131050 => {
-            customers::apply_opt_change(
-                c,
-                phone,
-                warden_rules::keywords::OptChange::Stop,
-                OptScope::Marketing,
-                "platform_131050",
-                ACTOR,
-                at,
-            )
-            .await?;
-        }
-        131049 => customers::mark_marketing_limited(c, phone, at, ACTOR).await?,
-        131026 => customers::mark_undeliverable(c, phone, at, ACTOR).await?,
-        code if e.handling == Handling::Halt => {
-            // Halt and alert, as the dispatcher does when a send is answered with one of
-            // these: no campaign keeps sending into a spam-rate limit or a locked account.
-            tracing::error!(code, title = %e.title, "halt-class platform error in a status webhook");
-            let reason = format!(
-                "platform error {code} ({}) in a status webhook: {}",
-                e.title, e.suggested_action
-            );
-            warden_core::campaigns::pause_active(c, &reason, ACTOR).await?;
-        }
-        _ => {}
-    }
-    Ok(())
 }
 
 /// The W3C trace context stored with a message (`{"traceparent": ..., "tracestate": ...}`).
@@ -700,12 +767,6 @@ fn template_move(t: &TemplateEvent) -> TemplateMove<'_> {
     }
 }
 
-#[derive(QueryableByName)]
-struct IdRow {
-    #[diesel(sql_type = diesel::sql_types::Uuid)]
-    id: Uuid,
-}
-
 async fn apply_template(c: &mut AsyncPgConnection, t: &TemplateEvent) -> QueryResult<bool> {
     let movement = template_move(t);
     let (status, reason, only_from) = match movement {
@@ -714,35 +775,26 @@ async fn apply_template(c: &mut AsyncPgConnection, t: &TemplateEvent) -> QueryRe
         TemplateMove::Note => (None, None, None),
     };
     let platform_id = Some(t.template_id.as_str()).filter(|id| !id.is_empty() && *id != "0");
-    // Name + language; the language may be written another way (en_US / en-US / EN_us).
-    let rows: Vec<IdRow> = diesel::sql_query(
-        "UPDATE templates SET \
-             status = COALESCE($3, status), \
-             rejection_reason = CASE WHEN $4 THEN $5 ELSE rejection_reason END, \
-             category = COALESCE($6, category), \
-             platform_id = COALESCE($7, platform_id), \
-             updated_at = now() \
-         WHERE name = $1 \
-           AND (locale = $2 OR lower(replace(locale, '-', '_')) = lower(replace($2, '-', '_'))) \
-           AND ($8::text IS NULL OR status = $8) \
-         RETURNING id",
+    let rows = warden_core::templates::apply_status_change(
+        c,
+        &warden_core::templates::StatusChange {
+            name: &t.name,
+            language: &t.language,
+            status,
+            reason,
+            category: t.category.as_deref(),
+            platform_id,
+            only_from,
+            at: t.at,
+        },
     )
-    .bind::<Text, _>(&t.name)
-    .bind::<Text, _>(&t.language)
-    .bind::<Nullable<Text>, _>(status)
-    .bind::<Bool, _>(reason.is_some())
-    .bind::<Nullable<Text>, _>(reason.flatten())
-    .bind::<Nullable<Text>, _>(t.category.as_deref())
-    .bind::<Nullable<Text>, _>(platform_id)
-    .bind::<Nullable<Text>, _>(only_from)
-    .load(c)
     .await?;
     if rows.is_empty() {
         tracing::info!(
             template = %t.name,
             language = %t.language,
             event = %t.event,
-            "template status update for a template not stored here (or not in a state it applies to); ignored"
+            "template status update for a template not stored here, not in a state it applies to, or older than its stored status; ignored"
         );
         return Ok(false);
     }
@@ -758,7 +810,8 @@ async fn apply_template(c: &mut AsyncPgConnection, t: &TemplateEvent) -> QueryRe
             "status": status,
             "reason": t.reason,
             "platform_id": t.template_id,
-            "template_ids": rows.iter().map(|r| r.id).collect::<Vec<_>>(),
+            "template_ids": rows,
+            "event_at": t.at,
         }),
     )
     .await?;
@@ -837,6 +890,7 @@ mod tests {
             template_id: "1".into(),
             reason: reason.map(String::from),
             category: None,
+            at: chrono::Utc::now(),
         };
         let set = |e: &TemplateEvent| match template_move(e) {
             TemplateMove::Set(s, r) => Some((s.to_string(), r.map(|r| r.map(String::from)))),
