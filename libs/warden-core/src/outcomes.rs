@@ -66,7 +66,13 @@ pub async fn apply_status(
         .set((
             messages::status.eq(status),
             messages::updated_at.eq(diesel::dsl::now),
-            messages::wamid.eq(current.wamid.as_deref().or(wamid)),
+            // A queued or sending row's wamid can only be an attempt that failed (see the
+            // fence above): the attempt that got through replaces it.
+            messages::wamid.eq(if matches!(current.status.as_str(), QUEUED | SENDING) {
+                wamid.or(current.wamid.as_deref())
+            } else {
+                current.wamid.as_deref().or(wamid)
+            }),
             messages::lease_until.eq(None::<DateTime<Utc>>),
             messages::lease_owner.eq(None::<String>),
             messages::sent_at.eq(if now_sent {

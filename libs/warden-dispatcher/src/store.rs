@@ -228,8 +228,8 @@ pub async fn requeue(
 /// conversation row when its care window is open (for the window cache).
 ///
 /// A message outside a campaign that is still `queued`/`sending` takes a one-statement
-/// path with exactly `outcomes::apply_status`'s effect for that move (status, wamid kept
-/// if already known, lease cleared, sent_at) plus the conversation update: one round trip
+/// path with exactly `outcomes::apply_status`'s effect for that move (status, this
+/// attempt's wamid, lease cleared, sent_at) plus the conversation update: one round trip
 /// instead of five, which is what lets a replica keep up with 1,000 msg/s. Everything else
 /// (campaign counters, a status webhook that got there first) goes through
 /// `outcomes::apply_status` in a transaction.
@@ -258,7 +258,7 @@ pub async fn record_sent(
             diesel::sql_query(format!(
                 "WITH m AS (
                UPDATE messages
-                  SET status = 'sent', updated_at = now(), wamid = COALESCE(wamid, $2),
+                  SET status = 'sent', updated_at = now(), wamid = COALESCE($2, wamid),
                       lease_until = NULL, lease_owner = NULL, sent_at = COALESCE(sent_at, $3){clear}
                 WHERE id = $1 AND direction = 'outbound' AND campaign_id IS NULL
                   AND status IN ('queued', 'sending')
