@@ -98,6 +98,23 @@ pub async fn apply_status(
         ))
         .execute(conn)
         .await?;
+    if now_sent
+        && matches!(current.status.as_str(), QUEUED | SENDING)
+        && (current.error_code.is_some() || current.next_attempt_at.is_some())
+    {
+        // An attempt got through: the errors of earlier attempts no longer describe it.
+        diesel::update(messages::table.find(message_id))
+            .set((
+                messages::next_attempt_at.eq(None::<DateTime<Utc>>),
+                messages::error_code.eq(None::<i32>),
+                messages::error_category.eq(None::<String>),
+                messages::error_can_retry.eq(None::<bool>),
+                messages::error_explanation.eq(None::<String>),
+                messages::error_suggested_action.eq(None::<String>),
+            ))
+            .execute(conn)
+            .await?;
+    }
     if status == FAILED {
         let info = error.cloned().unwrap_or_else(|| crate::knowledge::ErrorInfo {
             code: 0,

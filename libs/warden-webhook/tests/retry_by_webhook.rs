@@ -113,6 +113,22 @@ async fn a_retryable_failure_reported_by_webhook_puts_the_message_back_in_the_qu
     let job: serde_json::Value = serde_json::from_slice(&last.payload).unwrap();
     assert_eq!(job["message_id"], json!(id.to_string()));
 
+    // The dispatcher's own record of that attempt, when the webhook got there first, does
+    // not undo the retry (the requeued row keeps the failed attempt's wamid).
+    {
+        let mut c = h.conn().await;
+        let moved = warden_core::outcomes::apply_status(
+            &mut c,
+            id,
+            "sent",
+            chrono::Utc::now(),
+            Some("wamid.FIRST"),
+            None,
+        )
+        .await
+        .unwrap();
+        assert!(!moved);
+    }
     // A replay of the webhook changes nothing; a late `sent` of the failed attempt neither.
     h.deliver(&failed).await;
     h.deliver(&status(
