@@ -397,6 +397,9 @@ pub(crate) async fn upsert_from_platform(
     let category = lower(&info.category);
     let reason = rejection_reason(info);
     let platform_id = Some(info.id.clone()).filter(|i| !i.is_empty());
+    // Whole seconds, as status webhooks are stamped: an event of the same second still
+    // applies (it may be newer than what was read).
+    let read_at = chrono::SubsecRound::trunc_subsecs(chrono::Utc::now(), 0);
     // The same locale rule as status webhooks (en_US = en-US = EN_us).
     let existing: Option<Template> =
         warden_core::templates::find_for_locales(conn, &info.name, &[locale, &info.language])
@@ -417,7 +420,7 @@ pub(crate) async fn upsert_from_platform(
                     templates::body_text.eq(body),
                     templates::updated_at.eq(diesel::dsl::now),
                     // What the platform says now is newer than any status event before it.
-                    templates::status_event_at.eq(Some(chrono::Utc::now())),
+                    templates::status_event_at.eq(Some(read_at)),
                 ))
                 .returning(Template::as_returning())
                 .get_result(conn)
@@ -439,7 +442,7 @@ pub(crate) async fn upsert_from_platform(
                     templates::body_text.eq(info.body_text().unwrap_or_default()),
                     templates::platform_id.eq(&platform_id),
                     templates::rejection_reason.eq(&reason),
-                    templates::status_event_at.eq(Some(chrono::Utc::now())),
+                    templates::status_event_at.eq(Some(read_at)),
                 ))
                 .on_conflict((templates::name, templates::locale))
                 .do_update()
@@ -447,7 +450,7 @@ pub(crate) async fn upsert_from_platform(
                     templates::status.eq(&status),
                     templates::rejection_reason.eq(&reason),
                     templates::updated_at.eq(diesel::dsl::now),
-                    templates::status_event_at.eq(Some(chrono::Utc::now())),
+                    templates::status_event_at.eq(Some(read_at)),
                 ))
                 .returning(Template::as_returning())
                 .get_result(conn)
