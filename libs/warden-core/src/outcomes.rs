@@ -41,10 +41,12 @@ pub async fn apply_status(
         return Ok(false);
     };
     // A status of an attempt that failed and was put back in the queue: the row keeps that
-    // attempt's wamid until the next attempt is recorded (`platform_errors::
-    // retry_failed_status`), and a queued or sending row carries a wamid for no other
-    // reason. Late news of the failed attempt says nothing about the next one.
+    // attempt's wamid and error until the next attempt is recorded
+    // (`platform_errors::retry_failed_status`). Late news of the failed attempt (or the
+    // dispatcher's own record of it, when the webhook came first) says nothing about the
+    // next one.
     if matches!(current.status.as_str(), QUEUED | SENDING)
+        && current.error_code.is_some()
         && wamid.is_some()
         && current.wamid.as_deref() == wamid
     {
@@ -66,8 +68,8 @@ pub async fn apply_status(
         .set((
             messages::status.eq(status),
             messages::updated_at.eq(diesel::dsl::now),
-            // A queued or sending row's wamid can only be an attempt that failed (see the
-            // fence above): the attempt that got through replaces it.
+            // A queued or sending row's wamid is that of an attempt that failed (see the
+            // fence above) or this one's: the attempt that got through wins.
             messages::wamid.eq(if matches!(current.status.as_str(), QUEUED | SENDING) {
                 wamid.or(current.wamid.as_deref())
             } else {

@@ -196,9 +196,9 @@ struct RetryCount {
 /// A retryable error reported by status webhook for the attempt that got `wamid`: put
 /// the message back in the queue exactly as the dispatcher does with the same error
 /// answered to its call (attempt counted, backoff, last error kept). The failed
-/// attempt's wamid stays on the row until the next attempt is recorded, so late statuses
-/// of that attempt (and the dispatcher's own record of it, when the webhook won the race)
-/// are told apart from the next one (see `outcomes::apply_status`). `sent_at` is kept so
+/// attempt's wamid and error stay on the row until the next attempt is recorded, so late
+/// statuses of that attempt (and the dispatcher's own record of it, when the webhook won
+/// the race) are told apart from the next one (see `outcomes::apply_status`). `sent_at` is kept so
 /// the resend is not counted as sent a second time.
 pub async fn retry_failed_status(
     conn: &mut AsyncPgConnection,

@@ -263,7 +263,7 @@ pub async fn record_sent(
                 WHERE id = $1 AND direction = 'outbound' AND campaign_id IS NULL
                   AND status IN ('queued', 'sending')
                   -- not the record of an attempt a status webhook already failed and requeued
-                  AND ($2::text IS NULL OR wamid IS DISTINCT FROM $2)
+                  AND ($2::text IS NULL OR wamid IS DISTINCT FROM $2 OR error_code IS NULL)
                RETURNING customer_phone, channel),
              c AS (
                UPDATE conversations cv

@@ -17,14 +17,23 @@ async fn a_resend_after_a_failure_reported_by_webhook_is_not_a_duplicate() {
         )
         .await;
     assert_eq!(status, 200);
-    assert_eq!(sim.send(&text("62811777", "x", Some("m-retry"))).await.0, 200);
-    assert_eq!(sim.send(&text("62811777", "x", Some("m-retry"))).await.0, 200);
+    assert_eq!(
+        sim.send(&text("62811777", "x", Some("m-retry"))).await.0,
+        200
+    );
+    assert_eq!(
+        sim.send(&text("62811777", "x", Some("m-retry"))).await.0,
+        200
+    );
     let stats = sim.stats().await;
     assert_eq!(stats["by_message"]["m-retry"]["count"], 2);
     assert_eq!(stats["duplicates"], 0, "{stats}");
 
     // That retry got through: sending it once more is a duplicate.
-    assert_eq!(sim.send(&text("62811777", "x", Some("m-retry"))).await.0, 200);
+    assert_eq!(
+        sim.send(&text("62811777", "x", Some("m-retry"))).await.0,
+        200
+    );
     let stats = sim.stats().await;
     assert_eq!(stats["by_message"]["m-retry"]["count"], 3);
     assert_eq!(stats["duplicates"], 1, "{stats}");
