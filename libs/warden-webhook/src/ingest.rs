@@ -38,27 +38,25 @@ use diesel::result::{DatabaseErrorKind, Error as DbError};
 use diesel::sql_types::Text;
 use diesel_async::{AsyncConnection, AsyncPgConnection, RunQueryDsl};
 use futures::StreamExt;
-use serde_json::{Value, json};
-use tracing::Instrument;
 use uuid::Uuid;
 use warden_core::Core;
 use warden_core::customers::{self, OptScope};
 use warden_core::inbound::NoWindow;
-use warden_core::knowledge::{self, ErrorInfo};
-use warden_core::outcomes;
-use warden_core::platform_errors::{self, Retried, RetryPolicy};
-use warden_platform::webhook::StatusKind;
+use warden_core::platform_errors::RetryPolicy;
 use warden_rules::phone::PhoneNumber;
 use warden_store::models::Conversation;
-use warden_store::schema::messages;
 
 use crate::core_batch;
 use crate::events::{
     Event, EventBody, EventKind, InboundEvent, PreferenceEvent, QualityEvent, StatusEvent,
-    TemplateEvent,
 };
 use crate::metrics;
 use crate::sql::{Bind, Stmt};
+use status::{StatusTargets, apply_status};
+use template::apply_template;
+
+mod status;
+mod template;
 
 /// Who the audit log names for the webhook's effects.
 pub const ACTOR: &str = "webhook";
@@ -540,285 +538,6 @@ async fn record_inbound(
     Ok(())
 }
 
-/// The outbound messages a batch's statuses are about, found with one query.
-#[derive(Default)]
-struct StatusTargets {
-    by_wamid: HashMap<String, usize>,
-    by_id: HashMap<Uuid, usize>,
-    rows: Vec<Target>,
-    explanations: HashMap<i32, knowledge::Explanation>,
-}
-
-#[derive(Queryable)]
-struct Target {
-    id: Uuid,
-    customer_phone: String,
-    direction: String,
-    wamid: Option<String>,
-    trace_context: Option<Value>,
-}
-
-impl StatusTargets {
-    async fn load(c: &mut AsyncPgConnection, statuses: &[&StatusEvent]) -> QueryResult<Self> {
-        let mut out = StatusTargets::default();
-        if statuses.is_empty() {
-            return Ok(out);
-        }
-        let wamids: Vec<&str> = statuses
-            .iter()
-            .filter(|s| !s.wamid.is_empty())
-            .map(|s| s.wamid.as_str())
-            .collect();
-        let ids: Vec<Uuid> = statuses
-            .iter()
-            .filter_map(|s| s.callback.as_deref())
-            .filter_map(|cb| Uuid::parse_str(cb.trim()).ok())
-            .collect();
-        let rows: Vec<Target> = messages::table
-            .filter(
-                messages::wamid
-                    .eq_any(&wamids)
-                    .or(messages::id.eq_any(&ids)),
-            )
-            .select((
-                messages::id,
-                messages::customer_phone,
-                messages::direction,
-                messages::wamid,
-                messages::trace_context,
-            ))
-            .load(c)
-            .await?;
-        for (n, row) in rows.iter().enumerate() {
-            if let Some(w) = &row.wamid {
-                out.by_wamid.insert(w.clone(), n);
-            }
-            out.by_id.insert(row.id, n);
-        }
-        out.rows = rows;
-        let mut codes: Vec<i32> = statuses
-            .iter()
-            .filter(|s| s.status == StatusKind::Failed)
-            .filter_map(|s| s.error.as_ref().map(|e| e.code))
-            .collect();
-        codes.sort_unstable();
-        codes.dedup();
-        for code in codes {
-            out.explanations
-                .insert(code, knowledge::explain(c, code).await?);
-        }
-        Ok(out)
-    }
-
-    /// By wamid first, else by `biz_opaque_callback_data` = message_id.
-    fn find(&self, s: &StatusEvent) -> Option<usize> {
-        if !s.wamid.is_empty()
-            && let Some(&n) = self.by_wamid.get(&s.wamid)
-        {
-            return Some(n);
-        }
-        let id = Uuid::parse_str(s.callback.as_deref()?.trim()).ok()?;
-        self.by_id.get(&id).copied()
-    }
-}
-
-async fn apply_status(
-    c: &mut AsyncPgConnection,
-    s: &StatusEvent,
-    targets: &mut StatusTargets,
-    state: &mut BatchState,
-) -> QueryResult<bool> {
-    let Some(n) = targets.find(s) else {
-        tracing::debug!(
-            wamid = %s.wamid,
-            callback = s.callback.as_deref().unwrap_or(""),
-            status = s.status.as_str(),
-            "status of an unknown message; acknowledged and ignored"
-        );
-        return Ok(false);
-    };
-    if targets.rows[n].direction != "outbound" {
-        tracing::debug!(wamid = %s.wamid, "status of a message that is not outbound; ignored");
-        return Ok(false);
-    }
-    // Record the wamid beside the message id when the row has none and no other message
-    // holds it (the column is unique).
-    let record_wamid = !s.wamid.is_empty()
-        && targets.rows[n].wamid.is_none()
-        && !targets.by_wamid.contains_key(&s.wamid);
-    if record_wamid {
-        targets.rows[n].wamid = Some(s.wamid.clone());
-        targets.by_wamid.insert(s.wamid.clone(), n);
-    }
-    let target = &targets.rows[n];
-    let explanation = s
-        .error
-        .as_ref()
-        .filter(|_| s.status == StatusKind::Failed)
-        .and_then(|e| targets.explanations.get(&e.code));
-    let error = explanation.map(ErrorInfo::from);
-
-    let span = tracing::info_span!(
-        "webhook.status_update",
-        message_id = %target.id,
-        status = s.status.as_str(),
-        error_code = s.error.as_ref().map(|e| e.code),
-    );
-    if let Some(headers) = trace_headers(target.trace_context.as_ref()) {
-        warden_telemetry::set_parent_from(&span, &headers);
-    }
-    let message_id = target.id;
-    // The event's wamid also tells a late status of an attempt that failed and was
-    // requeued from news about the next attempt (outcomes::apply_status); it is written
-    // only when the row has none.
-    let wamid = (!s.wamid.is_empty() && (record_wamid || target.wamid.is_some()))
-        .then_some(s.wamid.as_str());
-    let phone = warden_rules::phone::canonicalize(&target.customer_phone).ok();
-    async {
-        let mut error = error;
-        // The same decision the dispatcher takes when this error answers its call.
-        let decided =
-            explanation.map(|e| platform_errors::consequence(e.handling, e.code, &e.title));
-        if let (Some(d), Some(info)) = (&decided, error.as_ref())
-            && d.retry
-        {
-            match platform_errors::retry_failed_status(
-                c,
-                message_id,
-                wamid,
-                info,
-                retry_policy(),
-                rand::random::<f64>(),
-                ACTOR,
-            )
-            .await?
-            {
-                Retried::Requeued { retry_count, delay } => {
-                    tracing::info!(
-                        code = info.code,
-                        retry_count,
-                        delay_ms = delay.as_millis() as u64,
-                        "retryable failure reported by webhook; message back in the queue"
-                    );
-                    state.requeued.push(message_id);
-                    state.outcome.retried += 1;
-                    return Ok(());
-                }
-                Retried::Exhausted { attempts } => {
-                    tracing::warn!(
-                        code = info.code,
-                        attempts,
-                        "retryable failure, but the attempts are spent"
-                    );
-                    error = Some(platform_errors::exhausted(info, attempts));
-                }
-                Retried::NotApplicable => {}
-            }
-        }
-        let moved = outcomes::apply_status(
-            c,
-            message_id,
-            s.status.as_str(),
-            s.at,
-            wamid,
-            error.as_ref(),
-        )
-        .await?;
-        tracing::debug!(moved, "status applied");
-        if let Some(d) = decided {
-            platform_errors::apply_effect(c, &d.effect, phone.as_ref(), s.at, ACTOR).await?;
-        }
-        Ok::<_, DbError>(())
-    }
-    .instrument(span)
-    .await?;
-    Ok(true)
-}
-
-/// The W3C trace context stored with a message (`{"traceparent": ..., "tracestate": ...}`).
-fn trace_headers(stored: Option<&Value>) -> Option<HashMap<String, String>> {
-    let map = stored?.as_object()?;
-    let headers: HashMap<String, String> = map
-        .iter()
-        .filter_map(|(k, v)| Some((k.to_ascii_lowercase(), v.as_str()?.to_string())))
-        .collect();
-    headers.contains_key("traceparent").then_some(headers)
-}
-
-/// The template status an event leaves, and what happens to the stored reason.
-enum TemplateMove<'a> {
-    /// Set status; `Some(reason)` replaces the stored reason, `None` keeps it.
-    Set(&'a str, Option<Option<&'a str>>),
-    /// UNARCHIVED: back to APPROVED, only from ARCHIVED.
-    Unarchive,
-    /// FLAGGED, LOCKED, UNLOCKED: the template stays usable; nothing to store.
-    Note,
-}
-
-fn template_move(t: &TemplateEvent) -> TemplateMove<'_> {
-    let reason = t.reason.as_deref();
-    match t.event.as_str() {
-        "APPROVED" | "REINSTATED" => TemplateMove::Set("APPROVED", Some(None)),
-        "REJECTED" => TemplateMove::Set("REJECTED", Some(reason)),
-        "UNARCHIVED" => TemplateMove::Unarchive,
-        "FLAGGED" | "LOCKED" | "UNLOCKED" => TemplateMove::Note,
-        // PAUSED, DISABLED, PENDING, IN_APPEAL, LIMIT_EXCEEDED, ARCHIVED, DELETED, ...
-        other => TemplateMove::Set(other, reason.map(Some)),
-    }
-}
-
-async fn apply_template(c: &mut AsyncPgConnection, t: &TemplateEvent) -> QueryResult<bool> {
-    let movement = template_move(t);
-    let (status, reason, only_from) = match movement {
-        TemplateMove::Set(status, reason) => (Some(status), reason, None),
-        TemplateMove::Unarchive => (Some("APPROVED"), None, Some("ARCHIVED")),
-        TemplateMove::Note => (None, None, None),
-    };
-    let platform_id = Some(t.template_id.as_str()).filter(|id| !id.is_empty() && *id != "0");
-    let rows = warden_core::templates::apply_status_change(
-        c,
-        &warden_core::templates::StatusChange {
-            name: &t.name,
-            language: &t.language,
-            status,
-            reason,
-            category: t.category.as_deref(),
-            platform_id,
-            only_from,
-            at: t.at,
-        },
-    )
-    .await?;
-    if rows.is_empty() {
-        tracing::info!(
-            template = %t.name,
-            language = %t.language,
-            event = %t.event,
-            "template status update for a template not stored here, not in a state it applies to, or older than its stored status; ignored"
-        );
-        return Ok(false);
-    }
-    let entity = format!("{}:{}", t.name, t.language);
-    warden_store::audit::record(
-        c,
-        ACTOR,
-        "template_status_updated",
-        "template",
-        &entity,
-        json!({
-            "event": t.event,
-            "status": status,
-            "reason": t.reason,
-            "platform_id": t.template_id,
-            "template_ids": rows,
-            "event_at": t.at,
-        }),
-    )
-    .await?;
-    tracing::info!(template = %t.name, language = %t.language, event = %t.event, "template status updated");
-    Ok(true)
-}
-
 async fn apply_preference(c: &mut AsyncPgConnection, p: &PreferenceEvent) -> QueryResult<bool> {
     customers::apply_opt_change(
         c,
@@ -870,54 +589,6 @@ async fn insert_quality(c: &mut AsyncPgConnection, quality: &[&QualityEvent]) ->
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn trace_headers_need_a_traceparent() {
-        assert!(trace_headers(None).is_none());
-        assert!(trace_headers(Some(&json!({"tracestate": "x"}))).is_none());
-        let h = trace_headers(Some(&json!({
-            "traceparent": "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01", "n": 1})))
-        .unwrap();
-        assert_eq!(h.len(), 1);
-    }
-
-    #[test]
-    fn template_events_map_to_statuses() {
-        let t = |event: &str, reason: Option<&str>| TemplateEvent {
-            name: "n".into(),
-            language: "en".into(),
-            event: event.into(),
-            template_id: "1".into(),
-            reason: reason.map(String::from),
-            category: None,
-            at: chrono::Utc::now(),
-        };
-        let set = |e: &TemplateEvent| match template_move(e) {
-            TemplateMove::Set(s, r) => Some((s.to_string(), r.map(|r| r.map(String::from)))),
-            _ => None,
-        };
-        assert_eq!(
-            set(&t("APPROVED", None)),
-            Some(("APPROVED".into(), Some(None)))
-        );
-        assert_eq!(
-            set(&t("REINSTATED", None)),
-            Some(("APPROVED".into(), Some(None)))
-        );
-        assert_eq!(
-            set(&t("REJECTED", Some("PROMOTIONAL"))),
-            Some(("REJECTED".into(), Some(Some("PROMOTIONAL".into()))))
-        );
-        assert_eq!(set(&t("PAUSED", None)), Some(("PAUSED".into(), None)));
-        assert!(matches!(
-            template_move(&t("FLAGGED", None)),
-            TemplateMove::Note
-        ));
-        assert!(matches!(
-            template_move(&t("UNARCHIVED", None)),
-            TemplateMove::Unarchive
-        ));
-    }
 
     #[test]
     fn only_contention_is_retried() {
