@@ -30,7 +30,9 @@ async fn main() {
         settings,
         Needs {
             redis: true,
-            nats: false,
+            // A retryable failure reported by a status webhook puts its message back in the
+            // queue and publishes it (the scheduler's relay covers a publish NATS refuses).
+            nats: true,
             // Requests use per-worker pools (warden_webhook::AppState::for_worker);
             // this one only proves Postgres is reachable at start-up.
             pool_size: 2,

@@ -7,8 +7,10 @@
 pub mod campaigns;
 pub mod conversations;
 pub mod customers;
+pub mod inbound;
 pub mod knowledge;
 pub mod outcomes;
+pub mod platform_errors;
 pub mod send;
 pub mod templates;
 

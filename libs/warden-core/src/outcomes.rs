@@ -6,7 +6,7 @@ use diesel::prelude::*;
 use diesel_async::{AsyncPgConnection, RunQueryDsl};
 use uuid::Uuid;
 use warden_store::models::Message;
-use warden_store::models::message_status::{self, DELIVERED, FAILED, READ, SENT};
+use warden_store::models::message_status::{self, DELIVERED, FAILED, QUEUED, READ, SENDING, SENT};
 use warden_store::schema::{campaigns, messages};
 
 use crate::knowledge::ErrorInfo;
@@ -40,6 +40,18 @@ pub async fn apply_status(
     else {
         return Ok(false);
     };
+    // A status of an attempt that failed and was put back in the queue: the row keeps that
+    // attempt's wamid and error until the next attempt is recorded
+    // (`platform_errors::retry_failed_status`). Late news of the failed attempt (or the
+    // dispatcher's own record of it, when the webhook came first) says nothing about the
+    // next one.
+    if matches!(current.status.as_str(), QUEUED | SENDING)
+        && current.error_code.is_some()
+        && wamid.is_some()
+        && current.wamid.as_deref() == wamid
+    {
+        return Ok(false);
+    }
     if current.direction != "outbound" || !message_status::advances(&current.status, status) {
         // Still learn the wamid of a message whose status we already know.
         if let (Some(w), None) = (wamid, current.wamid.as_deref()) {
@@ -56,7 +68,13 @@ pub async fn apply_status(
         .set((
             messages::status.eq(status),
             messages::updated_at.eq(diesel::dsl::now),
-            messages::wamid.eq(current.wamid.as_deref().or(wamid)),
+            // A queued or sending row's wamid is that of an attempt that failed (see the
+            // fence above) or this one's: the attempt that got through wins.
+            messages::wamid.eq(if matches!(current.status.as_str(), QUEUED | SENDING) {
+                wamid.or(current.wamid.as_deref())
+            } else {
+                current.wamid.as_deref().or(wamid)
+            }),
             messages::lease_until.eq(None::<DateTime<Utc>>),
             messages::lease_owner.eq(None::<String>),
             messages::sent_at.eq(if now_sent {
@@ -82,6 +100,23 @@ pub async fn apply_status(
         ))
         .execute(conn)
         .await?;
+    if now_sent
+        && matches!(current.status.as_str(), QUEUED | SENDING)
+        && (current.error_code.is_some() || current.next_attempt_at.is_some())
+    {
+        // An attempt got through: the errors of earlier attempts no longer describe it.
+        diesel::update(messages::table.find(message_id))
+            .set((
+                messages::next_attempt_at.eq(None::<DateTime<Utc>>),
+                messages::error_code.eq(None::<i32>),
+                messages::error_category.eq(None::<String>),
+                messages::error_can_retry.eq(None::<bool>),
+                messages::error_explanation.eq(None::<String>),
+                messages::error_suggested_action.eq(None::<String>),
+            ))
+            .execute(conn)
+            .await?;
+    }
     if status == FAILED {
         let info = error.cloned().unwrap_or_else(|| crate::knowledge::ErrorInfo {
             code: 0,

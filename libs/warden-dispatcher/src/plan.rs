@@ -198,16 +198,13 @@ pub fn classify(err: &PlatformError, explained: Option<&Explanation>) -> Failure
                 info.human_explanation =
                     format!("{} Platform said: {said}", info.human_explanation);
             }
-            let effect = match (class, code32) {
-                (Handling::RecordState, 131050) => SideEffect::OptOutMarketing,
-                (Handling::RecordState, 131026) => SideEffect::Undeliverable,
-                (Handling::RecordState, 131049) => SideEffect::MarketingLimited,
-                (Handling::Halt, _) => SideEffect::PauseCampaigns(format!(
-                    "platform error {code32} ({}): sending halted until an operator checks the account",
-                    explained.map(|e| e.title.as_str()).unwrap_or("halt")
-                )),
-                _ => SideEffect::None,
-            };
+            // The one decision about a platform error, shared with the status webhook.
+            let effect = warden_core::platform_errors::consequence(
+                class,
+                code32,
+                explained.map(|e| e.title.as_str()).unwrap_or("halt"),
+            )
+            .effect;
             Failure {
                 class,
                 code: code32,

@@ -301,8 +301,8 @@ pub async fn requeue(
 /// conversation row when its care window is open (for the window cache).
 ///
 /// A message outside a campaign that is still `queued`/`sending` takes a one-statement
-/// path with exactly `outcomes::apply_status`'s effect for that move (status, wamid kept
-/// if already known, lease cleared, sent_at) plus the conversation update: one round trip
+/// path with exactly `outcomes::apply_status`'s effect for that move (status, this
+/// attempt's wamid, lease cleared, sent_at) plus the conversation update: one round trip
 /// instead of five, which is what lets a replica keep up with 1,000 msg/s. Everything else
 /// (campaign counters, a status webhook that got there first) goes through
 /// `outcomes::apply_status` in a transaction.
@@ -331,10 +331,12 @@ pub async fn record_sent(
             diesel::sql_query(format!(
                 "WITH m AS (
                UPDATE messages
-                  SET status = 'sent', updated_at = now(), wamid = COALESCE(wamid, $2),
+                  SET status = 'sent', updated_at = now(), wamid = COALESCE($2, wamid),
                       lease_until = NULL, lease_owner = NULL, sent_at = COALESCE(sent_at, $3){clear}
                 WHERE id = $1 AND direction = 'outbound' AND campaign_id IS NULL
                   AND status IN ('queued', 'sending')
+                  -- not the record of an attempt a status webhook already failed and requeued
+                  AND ($2::text IS NULL OR wamid IS DISTINCT FROM $2 OR error_code IS NULL)
                RETURNING customer_phone, channel),
              c AS (
                UPDATE conversations cv
@@ -418,19 +420,9 @@ async fn clear_lease(
         .map(|_| ())
 }
 
-/// What else a failure records beside the message (the handling class's side effects).
-#[derive(Clone, Debug, PartialEq)]
-pub enum SideEffect {
-    None,
-    /// 131050: the user stopped marketing messages.
-    OptOutMarketing,
-    /// 131026: the number cannot receive messages.
-    Undeliverable,
-    /// 131049: per-user marketing limit, no marketing for 24 h.
-    MarketingLimited,
-    /// Halt class: pause every active campaign with this reason.
-    PauseCampaigns(String),
-}
+/// What else a failure records beside the message: decided and applied by
+/// `warden_core::platform_errors`, the same for a status webhook reporting the error.
+pub use warden_core::platform_errors::SideEffect;
 
 /// The message ends `failed` with `error` (forward only), and the side effect happens in
 /// the same transaction. Returns (status changed, campaigns paused).
@@ -443,7 +435,6 @@ pub async fn record_failed(
     actor: &str,
     at: DateTime<Utc>,
 ) -> anyhow::Result<(bool, usize)> {
-    use warden_core::customers;
     let parsed_phone = phone.parse::<warden_rules::phone::PhoneNumber>().ok();
     let mut conn = pg.get().await?;
     let out = conn
@@ -451,31 +442,14 @@ pub async fn record_failed(
             let changed =
                 warden_core::outcomes::apply_status(c, id, "failed", at, None, Some(error)).await?;
             clear_lease(c, id, false).await?;
-            let mut paused = 0;
-            match (effect, parsed_phone.as_ref()) {
-                (SideEffect::OptOutMarketing, Some(p)) => {
-                    customers::apply_opt_change(
-                        c,
-                        p,
-                        warden_rules::keywords::OptChange::Stop,
-                        customers::OptScope::Marketing,
-                        "platform_131050",
-                        actor,
-                        at,
-                    )
-                    .await?;
-                }
-                (SideEffect::Undeliverable, Some(p)) => {
-                    customers::mark_undeliverable(c, p, at, actor).await?;
-                }
-                (SideEffect::MarketingLimited, Some(p)) => {
-                    customers::mark_marketing_limited(c, p, at, actor).await?;
-                }
-                (SideEffect::PauseCampaigns(reason), _) => {
-                    paused = warden_core::campaigns::pause_active(c, reason, actor).await?;
-                }
-                _ => {}
-            }
+            let paused = warden_core::platform_errors::apply_effect(
+                c,
+                effect,
+                parsed_phone.as_ref(),
+                at,
+                actor,
+            )
+            .await?;
             Ok((changed, paused))
         })
         .await?;

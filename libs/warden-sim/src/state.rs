@@ -5,7 +5,7 @@ use crate::config::SimConfig;
 use crate::templates::{Registry, Seed, Template};
 use crate::webhooks::{QueueStats, WebhookQueue, unix_now};
 use serde::Serialize;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
@@ -127,6 +127,9 @@ struct Counters {
     /// Platform calls per API version prefix (`v25.0` -> N), accepted or not.
     by_version: HashMap<String, u64>,
     faults: HashMap<String, Fault>,
+    /// Callback data whose latest send the sim failed by status webhook: sending it
+    /// again is the retry the failure asks for, not a duplicate.
+    failed_by_webhook: HashSet<String>,
 }
 
 /// `GET /sim/stats`, exactly the contract's shape.
@@ -327,6 +330,10 @@ impl Sim {
                 }
             }
             if let Some(cb) = &a.callback {
+                let retry_of_failure = c.failed_by_webhook.remove(cb.as_str());
+                if async_failure.is_some() {
+                    c.failed_by_webhook.insert(cb.clone());
+                }
                 let dup = match c.by_message.get_mut(cb.as_str()) {
                     Some(m) => {
                         m.count += 1;
@@ -345,7 +352,7 @@ impl Sim {
                         false
                     }
                 };
-                if dup {
+                if dup && !retry_of_failure {
                     c.duplicates += 1;
                 }
             }

@@ -45,6 +45,7 @@ diesel::table! {
         rejection_reason -> Nullable<Text>,
         created_at -> Timestamptz,
         updated_at -> Timestamptz,
+        status_event_at -> Nullable<Timestamptz>,
     }
 }
 

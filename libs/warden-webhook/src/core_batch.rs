@@ -46,23 +46,23 @@ type ConversationRow = (
     Timestamptz,
 );
 
-/// For each customer of `windows` (one item per phone, with their newest message's
-/// timestamp): create them if new (opted in, pricing country), move
-/// `last_interaction_at` forward, and open or extend their window; and store the inbound
-/// message `rows`. One statement; customers are written in phone order so concurrent
+/// For each customer of `windows` (one item per phone, with the timestamp of their newest
+/// message that opens a window, or None when none of theirs does): create them if new
+/// (opted in, pricing country), and with a timestamp move `last_interaction_at` forward
+/// and open or extend their window; and store the inbound message `rows`. One statement; customers are written in phone order so concurrent
 /// batches lock rows in the same order. Returns the conversation rows, for the cache.
 pub async fn record_inbound(
     c: &mut AsyncPgConnection,
     channel: &str,
-    windows: &[(&PhoneNumber, DateTime<Utc>)],
+    windows: &[(&PhoneNumber, Option<DateTime<Utc>>)],
     rows: &[InboundRow<'_>],
 ) -> QueryResult<Vec<Conversation>> {
     let mut sorted: Vec<_> = windows.to_vec();
     sorted.sort_by(|a, b| a.0.digits().cmp(b.0.digits()));
     let phones: Vec<&str> = sorted.iter().map(|(p, _)| p.digits()).collect();
     let countries = sorted.iter().map(|(p, _)| p.pricing_country()).collect();
-    let ats: Vec<DateTime<Utc>> = sorted.iter().map(|(_, at)| *at).collect();
-    let expires = ats.iter().map(|at| *at + CARE_WINDOW).collect();
+    let ats: Vec<Option<DateTime<Utc>>> = sorted.iter().map(|(_, at)| *at).collect();
+    let expires = ats.iter().map(|at| at.map(|at| at + CARE_WINDOW)).collect();
     Stmt::<ConversationRow>::new(
         &[
             // customers::ensure + customers::touch_interaction
@@ -93,7 +93,7 @@ pub async fn record_inbound(
             ", w.at, w.expires FROM unnest(",
             "::text[], ",
             "::timestamptz[], ",
-            "::timestamptz[]) AS w(phone, at, expires) \
+            "::timestamptz[]) AS w(phone, at, expires) WHERE w.at IS NOT NULL \
              ON CONFLICT (customer_phone, channel) DO UPDATE SET \
                  last_inbound_at = GREATEST(conversations.last_inbound_at, excluded.last_inbound_at), \
                  window_expires_at = GREATEST(conversations.window_expires_at, excluded.window_expires_at), \
@@ -107,7 +107,7 @@ pub async fn record_inbound(
         vec![
             Bind::Texts(phones.clone()),
             Bind::Texts(countries),
-            Bind::Times(ats.clone()),
+            Bind::OptTimes(ats.clone()),
             Bind::Text(channel),
             Bind::Uuids(rows.iter().map(|_| Uuid::now_v7()).collect()),
             Bind::Texts(rows.iter().map(|r| r.phone).collect()),
@@ -116,8 +116,8 @@ pub async fn record_inbound(
             Bind::Texts(rows.iter().map(|r| r.wamid).collect()),
             Bind::Text(channel),
             Bind::Texts(phones),
-            Bind::Times(ats),
-            Bind::Times(expires),
+            Bind::OptTimes(ats),
+            Bind::OptTimes(expires),
         ],
     )
     .load::<Conversation>(c)

@@ -5,6 +5,10 @@
 //! NUL characters (which Postgres `TEXT`/`JSONB` refuse) are stripped, identifiers are
 //! bounded, timestamps are clamped into a sane range and phone numbers are canonical.
 //!
+//! Events for a business number we do not serve (`metadata.phone_number_id` other than
+//! `PLATFORM_PHONE_NUMBER_ID`) are counted in [`Extracted::foreign`] and dropped here:
+//! they are acknowledged but never stored, so they cannot open our window with a customer.
+//!
 //! Leniency: the envelope must be a platform event (`object` =
 //! `whatsapp_business_account`, `entry` an array), otherwise the POST is a 400. Inside
 //! it, a change of an unknown `field`, a known change whose value does not parse, or an
@@ -16,8 +20,9 @@ use std::collections::HashSet;
 use chrono::{DateTime, Utc};
 use serde::Deserialize;
 use serde_json::Value;
+use warden_core::inbound::NoWindow;
 use warden_platform::webhook::{
-    Change, ErrorDetail, InboundMessage, PhoneNumberQualityUpdate, Status, StatusKind,
+    Change, ErrorDetail, InboundMessage, Metadata, PhoneNumberQualityUpdate, Status, StatusKind,
     TemplateStatusUpdate,
 };
 use warden_rules::keywords::OptChange;
@@ -94,8 +99,11 @@ pub enum EventBody {
 pub struct InboundEvent {
     pub wamid: String,
     pub phone: PhoneNumber,
-    /// The message's own platform timestamp (clamped to `now`).
+    /// The message's own platform timestamp (clamped to `now`); `now` when implausible.
     pub at: DateTime<Utc>,
+    /// `Ok(at)` when the message opens or extends the care window (a plausible customer
+    /// message), else why it opens nothing (`warden_core::inbound`).
+    pub window: Result<DateTime<Utc>, NoWindow>,
     /// `text`, `button`, `image`, ...
     pub message_type: String,
     /// The message as received (NUL-free), stored as the message row's content.
@@ -137,6 +145,9 @@ pub struct TemplateEvent {
     pub reason: Option<String>,
     /// Lower case: marketing, utility, authentication.
     pub category: Option<String>,
+    /// When the platform decided it: the entry's `time` (arrival when it has none or an
+    /// implausible one). Template status is applied by this time, never arrival order.
+    pub at: DateTime<Utc>,
 }
 
 /// A marketing stop / resume preference.
@@ -171,6 +182,8 @@ pub struct Extracted {
     /// Events whose key appeared earlier in the same POST.
     pub duplicates: usize,
     pub skipped: Vec<Skipped>,
+    /// Messages, statuses and preferences addressed to a business number we do not serve.
+    pub foreign: u64,
 }
 
 /// The body is not a platform event (400).
@@ -192,8 +205,19 @@ struct RawEnvelope {
     entry: Value,
 }
 
-/// Parse a verified body and list its events.
+/// Parse a verified body and list its events, whatever number they are for.
 pub fn extract(body: &[u8], now: DateTime<Utc>) -> Result<Extracted, BodyError> {
+    extract_for(body, now, None)
+}
+
+/// Parse a verified body and list its events for the business number `ours`
+/// (`PLATFORM_PHONE_NUMBER_ID`); events for another number are only counted. An event
+/// without a `metadata.phone_number_id` is taken as ours (nothing says otherwise).
+pub fn extract_for(
+    body: &[u8],
+    now: DateTime<Utc>,
+    ours: Option<&str>,
+) -> Result<Extracted, BodyError> {
     let raw: RawEnvelope =
         serde_json::from_slice(body).map_err(|e| BodyError::NotJson(e.to_string()))?;
     if raw.object.as_str() != Some(warden_platform::webhook::OBJECT_WABA) {
@@ -202,7 +226,10 @@ pub fn extract(body: &[u8], now: DateTime<Utc>) -> Result<Extracted, BodyError> 
     let Value::Array(entries) = raw.entry else {
         return Err(BodyError::NoEntries);
     };
-    let mut out = Builder::default();
+    let mut out = Builder {
+        ours: ours.map(str::trim).filter(|o| !o.is_empty()),
+        ..Builder::default()
+    };
     for entry in entries {
         let Value::Object(mut entry) = entry else {
             out.skip("bad_entry", "entry is not an object");
@@ -226,12 +253,13 @@ pub fn extract(body: &[u8], now: DateTime<Utc>) -> Result<Extracted, BodyError> 
 }
 
 #[derive(Default)]
-struct Builder {
+struct Builder<'a> {
     seen: HashSet<String>,
     out: Extracted,
+    ours: Option<&'a str>,
 }
 
-impl Builder {
+impl Builder<'_> {
     fn skip(&mut self, reason: &'static str, detail: impl Into<String>) {
         self.out.skipped.push(Skipped {
             reason,
@@ -250,6 +278,16 @@ impl Builder {
 
     fn finish(self) -> Extracted {
         self.out
+    }
+
+    /// True when `metadata` names a business number other than ours.
+    fn foreign(&self, metadata: Option<&Metadata>) -> bool {
+        let Some(ours) = self.ours else {
+            return false;
+        };
+        metadata
+            .map(|m| m.phone_number_id.trim())
+            .is_some_and(|id| !id.is_empty() && id != ours)
     }
 
     fn change(
@@ -283,6 +321,10 @@ impl Builder {
         };
         match typed {
             Change::Messages(value) => {
+                if self.foreign(value.metadata.as_ref()) {
+                    self.out.foreign += (value.messages.len() + value.statuses.len()) as u64;
+                    return;
+                }
                 for msg in value.messages {
                     self.inbound(msg, now);
                 }
@@ -296,9 +338,13 @@ impl Builder {
             }
             Change::TemplateStatus(update) => {
                 let fp = fingerprint(&serde_json::to_value(&update).unwrap_or_default());
-                self.template(update, entry_time, &fp)
+                self.template(update, entry_time, &fp, now)
             }
             Change::UserPreferences(value) => {
+                if self.foreign(value.metadata.as_ref()) {
+                    self.out.foreign += value.user_preferences.len() as u64;
+                    return;
+                }
                 for pref in value.user_preferences {
                     let category = pref.category.trim().to_ascii_lowercase();
                     if !(category.is_empty() || category == "marketing_messages") {
@@ -346,7 +392,9 @@ impl Builder {
         };
         let keyword = keyword_of(&msg);
         let message_type = clip(&clean(&msg.kind), 64);
-        let at = event_time(msg.timestamp, now);
+        let window = warden_core::inbound::window_opened_at(&message_type, msg.timestamp, now);
+        // The stored time of a message that opens nothing: its plausible stamp, else now.
+        let at = warden_core::inbound::plausible_time(msg.timestamp, now).unwrap_or(now);
         let content = clean_json(serde_json::to_value(&msg).unwrap_or(Value::Null));
         self.push(
             format!("msg:{wamid}"),
@@ -354,6 +402,7 @@ impl Builder {
                 wamid,
                 phone,
                 at,
+                window,
                 message_type: if message_type.is_empty() {
                     "unknown".into()
                 } else {
@@ -411,7 +460,13 @@ impl Builder {
         );
     }
 
-    fn template(&mut self, update: TemplateStatusUpdate, entry_time: Option<i64>, fp: &str) {
+    fn template(
+        &mut self,
+        update: TemplateStatusUpdate,
+        entry_time: Option<i64>,
+        fp: &str,
+        now: DateTime<Utc>,
+    ) {
         let name = clean(&update.message_template_name);
         let language = clean(&update.message_template_language);
         let event = clean(&update.event).trim().to_ascii_uppercase();
@@ -449,6 +504,9 @@ impl Builder {
                 template_id,
                 reason,
                 category,
+                at: entry_time
+                    .and_then(|t| warden_core::inbound::plausible_time(t, now))
+                    .unwrap_or(now),
             }),
         );
     }
@@ -579,179 +637,4 @@ fn value_int(v: &Value) -> Option<i64> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use serde_json::json;
-
-    fn now() -> DateTime<Utc> {
-        DateTime::from_timestamp(1_800_000_000, 0).unwrap()
-    }
-
-    fn body(changes: Value) -> Vec<u8> {
-        json!({"object": "whatsapp_business_account",
-               "entry": [{"id": "1", "time": 1_700_000_000, "changes": changes}]})
-        .to_string()
-        .into_bytes()
-    }
-
-    #[test]
-    fn refuses_what_is_not_a_platform_event() {
-        assert!(matches!(
-            extract(b"nope", now()),
-            Err(BodyError::NotJson(_))
-        ));
-        assert!(extract(b"[]", now()).is_err());
-        assert_eq!(
-            extract(br#"{"object":"page","entry":[]}"#, now()).unwrap_err(),
-            BodyError::WrongObject
-        );
-        assert_eq!(
-            extract(br#"{"object":"whatsapp_business_account"}"#, now()).unwrap_err(),
-            BodyError::NoEntries
-        );
-        assert_eq!(
-            extract(
-                br#"{"object":"whatsapp_business_account","entry":{}}"#,
-                now()
-            )
-            .unwrap_err(),
-            BodyError::NoEntries
-        );
-        let empty = extract(
-            br#"{"object":"whatsapp_business_account","entry":[]}"#,
-            now(),
-        )
-        .unwrap();
-        assert!(empty.events.is_empty());
-    }
-
-    #[test]
-    fn keys_of_every_kind() {
-        let b = body(json!([
-            {"field": "messages", "value": {
-                "messages": [{"from": "+62 812-3456-789", "id": "wamid.IN", "timestamp": "1700000001",
-                              "type": "text", "text": {"body": " stop "}}],
-                "statuses": [{"id": "wamid.OUT", "status": "DELIVERED", "timestamp": "1700000002",
-                              "recipient_id": "628123456789"},
-                             {"status": "read", "timestamp": 1700000003,
-                              "biz_opaque_callback_data": "0190c3a0-0000-7000-8000-000000000001"}]}},
-            {"field": "message_template_status_update", "value": {
-                "event": "rejected", "message_template_id": 42, "message_template_name": "promo",
-                "message_template_language": "en_US", "reason": "PROMOTIONAL"}},
-            {"field": "user_preferences", "value": {"user_preferences": [
-                {"wa_id": "628123456789", "category": "marketing_messages", "value": "stop",
-                 "timestamp": 1700000004}]}},
-            {"field": "phone_number_quality_update", "value": {
-                "display_phone_number": "15550100000", "event": "FLAGGED", "current_limit": "TIER_1K"}},
-            {"field": "account_alerts", "value": {}}
-        ]));
-        let x = extract(&b, now()).unwrap();
-        let keys: Vec<&str> = x.events.iter().map(|e| e.key.as_str()).collect();
-        assert_eq!(keys[0], "msg:wamid.IN");
-        assert_eq!(keys[1], "st:wamid.OUT:delivered");
-        assert_eq!(keys[2], "st:cb:0190c3a0-0000-7000-8000-000000000001:read");
-        assert_eq!(keys[3], "tpl:promo:en_US:REJECTED:42:1700000000");
-        assert_eq!(keys[4], "pref:628123456789:stop:1700000004");
-        assert!(keys[5].starts_with("q:"));
-        assert_eq!(x.events.len(), 6);
-        let EventBody::Inbound(inb) = &x.events[0].body else {
-            panic!()
-        };
-        assert_eq!(inb.phone.digits(), "628123456789");
-        assert_eq!(inb.keyword, Some(OptChange::Stop));
-        assert_eq!(inb.at.timestamp(), 1_700_000_001);
-        let EventBody::Template(t) = &x.events[3].body else {
-            panic!()
-        };
-        assert_eq!(t.reason.as_deref(), Some("PROMOTIONAL"));
-        assert_eq!(
-            x.skipped,
-            vec![Skipped {
-                reason: "unknown_field",
-                detail: "account_alerts".into()
-            }]
-        );
-        // Same body again: same keys (replays are recognised).
-        let again = extract(&b, now()).unwrap();
-        let again: Vec<&str> = again.events.iter().map(|e| e.key.as_str()).collect();
-        assert_eq!(keys, again);
-    }
-
-    #[test]
-    fn duplicates_inside_one_post_count_once() {
-        let st = json!({"id": "wamid.D", "status": "sent", "timestamp": "1700000000"});
-        let b = body(json!([
-            {"field": "messages", "value": {"statuses": [st.clone(), st.clone()]}},
-            {"field": "messages", "value": {"statuses": [st]}}
-        ]));
-        let x = extract(&b, now()).unwrap();
-        assert_eq!(x.events.len(), 1);
-        assert_eq!(x.duplicates, 2);
-    }
-
-    #[test]
-    fn one_bad_change_does_not_spoil_the_batch() {
-        let b = body(json!([
-            {"field": "messages", "value": {"statuses": [{"id": "w", "status": 5}]}},
-            {"field": "messages", "value": {"messages": [
-                {"from": "abc", "id": "wamid.X", "type": "text", "text": {"body": "hi"}},
-                {"from": "628123456789", "id": "", "type": "text"},
-                {"from": "628123456789", "id": "wamid.OK\u{0}", "type": "text",
-                 "text": {"body": "a\u{0}b"}}]}},
-            {"field": "messages", "value": {"statuses": [{"id": "w2", "status": "deleted"}]}},
-            "not an object",
-            {"value": {}}
-        ]));
-        let x = extract(&b, now()).unwrap();
-        assert_eq!(x.events.len(), 1);
-        assert_eq!(x.events[0].key, "msg:wamid.OK");
-        let EventBody::Inbound(inb) = &x.events[0].body else {
-            panic!()
-        };
-        assert_eq!(inb.content["text"]["body"], "ab");
-        assert_eq!(inb.at, now(), "a missing timestamp is now");
-        let reasons: Vec<_> = x.skipped.iter().map(|s| s.reason).collect();
-        assert_eq!(
-            reasons,
-            [
-                "malformed_change",
-                "bad_phone",
-                "bad_wamid",
-                "status_kind",
-                "malformed_change",
-                "malformed_change"
-            ]
-        );
-    }
-
-    #[test]
-    fn long_keys_are_hashed_and_times_clamped() {
-        let long = "w".repeat(250);
-        let key = bounded_key(&format!("st:{long}:sent"));
-        assert!(key.starts_with("st:h:") && key.len() < MAX_KEY_LEN);
-        assert_eq!(event_time(0, now()), now());
-        assert_eq!(event_time(i64::MAX, now()), now());
-        assert_eq!(event_time(4_000_000_000, now()), now());
-        assert_eq!(event_time(1_700_000_000, now()).timestamp(), 1_700_000_000);
-        assert_eq!(clip("héllo", 2), "h");
-    }
-
-    #[test]
-    fn stop_buttons_are_keywords() {
-        let b = body(json!([{"field": "messages", "value": {"messages": [
-            {"from": "628123456789", "id": "wamid.B", "timestamp": "1700000000", "type": "button",
-             "button": {"text": "Stop promotions", "payload": "x"}},
-            {"from": "628123456789", "id": "wamid.C", "timestamp": "1700000000", "type": "text",
-             "text": {"body": "please stop"}}]}}]));
-        let x = extract(&b, now()).unwrap();
-        let kw: Vec<_> = x
-            .events
-            .iter()
-            .map(|e| match &e.body {
-                EventBody::Inbound(i) => i.keyword,
-                _ => panic!(),
-            })
-            .collect();
-        assert_eq!(kw, [Some(OptChange::Stop), None]);
-    }
-}
+mod tests;

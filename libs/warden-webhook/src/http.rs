@@ -170,7 +170,8 @@ async fn receive(state: web::Data<AppState>, req: HttpRequest, body: web::Bytes)
         tracing::warn!(bytes = body.len(), "webhook POST with a wrong signature");
         return text(HttpResponse::Unauthorized(), "Unauthorized");
     }
-    let extracted = match events::extract(&body, Utc::now()) {
+    let ours = state.core.settings().platform.phone_number_id.as_str();
+    let extracted = match events::extract_for(&body, Utc::now(), Some(ours)) {
         Ok(x) => x,
         Err(e) => {
             tracing::info!(error = %e, bytes = body.len(), "webhook POST refused");
@@ -182,6 +183,13 @@ async fn receive(state: web::Data<AppState>, req: HttpRequest, body: web::Bytes)
     }
     metrics::ignored(extracted.skipped.len() as u64);
     metrics::REPLAYS.inc_by(extracted.duplicates as u64);
+    if extracted.foreign > 0 {
+        tracing::info!(
+            events = extracted.foreign,
+            "events for a business number we do not serve; acknowledged, not stored"
+        );
+        metrics::FOREIGN.inc_by(extracted.foreign);
+    }
 
     let span = tracing::info_span!("webhook.post", events = extracted.events.len());
     let stored = match &state.coalescer {

@@ -5,11 +5,16 @@
 //!   INSERT INTO webhook_events SELECT * FROM unnest(keys sorted) ON CONFLICT DO NOTHING
 //!       RETURNING event_key             -> only these (new) events are applied
 //!   inbound:  per customer, not per message: ensure + record_inbound + touch_interaction;
-//!             every message row in one INSERT ... SELECT FROM unnest(...)
-//!   statuses: one SELECT for every message they mention, then outcomes::apply_status each
+//!             every message row in one INSERT ... SELECT FROM unnest(...); only plausible
+//!             customer messages open a window (`warden_core::inbound`)
+//!   statuses: one SELECT for every message they mention, then outcomes::apply_status each;
+//!             a failure is decided by `warden_core::platform_errors` exactly as the
+//!             dispatcher decides the same error answered to its call (retryable: back to
+//!             the queue, published after commit)
+//!   templates: applied by the event's own time (`warden_core::templates`)
 //!   in the order the platform sent them: keywords, statuses, templates, preferences
 //!   quality:  one INSERT ... SELECT FROM unnest(...)
-//! COMMIT -> window cache write-through -> 200
+//! COMMIT -> window cache write-through -> publish retried messages -> 200
 //! ```
 //!
 //! Replicas: the key insert is the arbiter. Two replicas handed the same event block on
@@ -23,34 +28,35 @@
 //! replays do not retry them forever. One bad event never holds a batch hostage.
 
 use std::collections::{HashMap, HashSet};
+use std::sync::OnceLock;
 use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 use std::time::{Duration, Instant};
 
 use chrono::{DateTime, Utc};
 use diesel::prelude::*;
 use diesel::result::{DatabaseErrorKind, Error as DbError};
-use diesel::sql_types::{Bool, Nullable, Text};
+use diesel::sql_types::Text;
 use diesel_async::{AsyncConnection, AsyncPgConnection, RunQueryDsl};
 use futures::StreamExt;
-use serde_json::{Value, json};
-use tracing::Instrument;
 use uuid::Uuid;
 use warden_core::Core;
 use warden_core::customers::{self, OptScope};
-use warden_core::knowledge::{self, ErrorInfo};
-use warden_core::outcomes;
-use warden_platform::webhook::StatusKind;
+use warden_core::inbound::NoWindow;
+use warden_core::platform_errors::RetryPolicy;
 use warden_rules::phone::PhoneNumber;
-use warden_store::models::{Conversation, Handling};
-use warden_store::schema::messages;
+use warden_store::models::Conversation;
 
 use crate::core_batch;
 use crate::events::{
     Event, EventBody, EventKind, InboundEvent, PreferenceEvent, QualityEvent, StatusEvent,
-    TemplateEvent,
 };
 use crate::metrics;
 use crate::sql::{Bind, Stmt};
+use status::{StatusTargets, apply_status};
+use template::apply_template;
+
+mod status;
+mod template;
 
 /// Who the audit log names for the webhook's effects.
 pub const ACTOR: &str = "webhook";
@@ -75,6 +81,10 @@ pub struct Outcome {
     pub failed: u64,
     /// New events acknowledged without effect (status of an unknown message, ...).
     pub ignored: u64,
+    /// Inbound messages stored without opening or extending a window, by reason.
+    pub no_window: HashMap<NoWindow, u64>,
+    /// Failed statuses with a retryable error: their messages went back to the queue.
+    pub retried: u64,
 }
 
 impl Outcome {
@@ -89,6 +99,10 @@ impl Outcome {
         self.replays += other.replays;
         self.failed += other.failed;
         self.ignored += other.ignored;
+        for (reason, n) in other.no_window {
+            *self.no_window.entry(reason).or_default() += n;
+        }
+        self.retried += other.retried;
     }
 }
 
@@ -108,6 +122,8 @@ struct BatchState {
     windows: HashMap<String, Conversation>,
     /// The newest platform timestamp among the batch's new status events.
     status_through: Option<DateTime<Utc>>,
+    /// Messages put back in the queue by a failed status: published after the commit.
+    requeued: Vec<Uuid>,
 }
 
 impl BatchState {
@@ -115,7 +131,19 @@ impl BatchState {
         self.outcome.merge(other.outcome);
         self.windows.extend(other.windows);
         self.status_through = self.status_through.max(other.status_through);
+        self.requeued.extend(other.requeued);
     }
+}
+
+/// The dispatcher's retry bound and backoff (its variables, read once).
+fn retry_policy() -> &'static RetryPolicy {
+    static POLICY: OnceLock<RetryPolicy> = OnceLock::new();
+    POLICY.get_or_init(|| {
+        RetryPolicy::from_env().unwrap_or_else(|e| {
+            tracing::warn!(error = %e, "bad retry setting; using the dispatcher's defaults");
+            RetryPolicy::default()
+        })
+    })
 }
 
 /// Store `events` (distinct keys, in the order the platform sent them) in one transaction.
@@ -259,9 +287,24 @@ async fn after_commit(core: &Core, state: BatchState) -> Outcome {
         outcome,
         windows,
         status_through,
+        requeued,
     } = state;
     if let Some(at) = status_through {
         record_progress(core, at).await;
+    }
+    // A retried message needs a stream message of its own (the one that carried the
+    // failed attempt was acknowledged). When NATS cannot take it now, the row stays queued
+    // and unpublished and the scheduler's relay publishes it.
+    for id in requeued {
+        match core.publish(id).await {
+            Ok(true) => {}
+            Ok(false) => {
+                tracing::warn!(message_id = %id, "retry not published now; the relay publishes it")
+            }
+            Err(e) => {
+                tracing::warn!(message_id = %id, error = %e, "retry not published now; the relay publishes it")
+            }
+        }
     }
     // Write-through of the committed windows. When Redis is slow or down a write waits
     // out the core's timeout; after one such write the rest of the batch is skipped
@@ -294,6 +337,10 @@ async fn after_commit(core: &Core, state: BatchState) -> Outcome {
         metrics::applied(*kind, *n);
     }
     metrics::ignored(outcome.ignored);
+    for (reason, n) in &outcome.no_window {
+        metrics::no_window(*reason, *n);
+    }
+    metrics::RETRIED.inc_by(outcome.retried);
     metrics::failed(outcome.failed);
     metrics::REPLAYS.inc_by(outcome.replays);
     outcome
@@ -411,7 +458,7 @@ async fn apply_batch(
                 }
                 true
             }
-            EventBody::Status(s) => apply_status(c, s, &mut targets).await?,
+            EventBody::Status(s) => apply_status(c, s, &mut targets, state).await?,
             EventBody::Template(t) => apply_template(c, t).await?,
             EventBody::Preference(p) => apply_preference(c, p).await?,
             EventBody::Quality(q) => {
@@ -454,15 +501,25 @@ async fn record_inbound(
     if inbound.is_empty() {
         return Ok(());
     }
-    // The window and last interaction only depend on each customer's newest message.
-    let mut newest: Vec<(&PhoneNumber, DateTime<Utc>)> = Vec::new();
+    // The window and last interaction only depend on each customer's newest message that
+    // opens a window; a customer whose messages open none is still created.
+    let mut newest: Vec<(&PhoneNumber, Option<DateTime<Utc>>)> = Vec::new();
     let mut index: HashMap<&str, usize> = HashMap::new();
     for i in inbound {
+        let opens = match i.window {
+            Ok(at) => Some(at),
+            Err(reason) => {
+                tracing::info!(wamid = %i.wamid, reason = reason.as_str(),
+                    "inbound message stored; it opens no care window");
+                *state.outcome.no_window.entry(reason).or_default() += 1;
+                None
+            }
+        };
         match index.get(i.phone.digits()) {
-            Some(&n) => newest[n].1 = newest[n].1.max(i.at),
+            Some(&n) => newest[n].1 = newest[n].1.max(opens),
             None => {
                 index.insert(i.phone.digits(), newest.len());
-                newest.push((&i.phone, i.at));
+                newest.push((&i.phone, opens));
             }
         }
     }
@@ -479,291 +536,6 @@ async fn record_inbound(
         state.windows.insert(conv.customer_phone.clone(), conv);
     }
     Ok(())
-}
-
-/// The outbound messages a batch's statuses are about, found with one query.
-#[derive(Default)]
-struct StatusTargets {
-    by_wamid: HashMap<String, usize>,
-    by_id: HashMap<Uuid, usize>,
-    rows: Vec<Target>,
-    explanations: HashMap<i32, knowledge::Explanation>,
-}
-
-#[derive(Queryable)]
-struct Target {
-    id: Uuid,
-    customer_phone: String,
-    direction: String,
-    wamid: Option<String>,
-    trace_context: Option<Value>,
-}
-
-impl StatusTargets {
-    async fn load(c: &mut AsyncPgConnection, statuses: &[&StatusEvent]) -> QueryResult<Self> {
-        let mut out = StatusTargets::default();
-        if statuses.is_empty() {
-            return Ok(out);
-        }
-        let wamids: Vec<&str> = statuses
-            .iter()
-            .filter(|s| !s.wamid.is_empty())
-            .map(|s| s.wamid.as_str())
-            .collect();
-        let ids: Vec<Uuid> = statuses
-            .iter()
-            .filter_map(|s| s.callback.as_deref())
-            .filter_map(|cb| Uuid::parse_str(cb.trim()).ok())
-            .collect();
-        let rows: Vec<Target> = messages::table
-            .filter(
-                messages::wamid
-                    .eq_any(&wamids)
-                    .or(messages::id.eq_any(&ids)),
-            )
-            .select((
-                messages::id,
-                messages::customer_phone,
-                messages::direction,
-                messages::wamid,
-                messages::trace_context,
-            ))
-            .load(c)
-            .await?;
-        for (n, row) in rows.iter().enumerate() {
-            if let Some(w) = &row.wamid {
-                out.by_wamid.insert(w.clone(), n);
-            }
-            out.by_id.insert(row.id, n);
-        }
-        out.rows = rows;
-        let mut codes: Vec<i32> = statuses
-            .iter()
-            .filter(|s| s.status == StatusKind::Failed)
-            .filter_map(|s| s.error.as_ref().map(|e| e.code))
-            .collect();
-        codes.sort_unstable();
-        codes.dedup();
-        for code in codes {
-            out.explanations
-                .insert(code, knowledge::explain(c, code).await?);
-        }
-        Ok(out)
-    }
-
-    /// By wamid first, else by `biz_opaque_callback_data` = message_id.
-    fn find(&self, s: &StatusEvent) -> Option<usize> {
-        if !s.wamid.is_empty()
-            && let Some(&n) = self.by_wamid.get(&s.wamid)
-        {
-            return Some(n);
-        }
-        let id = Uuid::parse_str(s.callback.as_deref()?.trim()).ok()?;
-        self.by_id.get(&id).copied()
-    }
-}
-
-async fn apply_status(
-    c: &mut AsyncPgConnection,
-    s: &StatusEvent,
-    targets: &mut StatusTargets,
-) -> QueryResult<bool> {
-    let Some(n) = targets.find(s) else {
-        tracing::debug!(
-            wamid = %s.wamid,
-            callback = s.callback.as_deref().unwrap_or(""),
-            status = s.status.as_str(),
-            "status of an unknown message; acknowledged and ignored"
-        );
-        return Ok(false);
-    };
-    if targets.rows[n].direction != "outbound" {
-        tracing::debug!(wamid = %s.wamid, "status of a message that is not outbound; ignored");
-        return Ok(false);
-    }
-    // Record the wamid beside the message id when the row has none and no other message
-    // holds it (the column is unique).
-    let record_wamid = !s.wamid.is_empty()
-        && targets.rows[n].wamid.is_none()
-        && !targets.by_wamid.contains_key(&s.wamid);
-    if record_wamid {
-        targets.rows[n].wamid = Some(s.wamid.clone());
-        targets.by_wamid.insert(s.wamid.clone(), n);
-    }
-    let target = &targets.rows[n];
-    let explanation = s
-        .error
-        .as_ref()
-        .filter(|_| s.status == StatusKind::Failed)
-        .and_then(|e| targets.explanations.get(&e.code));
-    let error = explanation.map(ErrorInfo::from);
-
-    let span = tracing::info_span!(
-        "webhook.status_update",
-        message_id = %target.id,
-        status = s.status.as_str(),
-        error_code = s.error.as_ref().map(|e| e.code),
-    );
-    if let Some(headers) = trace_headers(target.trace_context.as_ref()) {
-        warden_telemetry::set_parent_from(&span, &headers);
-    }
-    let message_id = target.id;
-    let wamid = record_wamid.then_some(s.wamid.as_str());
-    let phone = warden_rules::phone::canonicalize(&target.customer_phone).ok();
-    async {
-        let moved = outcomes::apply_status(
-            c,
-            message_id,
-            s.status.as_str(),
-            s.at,
-            wamid,
-            error.as_ref(),
-        )
-        .await?;
-        tracing::debug!(moved, "status applied");
-        if let (Some(e), Some(phone)) = (explanation, phone) {
-            consequences(c, e, &phone, s.at).await?;
-        }
-        Ok::<_, DbError>(())
-    }
-    .instrument(span)
-    .await?;
-    Ok(true)
-}
-
-/// What some platform errors say about the customer, recorded where compliance reads it.
-async fn consequences(
-    c: &mut AsyncPgConnection,
-    e: &knowledge::Explanation,
-    phone: &PhoneNumber,
-    at: DateTime<Utc>,
-) -> QueryResult<()> {
-    match e.code {
-        131050 => {
-            customers::apply_opt_change(
-                c,
-                phone,
-                warden_rules::keywords::OptChange::Stop,
-                OptScope::Marketing,
-                "platform_131050",
-                ACTOR,
-                at,
-            )
-            .await?;
-        }
-        131049 => customers::mark_marketing_limited(c, phone, at, ACTOR).await?,
-        131026 => customers::mark_undeliverable(c, phone, at, ACTOR).await?,
-        code if e.handling == Handling::Halt => {
-            // Halt and alert, as the dispatcher does when a send is answered with one of
-            // these: no campaign keeps sending into a spam-rate limit or a locked account.
-            tracing::error!(code, title = %e.title, "halt-class platform error in a status webhook");
-            let reason = format!(
-                "platform error {code} ({}) in a status webhook: {}",
-                e.title, e.suggested_action
-            );
-            warden_core::campaigns::pause_active(c, &reason, ACTOR).await?;
-        }
-        _ => {}
-    }
-    Ok(())
-}
-
-/// The W3C trace context stored with a message (`{"traceparent": ..., "tracestate": ...}`).
-fn trace_headers(stored: Option<&Value>) -> Option<HashMap<String, String>> {
-    let map = stored?.as_object()?;
-    let headers: HashMap<String, String> = map
-        .iter()
-        .filter_map(|(k, v)| Some((k.to_ascii_lowercase(), v.as_str()?.to_string())))
-        .collect();
-    headers.contains_key("traceparent").then_some(headers)
-}
-
-/// The template status an event leaves, and what happens to the stored reason.
-enum TemplateMove<'a> {
-    /// Set status; `Some(reason)` replaces the stored reason, `None` keeps it.
-    Set(&'a str, Option<Option<&'a str>>),
-    /// UNARCHIVED: back to APPROVED, only from ARCHIVED.
-    Unarchive,
-    /// FLAGGED, LOCKED, UNLOCKED: the template stays usable; nothing to store.
-    Note,
-}
-
-fn template_move(t: &TemplateEvent) -> TemplateMove<'_> {
-    let reason = t.reason.as_deref();
-    match t.event.as_str() {
-        "APPROVED" | "REINSTATED" => TemplateMove::Set("APPROVED", Some(None)),
-        "REJECTED" => TemplateMove::Set("REJECTED", Some(reason)),
-        "UNARCHIVED" => TemplateMove::Unarchive,
-        "FLAGGED" | "LOCKED" | "UNLOCKED" => TemplateMove::Note,
-        // PAUSED, DISABLED, PENDING, IN_APPEAL, LIMIT_EXCEEDED, ARCHIVED, DELETED, ...
-        other => TemplateMove::Set(other, reason.map(Some)),
-    }
-}
-
-#[derive(QueryableByName)]
-struct IdRow {
-    #[diesel(sql_type = diesel::sql_types::Uuid)]
-    id: Uuid,
-}
-
-async fn apply_template(c: &mut AsyncPgConnection, t: &TemplateEvent) -> QueryResult<bool> {
-    let movement = template_move(t);
-    let (status, reason, only_from) = match movement {
-        TemplateMove::Set(status, reason) => (Some(status), reason, None),
-        TemplateMove::Unarchive => (Some("APPROVED"), None, Some("ARCHIVED")),
-        TemplateMove::Note => (None, None, None),
-    };
-    let platform_id = Some(t.template_id.as_str()).filter(|id| !id.is_empty() && *id != "0");
-    // Name + language; the language may be written another way (en_US / en-US / EN_us).
-    let rows: Vec<IdRow> = diesel::sql_query(
-        "UPDATE templates SET \
-             status = COALESCE($3, status), \
-             rejection_reason = CASE WHEN $4 THEN $5 ELSE rejection_reason END, \
-             category = COALESCE($6, category), \
-             platform_id = COALESCE($7, platform_id), \
-             updated_at = now() \
-         WHERE name = $1 \
-           AND (locale = $2 OR lower(replace(locale, '-', '_')) = lower(replace($2, '-', '_'))) \
-           AND ($8::text IS NULL OR status = $8) \
-         RETURNING id",
-    )
-    .bind::<Text, _>(&t.name)
-    .bind::<Text, _>(&t.language)
-    .bind::<Nullable<Text>, _>(status)
-    .bind::<Bool, _>(reason.is_some())
-    .bind::<Nullable<Text>, _>(reason.flatten())
-    .bind::<Nullable<Text>, _>(t.category.as_deref())
-    .bind::<Nullable<Text>, _>(platform_id)
-    .bind::<Nullable<Text>, _>(only_from)
-    .load(c)
-    .await?;
-    if rows.is_empty() {
-        tracing::info!(
-            template = %t.name,
-            language = %t.language,
-            event = %t.event,
-            "template status update for a template not stored here (or not in a state it applies to); ignored"
-        );
-        return Ok(false);
-    }
-    let entity = format!("{}:{}", t.name, t.language);
-    warden_store::audit::record(
-        c,
-        ACTOR,
-        "template_status_updated",
-        "template",
-        &entity,
-        json!({
-            "event": t.event,
-            "status": status,
-            "reason": t.reason,
-            "platform_id": t.template_id,
-            "template_ids": rows.iter().map(|r| r.id).collect::<Vec<_>>(),
-        }),
-    )
-    .await?;
-    tracing::info!(template = %t.name, language = %t.language, event = %t.event, "template status updated");
-    Ok(true)
 }
 
 async fn apply_preference(c: &mut AsyncPgConnection, p: &PreferenceEvent) -> QueryResult<bool> {
@@ -817,53 +589,6 @@ async fn insert_quality(c: &mut AsyncPgConnection, quality: &[&QualityEvent]) ->
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn trace_headers_need_a_traceparent() {
-        assert!(trace_headers(None).is_none());
-        assert!(trace_headers(Some(&json!({"tracestate": "x"}))).is_none());
-        let h = trace_headers(Some(&json!({
-            "traceparent": "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01", "n": 1})))
-        .unwrap();
-        assert_eq!(h.len(), 1);
-    }
-
-    #[test]
-    fn template_events_map_to_statuses() {
-        let t = |event: &str, reason: Option<&str>| TemplateEvent {
-            name: "n".into(),
-            language: "en".into(),
-            event: event.into(),
-            template_id: "1".into(),
-            reason: reason.map(String::from),
-            category: None,
-        };
-        let set = |e: &TemplateEvent| match template_move(e) {
-            TemplateMove::Set(s, r) => Some((s.to_string(), r.map(|r| r.map(String::from)))),
-            _ => None,
-        };
-        assert_eq!(
-            set(&t("APPROVED", None)),
-            Some(("APPROVED".into(), Some(None)))
-        );
-        assert_eq!(
-            set(&t("REINSTATED", None)),
-            Some(("APPROVED".into(), Some(None)))
-        );
-        assert_eq!(
-            set(&t("REJECTED", Some("PROMOTIONAL"))),
-            Some(("REJECTED".into(), Some(Some("PROMOTIONAL".into()))))
-        );
-        assert_eq!(set(&t("PAUSED", None)), Some(("PAUSED".into(), None)));
-        assert!(matches!(
-            template_move(&t("FLAGGED", None)),
-            TemplateMove::Note
-        ));
-        assert!(matches!(
-            template_move(&t("UNARCHIVED", None)),
-            TemplateMove::Unarchive
-        ));
-    }
 
     #[test]
     fn only_contention_is_retried() {

@@ -9,7 +9,8 @@
 //! - `/health` (Postgres), `/metrics`.
 //!
 //! Stateless: all state is in Postgres (and the Redis window cache, written through after
-//! each commit), so any number of replicas can serve one Service.
+//! each commit), so any number of replicas can serve one Service. NATS carries the
+//! messages a failed status puts back in the queue (published after the commit).
 
 pub mod coalesce;
 pub mod core_batch;

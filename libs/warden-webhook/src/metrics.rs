@@ -7,6 +7,8 @@ use prometheus::{
     HistogramVec, IntCounter, IntCounterVec, Opts, register_int_counter, register_int_counter_vec,
 };
 
+use warden_core::inbound::NoWindow;
+
 use crate::events::EventKind;
 
 /// New events applied, by kind; `ignored` counts parts of bodies skipped on purpose
@@ -39,6 +41,37 @@ pub static REPLAYS: LazyLock<IntCounter> = LazyLock::new(|| {
     .expect("metric registers once")
 });
 
+/// Inbound messages stored without opening or extending a care window, by reason
+/// (`implausible_timestamp`, `not_from_customer`).
+pub static NO_WINDOW: LazyLock<IntCounterVec> = LazyLock::new(|| {
+    register_int_counter_vec!(
+        Opts::new(
+            "warden_webhook_inbound_without_window_total",
+            "Inbound messages stored that opened no care window, by reason"
+        ),
+        &["reason"]
+    )
+    .expect("metric registers once")
+});
+
+/// Events for a business number we do not serve: acknowledged, not stored.
+pub static FOREIGN: LazyLock<IntCounter> = LazyLock::new(|| {
+    register_int_counter!(
+        "warden_webhook_foreign_events_total",
+        "Messages, statuses and preferences for another business number (metadata.phone_number_id not ours): acknowledged, not stored"
+    )
+    .expect("metric registers once")
+});
+
+/// Failed statuses whose retryable error put the message back in the queue.
+pub static RETRIED: LazyLock<IntCounter> = LazyLock::new(|| {
+    register_int_counter!(
+        "warden_webhook_retries_total",
+        "Messages put back in the queue because a status webhook reported a retryable error"
+    )
+    .expect("metric registers once")
+});
+
 /// Time from a verified body to the commit, by outcome.
 pub static INGEST_SECONDS: LazyLock<HistogramVec> = LazyLock::new(|| {
     warden_telemetry::metrics::latency_histogram(
@@ -58,6 +91,11 @@ pub fn init() {
     }
     EVENTS.with_label_values(&[IGNORED]);
     EVENTS.with_label_values(&[FAILED]);
+    for reason in [NoWindow::ImplausibleTimestamp, NoWindow::NotFromCustomer] {
+        NO_WINDOW.with_label_values(&[reason.as_str()]);
+    }
+    LazyLock::force(&FOREIGN);
+    LazyLock::force(&RETRIED);
     LazyLock::force(&SIGNATURE_FAILURES);
     LazyLock::force(&REPLAYS);
     LazyLock::force(&INGEST_SECONDS);
@@ -78,5 +116,11 @@ pub fn ignored(n: u64) {
 pub fn failed(n: u64) {
     if n > 0 {
         EVENTS.with_label_values(&[FAILED]).inc_by(n);
+    }
+}
+
+pub fn no_window(reason: NoWindow, n: u64) {
+    if n > 0 {
+        NO_WINDOW.with_label_values(&[reason.as_str()]).inc_by(n);
     }
 }

@@ -21,7 +21,7 @@ pub enum Bind<'a> {
     Texts(Vec<&'a str>),
     OptTexts(Vec<Option<&'a str>>),
     Uuids(Vec<Uuid>),
-    Times(Vec<DateTime<Utc>>),
+    OptTimes(Vec<Option<DateTime<Utc>>>),
     Jsons(Vec<&'a Value>),
 }
 
@@ -61,7 +61,9 @@ impl<ST> QueryFragment<Pg> for Stmt<'_, ST> {
                 Some(Bind::Uuids(v)) => {
                     out.push_bind_param::<Array<diesel::sql_types::Uuid>, _>(v)?
                 }
-                Some(Bind::Times(v)) => out.push_bind_param::<Array<Timestamptz>, _>(v)?,
+                Some(Bind::OptTimes(v)) => {
+                    out.push_bind_param::<Array<Nullable<Timestamptz>>, _>(v)?
+                }
                 Some(Bind::Jsons(v)) => out.push_bind_param::<Array<Jsonb>, _>(v)?,
             }
         }

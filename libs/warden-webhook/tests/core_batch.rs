@@ -22,7 +22,7 @@ async fn via_core(c: &mut AsyncPgConnection, p: &PhoneNumber, at: DateTime<Utc>)
 }
 
 async fn via_batch(c: &mut AsyncPgConnection, p: &PhoneNumber, at: DateTime<Utc>) {
-    let conv = core_batch::record_inbound(c, "whatsapp", &[(p, at)], &[])
+    let conv = core_batch::record_inbound(c, "whatsapp", &[(p, Some(at))], &[])
         .await
         .unwrap();
     assert_eq!(conv.len(), 1);

@@ -397,18 +397,13 @@ pub(crate) async fn upsert_from_platform(
     let category = lower(&info.category);
     let reason = rejection_reason(info);
     let platform_id = Some(info.id.clone()).filter(|i| !i.is_empty());
-    let existing: Option<Template> = templates::table
-        .filter(templates::name.eq(&info.name))
-        .filter(
-            templates::locale
-                .eq(locale)
-                .or(templates::locale.eq(&info.language)),
-        )
-        .order(templates::created_at.asc())
-        .select(Template::as_select())
-        .first(conn)
-        .await
-        .optional()?;
+    // Whole seconds, as status webhooks are stamped: an event of the same second still
+    // applies (it may be newer than what was read).
+    let read_at = chrono::SubsecRound::trunc_subsecs(chrono::Utc::now(), 0);
+    // The same locale rule as status webhooks (en_US = en-US = EN_us).
+    let existing: Option<Template> =
+        warden_core::templates::find_for_locales(conn, &info.name, &[locale, &info.language])
+            .await?;
     match existing {
         Some(t) => {
             let body = info.body_text().unwrap_or(&t.body_text).to_string();
@@ -424,6 +419,8 @@ pub(crate) async fn upsert_from_platform(
                     templates::platform_id.eq(platform_id.clone().or(t.platform_id.clone())),
                     templates::body_text.eq(body),
                     templates::updated_at.eq(diesel::dsl::now),
+                    // What the platform says now is newer than any status event before it.
+                    templates::status_event_at.eq(Some(read_at)),
                 ))
                 .returning(Template::as_returning())
                 .get_result(conn)
@@ -445,6 +442,7 @@ pub(crate) async fn upsert_from_platform(
                     templates::body_text.eq(info.body_text().unwrap_or_default()),
                     templates::platform_id.eq(&platform_id),
                     templates::rejection_reason.eq(&reason),
+                    templates::status_event_at.eq(Some(read_at)),
                 ))
                 .on_conflict((templates::name, templates::locale))
                 .do_update()
@@ -452,6 +450,7 @@ pub(crate) async fn upsert_from_platform(
                     templates::status.eq(&status),
                     templates::rejection_reason.eq(&reason),
                     templates::updated_at.eq(diesel::dsl::now),
+                    templates::status_event_at.eq(Some(read_at)),
                 ))
                 .returning(Template::as_returning())
                 .get_result(conn)

@@ -42,6 +42,26 @@ impl Harness {
     /// Like [`Harness::start`], with settings adjusted first (e.g. an unreachable Redis,
     /// for which a lazily connecting pool is still handed to the server).
     pub async fn start_with(adjust: impl FnOnce(&mut warden_settings::Settings)) -> Harness {
+        Self::start_full(adjust, false).await
+    }
+
+    /// Like [`Harness::start_with`], with a private JetStream delivery stream (retries the
+    /// webhook puts back in the queue are published there).
+    pub async fn start_streaming(adjust: impl FnOnce(&mut warden_settings::Settings)) -> Harness {
+        Self::start_full(
+            |s| {
+                s.delivery_stream = format!("T_{}", Uuid::new_v4().simple()).to_uppercase();
+                adjust(s)
+            },
+            true,
+        )
+        .await
+    }
+
+    async fn start_full(
+        adjust: impl FnOnce(&mut warden_settings::Settings),
+        with_stream: bool,
+    ) -> Harness {
         warden_service::install_crypto_provider();
         let db = tokio::task::spawn_blocking(TestDatabase::create)
             .await
@@ -70,11 +90,20 @@ impl Harness {
                     .build_unchecked(manager),
             )
         };
+        let stream = if with_stream {
+            Some(
+                warden_stream::DeliveryStream::connect(&settings)
+                    .await
+                    .expect("nats"),
+            )
+        } else {
+            None
+        };
         let deps = Dependencies {
             settings: Arc::new(settings),
             pg: pg.clone(),
             redis,
-            stream: None,
+            stream,
             policies: Arc::new(PolicySet::default()),
         };
         let (url, handle, core) = Self::serve(deps);

@@ -1,0 +1,339 @@
+//! What a platform error does, decided once for both ways it arrives: answered to the
+//! dispatcher's call, or reported later by a `failed` status webhook (CONTRACT.md: "a
+//! platform error has one consequence whether it came back from the call or by status
+//! webhook").
+//!
+//! - [`consequence`]: retry (with backoff; 131056 backs off that recipient only) or end
+//!   `failed`, plus the fact it records: 131050 opt-out of marketing, 131049 marketing
+//!   held 24 h, 131026 undeliverable, halt class pauses every active campaign. The class
+//!   comes from the error knowledge base (`error_knowledge_base.handling`).
+//! - [`apply_effect`]: records that fact, in the caller's transaction.
+//! - [`retry_failed_status`]: the webhook's form of the dispatcher's retry: the message
+//!   goes back to `queued` with the attempt counted, a backoff and the error kept, bounded
+//!   by the same maximum of platform calls ([`RetryPolicy`], the dispatcher's
+//!   `DISPATCH_MAX_ATTEMPTS` / `DISPATCH_BACKOFF_*`). The caller publishes it after commit.
+
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use diesel::prelude::*;
+use diesel::sql_types::{BigInt, Bool, Int4, Nullable, Text, Uuid as SqlUuid};
+use diesel_async::{AsyncPgConnection, RunQueryDsl};
+use uuid::Uuid;
+use warden_rules::keywords::OptChange;
+use warden_rules::phone::PhoneNumber;
+use warden_store::models::Handling;
+use warden_store::schema::messages;
+
+use crate::customers::{self, OptScope};
+use crate::knowledge::ErrorInfo;
+
+/// What a failure records besides the message (the handling class's side effect).
+#[derive(Clone, Debug, PartialEq)]
+pub enum SideEffect {
+    None,
+    /// 131050: the user stopped marketing messages.
+    OptOutMarketing,
+    /// 131026: the number cannot receive messages.
+    Undeliverable,
+    /// 131049: per-user marketing limit, no marketing for 24 h.
+    MarketingLimited,
+    /// Halt class: pause every active campaign with this reason.
+    PauseCampaigns(String),
+}
+
+/// The one decision about a platform error.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Consequence {
+    /// Send again after a backoff (bounded by the attempts); false: the message ends `failed`.
+    pub retry: bool,
+    /// 131056: the pair rate of this recipient; back off this recipient only.
+    pub pair_rate: bool,
+    pub effect: SideEffect,
+}
+
+/// The consequence of platform error `code` of class `handling` (`title` names a halt).
+pub fn consequence(handling: Handling, code: i32, title: &str) -> Consequence {
+    let effect = match (handling, code) {
+        (Handling::RecordState, 131050) => SideEffect::OptOutMarketing,
+        (Handling::RecordState, 131026) => SideEffect::Undeliverable,
+        (Handling::RecordState, 131049) => SideEffect::MarketingLimited,
+        (Handling::Halt, _) => SideEffect::PauseCampaigns(format!(
+            "platform error {code} ({title}): sending halted until an operator checks the account"
+        )),
+        _ => SideEffect::None,
+    };
+    Consequence {
+        retry: handling == Handling::Retry,
+        pair_rate: code == 131056,
+        effect,
+    }
+}
+
+/// Record `effect` for the customer `phone` (when known). Returns how many campaigns it
+/// paused.
+pub async fn apply_effect(
+    conn: &mut AsyncPgConnection,
+    effect: &SideEffect,
+    phone: Option<&PhoneNumber>,
+    at: DateTime<Utc>,
+    actor: &str,
+) -> QueryResult<usize> {
+    match (effect, phone) {
+        (SideEffect::OptOutMarketing, Some(p)) => {
+            customers::apply_opt_change(
+                conn,
+                p,
+                OptChange::Stop,
+                OptScope::Marketing,
+                "platform_131050",
+                actor,
+                at,
+            )
+            .await?;
+        }
+        (SideEffect::Undeliverable, Some(p)) => {
+            customers::mark_undeliverable(conn, p, at, actor).await?
+        }
+        (SideEffect::MarketingLimited, Some(p)) => {
+            customers::mark_marketing_limited(conn, p, at, actor).await?
+        }
+        (SideEffect::PauseCampaigns(reason), _) => {
+            tracing::error!(%reason, "halt-class platform error: pausing active campaigns");
+            return crate::campaigns::pause_active(conn, reason, actor).await;
+        }
+        _ => {}
+    }
+    Ok(0)
+}
+
+/// How many platform calls a message gets and how long it waits between them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RetryPolicy {
+    pub max_attempts: i32,
+    pub backoff_base: Duration,
+    pub backoff_cap: Duration,
+}
+
+impl Default for RetryPolicy {
+    /// The dispatcher's defaults.
+    fn default() -> Self {
+        RetryPolicy {
+            max_attempts: 8,
+            backoff_base: Duration::from_secs(1),
+            backoff_cap: Duration::from_secs(300),
+        }
+    }
+}
+
+impl RetryPolicy {
+    /// The dispatcher's variables (`DISPATCH_MAX_ATTEMPTS`, `DISPATCH_BACKOFF_BASE`,
+    /// `DISPATCH_BACKOFF_CAP`), so both paths share one bound; `Err` names a bad one.
+    pub fn from_env() -> Result<Self, String> {
+        Self::from_vars(|k| std::env::var(k).ok())
+    }
+
+    pub fn from_vars(get: impl Fn(&str) -> Option<String>) -> Result<Self, String> {
+        let mut p = RetryPolicy::default();
+        let get = |k: &str| {
+            get(k)
+                .map(|v| v.trim().to_string())
+                .filter(|v| !v.is_empty())
+        };
+        if let Some(v) = get("DISPATCH_MAX_ATTEMPTS") {
+            p.max_attempts = v.parse::<i32>().ok().filter(|n| *n >= 1).ok_or_else(|| {
+                format!("DISPATCH_MAX_ATTEMPTS: `{v}` is not a whole number in range")
+            })?;
+        }
+        for (k, d) in [
+            ("DISPATCH_BACKOFF_BASE", &mut p.backoff_base),
+            ("DISPATCH_BACKOFF_CAP", &mut p.backoff_cap),
+        ] {
+            if let Some(v) = get(k) {
+                *d = warden_settings::parse_duration(&v).map_err(|e| format!("{k}: {e}"))?;
+            }
+        }
+        if p.backoff_cap < p.backoff_base {
+            return Err(
+                "DISPATCH_BACKOFF_CAP: must not be shorter than DISPATCH_BACKOFF_BASE".into(),
+            );
+        }
+        Ok(p)
+    }
+
+    /// The `n`th retry's delay (1-based): exponential with equal jitter, between half and
+    /// all of `base * 2^(n-1)`, capped. `unit` in [0, 1) is the random draw. The
+    /// dispatcher's formula.
+    pub fn backoff(&self, n: i32, unit: f64) -> Duration {
+        let exp = u32::try_from(n.saturating_sub(1).clamp(0, 30)).unwrap_or(30);
+        let full = self
+            .backoff_base
+            .saturating_mul(2u32.saturating_pow(exp))
+            .min(self.backoff_cap);
+        let half = full / 2;
+        half + half.mul_f64(unit.clamp(0.0, 1.0))
+    }
+}
+
+/// What [`retry_failed_status`] did.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Retried {
+    /// Back to `queued`, due after `delay`; publish it (dedupe id from `retry_count`).
+    Requeued { retry_count: i32, delay: Duration },
+    /// The attempts are spent: the caller ends it `failed` (with [`exhausted`]).
+    Exhausted { attempts: i32 },
+    /// Not a message this applies to (unknown, not outbound, already final or already
+    /// queued again): the caller applies the status as usual.
+    NotApplicable,
+}
+
+#[derive(QueryableByName)]
+struct RetryCount {
+    #[diesel(sql_type = Int4)]
+    retry_count: i32,
+}
+
+/// A retryable error reported by status webhook for the attempt that got `wamid`: put
+/// the message back in the queue exactly as the dispatcher does with the same error
+/// answered to its call (attempt counted, backoff, last error kept). The failed
+/// attempt's wamid and error stay on the row until the next attempt is recorded, so late
+/// statuses of that attempt (and the dispatcher's own record of it, when the webhook won
+/// the race) are told apart from the next one (see `outcomes::apply_status`). `sent_at` is kept so
+/// the resend is not counted as sent a second time.
+pub async fn retry_failed_status(
+    conn: &mut AsyncPgConnection,
+    message_id: Uuid,
+    wamid: Option<&str>,
+    error: &ErrorInfo,
+    policy: &RetryPolicy,
+    unit: f64,
+    actor: &str,
+) -> QueryResult<Retried> {
+    let row: Option<(String, String, i32, i32)> = messages::table
+        .find(message_id)
+        .select((
+            messages::direction,
+            messages::status,
+            messages::attempt,
+            messages::retry_count,
+        ))
+        .for_update()
+        .first(conn)
+        .await
+        .optional()?;
+    let Some((direction, status, attempt, retry_count)) = row else {
+        return Ok(Retried::NotApplicable);
+    };
+    if direction != "outbound" || !matches!(status.as_str(), "sending" | "sent") {
+        return Ok(Retried::NotApplicable);
+    }
+    if attempt >= policy.max_attempts {
+        return Ok(Retried::Exhausted { attempts: attempt });
+    }
+    let delay = policy.backoff(retry_count + 1, unit);
+    let retried: RetryCount = diesel::sql_query(
+        "UPDATE messages
+            SET status = 'queued', retry_count = retry_count + 1,
+                next_attempt_at = now() + $2 * interval '1 millisecond',
+                lease_owner = NULL, lease_until = NULL, published_at = NULL,
+                wamid = COALESCE($3, wamid),
+                error_code = $4, error_category = $5, error_can_retry = $6,
+                error_explanation = $7, error_suggested_action = $8, updated_at = now()
+          WHERE id = $1
+         RETURNING retry_count",
+    )
+    .bind::<SqlUuid, _>(message_id)
+    .bind::<BigInt, _>(i64::try_from(delay.as_millis()).unwrap_or(i64::MAX))
+    .bind::<Nullable<Text>, _>(wamid.filter(|w| !w.is_empty()))
+    .bind::<Int4, _>(error.code)
+    .bind::<Text, _>(&error.category)
+    .bind::<Bool, _>(error.can_retry)
+    .bind::<Text, _>(&error.human_explanation)
+    .bind::<Text, _>(&error.suggested_action)
+    .get_result(conn)
+    .await?;
+    warden_store::audit::record(
+        conn,
+        actor,
+        "retry_after_failed_status",
+        "message",
+        &message_id.to_string(),
+        serde_json::json!({
+            "error_code": error.code,
+            "attempt": attempt,
+            "retry_count": retried.retry_count,
+            "delay_ms": i64::try_from(delay.as_millis()).unwrap_or(i64::MAX),
+        }),
+    )
+    .await?;
+    Ok(Retried::Requeued {
+        retry_count: retried.retry_count,
+        delay,
+    })
+}
+
+/// The error a message carries when its retries are spent (the dispatcher's words).
+pub fn exhausted(last: &ErrorInfo, attempts: i32) -> ErrorInfo {
+    ErrorInfo {
+        human_explanation: format!(
+            "Gave up after {attempts} attempts. Last error: {}",
+            last.human_explanation
+        ),
+        ..last.clone()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn one_consequence_per_code() {
+        let c = consequence(Handling::Retry, 131000, "Something went wrong");
+        assert!(c.retry && !c.pair_rate && c.effect == SideEffect::None);
+        assert!(consequence(Handling::Retry, 131056, "pair").pair_rate);
+        let c = consequence(Handling::RecordState, 131050, "stop");
+        assert!(!c.retry && c.effect == SideEffect::OptOutMarketing);
+        assert_eq!(
+            consequence(Handling::RecordState, 131049, "x").effect,
+            SideEffect::MarketingLimited
+        );
+        assert_eq!(
+            consequence(Handling::RecordState, 131026, "x").effect,
+            SideEffect::Undeliverable
+        );
+        assert!(matches!(
+            consequence(Handling::Halt, 131048, "Spam rate limit hit").effect,
+            SideEffect::PauseCampaigns(r) if r.contains("131048")
+        ));
+        let c = consequence(Handling::FixRequest, 132000, "x");
+        assert!(!c.retry && c.effect == SideEffect::None);
+    }
+
+    #[test]
+    fn retry_policy_reads_the_dispatchers_variables() {
+        let vars = |pairs: &'static [(&'static str, &'static str)]| {
+            move |k: &str| {
+                pairs
+                    .iter()
+                    .find(|(n, _)| *n == k)
+                    .map(|(_, v)| v.to_string())
+            }
+        };
+        assert_eq!(
+            RetryPolicy::from_vars(vars(&[])).unwrap(),
+            RetryPolicy::default()
+        );
+        let p = RetryPolicy::from_vars(vars(&[
+            ("DISPATCH_MAX_ATTEMPTS", "3"),
+            ("DISPATCH_BACKOFF_BASE", "100ms"),
+            ("DISPATCH_BACKOFF_CAP", "1s"),
+        ]))
+        .unwrap();
+        assert_eq!(p.max_attempts, 3);
+        assert_eq!(p.backoff(1, 0.0), Duration::from_millis(50));
+        assert_eq!(p.backoff(1, 1.0), Duration::from_millis(100));
+        assert_eq!(p.backoff(20, 1.0), Duration::from_secs(1));
+        assert!(RetryPolicy::from_vars(vars(&[("DISPATCH_MAX_ATTEMPTS", "0")])).is_err());
+    }
+}

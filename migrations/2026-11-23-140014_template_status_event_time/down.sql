@@ -1,0 +1,1 @@
+ALTER TABLE templates DROP COLUMN status_event_at;
