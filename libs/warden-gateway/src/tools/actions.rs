@@ -221,24 +221,25 @@ impl Gateway {
                 ),
             ));
         }
+        // A compliance failure is never resent: the rule that refused it still stands.
+        if let Some(reason) = warden_core::recheck::retry_refusal(&m) {
+            return Ok(skipped(id, reason));
+        }
         let code = m.error_code.unwrap_or(0);
-        let compliance_failure = m.error_category.as_deref() == Some("compliance");
-        if !compliance_failure {
-            let explained = {
-                let mut conn = self.conn().await?;
-                warden_core::knowledge::explain(&mut conn, code).await?
+        let explained = {
+            let mut conn = self.conn().await?;
+            warden_core::knowledge::explain(&mut conn, code).await?
+        };
+        if !explained.can_retry {
+            let reason = if code == 0 {
+                "the failure carries no platform error code, so the error knowledge base cannot call it retryable (error 0 is not retryable); send a new message instead".to_string()
+            } else {
+                format!(
+                    "error {code} ({}) is not retryable: {} {}",
+                    explained.title, explained.human_explanation, explained.suggested_action
+                )
             };
-            if !explained.can_retry {
-                let reason = if code == 0 {
-                    "the failure carries no platform error code, so the error knowledge base cannot call it retryable (error 0 is not retryable); send a new message instead".to_string()
-                } else {
-                    format!(
-                        "error {code} ({}) is not retryable: {} {}",
-                        explained.title, explained.human_explanation, explained.suggested_action
-                    )
-                };
-                return Ok(skipped(id, reason));
-            }
+            return Ok(skipped(id, reason));
         }
         let kind = match SendKind::from_content(&m.content) {
             Ok(k) => k,

@@ -11,7 +11,7 @@ use serde_json::{Map, Value, json};
 use uuid::Uuid;
 use warden_core::SendKind;
 use warden_rules::audience::AudienceFilter;
-use warden_rules::kinds::{Category, MessageType, TemplateCategory};
+use warden_rules::kinds::{ContentKind, MessageType, TemplateCategory};
 use warden_store::models::Campaign;
 use warden_store::schema::{campaigns, messages};
 
@@ -262,9 +262,14 @@ impl Gateway {
                 t.category.parse::<TemplateCategory>().ok()
             }
         };
-        let category = message_type
-            .effective_category(template_category)
-            .unwrap_or(Category::Utility);
+        // The content decides (CONTRACT.md "Compliance decisions"): text is free-form
+        // whatever message_type says, a template counts by its stored category. The full
+        // decision runs again at dispatch through the core send path.
+        let category = match template_category {
+            Some(t) => ContentKind::Template(t),
+            None => ContentKind::FreeForm,
+        }
+        .category();
         // Opt-out is the one check at scheduling time; the rest runs at dispatch.
         if let Some(customer) = warden_core::customers::find(&mut conn, &phone).await?
             && let Some(refusal) = warden_rules::compliance::opt_out_refusal(
