@@ -184,8 +184,10 @@ pub fn decide(policies: &PolicySet, input: &ComplianceInput) -> Decision {
         return refusal;
     }
 
-    if category.is_free_form() && !window::window_open(input.last_inbound_at, input.now) {
-        return window_refusal(input.last_inbound_at);
+    // An implausible inbound time (before 2010, or in the future) opens no window.
+    let last_inbound_at = window::usable_inbound(input.last_inbound_at, input.now);
+    if category.is_free_form() && !window::window_open(last_inbound_at, input.now) {
+        return window_refusal(last_inbound_at);
     }
 
     let limit = policies.frequency_limit(category);
@@ -298,8 +300,9 @@ pub fn recheck(input: &RecheckInput) -> Option<Decision> {
     {
         return Some(refusal);
     }
-    if category.is_free_form() && !window::window_open(input.last_inbound_at, input.now) {
-        return Some(window_refusal(input.last_inbound_at));
+    let last_inbound_at = window::usable_inbound(input.last_inbound_at, input.now);
+    if category.is_free_form() && !window::window_open(last_inbound_at, input.now) {
+        return Some(window_refusal(last_inbound_at));
     }
     None
 }

@@ -164,7 +164,10 @@ mod tests {
         assert_eq!(OptChange::Stop.as_str(), "stop");
         let reason = opt_change_reason(OptChange::Stop, "keyword");
         assert!(is_customer_opt_out(Some(&reason)));
-        assert!(!is_customer_opt_out(Some(&opt_change_reason(OptChange::Resume, "keyword"))));
+        assert!(!is_customer_opt_out(Some(&opt_change_reason(
+            OptChange::Resume,
+            "keyword"
+        ))));
         assert!(!is_customer_opt_out(None));
     }
 
