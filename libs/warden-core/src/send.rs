@@ -278,16 +278,22 @@ impl SendError {
     }
 }
 
-/// A refusal that is not one of the rule engine's (template problems at dispatch).
+/// A refusal that is not one of the rule engine's (template problems at dispatch). A
+/// template that is not APPROVED carries its own code, as send_template and the
+/// dispatcher's recheck report it.
 fn local_refusal(code: &str, explanation: String, action: String) -> Decision {
+    let (reason_code, human_explanation) = if code == ReasonCode::TemplateNotApproved.as_str() {
+        (ReasonCode::TemplateNotApproved, explanation)
+    } else {
+        (
+            ReasonCode::PolicyRestriction,
+            format!("{code}: {explanation}"),
+        )
+    };
     Decision {
         allowed: false,
-        reason_code: if code == ReasonCode::TemplateNotApproved.as_str() {
-            ReasonCode::TemplateNotApproved
-        } else {
-            ReasonCode::PolicyRestriction
-        },
-        human_explanation: format!("{code}: {explanation}"),
+        reason_code,
+        human_explanation,
         suggested_action: action,
         policy_id: None,
     }
