@@ -40,7 +40,8 @@ impl Gateway {
         description = "Schedule one message for later. content is JSON with a type and a typed body: \
 {\"type\":\"text\",\"text\":{\"body\":\"...\"}} (free-form; message_type service) or \
 {\"type\":\"template\",\"template\":{\"name\":\"...\",\"language\":\"en\",\"variables\":[\"...\"]}} (message_type template, \
-marketing or utility). Only opt-out is checked now; the full compliance check (care window, cap, policies) runs again at \
+marketing or utility). The rules follow the content, not message_type: text always needs the care window, a template \
+counts as its stored category. Only opt-out is checked now; the full compliance check (care window, cap, policies) runs again at \
 delivery, and a message refused then ends failed with the reason. Returns message_id (track it with get_delivery_status), \
 status \"scheduled\", deliver_at, customer_id. Errors: USER_OPTED_OUT (do not message them), INVALID_ARGUMENT (bad or \
 past deliver_at, malformed content, variables not matching the template), NOT_FOUND (no such template), UNAVAILABLE.",
