@@ -12,6 +12,7 @@
 //! - [`window`]: the 24-hour customer care window.
 //! - [`policy`]: the business policy file (YAML) and its validation.
 //! - [`compliance`]: the decision itself and the frequency-cap status.
+//! - [`recheck`]: the dispatcher's last look before the platform call.
 //! - [`keywords`]: stop / resume keywords in inbound texts.
 //! - [`text`]: control characters and template-parameter text the platform refuses.
 //! - [`tags`]: customer tags, compared case-insensitively (stored lower-cased).
@@ -31,6 +32,7 @@ pub mod keywords;
 pub mod kinds;
 pub mod phone;
 pub mod policy;
+pub mod recheck;
 pub mod tags;
 pub mod templates;
 pub mod text;
