@@ -1,7 +1,7 @@
 //! Group B, actions: reply_customer, retry_failed_messages, sync_template_status.
 
 use diesel::prelude::*;
-use diesel_async::{AsyncPgConnection, RunQueryDsl};
+use diesel_async::{AsyncConnection, AsyncPgConnection, RunQueryDsl};
 use rmcp::model::{CallToolResult, JsonObject};
 use rmcp::{tool, tool_router};
 use serde_json::{Value, json};
@@ -273,21 +273,29 @@ impl Gateway {
             .await;
         match result {
             Ok(accepted) => {
-                let mut conn = self.conn().await?;
-                warden_store::audit::record(
-                    &mut conn,
-                    ACTOR,
-                    "message_retried",
-                    "message",
-                    &id.to_string(),
-                    json!({
-                        "previous_error_code": m.error_code,
-                        "previous_error_category": m.error_category,
-                        "retry_count": m.retry_count + 1,
-                        "published": accepted.published,
-                    }),
-                )
-                .await?;
+                // The retry is committed: a lost audit row must not make the answer say
+                // it was not (the message is queued either way).
+                let audited = match self.conn().await {
+                    Ok(mut conn) => warden_store::audit::record(
+                        &mut conn,
+                        ACTOR,
+                        "message_retried",
+                        "message",
+                        &id.to_string(),
+                        json!({
+                            "previous_error_code": m.error_code,
+                            "previous_error_category": m.error_category,
+                            "retry_count": m.retry_count + 1,
+                            "published": accepted.published,
+                        }),
+                    )
+                    .await
+                    .map_err(|e| e.to_string()),
+                    Err(e) => Err(e.message),
+                };
+                if let Err(error) = audited {
+                    tracing::warn!(message_id = %id, %error, "retried, but the audit row could not be written");
+                }
                 Ok(RetryItem {
                     message_id: id.to_string(),
                     status: "retried".into(),
@@ -334,18 +342,25 @@ impl Gateway {
             ));
         };
         let mut conn = self.conn().await?;
-        let (previous, row) = upsert_from_platform(&mut conn, &info, &locale).await?;
-        if previous.as_deref() != Some(row.status.as_str()) {
-            warden_store::audit::record(
-                &mut conn,
-                ACTOR,
-                "template_status_synced",
-                "template",
-                &format!("{}/{}", row.name, row.locale),
-                json!({"from": previous, "to": row.status, "source": "sync_template_status", "platform_id": row.platform_id}),
-            )
+        let (info_ref, locale_ref) = (&info, &locale);
+        // The template row and its audit entry are written together or not at all.
+        let (previous, row) = conn
+            .transaction::<_, ToolError, _>(async |c| {
+                let (previous, row) = upsert_from_platform(c, info_ref, locale_ref).await?;
+                if previous.as_deref() != Some(row.status.as_str()) {
+                    warden_store::audit::record(
+                        c,
+                        ACTOR,
+                        "template_status_synced",
+                        "template",
+                        &format!("{}/{}", row.name, row.locale),
+                        json!({"from": previous, "to": row.status, "source": "sync_template_status", "platform_id": row.platform_id}),
+                    )
+                    .await?;
+                }
+                Ok((previous, row))
+            })
             .await?;
-        }
         let rejected = row.status == "REJECTED";
         Ok(SyncTemplateOut {
             template_name: row.name,
