@@ -96,7 +96,7 @@ pub async fn apply_opt_change(
             .await?;
         return Ok(false);
     }
-    let reason = format!("{} via {source}", change.as_str());
+    let reason = warden_rules::keywords::opt_change_reason(change, source);
     diesel::update(customers::table.find(phone.digits()))
         .set((
             customers::opt_in_marketing.eq(marketing),

@@ -11,6 +11,7 @@ pub mod inbound;
 pub mod knowledge;
 pub mod outcomes;
 pub mod platform_errors;
+pub mod recheck;
 pub mod send;
 pub mod templates;
 
@@ -21,7 +22,7 @@ use diesel::prelude::*;
 use diesel_async::{AsyncPgConnection, RunQueryDsl};
 use uuid::Uuid;
 use warden_rules::compliance::{ComplianceInput, Decision, FrequencyStatus};
-use warden_rules::kinds::{Category, MessageType, TemplateCategory};
+use warden_rules::kinds::{Category, ContentKind};
 use warden_rules::phone::PhoneNumber;
 use warden_rules::policy::PolicySet;
 use warden_service::{Dependencies, RedisPool};
@@ -32,6 +33,7 @@ use warden_store::schema::message_frequencies;
 use warden_stream::DeliveryStream;
 
 pub use conversations::{ConversationView, WindowCache};
+pub use recheck::Recheck;
 pub use send::{Accepted, RefusalMode, SendError, SendKind, SendRequest};
 
 #[derive(Debug, thiserror::Error)]
@@ -105,14 +107,14 @@ impl Core {
     }
 
     /// Dry-run compliance: what a send would decide now. Never writes.
+    /// `content` is what would be sent; its category (never a caller's label) decides.
     pub async fn check(
         &self,
         phone: &PhoneNumber,
-        message_type: MessageType,
-        template_category: Option<TemplateCategory>,
+        content: ContentKind,
         now: DateTime<Utc>,
     ) -> Result<Decision, CoreError> {
-        let category = effective_category(message_type, template_category)?;
+        let category = content.category();
         let mut conn = self.pg().get().await?;
         let customer = customers::find(&mut conn, phone).await?;
         let window = self
@@ -194,15 +196,6 @@ impl Core {
     pub async fn refresh_window_cache(&self, conv: &Conversation) {
         self.windows().put(conv).await;
     }
-}
-
-fn effective_category(
-    message_type: MessageType,
-    template_category: Option<TemplateCategory>,
-) -> Result<Category, CoreError> {
-    message_type
-        .effective_category(template_category)
-        .map_err(|e| CoreError::InvalidArgument(e.to_string()))
 }
 
 /// Messages of `category` accepted for this customer inside the policy's window, and the

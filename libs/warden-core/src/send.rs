@@ -23,7 +23,7 @@ use serde_json::{Value, json};
 use tracing::Instrument;
 use uuid::Uuid;
 use warden_rules::compliance::{Decision, ReasonCode};
-use warden_rules::kinds::{Category, MessageType, TemplateCategory};
+use warden_rules::kinds::{Category, ContentKind, MessageType, TemplateCategory};
 use warden_rules::phone::PhoneNumber;
 use warden_store::models::Message;
 use warden_store::models::message_status::{FAILED, QUEUED, SCHEDULED};
@@ -77,6 +77,30 @@ impl SendKind {
                 "type": "template",
                 "template": {"name": name, "locale": locale, "variables": variables},
             }),
+        }
+    }
+
+    /// Characters the platform refuses (CONTRACT.md): NUL and other control characters in
+    /// the text (line breaks and tabs are fine there), and in template parameters also
+    /// newlines, tabs and runs of more than four spaces. Checked on every path, so no row
+    /// is half-written by a value Postgres or the platform rejects.
+    pub fn check_text(&self) -> Result<(), SendError> {
+        use warden_rules::text::{TextKind, check};
+        match self {
+            SendKind::Text { body } => check(body, TextKind::FreeText)
+                .map_err(|e| SendError::InvalidArgument(format!("the text {e}"))),
+            SendKind::Template {
+                name,
+                locale,
+                variables,
+            } => {
+                check(name, TextKind::Plain)
+                    .map_err(|e| SendError::InvalidArgument(format!("the template name {e}")))?;
+                check(locale, TextKind::Plain)
+                    .map_err(|e| SendError::InvalidArgument(format!("the locale {e}")))?;
+                warden_rules::templates::check_parameters(variables)
+                    .map_err(SendError::InvalidVariables)
+            }
         }
     }
 
@@ -254,12 +278,22 @@ impl SendError {
     }
 }
 
-/// A refusal that is not one of the rule engine's (template problems at dispatch).
+/// A refusal that is not one of the rule engine's (template problems at dispatch). A
+/// template that is not APPROVED carries its own code, as send_template and the
+/// dispatcher's recheck report it.
 fn local_refusal(code: &str, explanation: String, action: String) -> Decision {
+    let (reason_code, human_explanation) = if code == ReasonCode::TemplateNotApproved.as_str() {
+        (ReasonCode::TemplateNotApproved, explanation)
+    } else {
+        (
+            ReasonCode::PolicyRestriction,
+            format!("{code}: {explanation}"),
+        )
+    };
     Decision {
         allowed: false,
-        reason_code: ReasonCode::PolicyRestriction,
-        human_explanation: format!("{code}: {explanation}"),
+        reason_code,
+        human_explanation,
         suggested_action: action,
         policy_id: None,
     }
@@ -297,6 +331,7 @@ impl Core {
     ) -> Result<Accepted, SendError> {
         warden_rules::kinds::parse_channel(Some(&req.channel))
             .map_err(|e| SendError::InvalidArgument(e.to_string()))?;
+        req.kind.check_text()?;
         let mut conn = self
             .pg()
             .get()
@@ -316,10 +351,14 @@ impl Core {
             }
             Err(err) => return Err(err),
         };
-        let category = req
-            .message_type
-            .effective_category(template_category)
-            .map_err(|e| SendError::InvalidArgument(e.to_string()))?;
+        // The content decides the category (CONTRACT.md "Compliance decisions"): free-form
+        // needs the window and a template is judged by its stored category, whatever
+        // `message_type` the caller gave.
+        let category = match template_category {
+            Some(t) => ContentKind::Template(t),
+            None => ContentKind::FreeForm,
+        }
+        .category();
         let message_id = req.existing_message_id.unwrap_or_else(Uuid::now_v7);
         span.record("message_id", tracing::field::display(message_id));
         let trace = warden_telemetry::inject_context(span);
@@ -450,10 +489,12 @@ impl Core {
             &decision.suggested_action,
         );
         let message_id = req.existing_message_id.unwrap_or_else(Uuid::now_v7);
-        let category = req
-            .message_type
-            .effective_category(Some(TemplateCategory::Utility))
-            .unwrap_or(Category::Service);
+        // Only rows inserted here (campaign recipients refused before their template was
+        // judged) need it; a template of unknown category is recorded as utility.
+        let category = match req.kind {
+            SendKind::Text { .. } => Category::Service,
+            SendKind::Template { .. } => Category::Utility,
+        };
         let actor = req.actor;
         let req_ref = req;
         let error_ref = &error;

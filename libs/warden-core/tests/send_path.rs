@@ -188,7 +188,7 @@ async fn concurrent_marketing_sends_pass_the_cap_exactly_twice() {
     // The dry run agrees and writes nothing.
     let d = h
         .core
-        .check(&p, MessageType::Marketing, None, Utc::now())
+        .check(&p, MessageType::Marketing.described_content(), Utc::now())
         .await
         .unwrap();
     assert!(!d.allowed);
@@ -452,7 +452,7 @@ async fn redis_stopped_mid_test_answers_stay_correct() {
         .expect("sends still work without Redis");
     let d = h
         .core
-        .check(&p, MessageType::Service, None, Utc::now())
+        .check(&p, MessageType::Service.described_content(), Utc::now())
         .await
         .unwrap();
     assert!(d.allowed);

@@ -3,6 +3,7 @@
 //! ```text
 //! parse job -> read row -> plan (send / hold / done / cancelled campaign)
 //!   -> pair-rate slot (held: nak with delay) -> bucket token (wait; not an attempt)
+//!   -> compliance recheck (refused: failed, compliance)
 //!   -> claim queued->sending (lease) -> build body -> platform.send
 //!   -> sent: wamid + status sent + last outbound   | error: by handling class
 //! -> ack (or nak with delay: the same stream message comes back)
@@ -369,6 +370,20 @@ async fn send(ctx: &Ctx, row: Row) -> Verdict {
     }
     // 2. A token of the shared bucket. Waiting here is not a delivery attempt.
     let _ = ctx.bucket.acquire().await;
+    // 2b. Compliance once more, right before the call: a STOP, a closed window or a paused
+    //     template since acceptance refuses it (warden-core ends it `failed`, compliance).
+    match warden_core::recheck::before_send(&ctx.pg, row.id, ACTOR).await {
+        Ok(warden_core::Recheck::Send) => {}
+        Ok(warden_core::Recheck::Refused(_)) => {
+            ctx.pair.release(&row.customer_phone, &holder).await;
+            return ctx.skipped("compliance_recheck");
+        }
+        Err(e) => {
+            ctx.pair.release(&row.customer_phone, &holder).await;
+            tracing::warn!(error = %e, "cannot re-check compliance; trying again shortly");
+            return ctx.held("database", Duration::from_secs(2));
+        }
+    }
     // 3. Claim: only the replica whose conditional update wins may call the platform.
     // Measured from before the claim: the lease can only be longer than this count.
     let claim_started = Instant::now();

@@ -45,7 +45,10 @@ impl Args {
     pub fn opt_string(&self, key: &str) -> ToolResult<Option<String>> {
         let text = match self.raw(key) {
             None => return Ok(None),
-            Some(Value::String(s)) => s.trim().to_string(),
+            Some(Value::String(s)) => {
+                check_chars(key, s)?;
+                s.trim().to_string()
+            }
             Some(Value::Number(n)) => n.to_string(),
             Some(Value::Bool(b)) => b.to_string(),
             Some(other) => {
@@ -104,13 +107,20 @@ impl Args {
         match self.raw(key) {
             None => Ok(None),
             Some(Value::String(s)) if s.trim().is_empty() => Ok(None),
-            Some(Value::String(s)) => serde_json::from_str::<Value>(s).map(Some).map_err(|e| {
-                ToolError::invalid(
-                    format!("The parameter `{key}` is not valid JSON: {}.", detail(e)),
-                    format!("Pass `{key}` as a string containing {what}."),
-                )
-            }),
-            Some(v) => Ok(Some(v.clone())),
+            Some(Value::String(s)) => {
+                let v = serde_json::from_str::<Value>(s).map_err(|e| {
+                    ToolError::invalid(
+                        format!("The parameter `{key}` is not valid JSON: {}.", detail(e)),
+                        format!("Pass `{key}` as a string containing {what}."),
+                    )
+                })?;
+                check_json_chars(key, &v)?;
+                Ok(Some(v))
+            }
+            Some(v) => {
+                check_json_chars(key, v)?;
+                Ok(Some(v.clone()))
+            }
         }
     }
 
@@ -158,8 +168,18 @@ impl Args {
         })
     }
 
-    /// A required phone number in any accepted spelling, canonicalised.
+    /// A required phone number in any accepted spelling, canonicalised. A JSON number is
+    /// refused: `14155550101.0` would silently name another customer.
     pub fn phone(&self, key: &str) -> ToolResult<PhoneNumber> {
+        if let Some(Value::Number(n)) = self.raw(key) {
+            return Err(ToolError::invalid(
+                format!(
+                    "The parameter `{key}` must be a phone number written as a string, not the JSON number {}.",
+                    echo(&n.to_string())
+                ),
+                format!("Pass `{key}` as a string with the country code, e.g. \"+14155550101\"."),
+            ));
+        }
         let raw = self.string(
             key,
             "the customer's phone number with country code, e.g. +6281234567890",
@@ -189,6 +209,33 @@ impl Args {
                 )
             })
     }
+}
+
+/// NUL and other control characters the platform refuses (line breaks and tabs are
+/// allowed: free text may carry them; stricter parameters check again) are
+/// INVALID_ARGUMENT naming the parameter, before anything is written.
+fn check_chars(key: &str, s: &str) -> ToolResult<()> {
+    warden_rules::text::check(s, warden_rules::text::TextKind::FreeText).map_err(|e| {
+        ToolError::invalid(
+            format!("The parameter `{key}` {e}."),
+            format!("Remove control characters from `{key}` and call again."),
+        )
+    })
+}
+
+/// [`check_chars`] for every string inside a JSON parameter (Postgres refuses NUL in jsonb).
+fn check_json_chars(key: &str, v: &Value) -> ToolResult<()> {
+    warden_rules::text::check_json(v).map_err(|(at, e)| {
+        let place = if at.is_empty() {
+            format!("`{key}`")
+        } else {
+            format!("`{key}` (at {at})")
+        };
+        ToolError::invalid(
+            format!("The parameter {place} {e}."),
+            format!("Remove control characters from `{key}` and call again."),
+        )
+    })
 }
 
 /// A language code such as `en`, `id`, `pt_BR`, `zh_Hant_TW` or `es-419`: 2 or 3 letters,

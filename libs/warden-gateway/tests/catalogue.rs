@@ -510,7 +510,8 @@ async fn huge_string_arguments_are_refused_in_one_short_sentence() {
             <= 65,
         "{r}"
     );
-    // Control characters are shown escaped.
+    // Control characters are refused naming the parameter and the character (issue 22);
+    // other unusual characters are shown escaped.
     let e = h
         .err(
             "INVALID_ARGUMENT",
@@ -518,11 +519,17 @@ async fn huge_string_arguments_are_refused_in_one_short_sentence() {
             json!({"channel": "sms\u{7}\u{202e}x"}),
         )
         .await;
+    let msg = e["message"].as_str().unwrap();
+    assert!(msg.contains("`channel`") && msg.contains("U+0007"), "{e}");
+    let e = h
+        .err(
+            "INVALID_ARGUMENT",
+            "get_rate_limit",
+            json!({"channel": "sms\u{202e}x"}),
+        )
+        .await;
     assert!(
-        e["message"]
-            .as_str()
-            .unwrap()
-            .contains("`sms\\u{7}\\u{202e}x`"),
+        e["message"].as_str().unwrap().contains("`sms\\u{202e}x`"),
         "{e}"
     );
     // Every stored table is still empty.

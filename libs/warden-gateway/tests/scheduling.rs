@@ -116,8 +116,21 @@ async fn schedule_message_writes_a_scheduled_row_in_the_send_paths_shape() {
         .await;
     let m = phone();
     h.opt_out(&m, false).await;
-    h.err("USER_OPTED_OUT", "schedule_message", json!({"customer_id": m, "message_type": "marketing", "content": text, "deliver_at": future(5)}))
+    // The content decides, not the label (issue 22): a marketing template is refused
+    // whatever it is called; text is free-form (a marketing opt-out leaves service
+    // messages alone; its window is judged at dispatch).
+    h.insert_template("promo", "en", "marketing", "APPROVED", "Sale")
         .await;
+    h.err("USER_OPTED_OUT", "schedule_message", json!({"customer_id": m, "message_type": "utility",
+        "content": {"type": "template", "template": {"name": "promo", "language": "en"}}, "deliver_at": future(5)}))
+        .await;
+    let r = h
+        .ok("schedule_message", json!({"customer_id": m, "message_type": "marketing", "content": text, "deliver_at": future(5)}))
+        .await;
+    assert_eq!(
+        h.message(r["message_id"].as_str().unwrap()).await.category,
+        "service"
+    );
     // ...and only opt-out: a closed window does not stop scheduling free-form text.
     h.ok("schedule_message", json!({"customer_id": m, "message_type": "service", "content": text, "deliver_at": future(5)}))
         .await;

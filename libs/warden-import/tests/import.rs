@@ -112,3 +112,71 @@ async fn a_file_without_the_header_is_refused() {
         .unwrap_err();
     assert!(err.to_string().contains("header"), "{err}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn import_never_lifts_a_customers_own_opt_out() {
+    let db = TestDatabase::create();
+    let pool = conn(&db).await;
+    let mut c = pool.get().await.unwrap();
+    // 1: wrote STOP; 2: opted out by an earlier import; 3: stopped marketing on the platform.
+    diesel::sql_query(
+        "INSERT INTO customers (phone, country, opt_in_marketing, opt_in_utility, opt_change_reason, tags) VALUES
+           ('6281000000001', 'ID', false, false, 'stop via keyword', '{}'),
+           ('6281000000002', 'ID', false, false, NULL, '{}'),
+           ('6281000000003', 'ID', false, true, 'stop via user_preferences', '{}')",
+    )
+    .execute(&mut c)
+    .await
+    .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("customers.csv");
+    std::fs::write(
+        &path,
+        "customer_id,opt_in_marketing,opt_in_utility,tags,engagement_score\n\
+         6281000000001,true,true,VIP,0.5\n\
+         6281000000002,true,true,VIP|Vip|Gold,0.5\n\
+         6281000000003,false,true,gold,0.5\n\
+         6281000000004,true,true,,0.5\n",
+    )
+    .unwrap();
+    let mut report = Vec::new();
+    let summary = import_file(&mut c, &path, &mut report).await.unwrap();
+    let report = String::from_utf8(report).unwrap();
+    assert_eq!((summary.imported, summary.skipped), (3, 1), "{report}");
+    assert_eq!(summary.kept_opt_outs, 1);
+    assert!(
+        report.starts_with(
+            "line 2: customer 6281000000001 opted out of marketing and utility themselves"
+        ),
+        "{report}"
+    );
+    async fn consent(
+        c: &mut diesel_async::AsyncPgConnection,
+        phone: &str,
+    ) -> (bool, bool, Vec<String>) {
+        customers::table
+            .find(phone)
+            .select((
+                customers::opt_in_marketing,
+                customers::opt_in_utility,
+                customers::tags,
+            ))
+            .first(c)
+            .await
+            .unwrap()
+    }
+    assert_eq!(
+        consent(&mut c, "6281000000001").await,
+        (false, false, vec![])
+    );
+    assert_eq!(
+        consent(&mut c, "6281000000002").await,
+        (true, true, vec!["vip".to_string(), "gold".to_string()]),
+        "an operator's own opt-out may be lifted; tags stored lower-cased"
+    );
+    assert_eq!(
+        consent(&mut c, "6281000000003").await,
+        (false, true, vec!["gold".to_string()]),
+        "a row that keeps the opt-out is written"
+    );
+}

@@ -75,7 +75,8 @@ pub struct Candidate<'a> {
 fn clean_tags(key: &str, tags: Option<Vec<String>>) -> Result<Vec<String>, String> {
     let mut out: Vec<String> = Vec::new();
     for t in tags.unwrap_or_default() {
-        let t = t.trim().to_string();
+        // Tags are stored lower-cased: `VIP` selects customers tagged `vip`.
+        let t = crate::tags::normalize(&t);
         if t.is_empty() {
             return Err(format!("audience_filter.{key} has an empty tag"));
         }

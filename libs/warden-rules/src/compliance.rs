@@ -23,6 +23,8 @@ use crate::phone::PhoneNumber;
 use crate::policy::{FrequencyLimit, PolicySet};
 use crate::window;
 
+pub use crate::recheck::{RecheckInput, recheck};
+
 /// Suggested action when a free-form message needs a template.
 pub const TEMPLATE_REQUIRED_ACTION: &str =
     "send an approved utility or marketing template instead (send_template)";
@@ -40,6 +42,9 @@ pub enum ReasonCode {
     FrequencyCapExceeded,
     /// A business policy forbids it.
     PolicyRestriction,
+    /// The template is not (or no longer) APPROVED; only [`recheck()`] and template sends
+    /// report it.
+    TemplateNotApproved,
 }
 
 impl ReasonCode {
@@ -51,6 +56,7 @@ impl ReasonCode {
             Self::UserOptedOut => "USER_OPTED_OUT",
             Self::FrequencyCapExceeded => "FREQUENCY_CAP_EXCEEDED",
             Self::PolicyRestriction => "POLICY_RESTRICTION",
+            Self::TemplateNotApproved => "TEMPLATE_NOT_APPROVED",
         }
     }
 }
@@ -104,7 +110,12 @@ pub struct Decision {
 }
 
 impl Decision {
-    fn deny(code: ReasonCode, why: String, action: String, policy_id: Option<String>) -> Self {
+    pub(crate) fn deny(
+        code: ReasonCode,
+        why: String,
+        action: String,
+        policy_id: Option<String>,
+    ) -> Self {
         Self {
             allowed: false,
             reason_code: code,
@@ -180,21 +191,10 @@ pub fn decide(policies: &PolicySet, input: &ComplianceInput) -> Decision {
         return refusal;
     }
 
-    if category.is_free_form() && !window::window_open(input.last_inbound_at, input.now) {
-        let why = match (input.last_inbound_at, window::expires_at(input.last_inbound_at)) {
-            (Some(last), Some(end)) => format!(
-                "Free-form messages need an open 24-hour customer care window; this customer's window closed at {} (24 hours after their last message at {}).",
-                rfc3339(end),
-                rfc3339(last)
-            ),
-            _ => "Free-form messages need an open 24-hour customer care window, and this customer has never messaged, so no window is open.".to_string(),
-        };
-        return Decision::deny(
-            ReasonCode::TemplateRequired,
-            why,
-            TEMPLATE_REQUIRED_ACTION.to_string(),
-            None,
-        );
+    // An implausible inbound time (before 2010, or in the future) opens no window.
+    let last_inbound_at = window::usable_inbound(input.last_inbound_at, input.now);
+    if category.is_free_form() && !window::window_open(last_inbound_at, input.now) {
+        return window_refusal(last_inbound_at);
     }
 
     let limit = policies.frequency_limit(category);
@@ -263,6 +263,23 @@ pub fn decide(policies: &PolicySet, input: &ComplianceInput) -> Decision {
         suggested_action: action,
         policy_id: None,
     }
+}
+
+pub(crate) fn window_refusal(last_inbound_at: Option<DateTime<Utc>>) -> Decision {
+    let why = match (last_inbound_at, window::expires_at(last_inbound_at)) {
+        (Some(last), Some(end)) => format!(
+            "Free-form messages need an open 24-hour customer care window; this customer's window closed at {} (24 hours after their last message at {}).",
+            rfc3339(end),
+            rfc3339(last)
+        ),
+        _ => "Free-form messages need an open 24-hour customer care window, and this customer has never messaged, so no window is open.".to_string(),
+    };
+    Decision::deny(
+        ReasonCode::TemplateRequired,
+        why,
+        TEMPLATE_REQUIRED_ACTION.to_string(),
+        None,
+    )
 }
 
 fn cap_source(limit: &FrequencyLimit) -> String {

@@ -148,10 +148,11 @@ fn check_score(v: f64) -> Result<f64, String> {
     Ok(if v == 0.0 { 0.0 } else { v })
 }
 
+/// Tags are case-insensitive: stored lower-cased (`VIP` and `vip` are one tag).
 fn push_tag(tags: &mut Vec<String>, tag: &str) {
-    let t = tag.trim();
-    if !t.is_empty() && !tags.iter().any(|x| x == t) {
-        tags.push(t.to_string());
+    let t = crate::tags::normalize(tag);
+    if !t.is_empty() && !tags.contains(&t) {
+        tags.push(t);
     }
 }
 
@@ -458,10 +459,11 @@ pub fn parse_jsonl_line(line: &str) -> Result<ImportRow, String> {
     let phone = match map.get("customer_id") {
         None | Some(J::Null) => return Err("missing customer_id".into()),
         Some(J::String(s)) => parse_phone(s)?,
-        Some(J::Number(n)) if n.is_u64() => parse_phone(&n.to_string())?,
+        // A JSON number is refused like on every other path: `14155550101.0` would
+        // otherwise name a different customer than "+14155550101".
         Some(other) => {
             return Err(format!(
-                "customer_id must be text, got {}",
+                "customer_id must be text (a quoted phone number), got {}",
                 shorten(&other.to_string())
             ));
         }
@@ -739,9 +741,21 @@ mod tests {
         assert_eq!(ok.tags, ["vip", "b"]);
         assert_eq!(ok.engagement_score, 0.75);
         let flat = parse_jsonl_line(
-            r#"{"customer_id": 628123456789, "opt_in_marketing": "yes", "opt_in_utility": 0}"#,
+            r#"{"customer_id": "628123456789", "opt_in_marketing": "yes", "opt_in_utility": 0}"#,
         )
         .unwrap();
+        for number in ["628123456789", "14155550101.0"] {
+            let err = parse_jsonl_line(&format!(
+                r#"{{"customer_id": {number}, "opt_in": {{"marketing": true, "utility": true}}}}"#
+            ))
+            .unwrap_err();
+            assert!(err.contains("must be text"), "{err}");
+        }
+        let upper = parse_jsonl_line(
+            r#"{"customer_id": "628123456789", "opt_in": {"marketing": true, "utility": true}, "tags": ["VIP", "vip", "Beta"]}"#,
+        )
+        .unwrap();
+        assert_eq!(upper.tags, ["vip", "beta"]);
         assert!(flat.opt_in_marketing && !flat.opt_in_utility);
         assert_eq!(flat.engagement_score, 0.0);
         let cases = [

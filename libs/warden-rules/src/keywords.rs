@@ -30,6 +30,18 @@ impl OptChange {
     }
 }
 
+/// The `opt_change_reason` recorded when a consent changes (`stop via keyword`).
+pub fn opt_change_reason(change: OptChange, source: &str) -> String {
+    format!("{} via {source}", change.as_str())
+}
+
+/// True when the customer's current opt-out is their own doing (a STOP keyword, the
+/// platform's user preference or its 131050): only the customer lifts it (START/UNSTOP,
+/// the platform's resume event), never an operator's import.
+pub fn is_customer_opt_out(reason: Option<&str>) -> bool {
+    reason.is_some_and(|r| r.starts_with("stop via "))
+}
+
 /// The stop keywords, normalised (upper case, single spaces).
 pub const STOP_KEYWORDS: [&str; 9] = [
     "STOP",
@@ -150,6 +162,13 @@ mod tests {
         assert_eq!(parse_preference("RESUME"), Some(OptChange::Resume));
         assert_eq!(parse_preference("maybe"), None);
         assert_eq!(OptChange::Stop.as_str(), "stop");
+        let reason = opt_change_reason(OptChange::Stop, "keyword");
+        assert!(is_customer_opt_out(Some(&reason)));
+        assert!(!is_customer_opt_out(Some(&opt_change_reason(
+            OptChange::Resume,
+            "keyword"
+        ))));
+        assert!(!is_customer_opt_out(None));
     }
 
     proptest! {

@@ -1,8 +1,8 @@
 //! Message types, template categories, the effective category and the channel.
 //!
 //! Agents type these in any case (`MARKETING`, `Marketing`), so every parser here is
-//! case-insensitive and trims. A `template` send has no category of its own: it is
-//! judged by its template's category, which [`MessageType::effective_category`] applies.
+//! case-insensitive and trims. The category a rule applies comes from the content
+//! ([`ContentKind`]), never from the caller's `message_type`.
 
 use std::fmt;
 use std::str::FromStr;
@@ -65,21 +65,39 @@ impl MessageType {
             Self::Template => "template",
         }
     }
+}
 
-    /// The category rules apply to. A `template` send needs its template's category;
-    /// for the other types the template category, if given, is ignored.
-    pub fn effective_category(
-        self,
-        template_category: Option<TemplateCategory>,
-    ) -> Result<Category, KindError> {
+/// What a message carries. It alone decides the rule category (CONTRACT.md "Compliance
+/// decisions"): free-form content needs the care window whatever the caller calls it, and
+/// a template is judged by its **stored** category, never by the caller's `message_type`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ContentKind {
+    /// Free text (no template): a service message.
+    FreeForm,
+    /// A template, with the category stored for it.
+    Template(TemplateCategory),
+}
+
+impl ContentKind {
+    /// The category the rules judge this content by.
+    pub fn category(self) -> Category {
         match self {
-            Self::Marketing => Ok(Category::Marketing),
-            Self::Utility => Ok(Category::Utility),
-            Self::Authentication => Ok(Category::Authentication),
-            Self::Service => Ok(Category::Service),
-            Self::Template => template_category
-                .map(Category::from)
-                .ok_or(KindError::TemplateCategoryMissing),
+            Self::FreeForm => Category::Service,
+            Self::Template(t) => Category::from(t),
+        }
+    }
+}
+
+impl MessageType {
+    /// check_compliance has no content, only the caller's description of it: `service`
+    /// is free-form, `marketing`/`utility`/`authentication` a template of that category,
+    /// `template` the least restricted template category (utility).
+    pub fn described_content(self) -> ContentKind {
+        match self {
+            Self::Service => ContentKind::FreeForm,
+            Self::Marketing => ContentKind::Template(TemplateCategory::Marketing),
+            Self::Utility | Self::Template => ContentKind::Template(TemplateCategory::Utility),
+            Self::Authentication => ContentKind::Template(TemplateCategory::Authentication),
         }
     }
 }
@@ -269,26 +287,26 @@ mod tests {
     }
 
     #[test]
-    fn template_sends_take_the_template_category() {
+    fn content_not_label_decides_the_category() {
+        assert_eq!(ContentKind::FreeForm.category(), Category::Service);
+        for t in [
+            TemplateCategory::Marketing,
+            TemplateCategory::Utility,
+            TemplateCategory::Authentication,
+        ] {
+            assert_eq!(ContentKind::Template(t).category(), Category::from(t));
+        }
         assert_eq!(
-            MessageType::Template
-                .effective_category(Some(TemplateCategory::Utility))
-                .unwrap(),
-            Category::Utility
+            MessageType::Template.described_content(),
+            ContentKind::Template(TemplateCategory::Utility)
         );
         assert_eq!(
-            MessageType::Template.effective_category(None),
-            Err(KindError::TemplateCategoryMissing)
+            MessageType::Service.described_content(),
+            ContentKind::FreeForm
         );
         assert_eq!(
-            MessageType::Marketing
-                .effective_category(Some(TemplateCategory::Utility))
-                .unwrap(),
+            MessageType::Marketing.described_content().category(),
             Category::Marketing
-        );
-        assert_eq!(
-            MessageType::Service.effective_category(None).unwrap(),
-            Category::Service
         );
     }
 

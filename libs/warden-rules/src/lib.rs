@@ -12,7 +12,10 @@
 //! - [`window`]: the 24-hour customer care window.
 //! - [`policy`]: the business policy file (YAML) and its validation.
 //! - [`compliance`]: the decision itself and the frequency-cap status.
+//! - [`recheck`]: the dispatcher's last look before the platform call.
 //! - [`keywords`]: stop / resume keywords in inbound texts.
+//! - [`text`]: control characters and template-parameter text the platform refuses.
+//! - [`tags`]: customer tags, compared case-insensitively (stored lower-cased).
 //! - [`templates`]: template placeholders, variables, names and bodies.
 //! - [`audience`]: campaign audience filters.
 //! - [`import`]: streaming parsers for customer import files.
@@ -29,11 +32,14 @@ pub mod keywords;
 pub mod kinds;
 pub mod phone;
 pub mod policy;
+pub mod recheck;
+pub mod tags;
 pub mod templates;
+pub mod text;
 pub mod window;
 
 pub use compliance::{ComplianceInput, Decision, FrequencyStatus, ReasonCode, decide};
 pub use errors::RuleError;
-pub use kinds::{Category, MessageType, TemplateCategory, parse_channel};
+pub use kinds::{Category, ContentKind, MessageType, TemplateCategory, parse_channel};
 pub use phone::{PhoneError, PhoneNumber, canonicalize};
 pub use policy::{FrequencyLimit, Policy, PolicyError, PolicySet};

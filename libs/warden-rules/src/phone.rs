@@ -58,6 +58,12 @@ pub enum PhoneError {
         /// Digits found.
         count: usize,
     },
+    /// Written like a decimal number (`14155550101.0`): a fraction is not part of a
+    /// phone number, and dropping the dot would name a different customer.
+    #[error(
+        "phone number is written as a decimal number (a '.' followed by a fraction); give the digits only, as text, e.g. \"+14155550101\""
+    )]
+    Fraction,
     /// More than [`MAX_DIGITS`] digits.
     #[error("phone number has {count} digits; E.164 allows at most {MAX_DIGITS}")]
     TooLong {
@@ -85,6 +91,9 @@ pub fn canonicalize(input: &str) -> Result<PhoneNumber, PhoneError> {
     let trimmed = input.trim();
     if trimmed.is_empty() {
         return Err(PhoneError::Empty);
+    }
+    if looks_decimal(trimmed) {
+        return Err(PhoneError::Fraction);
     }
     let mut digits = String::with_capacity(MAX_DIGITS + 1);
     let mut count = 0usize;
@@ -123,6 +132,20 @@ pub fn canonicalize(input: &str) -> Result<PhoneNumber, PhoneError> {
         Some(_) if count > MAX_DIGITS => Err(PhoneError::TooLong { count }),
         Some(_) => Ok(PhoneNumber { digits }),
     }
+}
+
+/// `14155550101.0`, `+14155550101.`, `14155550101.00`: digits, then one dot ending the
+/// input or followed by digits only. Dotted groups (`415.555.0100`, two dots or more)
+/// stay accepted separators.
+fn looks_decimal(s: &str) -> bool {
+    let body = s.strip_prefix('+').unwrap_or(s);
+    let Some((int, frac)) = body.split_once('.') else {
+        return false;
+    };
+    !int.is_empty()
+        && int.bytes().all(|b| b.is_ascii_digit())
+        && frac.bytes().all(|b| b.is_ascii_digit())
+        && (frac.is_empty() || int.len() >= MIN_DIGITS)
 }
 
 impl PhoneNumber {
@@ -557,6 +580,25 @@ mod tests {
             let p = canonicalize(input).unwrap_or_else(|e| panic!("{input:?}: {e}"));
             assert_eq!(p.digits(), "628123456789", "{input:?}");
         }
+    }
+
+    #[test]
+    fn a_number_with_a_fraction_is_not_a_phone_number() {
+        for input in [
+            "14155550101.0",
+            "+14155550101.0",
+            "14155550101.00",
+            "14155550101.",
+            " 14155550101.0 ",
+        ] {
+            assert_eq!(canonicalize(input), Err(PhoneError::Fraction), "{input:?}");
+        }
+        // Dotted groups are still separators.
+        assert_eq!(canonicalize("415.555.0100").unwrap().digits(), "4155550100");
+        assert_eq!(
+            canonicalize("+1 415.5550100").unwrap().digits(),
+            "14155550100"
+        );
     }
 
     #[test]

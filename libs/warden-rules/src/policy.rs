@@ -345,7 +345,7 @@ pub enum Rule {
         /// Length of the rolling window.
         window: TimeDelta,
     },
-    /// No sends to customers carrying any of these tags (exact, case-sensitive match).
+    /// No sends to customers carrying any of these tags (case-insensitive; stored lower-cased).
     TagExclusion {
         /// Excluding tags.
         tags: Vec<String>,
@@ -692,7 +692,9 @@ impl Policy {
             PolicyType::TagExclusion => {
                 let tags =
                     list_field("tags", required("tags", &raw.tags, "tags: [vip]")?, "[vip]")?;
-                Rule::TagExclusion { tags }
+                Rule::TagExclusion {
+                    tags: crate::tags::normalize_all(tags),
+                }
             }
             PolicyType::CountryBlock => {
                 let v = required("prefixes", &raw.prefixes, "prefixes: [\"1\"]")?;
@@ -737,7 +739,7 @@ impl Policy {
         match &self.rule {
             Rule::FrequencyLimit { .. } => None,
             Rule::TagExclusion { tags: blocked } => {
-                let hit = blocked.iter().find(|t| tags.contains(t))?;
+                let hit = crate::tags::first_match(blocked, tags)?;
                 Some((
                     format!(
                         "Policy {} forbids {what} to customers tagged {hit:?}, and this customer carries that tag.",

@@ -83,6 +83,16 @@ pub fn validate_variables(body: &str, variables: &[String]) -> Result<(), String
             i + 1
         ));
     }
+    check_parameters(variables)
+}
+
+/// Every value is text the platform takes inside a template parameter (no control
+/// character, newline or tab, at most four spaces in a row).
+pub fn check_parameters(variables: &[String]) -> Result<(), String> {
+    for (i, v) in variables.iter().enumerate() {
+        crate::text::check(v, crate::text::TextKind::TemplateParameter)
+            .map_err(|e| format!("variable {{{{{}}}}} {e}", i + 1))?;
+    }
     Ok(())
 }
 

@@ -22,6 +22,26 @@ pub fn expires_at(last_inbound_at: Option<DateTime<Utc>>) -> Option<DateTime<Utc
     })
 }
 
+/// How far in the future an inbound timestamp may be (clock skew) and still count.
+pub const MAX_FUTURE_SKEW: TimeDelta = TimeDelta::minutes(5);
+
+/// True when an inbound timestamp can be real (CONTRACT.md): after 2010 and at most
+/// [`MAX_FUTURE_SKEW`] after `now`. Compliance decisions ignore any other as if there
+/// were no inbound message, so a forged or broken timestamp never opens a window.
+pub fn plausible_inbound(at: DateTime<Utc>, now: DateTime<Utc>) -> bool {
+    let floor =
+        DateTime::<Utc>::from_timestamp(1_262_304_000, 0).unwrap_or(DateTime::<Utc>::MIN_UTC); // 2010-01-01
+    at >= floor && at <= now + MAX_FUTURE_SKEW
+}
+
+/// The last inbound time a decision may rely on: `None` when it is implausible.
+pub fn usable_inbound(
+    last_inbound_at: Option<DateTime<Utc>>,
+    now: DateTime<Utc>,
+) -> Option<DateTime<Utc>> {
+    last_inbound_at.filter(|t| plausible_inbound(*t, now))
+}
+
 /// True while `now < last_inbound_at + 24h`.
 pub fn window_open(last_inbound_at: Option<DateTime<Utc>>, now: DateTime<Utc>) -> bool {
     expires_at(last_inbound_at).is_some_and(|end| now < end)

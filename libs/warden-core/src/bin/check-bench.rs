@@ -94,14 +94,22 @@ async fn main() -> anyhow::Result<()> {
     drop(conn);
 
     for _ in 0..200 {
-        core.check(&phone, MessageType::Marketing, None, Utc::now())
-            .await?;
+        core.check(
+            &phone,
+            MessageType::Marketing.described_content(),
+            Utc::now(),
+        )
+        .await?;
     }
     let mut checks = Vec::with_capacity(n);
     for _ in 0..n {
         let t = Instant::now();
-        core.check(&phone, MessageType::Marketing, None, Utc::now())
-            .await?;
+        core.check(
+            &phone,
+            MessageType::Marketing.described_content(),
+            Utc::now(),
+        )
+        .await?;
         checks.push(t.elapsed().as_secs_f64() * 1e6);
     }
     let mut sends = Vec::with_capacity(n / 5);

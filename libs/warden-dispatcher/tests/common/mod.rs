@@ -197,6 +197,28 @@ impl Harness {
         status: &str,
     ) -> Uuid {
         self.insert_customer(phone).await;
+        // The dispatcher re-checks compliance right before the call (issue 22): a text
+        // needs an open care window and a template an APPROVED row, as accepted rows have.
+        match content["type"].as_str() {
+            Some("template") => {
+                self.sql(&format!(
+                    "INSERT INTO templates (name, locale, category, status, body_text)
+                     VALUES ('{}', '{}', 'utility', 'APPROVED', 'test template')
+                     ON CONFLICT DO NOTHING",
+                    content["template"]["name"].as_str().unwrap_or_default(),
+                    content["template"]["locale"].as_str().unwrap_or("en"),
+                ))
+                .await
+            }
+            _ => {
+                self.sql(&format!(
+                    "INSERT INTO conversations (customer_phone, channel, last_inbound_at, window_expires_at)
+                     VALUES ('{phone}', 'whatsapp', now() - interval '1 hour', now() + interval '23 hours')
+                     ON CONFLICT DO NOTHING"
+                ))
+                .await
+            }
+        }
         let id = Uuid::new_v4();
         let (kind, category, tname, tlocale) = match content["type"].as_str() {
             Some("template") => (
@@ -347,6 +369,17 @@ impl Harness {
         diesel::sql_query(format!(
             "INSERT INTO customers (phone, country)
              SELECT '62' || ({base} + i)::text, 'ID' FROM generate_series(1, {n}) i
+             ON CONFLICT DO NOTHING"
+        ))
+        .execute(&mut c)
+        .await
+        .unwrap();
+        // Open care windows: the dispatcher re-checks them before each text (issue 22).
+        diesel::sql_query(format!(
+            "INSERT INTO conversations (customer_phone, channel, last_inbound_at, window_expires_at)
+             SELECT '62' || ({base} + i)::text, 'whatsapp', now() - interval '1 hour',
+                    now() + interval '23 hours'
+             FROM generate_series(1, {n}) i
              ON CONFLICT DO NOTHING"
         ))
         .execute(&mut c)

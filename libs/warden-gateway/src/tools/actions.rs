@@ -1,7 +1,7 @@
 //! Group B, actions: reply_customer, retry_failed_messages, sync_template_status.
 
 use diesel::prelude::*;
-use diesel_async::{AsyncPgConnection, RunQueryDsl};
+use diesel_async::{AsyncConnection, AsyncPgConnection, RunQueryDsl};
 use rmcp::model::{CallToolResult, JsonObject};
 use rmcp::{tool, tool_router};
 use serde_json::{Value, json};
@@ -221,24 +221,25 @@ impl Gateway {
                 ),
             ));
         }
+        // A compliance failure is never resent: the rule that refused it still stands.
+        if let Some(reason) = warden_core::recheck::retry_refusal(&m) {
+            return Ok(skipped(id, reason));
+        }
         let code = m.error_code.unwrap_or(0);
-        let compliance_failure = m.error_category.as_deref() == Some("compliance");
-        if !compliance_failure {
-            let explained = {
-                let mut conn = self.conn().await?;
-                warden_core::knowledge::explain(&mut conn, code).await?
+        let explained = {
+            let mut conn = self.conn().await?;
+            warden_core::knowledge::explain(&mut conn, code).await?
+        };
+        if !explained.can_retry {
+            let reason = if code == 0 {
+                "the failure carries no platform error code, so the error knowledge base cannot call it retryable (error 0 is not retryable); send a new message instead".to_string()
+            } else {
+                format!(
+                    "error {code} ({}) is not retryable: {} {}",
+                    explained.title, explained.human_explanation, explained.suggested_action
+                )
             };
-            if !explained.can_retry {
-                let reason = if code == 0 {
-                    "the failure carries no platform error code, so the error knowledge base cannot call it retryable (error 0 is not retryable); send a new message instead".to_string()
-                } else {
-                    format!(
-                        "error {code} ({}) is not retryable: {} {}",
-                        explained.title, explained.human_explanation, explained.suggested_action
-                    )
-                };
-                return Ok(skipped(id, reason));
-            }
+            return Ok(skipped(id, reason));
         }
         let kind = match SendKind::from_content(&m.content) {
             Ok(k) => k,
@@ -272,21 +273,29 @@ impl Gateway {
             .await;
         match result {
             Ok(accepted) => {
-                let mut conn = self.conn().await?;
-                warden_store::audit::record(
-                    &mut conn,
-                    ACTOR,
-                    "message_retried",
-                    "message",
-                    &id.to_string(),
-                    json!({
-                        "previous_error_code": m.error_code,
-                        "previous_error_category": m.error_category,
-                        "retry_count": m.retry_count + 1,
-                        "published": accepted.published,
-                    }),
-                )
-                .await?;
+                // The retry is committed: a lost audit row must not make the answer say
+                // it was not (the message is queued either way).
+                let audited = match self.conn().await {
+                    Ok(mut conn) => warden_store::audit::record(
+                        &mut conn,
+                        ACTOR,
+                        "message_retried",
+                        "message",
+                        &id.to_string(),
+                        json!({
+                            "previous_error_code": m.error_code,
+                            "previous_error_category": m.error_category,
+                            "retry_count": m.retry_count + 1,
+                            "published": accepted.published,
+                        }),
+                    )
+                    .await
+                    .map_err(|e| e.to_string()),
+                    Err(e) => Err(e.message),
+                };
+                if let Err(error) = audited {
+                    tracing::warn!(message_id = %id, %error, "retried, but the audit row could not be written");
+                }
                 Ok(RetryItem {
                     message_id: id.to_string(),
                     status: "retried".into(),
@@ -333,18 +342,25 @@ impl Gateway {
             ));
         };
         let mut conn = self.conn().await?;
-        let (previous, row) = upsert_from_platform(&mut conn, &info, &locale).await?;
-        if previous.as_deref() != Some(row.status.as_str()) {
-            warden_store::audit::record(
-                &mut conn,
-                ACTOR,
-                "template_status_synced",
-                "template",
-                &format!("{}/{}", row.name, row.locale),
-                json!({"from": previous, "to": row.status, "source": "sync_template_status", "platform_id": row.platform_id}),
-            )
+        let (info_ref, locale_ref) = (&info, &locale);
+        // The template row and its audit entry are written together or not at all.
+        let (previous, row) = conn
+            .transaction::<_, ToolError, _>(async |c| {
+                let (previous, row) = upsert_from_platform(c, info_ref, locale_ref).await?;
+                if previous.as_deref() != Some(row.status.as_str()) {
+                    warden_store::audit::record(
+                        c,
+                        ACTOR,
+                        "template_status_synced",
+                        "template",
+                        &format!("{}/{}", row.name, row.locale),
+                        json!({"from": previous, "to": row.status, "source": "sync_template_status", "platform_id": row.platform_id}),
+                    )
+                    .await?;
+                }
+                Ok((previous, row))
+            })
             .await?;
-        }
         let rejected = row.status == "REJECTED";
         Ok(SyncTemplateOut {
             template_name: row.name,

@@ -11,7 +11,7 @@ use serde_json::{Map, Value, json};
 use uuid::Uuid;
 use warden_core::SendKind;
 use warden_rules::audience::AudienceFilter;
-use warden_rules::kinds::{Category, MessageType, TemplateCategory};
+use warden_rules::kinds::{ContentKind, MessageType, TemplateCategory};
 use warden_store::models::Campaign;
 use warden_store::schema::{campaigns, messages};
 
@@ -40,7 +40,8 @@ impl Gateway {
         description = "Schedule one message for later. content is JSON with a type and a typed body: \
 {\"type\":\"text\",\"text\":{\"body\":\"...\"}} (free-form; message_type service) or \
 {\"type\":\"template\",\"template\":{\"name\":\"...\",\"language\":\"en\",\"variables\":[\"...\"]}} (message_type template, \
-marketing or utility). Only opt-out is checked now; the full compliance check (care window, cap, policies) runs again at \
+marketing or utility). The rules follow the content, not message_type: text always needs the care window, a template \
+counts as its stored category. Only opt-out is checked now; the full compliance check (care window, cap, policies) runs again at \
 delivery, and a message refused then ends failed with the reason. Returns message_id (track it with get_delivery_status), \
 status \"scheduled\", deliver_at, customer_id. Errors: USER_OPTED_OUT (do not message them), INVALID_ARGUMENT (bad or \
 past deliver_at, malformed content, variables not matching the template), NOT_FOUND (no such template), UNAVAILABLE.",
@@ -262,9 +263,14 @@ impl Gateway {
                 t.category.parse::<TemplateCategory>().ok()
             }
         };
-        let category = message_type
-            .effective_category(template_category)
-            .unwrap_or(Category::Utility);
+        // The content decides (CONTRACT.md "Compliance decisions"): text is free-form
+        // whatever message_type says, a template counts by its stored category. The full
+        // decision runs again at dispatch through the core send path.
+        let category = match template_category {
+            Some(t) => ContentKind::Template(t),
+            None => ContentKind::FreeForm,
+        }
+        .category();
         // Opt-out is the one check at scheduling time; the rest runs at dispatch.
         if let Some(customer) = warden_core::customers::find(&mut conn, &phone).await?
             && let Some(refusal) = warden_rules::compliance::opt_out_refusal(

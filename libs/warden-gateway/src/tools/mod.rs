@@ -62,8 +62,16 @@ pub(crate) fn check_text(key: &str, text: &str) -> ToolResult<()> {
 /// The longest template variable value taken (a template body's own limit).
 pub(crate) const MAX_VARIABLE_CHARS: usize = warden_rules::templates::MAX_BODY_CHARS;
 
-/// Every variable value has at most [`MAX_VARIABLE_CHARS`] characters.
+/// Every variable value has at most [`MAX_VARIABLE_CHARS`] characters and is text the
+/// platform takes in a template parameter (no newline, tab or control character, at most
+/// four spaces in a row).
 pub(crate) fn check_variables(key: &str, variables: &[String]) -> ToolResult<()> {
+    warden_rules::templates::check_parameters(variables).map_err(|e| {
+        ToolError::invalid(
+            format!("The parameter `{key}`: {e}."),
+            "Give each value on one line, without tabs or runs of more than four spaces.",
+        )
+    })?;
     for (i, v) in variables.iter().enumerate() {
         let n = v.chars().count();
         if n > MAX_VARIABLE_CHARS {

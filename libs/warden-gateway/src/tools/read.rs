@@ -207,11 +207,11 @@ impl Gateway {
         let now = Utc::now();
         let marketing = self
             .core()
-            .check(&phone, MessageType::Marketing, None, now)
+            .check(&phone, MessageType::Marketing.described_content(), now)
             .await?;
         let utility = self
             .core()
-            .check(&phone, MessageType::Utility, None, now)
+            .check(&phone, MessageType::Utility.described_content(), now)
             .await?;
         Ok(ConversationOut {
             customer_id: phone.digits().to_string(),
@@ -256,10 +256,14 @@ impl Gateway {
         let now = Utc::now();
         let core = self.core();
         let marketing = core
-            .check(&phone, MessageType::Marketing, None, now)
+            .check(&phone, MessageType::Marketing.described_content(), now)
             .await?;
-        let utility = core.check(&phone, MessageType::Utility, None, now).await?;
-        let service = core.check(&phone, MessageType::Service, None, now).await?;
+        let utility = core
+            .check(&phone, MessageType::Utility.described_content(), now)
+            .await?;
+        let service = core
+            .check(&phone, MessageType::Service.described_content(), now)
+            .await?;
         Ok(CustomerContextOut {
             customer_id: phone.digits().to_string(),
             channel: channel.to_string(),

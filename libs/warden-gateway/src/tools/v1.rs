@@ -4,7 +4,7 @@ use chrono::Utc;
 use rmcp::model::{CallToolResult, JsonObject};
 use rmcp::{tool, tool_router};
 use warden_core::{RefusalMode, SendError, SendKind, SendRequest};
-use warden_rules::kinds::{MessageType, TemplateCategory};
+use warden_rules::kinds::MessageType;
 
 use crate::args::Args;
 use crate::error::{ToolError, ToolResult};
@@ -98,13 +98,12 @@ impl Gateway {
         )?;
         let message_type = parse_message_type(&raw_type)?;
         let channel = a.channel()?;
-        // A template send is judged by its template's category; without a template the
-        // least restrictive template category (utility) answers "may any template go".
-        let template_category =
-            (message_type == MessageType::Template).then_some(TemplateCategory::Utility);
+        // No content here: message_type describes it (service = free-form, marketing =
+        // a marketing template, ...; `template` = the least restricted, utility). The
+        // same content judged by a send gets the same answer.
         let decision = self
             .core()
-            .check(&phone, message_type, template_category, Utc::now())
+            .check(&phone, message_type.described_content(), Utc::now())
             .await?;
         let mut explanation = decision.human_explanation;
         if message_type == MessageType::Template {

@@ -1,0 +1,157 @@
+//! The last look before the platform call, and what a retry may not undo.
+//!
+//! A message accepted minutes ago may have lost its right to leave since: the customer
+//! wrote STOP, the care window closed under a scheduled free-form text, the template was
+//! paused. The dispatcher asks [`before_send`] right before it calls the platform; the rule
+//! itself is pure (`warden_rules::compliance::recheck`), this gathers its facts in one
+//! indexed query and, on a refusal, ends the message `failed` with a `compliance` error
+//! (`can_retry: false`). [`retry_refusal`] is why retry_failed_messages leaves such a
+//! message alone: resending it would only be refused again, or worse, slip past a rule.
+
+use chrono::{DateTime, Utc};
+use diesel::prelude::*;
+use diesel_async::{AsyncConnection, RunQueryDsl};
+use serde_json::json;
+use uuid::Uuid;
+use warden_rules::compliance::{Decision, RecheckInput};
+use warden_rules::kinds::{ContentKind, TemplateCategory};
+use warden_store::PgPool;
+use warden_store::models::Message;
+use warden_store::schema::{conversations, customers, messages, templates};
+
+use crate::CoreError;
+
+/// The recheck's answer.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Recheck {
+    /// Nothing changed that forbids it: call the platform.
+    Send,
+    /// Refused; the message is now `failed` with a compliance error (or was settled by
+    /// someone else meanwhile). Do not call the platform.
+    Refused(Decision),
+}
+
+type Facts = (
+    Option<String>,
+    Option<String>,
+    Option<String>,
+    Option<bool>,
+    Option<bool>,
+    Option<DateTime<Utc>>,
+);
+
+/// Loads what the recheck needs in one query: the message's template (its category and
+/// status now), the customer's opt-outs and the conversation's last inbound time.
+async fn facts(
+    conn: &mut diesel_async::AsyncPgConnection,
+    message_id: Uuid,
+) -> QueryResult<Option<Facts>> {
+    messages::table
+        .left_join(customers::table.on(customers::phone.eq(messages::customer_phone)))
+        .left_join(
+            conversations::table.on(conversations::customer_phone
+                .eq(messages::customer_phone)
+                .and(conversations::channel.eq(messages::channel))),
+        )
+        .left_join(
+            templates::table.on(templates::name
+                .nullable()
+                .eq(messages::template_name)
+                .and(templates::locale.nullable().eq(messages::template_locale))),
+        )
+        .filter(messages::id.eq(message_id))
+        .select((
+            messages::template_name,
+            templates::category.nullable(),
+            templates::status.nullable(),
+            customers::opt_in_marketing.nullable(),
+            customers::opt_in_utility.nullable(),
+            conversations::last_inbound_at.nullable(),
+        ))
+        .first::<Facts>(conn)
+        .await
+        .optional()
+}
+
+/// Re-checks opt-out, the care window (free-form) and the template's status of a message
+/// about to be handed to the platform. On a refusal the message ends `failed` (category
+/// `compliance`, the reason code in its explanation, `can_retry: false`), audited as
+/// `actor`. A message whose row is gone is left to the caller (`Send`: it finds out).
+pub async fn before_send(pg: &PgPool, message_id: Uuid, actor: &str) -> Result<Recheck, CoreError> {
+    let mut conn = pg.get().await?;
+    let Some((template_name, category, status, opt_in_marketing, opt_in_utility, last_inbound)) =
+        facts(&mut conn, message_id).await?
+    else {
+        return Ok(Recheck::Send);
+    };
+    let content = match &template_name {
+        None => ContentKind::FreeForm,
+        // A template whose row is gone is refused for its status; its category then
+        // does not matter.
+        Some(_) => ContentKind::Template(
+            category
+                .and_then(|c| c.parse::<TemplateCategory>().ok())
+                .unwrap_or(TemplateCategory::Utility),
+        ),
+    };
+    let now = Utc::now();
+    // A customer without a row has never opted out (new customers start opted in).
+    let input = RecheckInput {
+        content,
+        template_status: status,
+        opted_out_marketing: opt_in_marketing == Some(false),
+        opted_out_utility: opt_in_utility == Some(false),
+        last_inbound_at: last_inbound,
+        now,
+    };
+    let Some(decision) = warden_rules::compliance::recheck(&input) else {
+        return Ok(Recheck::Send);
+    };
+    let error = crate::knowledge::compliance_error(
+        decision.reason_code.as_str(),
+        &decision.human_explanation,
+        &decision.suggested_action,
+    );
+    let (error_ref, decision_ref) = (&error, &decision);
+    conn.transaction::<_, diesel::result::Error, _>(async |c| {
+        let changed =
+            crate::outcomes::apply_status(c, message_id, "failed", now, None, Some(error_ref))
+                .await?;
+        if changed {
+            warden_store::audit::record(
+                c,
+                actor,
+                "message_refused_at_dispatch",
+                "message",
+                &message_id.to_string(),
+                json!({
+                    "reason_code": decision_ref.reason_code.as_str(),
+                    "explanation": decision_ref.human_explanation,
+                    "stage": "before_platform_call",
+                }),
+            )
+            .await?;
+        }
+        Ok(())
+    })
+    .await?;
+    tracing::info!(%message_id, reason_code = decision.reason_code.as_str(),
+        "refused right before the platform call");
+    Ok(Recheck::Refused(decision))
+}
+
+/// Why retry_failed_messages must not resend this failed message, if it must not: it
+/// failed a compliance check (or carries an error marked not retryable by whoever
+/// recorded it). Platform errors without that mark are judged by the error catalogue.
+pub fn retry_refusal(message: &Message) -> Option<String> {
+    if message.error_category.as_deref() == Some("compliance") {
+        let why = message
+            .error_explanation
+            .as_deref()
+            .unwrap_or("a compliance check refused it");
+        return Some(format!(
+            "not retried: it failed a compliance check ({why}), which a retry cannot change; send a new message once check_compliance allows it"
+        ));
+    }
+    None
+}

@@ -1,0 +1,528 @@
+//! Property test over the real entry paths (issue 22): the same customer state and the same
+//! content get the same decision and reason code from check_compliance, send_message,
+//! reply_customer, send_template, schedule_message (at scheduling and at dispatch, as the
+//! scheduler builds the send), a campaign recipient (as the scheduler builds it),
+//! retry_failed_messages and the dispatcher's recheck, whatever `message_type` the caller
+//! gives, and that decision is the rule table's. Every case runs each path on a fresh
+//! customer set up in that state, against real Postgres, Redis and NATS.
+
+mod common;
+
+use chrono::{TimeDelta, Utc};
+use common::*;
+use diesel::prelude::*;
+use diesel_async::RunQueryDsl;
+use proptest::prelude::*;
+use proptest::test_runner::{Config, TestCaseError, TestRunner};
+use serde_json::{Value, json};
+use uuid::Uuid;
+use warden_core::{Core, Recheck, RefusalMode, SendError, SendKind, SendRequest};
+use warden_rules::kinds::MessageType;
+use warden_rules::phone::canonicalize;
+use warden_store::schema::{conversations, message_frequencies, messages};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Window {
+    Open,
+    Closed,
+    Never,
+    Implausible,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum OptOut {
+    None,
+    Marketing,
+    All,
+}
+
+#[derive(Clone, Debug)]
+struct State {
+    window: Window,
+    opt_out: OptOut,
+    cap_reached: bool,
+    tags: Vec<&'static str>,
+    us: bool,
+}
+
+/// What is sent: free text, or one of the test templates (stored category / status).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Content {
+    Text,
+    Marketing,
+    Utility,
+    Authentication,
+    /// A utility template that is PAUSED.
+    Paused,
+}
+
+impl Content {
+    fn template(self) -> Option<&'static str> {
+        match self {
+            Content::Text => None,
+            Content::Marketing => Some("pt_marketing"),
+            Content::Utility => Some("pt_utility"),
+            Content::Authentication => Some("pt_authentication"),
+            Content::Paused => Some("pt_paused"),
+        }
+    }
+    fn category(self) -> &'static str {
+        match self {
+            Content::Text => "service",
+            Content::Marketing => "marketing",
+            Content::Utility | Content::Paused => "utility",
+            Content::Authentication => "authentication",
+        }
+    }
+    fn json(self) -> Value {
+        match self.template() {
+            None => json!({"type": "text", "text": {"body": "Your order shipped."}}),
+            Some(name) => json!({"type": "template",
+                "template": {"name": name, "language": "en", "variables": ["Ana"]}}),
+        }
+    }
+    fn kind(self) -> SendKind {
+        SendKind::from_content(&self.json()).unwrap()
+    }
+}
+
+/// The rule table by hand (the same as warden-rules' tests/rule_table.rs), for the test
+/// policy file: the content's category decides; order template status, opt-out, window
+/// (free-form), cap (marketing), then policies in file order.
+fn table(s: &State, c: Content) -> &'static str {
+    if c == Content::Paused {
+        return "TEMPLATE_NOT_APPROVED";
+    }
+    compliance_table(s, c)
+}
+
+fn compliance_table(s: &State, c: Content) -> &'static str {
+    let cat = c.category();
+    let has = |t: &str| s.tags.iter().any(|x| x.eq_ignore_ascii_case(t));
+    let opted_out = if cat == "marketing" {
+        s.opt_out != OptOut::None
+    } else {
+        s.opt_out == OptOut::All
+    };
+    if opted_out {
+        return "USER_OPTED_OUT";
+    }
+    if cat == "service" && s.window != Window::Open {
+        return "TEMPLATE_REQUIRED";
+    }
+    if cat == "marketing" && s.cap_reached {
+        return "FREQUENCY_CAP_EXCEEDED";
+    }
+    if cat == "marketing" && (has("vip") || s.us) {
+        return "POLICY_RESTRICTION";
+    }
+    if has("blocked") {
+        return "POLICY_RESTRICTION";
+    }
+    "OK"
+}
+
+/// What the dispatcher re-checks: template status, opt-out, window.
+fn recheck_table(s: &State, c: Content) -> &'static str {
+    match table(s, c) {
+        code @ ("TEMPLATE_NOT_APPROVED" | "USER_OPTED_OUT" | "TEMPLATE_REQUIRED") => code,
+        _ => "OK",
+    }
+}
+
+fn us_phone() -> String {
+    let n = Uuid::new_v4().as_u128() % 10_000_000;
+    format!("1415{n:07}")
+}
+
+/// A fresh customer in state `s`; returns its canonical number.
+async fn customer(h: &Harness, s: &State) -> String {
+    let phone = if s.us { us_phone() } else { phone() };
+    let p = canonicalize(&phone).unwrap();
+    {
+        let mut c = h.conn().await;
+        warden_core::customers::ensure(&mut c, &p).await.unwrap();
+    }
+    h.tag(&phone, &s.tags).await;
+    match s.opt_out {
+        OptOut::None => {}
+        OptOut::Marketing => h.opt_out(&phone, false).await,
+        OptOut::All => h.opt_out(&phone, true).await,
+    }
+    if s.cap_reached {
+        let mut c = h.conn().await;
+        for _ in 0..2 {
+            diesel::insert_into(message_frequencies::table)
+                .values((
+                    message_frequencies::customer_phone.eq(p.digits()),
+                    message_frequencies::category.eq("marketing"),
+                    message_frequencies::message_id.eq(Uuid::now_v7()),
+                ))
+                .execute(&mut c)
+                .await
+                .unwrap();
+        }
+    }
+    let now = Utc::now();
+    match s.window {
+        Window::Never => {}
+        Window::Open => {
+            h.inbound(&phone, now - TimeDelta::hours(1)).await;
+        }
+        Window::Closed => {
+            h.inbound(&phone, now - TimeDelta::hours(25)).await;
+        }
+        Window::Implausible => {
+            // A timestamp from the future (as a broken or forged webhook would carry),
+            // stored directly: the decision must not trust it.
+            h.inbound(&phone, now - TimeDelta::hours(30)).await;
+            let mut c = h.conn().await;
+            diesel::update(
+                conversations::table.filter(conversations::customer_phone.eq(p.digits())),
+            )
+            .set(conversations::last_inbound_at.eq(now + TimeDelta::days(2)))
+            .execute(&mut c)
+            .await
+            .unwrap();
+            Core::new(h.deps.clone(), "test")
+                .windows()
+                .forget(p.digits(), "whatsapp")
+                .await;
+        }
+    }
+    p.digits().to_string()
+}
+
+/// A message row of `c` for `phone` in `status` (as an earlier acceptance left it).
+async fn message_row(h: &Harness, phone: &str, c: Content, label: &str, status: &str) -> Uuid {
+    let id = Uuid::now_v7();
+    let mut conn = h.conn().await;
+    diesel::insert_into(messages::table)
+        .values((
+            messages::id.eq(id),
+            messages::customer_phone.eq(phone),
+            messages::channel.eq("whatsapp"),
+            messages::direction.eq("outbound"),
+            messages::message_type.eq(label),
+            messages::category.eq(c.category()),
+            messages::status.eq(status),
+            messages::content.eq(c.json()),
+            messages::template_name.eq(c.template()),
+            messages::template_locale.eq(c.template().map(|_| "en")),
+        ))
+        .execute(&mut conn)
+        .await
+        .unwrap();
+    id
+}
+
+/// The reason code a recorded refusal carries (`CODE: explanation`), or OK when queued.
+async fn row_outcome(h: &Harness, id: &str) -> String {
+    let m = h.message(id).await;
+    match m.status.as_str() {
+        "queued" => "OK".into(),
+        "failed" => {
+            assert_eq!(m.error_category.as_deref(), Some("compliance"), "{m:?}");
+            assert_eq!(m.error_can_retry, Some(false));
+            let e = m.error_explanation.unwrap_or_default();
+            e.split(':').next().unwrap_or_default().to_string()
+        }
+        other => panic!("unexpected status {other}"),
+    }
+}
+
+fn code_of(is_error: bool, v: &Value) -> String {
+    if is_error {
+        v["error"]["code"].as_str().unwrap_or_default().to_string()
+    } else {
+        "OK".into()
+    }
+}
+
+const LABELS: [&str; 5] = [
+    "marketing",
+    "utility",
+    "authentication",
+    "service",
+    "template",
+];
+
+/// Runs every entry path for one (state, content, label) and checks each against the table.
+async fn one_case(h: &Harness, s: &State, c: Content, label: &str) -> Result<(), TestCaseError> {
+    let core = Core::new(h.deps.clone(), "test");
+    let expected = table(s, c);
+    let ctx = format!("{s:?} {c:?} label={label}");
+
+    // check_compliance: asked with the label that describes the content.
+    if c != Content::Paused {
+        let phone = customer(h, s).await;
+        let described = if c == Content::Text {
+            "service"
+        } else {
+            c.category()
+        };
+        let v = h
+            .ok(
+                "check_compliance",
+                json!({"customer_id": phone, "message_type": described}),
+            )
+            .await;
+        prop_assert_eq!(
+            v["reason_code"].as_str().unwrap(),
+            expected,
+            "check_compliance {}",
+            ctx
+        );
+    }
+
+    // The tools that send now.
+    match c {
+        Content::Text => {
+            let phone = customer(h, s).await;
+            let (e, v) = h
+                .call("send_message", json!({"to": phone, "text": "Hi"}))
+                .await;
+            prop_assert_eq!(code_of(e, &v), expected, "send_message {} {}", ctx, v);
+            let phone = customer(h, s).await;
+            let (e, v) = h
+                .call(
+                    "reply_customer",
+                    json!({"customer_id": phone, "message_text": "Hi"}),
+                )
+                .await;
+            let reply = if expected == "TEMPLATE_REQUIRED" {
+                "WINDOW_CLOSED"
+            } else {
+                expected
+            };
+            prop_assert_eq!(code_of(e, &v), reply, "reply_customer {} {}", ctx, v);
+        }
+        _ => {
+            let phone = customer(h, s).await;
+            let (e, v) = h
+                .call(
+                    "send_template",
+                    json!({"to": phone, "template_name": c.template().unwrap(), "variables": ["Ana"]}),
+                )
+                .await;
+            prop_assert_eq!(code_of(e, &v), expected, "send_template {} {}", ctx, v);
+        }
+    }
+
+    // schedule_message with the caller's label: opt-out is judged at scheduling (by the
+    // content's category), the rest when the scheduler sends it.
+    if !(c == Content::Text && label == "template") {
+        let phone = customer(h, s).await;
+        let deliver_at = (Utc::now() + TimeDelta::minutes(30)).to_rfc3339();
+        let (e, v) = h
+            .call(
+                "schedule_message",
+                json!({"customer_id": phone, "message_type": label, "content": c.json(),
+                       "deliver_at": deliver_at}),
+            )
+            .await;
+        let at_scheduling = if compliance_table(s, c) == "USER_OPTED_OUT" {
+            "USER_OPTED_OUT"
+        } else {
+            "OK"
+        };
+        prop_assert_eq!(
+            code_of(e, &v),
+            at_scheduling,
+            "schedule_message {} {}",
+            ctx,
+            v
+        );
+        if !e {
+            let id = v["message_id"].as_str().unwrap().to_string();
+            let row = h.message(&id).await;
+            prop_assert_eq!(
+                row.category.as_str(),
+                c.category(),
+                "stored category {}",
+                ctx
+            );
+            // What warden-scheduler does at deliver_at (messages.rs build_request).
+            let result = core
+                .send(SendRequest {
+                    phone: canonicalize(&phone).unwrap(),
+                    channel: "whatsapp".into(),
+                    kind: SendKind::from_content(&row.content).unwrap(),
+                    message_type: row.message_type.parse::<MessageType>().unwrap(),
+                    campaign_id: None,
+                    existing_message_id: Some(row.id),
+                    refusal: RefusalMode::RecordFailed,
+                    actor: "scheduler",
+                })
+                .await;
+            prop_assert!(
+                matches!(result, Ok(_) | Err(SendError::RefusedRecorded { .. })),
+                "{ctx}: {result:?}"
+            );
+            prop_assert_eq!(
+                row_outcome(h, &id).await,
+                expected,
+                "scheduled dispatch {}",
+                ctx
+            );
+        }
+    }
+
+    // A campaign recipient, as warden-scheduler's campaigns.rs builds it.
+    if c != Content::Text {
+        let phone = customer(h, s).await;
+        let result = core
+            .send(SendRequest {
+                phone: canonicalize(&phone).unwrap(),
+                channel: "whatsapp".into(),
+                kind: c.kind(),
+                message_type: MessageType::Template,
+                campaign_id: None,
+                existing_message_id: None,
+                refusal: RefusalMode::RecordFailed,
+                actor: "scheduler",
+            })
+            .await;
+        let got = match &result {
+            Ok(a) => row_outcome(h, &a.message_id.to_string()).await,
+            Err(SendError::RefusedRecorded { message_id, .. }) => {
+                row_outcome(h, &message_id.to_string()).await
+            }
+            Err(other) => panic!("{ctx}: {other:?}"),
+        };
+        prop_assert_eq!(got, expected, "campaign recipient {}", ctx);
+    }
+
+    // retry_failed_messages of a message that failed with a retryable platform error.
+    {
+        let phone = customer(h, s).await;
+        let id = message_row(h, &phone, c, label, "queued").await;
+        h.fail(&id.to_string(), 131000).await;
+        let v = h
+            .ok(
+                "retry_failed_messages",
+                json!({"message_ids": [id.to_string()]}),
+            )
+            .await;
+        let item = &v["results"][0];
+        if expected == "OK" {
+            prop_assert_eq!(
+                item["status"].as_str(),
+                Some("retried"),
+                "retry {} {}",
+                ctx,
+                v
+            );
+        } else {
+            prop_assert_eq!(
+                item["status"].as_str(),
+                Some("skipped"),
+                "retry {} {}",
+                ctx,
+                v
+            );
+            let reason = item["reason"].as_str().unwrap_or_default();
+            prop_assert!(
+                reason.contains(&format!("({expected})")),
+                "retry {} {}",
+                ctx,
+                v
+            );
+        }
+    }
+
+    // The dispatcher's recheck of a queued message, right before the platform call.
+    {
+        let phone = customer(h, s).await;
+        let id = message_row(h, &phone, c, label, "queued").await;
+        let got = match warden_core::recheck::before_send(&h.deps.pg, id, "dispatcher")
+            .await
+            .unwrap()
+        {
+            Recheck::Send => "OK".to_string(),
+            Recheck::Refused(d) => {
+                prop_assert_eq!(
+                    row_outcome(h, &id.to_string()).await,
+                    d.reason_code.as_str()
+                );
+                d.reason_code.as_str().to_string()
+            }
+        };
+        prop_assert_eq!(got, recheck_table(s, c), "dispatcher recheck {}", ctx);
+    }
+    Ok(())
+}
+
+fn state() -> impl Strategy<Value = State> {
+    (
+        prop_oneof![
+            Just(Window::Open),
+            Just(Window::Closed),
+            Just(Window::Never),
+            Just(Window::Implausible)
+        ],
+        prop_oneof![
+            Just(OptOut::None),
+            Just(OptOut::Marketing),
+            Just(OptOut::All)
+        ],
+        any::<bool>(),
+        proptest::sample::subsequence(vec!["vip", "VIP", "blocked", "Blocked", "gold"], 0..2),
+        any::<bool>(),
+    )
+        .prop_map(|(window, opt_out, cap_reached, tags, us)| State {
+            window,
+            opt_out,
+            cap_reached,
+            tags,
+            us,
+        })
+}
+
+fn content() -> impl Strategy<Value = Content> {
+    prop_oneof![
+        Just(Content::Text),
+        Just(Content::Marketing),
+        Just(Content::Utility),
+        Just(Content::Authentication),
+        Just(Content::Paused),
+    ]
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_entry_path_gives_the_rule_tables_decision_whatever_the_label() {
+    let h = Harness::start().await;
+    for (name, category, status) in [
+        ("pt_marketing", "marketing", "APPROVED"),
+        ("pt_utility", "utility", "APPROVED"),
+        ("pt_authentication", "authentication", "APPROVED"),
+        ("pt_paused", "utility", "PAUSED"),
+    ] {
+        h.insert_template(name, "en", category, status, "Hello {{1}}")
+            .await;
+    }
+    let cases: u32 = std::env::var("COMPLIANCE_PATH_CASES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(128);
+    let mut runner = TestRunner::new(Config {
+        cases,
+        failure_persistence: None,
+        ..Config::default()
+    });
+    let handle = tokio::runtime::Handle::current();
+    let strategy = (
+        state(),
+        content(),
+        proptest::sample::select(LABELS.to_vec()),
+    );
+    // proptest drives synchronously; each case runs on this test's runtime.
+    let result = tokio::task::block_in_place(|| {
+        runner.run(&strategy, |(s, c, label)| {
+            handle.block_on(one_case(&h, &s, c, label))
+        })
+    });
+    if let Err(e) = result {
+        panic!("{e}");
+    }
+}
