@@ -1,13 +1,13 @@
 //! Cancelled campaigns: their queued-but-unsent messages end `failed` ("campaign
-//! cancelled") and count in the campaign's failed_count.
+//! cancelled", error category `campaign`), which the counter triggers count in the
+//! campaign's cancelled_count (not failed_count: they were never tried).
 //!
 //! warden-core has no bulk outcome: `outcomes::apply_status` moves one message (with
 //! several statements each). A cancelled 100k campaign can leave tens of thousands of
 //! queued rows, so this module does the same move in bulk, in one statement per batch:
-//! status `failed`, failed_at, the error fields, lease cleared, and failed_count of the
-//! campaign incremented by exactly the rows moved. Only rows still `queued` are touched
-//! (`sending` ones are at the platform already and settle through the webhook), and
-//! `FOR UPDATE SKIP LOCKED` keeps it off rows a dispatcher is claiming right now.
+//! status `failed`, failed_at, the error fields, lease cleared. Only rows still `queued`
+//! are touched (`sending` ones are at the platform already and settle through the
+//! webhook), and `FOR UPDATE SKIP LOCKED` keeps it off rows a dispatcher is claiming now.
 
 use diesel::sql_types::{BigInt, Text, Uuid as SqlUuid};
 use diesel_async::{AsyncConnection, RunQueryDsl};
@@ -51,12 +51,8 @@ pub(crate) async fn fail_unsent(s: &Scheduler, report: &mut TickReport) -> anyho
                                 error_code = 0, error_category = $2, error_can_retry = false,
                                 error_explanation = $3, error_suggested_action = $4
                          FROM doomed WHERE m.id = doomed.id AND m.status = 'queued'
-                         RETURNING m.campaign_id),
-                     per_campaign AS (
-                         SELECT campaign_id, count(*) AS n FROM failed GROUP BY campaign_id)
-                     UPDATE campaigns c SET failed_count = c.failed_count + p.n::int4, updated_at = now()
-                     FROM per_campaign p WHERE c.id = p.campaign_id
-                     RETURNING c.id AS campaign_id, p.n",
+                         RETURNING m.campaign_id)
+                     SELECT campaign_id, count(*) AS n FROM failed GROUP BY campaign_id ORDER BY campaign_id",
                 )
                 .bind::<BigInt, _>(BATCH)
                 .bind::<Text, _>(CANCELLED_CATEGORY)
