@@ -1,7 +1,7 @@
 -- Campaign counters (issue 22, hole 13): each recipient is counted once, in the latest
 -- state of its message. Every writer of `messages` (send path, dispatcher, webhook,
--- scheduler) moves a recipient between buckets through the statement triggers below, in
--- the same transaction as the status change, so the counters always equal what the rows
+-- scheduler) moves a recipient between buckets through the trigger below, in the same
+-- transaction as the status change, so committed counters always equal what the rows
 -- say. Buckets: sent (sent), delivered (delivered, read; also in sent_count), failed,
 -- cancelled (failed with error category `campaign`: the campaign was cancelled before it
 -- went out), pending (anything else: no counter). Never-queued recipients of a cancelled
@@ -19,72 +19,44 @@ RETURNS TEXT LANGUAGE sql IMMUTABLE AS $$
     END
 $$;
 
--- Both triggers sum one statement's bucket moves per campaign (a bulk update is one
--- UPDATE of each campaign row) and lock the campaign rows in id order, so two bulk
--- statements never take them in opposite orders.
-CREATE OR REPLACE FUNCTION warden_campaign_counters_on_update() RETURNS TRIGGER
+-- The move of one row, applied when its transaction commits (a deferred constraint
+-- trigger): a transaction locks its message rows first and the campaign row last, only
+-- at commit, so counter updates never hold a campaign row while waiting for a message
+-- row, and pause/resume/cancel (which lock only the campaign row) wait at most for a
+-- commit in progress. A row changed twice in one transaction moves twice; the sum is the
+-- move from its first state to its last.
+CREATE OR REPLACE FUNCTION warden_campaign_counters_move() RETURNS TRIGGER
 LANGUAGE plpgsql AS $$
+DECLARE
+    old_b TEXT := 'pending';
+    new_b TEXT;
 BEGIN
-    WITH moves AS (
-        SELECT n.campaign_id,
-               warden_campaign_bucket(o.status, o.error_category) AS old_b,
-               warden_campaign_bucket(n.status, n.error_category) AS new_b
-        FROM warden_new_rows n JOIN warden_old_rows o ON o.id = n.id
-        WHERE n.campaign_id IS NOT NULL),
-    deltas AS (
-        SELECT campaign_id,
-               sum((new_b IN ('sent', 'delivered'))::int - (old_b IN ('sent', 'delivered'))::int) AS sent,
-               sum((new_b = 'delivered')::int - (old_b = 'delivered')::int) AS delivered,
-               sum((new_b = 'failed')::int - (old_b = 'failed')::int) AS failed,
-               sum((new_b = 'cancelled')::int - (old_b = 'cancelled')::int) AS cancelled
-        FROM moves WHERE old_b <> new_b GROUP BY campaign_id),
-    locked AS (
-        SELECT c.id FROM campaigns c JOIN deltas d ON d.campaign_id = c.id
-        WHERE d.sent <> 0 OR d.delivered <> 0 OR d.failed <> 0 OR d.cancelled <> 0
-        ORDER BY c.id FOR NO KEY UPDATE OF c)
+    IF NEW.campaign_id IS NULL THEN
+        RETURN NULL;
+    END IF;
+    IF TG_OP = 'UPDATE' THEN
+        old_b := warden_campaign_bucket(OLD.status, OLD.error_category);
+    END IF;
+    new_b := warden_campaign_bucket(NEW.status, NEW.error_category);
+    IF old_b = new_b THEN
+        RETURN NULL;
+    END IF;
     UPDATE campaigns c
-       SET sent_count = c.sent_count + d.sent, delivered_count = c.delivered_count + d.delivered,
-           failed_count = c.failed_count + d.failed, cancelled_count = c.cancelled_count + d.cancelled,
+       SET sent_count = c.sent_count + (new_b IN ('sent', 'delivered'))::int - (old_b IN ('sent', 'delivered'))::int,
+           delivered_count = c.delivered_count + (new_b = 'delivered')::int - (old_b = 'delivered')::int,
+           failed_count = c.failed_count + (new_b = 'failed')::int - (old_b = 'failed')::int,
+           cancelled_count = c.cancelled_count + (new_b = 'cancelled')::int - (old_b = 'cancelled')::int,
            updated_at = now()
-      FROM deltas d JOIN locked l ON l.id = d.campaign_id
-     WHERE c.id = d.campaign_id;
+     WHERE c.id = NEW.campaign_id;
     RETURN NULL;
 END
 $$;
 
-CREATE OR REPLACE FUNCTION warden_campaign_counters_on_insert() RETURNS TRIGGER
-LANGUAGE plpgsql AS $$
-BEGIN
-    WITH deltas AS (
-        SELECT campaign_id,
-               sum((b IN ('sent', 'delivered'))::int) AS sent,
-               sum((b = 'delivered')::int) AS delivered,
-               sum((b = 'failed')::int) AS failed,
-               sum((b = 'cancelled')::int) AS cancelled
-        FROM (SELECT campaign_id, warden_campaign_bucket(status, error_category) AS b
-              FROM warden_new_rows WHERE campaign_id IS NOT NULL) x
-        WHERE b <> 'pending' GROUP BY campaign_id),
-    locked AS (
-        SELECT c.id FROM campaigns c JOIN deltas d ON d.campaign_id = c.id
-        ORDER BY c.id FOR NO KEY UPDATE OF c)
-    UPDATE campaigns c
-       SET sent_count = c.sent_count + d.sent, delivered_count = c.delivered_count + d.delivered,
-           failed_count = c.failed_count + d.failed, cancelled_count = c.cancelled_count + d.cancelled,
-           updated_at = now()
-      FROM deltas d JOIN locked l ON l.id = d.campaign_id
-     WHERE c.id = d.campaign_id;
-    RETURN NULL;
-END
-$$;
-
-DROP TRIGGER IF EXISTS messages_campaign_counters_update ON messages;
-CREATE TRIGGER messages_campaign_counters_update AFTER UPDATE ON messages
-    REFERENCING OLD TABLE AS warden_old_rows NEW TABLE AS warden_new_rows
-    FOR EACH STATEMENT EXECUTE FUNCTION warden_campaign_counters_on_update();
-DROP TRIGGER IF EXISTS messages_campaign_counters_insert ON messages;
-CREATE TRIGGER messages_campaign_counters_insert AFTER INSERT ON messages
-    REFERENCING NEW TABLE AS warden_new_rows
-    FOR EACH STATEMENT EXECUTE FUNCTION warden_campaign_counters_on_insert();
+DROP TRIGGER IF EXISTS messages_campaign_counters ON messages;
+CREATE CONSTRAINT TRIGGER messages_campaign_counters
+    AFTER INSERT OR UPDATE OF status, error_category ON messages
+    DEFERRABLE INITIALLY DEFERRED
+    FOR EACH ROW EXECUTE FUNCTION warden_campaign_counters_move();
 
 -- Existing campaigns: counters recomputed from the rows once (they may have counted a
 -- recipient twice).

@@ -14,10 +14,11 @@
 //! **Counters.** Each recipient is counted once, in its message's latest state:
 //! `sent_count` (sent, delivered, read), `delivered_count` (delivered, read; part of
 //! sent), `failed_count`, `cancelled_count` (never sent because the campaign was
-//! cancelled), and pending (accepted, not final). Triggers on `messages` (migration
-//! `2026-11-23-280001_campaign_counters`) move a recipient from one bucket to another in
-//! the statement that changes its row, whoever writes it, so the counters always add up
-//! to the recipients reached.
+//! cancelled), and pending (accepted, not final). A deferred trigger on `messages`
+//! (migration `2026-11-23-280001_campaign_counters`) moves a recipient from one bucket to
+//! another when the transaction that changed its row commits, whoever wrote it, so the
+//! committed counters always add up to the recipients reached. Being deferred, it locks
+//! the campaign row last, after every message row of that transaction: one lock order.
 
 use diesel::prelude::*;
 use diesel_async::{AsyncPgConnection, RunQueryDsl};
@@ -363,11 +364,15 @@ pub async fn settle_if_done(
     conn: &mut AsyncPgConnection,
     campaign_id: Uuid,
 ) -> QueryResult<Option<&'static str>> {
-    // One statement so concurrent outcome updates cannot both miss the last message.
+    // One statement so concurrent outcome updates cannot both miss the last message. Reads
+    // the rows, not sent_count: the counters move when the caller's transaction commits.
     let status: Option<String> = diesel::sql_query(
-        "UPDATE campaigns c SET status = CASE WHEN c.sent_count = 0 THEN 'failed' ELSE 'completed' END,
-                status_reason = CASE WHEN c.sent_count = 0 THEN 'no recipient could be sent' ELSE c.status_reason END,
+        "WITH any_sent AS (SELECT EXISTS (SELECT 1 FROM messages m WHERE m.campaign_id = $1
+                                          AND m.status IN ('sent', 'delivered', 'read')) AS yes)
+         UPDATE campaigns c SET status = CASE WHEN any_sent.yes THEN 'completed' ELSE 'failed' END,
+                status_reason = CASE WHEN any_sent.yes THEN c.status_reason ELSE 'no recipient could be sent' END,
                 updated_at = now()
+         FROM any_sent
          WHERE c.id = $1 AND c.status IN ('running', 'sending') AND c.audience_done
            AND NOT EXISTS (SELECT 1 FROM messages m WHERE m.campaign_id = c.id
                            AND m.status IN ('scheduled', 'queued', 'sending'))

@@ -4,6 +4,7 @@
 //! does the conflict surface, as [`TxError::Busy`] with a `retry_after_secs` hint; the
 //! transaction was rolled back, so nothing is ever half-written.
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use diesel::result::{DatabaseErrorKind, Error as DieselError};
@@ -21,6 +22,13 @@ const BASE_BACKOFF: Duration = Duration::from_millis(10);
 const MAX_BACKOFF: Duration = Duration::from_millis(500);
 /// What a caller that still met a conflict is told to wait.
 pub const RETRY_AFTER_SECS: u64 = 1;
+
+static RETRIED: AtomicU64 = AtomicU64::new(0);
+
+/// Transient conflicts retried by this process so far (tests and drills report it).
+pub fn retried_total() -> u64 {
+    RETRIED.load(Ordering::Relaxed)
+}
 
 /// Why the closure stopped: a database error (maybe transient) or the use case's own
 /// refusal (never retried). `?` on a diesel call gives `Db`.
@@ -116,6 +124,7 @@ where
             Ok(r) => return Ok(r),
             Err(Abort::App(e)) => return Err(TxError::App(e)),
             Err(Abort::Db(e)) if is_transient(&e) && attempt < MAX_ATTEMPTS => {
+                RETRIED.fetch_add(1, Ordering::Relaxed);
                 let wait = backoff(attempt - 1);
                 tracing::info!(use_case = what, attempt, error = %e, wait_ms = wait.as_millis() as u64,
                     "transient database conflict; retrying");
