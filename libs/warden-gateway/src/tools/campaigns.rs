@@ -414,6 +414,14 @@ impl Gateway {
                 ));
             }
         };
+        // Only `{}` or no audience_filter means everyone: a blank string is refused.
+        let audience_hint = "Leave audience_filter out (or pass {}) for every customer, or give a JSON object such as {\"include_tags\": [\"vip\"]}.";
+        if a.is_blank_string("audience_filter") {
+            return Err(ToolError::invalid(
+                "The parameter `audience_filter` is an empty string, which selects nobody.",
+                audience_hint,
+            ));
+        }
         let audience = a
             .opt_json(
                 "audience_filter",
@@ -433,11 +441,6 @@ impl Gateway {
                 "Pass audience_filter as a JSON object with only include_tags, exclude_tags, customer_ids, opt_in and active_within_days, or {} for every customer.",
             )
         })?;
-        let audience = if audience.is_null() {
-            json!({})
-        } else {
-            audience
-        };
 
         let mut conn = self.conn().await?;
         let found = if impossible_template_name(&template_name) {
