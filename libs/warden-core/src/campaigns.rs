@@ -212,8 +212,15 @@ async fn transition(
             if let (Some(r), Value::Object(m)) = (&reason, &mut details) {
                 m.insert("reason".into(), json!(r));
             }
-            warden_store::audit::record(c, actor, action.audit(), "campaign", &id.to_string(), details)
-                .await?;
+            warden_store::audit::record(
+                c,
+                actor,
+                action.audit(),
+                "campaign",
+                &id.to_string(),
+                details,
+            )
+            .await?;
             Ok(current)
         }
         .boxed()

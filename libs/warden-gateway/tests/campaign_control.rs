@@ -24,20 +24,42 @@ async fn an_empty_list_or_null_audience_filter_is_refused_never_everyone() {
         b
     };
     for (filter, says) in [
-        (json!("{\"customer_ids\": []}"), "an empty list selects nobody; leave the key out"),
-        (json!("{\"include_tags\": []}"), "an empty list selects nobody; leave the key out"),
-        (json!("{\"exclude_tags\": []}"), "an empty list selects nobody; leave the key out"),
-        (json!({"customer_ids": []}), "an empty list selects nobody; leave the key out"),
+        (
+            json!("{\"customer_ids\": []}"),
+            "an empty list selects nobody; leave the key out",
+        ),
+        (
+            json!("{\"include_tags\": []}"),
+            "an empty list selects nobody; leave the key out",
+        ),
+        (
+            json!("{\"exclude_tags\": []}"),
+            "an empty list selects nobody; leave the key out",
+        ),
+        (
+            json!({"customer_ids": []}),
+            "an empty list selects nobody; leave the key out",
+        ),
         (json!("{\"include_tags\": null}"), "leave the key out"),
         (json!("null"), "selects nobody"),
         (json!(""), "selects nobody"),
         (json!("   "), "selects nobody"),
     ] {
-        let e = h.err("INVALID_ARGUMENT", "schedule_campaign", with(filter.clone())).await;
+        let e = h
+            .err(
+                "INVALID_ARGUMENT",
+                "schedule_campaign",
+                with(filter.clone()),
+            )
+            .await;
         let message = e["message"].as_str().unwrap_or_default();
         assert!(message.contains(says), "{filter}: {e}");
     }
-    assert_eq!(h.audits("campaign_scheduled").await, 0, "nothing was scheduled");
+    assert_eq!(
+        h.audits("campaign_scheduled").await,
+        0,
+        "nothing was scheduled"
+    );
     // `{}` and no filter at all still mean every customer.
     for b in [with(json!("{}")), base.clone()] {
         let c = h.ok("schedule_campaign", b).await;
@@ -99,30 +121,54 @@ async fn control_tools_answer_from_core_and_get_campaign_counts_each_recipient_o
             human_explanation: "Message undeliverable.".into(),
             suggested_action: "Check the number.".into(),
         };
-        apply_status(&mut conn, ids[0], "sent", now, None, None).await.unwrap();
-        apply_status(&mut conn, ids[0], "failed", now, None, Some(&error)).await.unwrap();
-        apply_status(&mut conn, ids[1], "read", now, None, None).await.unwrap();
+        apply_status(&mut conn, ids[0], "sent", now, None, None)
+            .await
+            .unwrap();
+        apply_status(&mut conn, ids[0], "failed", now, None, Some(&error))
+            .await
+            .unwrap();
+        apply_status(&mut conn, ids[1], "read", now, None, None)
+            .await
+            .unwrap();
     }
     let g = h.ok("get_campaign", json!({"campaign_id": id})).await;
     assert_eq!(g["sent_count"], 1, "{g}");
     assert_eq!(g["delivered_count"], 1, "{g}");
-    assert_eq!(g["failed_count"], 1, "sent then failed counts only as failed: {g}");
+    assert_eq!(
+        g["failed_count"], 1,
+        "sent then failed counts only as failed: {g}"
+    );
     assert_eq!(g["cancelled_count"], 0, "{g}");
     assert_eq!(g["pending_count"], 1, "{g}");
     assert_eq!(g["total_recipients"], 3, "{g}");
 
     let r = h
-        .ok("cancel_campaign", json!({"campaign_id": id, "reason": "wrong audience"}))
+        .ok(
+            "cancel_campaign",
+            json!({"campaign_id": id, "reason": "wrong audience"}),
+        )
         .await;
     assert_eq!(r["from_status"], "paused");
     assert_eq!(r["status"], "cancelled");
     let e = h
-        .err("CAMPAIGN_TERMINAL_STATE", "cancel_campaign", json!({"campaign_id": id}))
+        .err(
+            "CAMPAIGN_TERMINAL_STATE",
+            "cancel_campaign",
+            json!({"campaign_id": id}),
+        )
         .await;
     assert!(e.get("retry_after_secs").is_none());
-    h.err("INVALID_STATE_TRANSITION", "resume_campaign", json!({"campaign_id": id}))
-        .await;
-    h.err("INVALID_STATE_TRANSITION", "pause_campaign", json!({"campaign_id": id}))
-        .await;
+    h.err(
+        "INVALID_STATE_TRANSITION",
+        "resume_campaign",
+        json!({"campaign_id": id}),
+    )
+    .await;
+    h.err(
+        "INVALID_STATE_TRANSITION",
+        "pause_campaign",
+        json!({"campaign_id": id}),
+    )
+    .await;
     assert_eq!(h.audits("campaign_cancelled").await, 1);
 }

@@ -261,7 +261,11 @@ mod tests {
     #[test]
     fn only_an_empty_object_means_everyone() {
         assert!(AudienceFilter::from_json_str("{}").unwrap().is_everyone());
-        assert!(AudienceFilter::from_json_str(" { } ").unwrap().is_everyone());
+        assert!(
+            AudienceFilter::from_json_str(" { } ")
+                .unwrap()
+                .is_everyone()
+        );
     }
 
     #[test]

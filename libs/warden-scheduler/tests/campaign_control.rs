@@ -188,10 +188,16 @@ async fn assert_counters_match_rows(h: &Harness, id: Uuid) {
     );
     assert_eq!(
         c.failed_count as i64,
-        n(h, id, "status = 'failed' AND error_category IS DISTINCT FROM 'campaign'").await
+        n(
+            h,
+            id,
+            "status = 'failed' AND error_category IS DISTINCT FROM 'campaign'"
+        )
+        .await
     );
     assert!(
-        c.cancelled_count as i64 >= n(h, id, "status = 'failed' AND error_category = 'campaign'").await
+        c.cancelled_count as i64
+            >= n(h, id, "status = 'failed' AND error_category = 'campaign'").await
     );
 }
 
@@ -315,13 +321,20 @@ async fn fifty_control_calls_from_two_gateways_during_a_10k_fan_out_never_fail()
     }
     stop.store(true, Ordering::SeqCst);
     for t in outcome_tasks {
-        assert!(t.await.expect("outcomes") > 0, "outcomes arrived while the calls ran");
+        assert!(
+            t.await.expect("outcomes") > 0,
+            "outcomes arrived while the calls ran"
+        );
     }
     let c = h.campaign_row(id).await;
     match last.as_str() {
         "paused" => assert_eq!(c.status, "paused"),
         "cancelled" => assert_eq!(c.status, "cancelled"),
-        _ => assert!(["running", "completed"].contains(&c.status.as_str()), "{}", c.status),
+        _ => assert!(
+            ["running", "completed"].contains(&c.status.as_str()),
+            "{}",
+            c.status
+        ),
     }
     assert_counters_match_rows(&h, id).await;
     let view = warden_core::campaigns::get(h.core.pg(), id)
@@ -451,13 +464,7 @@ async fn pause_and_cancel_stop_the_fan_out_within_one_batch() {
 async fn a_recipient_sent_then_failed_is_counted_once() {
     let h = harness(false).await;
     let id = h
-        .campaign(
-            "spring_sale",
-            json!({}),
-            json!({}),
-            "running",
-            Utc::now(),
-        )
+        .campaign("spring_sale", json!({}), json!({}), "running", Utc::now())
         .await;
     let mut conn = h.core.pg().get().await.expect("conn");
     let mut ids = Vec::new();
@@ -489,14 +496,27 @@ async fn a_recipient_sent_then_failed_is_counted_once() {
     };
     let now = Utc::now();
     use warden_core::outcomes::apply_status;
-    apply_status(&mut conn, ids[0], "sent", now, None, None).await.unwrap();
-    apply_status(&mut conn, ids[0], "failed", now, None, Some(&error)).await.unwrap();
-    apply_status(&mut conn, ids[1], "read", now, None, None).await.unwrap();
-    apply_status(&mut conn, ids[1], "delivered", now, None, None).await.unwrap();
+    apply_status(&mut conn, ids[0], "sent", now, None, None)
+        .await
+        .unwrap();
+    apply_status(&mut conn, ids[0], "failed", now, None, Some(&error))
+        .await
+        .unwrap();
+    apply_status(&mut conn, ids[1], "read", now, None, None)
+        .await
+        .unwrap();
+    apply_status(&mut conn, ids[1], "delivered", now, None, None)
+        .await
+        .unwrap();
     drop(conn);
     let c = h.campaign_row(id).await;
     assert_eq!(
-        (c.sent_count, c.delivered_count, c.failed_count, c.cancelled_count),
+        (
+            c.sent_count,
+            c.delivered_count,
+            c.failed_count,
+            c.cancelled_count
+        ),
         (1, 1, 1, 0),
         "sent-then-failed only in failed; read stays read"
     );

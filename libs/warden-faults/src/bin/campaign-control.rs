@@ -61,10 +61,14 @@ fn opts() -> std::result::Result<Opts, String> {
         match flag.as_str() {
             "--gateway" => o.gateway = PathBuf::from(value()?),
             "--database-url" => o.database_url = value()?,
-            "--recipients" => o.recipients = value()?.parse().map_err(|e| format!("--recipients: {e}"))?,
+            "--recipients" => {
+                o.recipients = value()?.parse().map_err(|e| format!("--recipients: {e}"))?
+            }
             "--calls" => o.calls = value()?.parse().map_err(|e| format!("--calls: {e}"))?,
             "--cpu-burners" => {
-                o.cpu_burners = value()?.parse().map_err(|e| format!("--cpu-burners: {e}"))?
+                o.cpu_burners = value()?
+                    .parse()
+                    .map_err(|e| format!("--cpu-burners: {e}"))?
             }
             "-h" | "--help" => return Err(String::new()),
             other => return Err(format!("unknown argument `{other}`")),
@@ -156,7 +160,11 @@ impl Gateway {
     }
 
     /// A tool call: Ok(structuredContent) or Err(the error envelope's code, the envelope).
-    async fn tool(&self, name: &str, args: Value) -> Result<std::result::Result<Value, (String, Value)>> {
+    async fn tool(
+        &self,
+        name: &str,
+        args: Value,
+    ) -> Result<std::result::Result<Value, (String, Value)>> {
         let r = self
             .request("tools/call", json!({"name": name, "arguments": args}))
             .await?;
@@ -206,17 +214,24 @@ struct N {
 }
 
 async fn count(c: &mut AsyncPgConnection, sql: &str) -> Result<i64> {
-    Ok(diesel::sql_query(sql).get_result::<N>(c).await.with_context(|| sql.to_string())?.n)
+    Ok(diesel::sql_query(sql)
+        .get_result::<N>(c)
+        .await
+        .with_context(|| sql.to_string())?
+        .n)
 }
 
-async fn wait_until<F, Fut>(what: &str, within: Duration, mut check: F) -> Result<()>
-where
-    F: FnMut() -> Fut,
-    Fut: std::future::Future<Output = Result<bool>>,
-{
+/// Poll `sql` (a count) until `done` holds, failing after `within`.
+async fn wait_count(
+    db: &mut AsyncPgConnection,
+    what: &str,
+    sql: &str,
+    done: impl Fn(i64) -> bool,
+    within: Duration,
+) -> Result<()> {
     let deadline = Instant::now() + within;
     loop {
-        if check().await? {
+        if done(count(db, sql).await?) {
             return Ok(());
         }
         if Instant::now() >= deadline {
@@ -253,7 +268,10 @@ async fn run(o: &Opts) -> Result<bool> {
         &format!("SELECT count(*) AS n FROM customers WHERE '{TAG}' = ANY(tags)"),
     )
     .await?;
-    let gateways = Arc::new([Gateway::spawn(&o.gateway).await?, Gateway::spawn(&o.gateway).await?]);
+    let gateways = Arc::new([
+        Gateway::spawn(&o.gateway).await?,
+        Gateway::spawn(&o.gateway).await?,
+    ]);
     let deliver_at = (chrono::Utc::now() + chrono::TimeDelta::seconds(2)).to_rfc3339();
     let scheduled = gateways[0]
         .tool(
@@ -264,18 +282,21 @@ async fn run(o: &Opts) -> Result<bool> {
         )
         .await?
         .map_err(|(code, e)| anyhow!("schedule_campaign: {code}: {e}"))?;
-    let id = scheduled["campaign_id"].as_str().context("campaign_id")?.to_string();
+    let id = scheduled["campaign_id"]
+        .as_str()
+        .context("campaign_id")?
+        .to_string();
     eprintln!("[{TOOL}] campaign {id} to {audience} recipients; waiting for it to send");
     let messages_sql = format!("SELECT count(*) AS n FROM messages WHERE campaign_id = '{id}'");
-    {
-        let db = &mut db;
-        let sql = &messages_sql;
-        let want = (audience / 20).max(50);
-        wait_until("the campaign to be sending", Duration::from_secs(120), move || async move {
-            Ok(count(db, sql).await? >= want)
-        })
-        .await?;
-    }
+    let want = (audience / 20).max(50);
+    wait_count(
+        &mut db,
+        "the campaign to be sending",
+        &messages_sql,
+        |n| n >= want,
+        Duration::from_secs(120),
+    )
+    .await?;
 
     // CPU load beside the calls, as on a busy host.
     let burning = Arc::new(AtomicBool::new(true));
@@ -284,7 +305,7 @@ async fn run(o: &Opts) -> Result<bool> {
             let burning = burning.clone();
             std::thread::spawn(move || {
                 let mut x: u64 = 1;
-                while burning.load(Ordering::Relaxed) {
+                while AtomicBool::load(&burning, Ordering::Relaxed) {
                     x = x.wrapping_mul(6364136223846793005).wrapping_add(1);
                     std::hint::black_box(x);
                 }
@@ -312,7 +333,10 @@ async fn run(o: &Opts) -> Result<bool> {
                 };
                 tokio::time::sleep(Duration::from_millis(wait_ms)).await;
                 let t = Instant::now();
-                let answer = match gateways[g].tool(what.tool(), json!({"campaign_id": id})).await {
+                let answer = match gateways[g]
+                    .tool(what.tool(), json!({"campaign_id": id}))
+                    .await
+                {
                     Ok(Ok(v)) => Ok(v["from_status"].as_str().unwrap_or("?").to_string()),
                     Ok(Err((code, _))) => Err(code),
                     Err(e) => Err(format!("no answer: {e:#}")),
@@ -365,40 +389,56 @@ async fn run(o: &Opts) -> Result<bool> {
     .load(&mut db)
     .await?;
     if chain.len() != succeeded {
-        problems.push(format!("{succeeded} calls succeeded but {} transitions were audited", chain.len()));
+        problems.push(format!(
+            "{succeeded} calls succeeded but {} transitions were audited",
+            chain.len()
+        ));
     }
     for w in chain.windows(2) {
         let sending = ["running", "sending"];
         let linked = w[1].from_status == w[0].to_status
             || (w[0].to_status == "running" && sending.contains(&w[1].from_status.as_str()));
         if !linked {
-            problems.push(format!("transition {} -> {} follows {} -> {}", w[1].from_status, w[1].to_status, w[0].from_status, w[0].to_status));
+            problems.push(format!(
+                "transition {} -> {} follows {} -> {}",
+                w[1].from_status, w[1].to_status, w[0].from_status, w[0].to_status
+            ));
         }
     }
-    let last = chain.last().map(|l| l.to_status.clone()).unwrap_or_else(|| "running".into());
+    let last = chain
+        .last()
+        .map(|l| l.to_status.clone())
+        .unwrap_or_else(|| "running".into());
 
     // Let the run end: read to its end (or the rest counted as cancelled), or the paused
     // fan-out stopped; then every queued message settled by the dispatchers and webhooks.
     let campaign_sql = format!("SELECT count(*) AS n FROM campaigns WHERE id = '{id}'");
     let done_sql = format!("{campaign_sql} AND audience_done");
     let stopped_sql = format!("{campaign_sql} AND lease_owner IS NULL AND status = 'paused'");
-    {
-        let db = &mut db;
-        let sql = if last == "paused" { &stopped_sql } else { &done_sql };
-        wait_until("the fan-out to end", Duration::from_secs(600), move || async move {
-            Ok(count(db, sql).await? == 1)
-        })
-        .await?;
-    }
+    let end_sql = if last == "paused" {
+        &stopped_sql
+    } else {
+        &done_sql
+    };
+    wait_count(
+        &mut db,
+        "the fan-out to end",
+        end_sql,
+        |n| n == 1,
+        Duration::from_secs(600),
+    )
+    .await?;
     if last != "paused" {
-        let db = &mut db;
         let sql = format!(
             "SELECT count(*) AS n FROM messages WHERE campaign_id = '{id}' AND status IN ('queued', 'sending')"
         );
-        let sql = &sql;
-        wait_until("every message to settle", Duration::from_secs(600), move || async move {
-            Ok(count(db, sql).await? == 0)
-        })
+        wait_count(
+            &mut db,
+            "every message to settle",
+            &sql,
+            |n| n == 0,
+            Duration::from_secs(600),
+        )
         .await?;
     }
     let c = gateways[1]
@@ -421,19 +461,31 @@ async fn run(o: &Opts) -> Result<bool> {
         _ => &["running", "completed", "failed"],
     };
     if !expected_status.contains(&status.as_str()) {
-        problems.push(format!("final status {status}, but the last successful call left it {last}"));
+        problems.push(format!(
+            "final status {status}, but the last successful call left it {last}"
+        ));
     }
-    let rows = |cond: &str| format!("SELECT count(*) AS n FROM messages WHERE campaign_id = '{id}' AND {cond}");
+    let rows = |cond: &str| {
+        format!("SELECT count(*) AS n FROM messages WHERE campaign_id = '{id}' AND {cond}")
+    };
     let row_sent = count(&mut db, &rows("status IN ('sent', 'delivered', 'read')")).await?;
-    let row_failed = count(&mut db, &rows("status = 'failed' AND error_category IS DISTINCT FROM 'campaign'")).await?;
+    let row_failed = count(
+        &mut db,
+        &rows("status = 'failed' AND error_category IS DISTINCT FROM 'campaign'"),
+    )
+    .await?;
     let messages = count(&mut db, &messages_sql).await?;
     let distinct = count(
         &mut db,
-        &format!("SELECT count(DISTINCT customer_phone) AS n FROM messages WHERE campaign_id = '{id}'"),
+        &format!(
+            "SELECT count(DISTINCT customer_phone) AS n FROM messages WHERE campaign_id = '{id}'"
+        ),
     )
     .await?;
     if sent != row_sent || failed != row_failed {
-        problems.push(format!("counters sent {sent} / failed {failed}, rows say {row_sent} / {row_failed}"));
+        problems.push(format!(
+            "counters sent {sent} / failed {failed}, rows say {row_sent} / {row_failed}"
+        ));
     }
     if sent + failed + cancelled + pending != total {
         problems.push(format!("sent {sent} + failed {failed} + cancelled {cancelled} + pending {pending} != total {total}"));

@@ -626,7 +626,9 @@ async fn main_inner() -> anyhow::Result<()> {
     if wanted("campaign-control") {
         let stack = Stack::up(&services, &a.bins, &logs, "campaign-control", 10).await?;
         let recipients = ((10_000.0 * a.scale).round() as usize).max(500).to_string();
-        eprintln!("[faults] campaign control: 50 calls from two gateways while {recipients} recipients are sent");
+        eprintln!(
+            "[faults] campaign control: 50 calls from two gateways while {recipients} recipients are sent"
+        );
         let gateway = a.bins.join("mcp-gateway").to_string_lossy().to_string();
         let (ok, report) = sibling(
             "campaign-control",

@@ -10,9 +10,9 @@ use rmcp::{tool, tool_router};
 use serde_json::{Map, Value, json};
 use uuid::Uuid;
 use warden_core::SendKind;
+use warden_core::campaigns::CampaignError;
 use warden_rules::audience::AudienceFilter;
 use warden_rules::kinds::{Category, MessageType, TemplateCategory};
-use warden_core::campaigns::CampaignError;
 use warden_store::schema::{campaigns, messages};
 
 use crate::args::Args;
@@ -202,7 +202,8 @@ fn campaign_error(e: CampaignError) -> ToolError {
         CampaignError::Busy(detail, retry_after_secs) => {
             let mut err = ToolError::unavailable(detail);
             err.retry_after_secs = Some(retry_after_secs);
-            err.suggested_action = format!("Call again in {retry_after_secs} s; nothing was changed.");
+            err.suggested_action =
+                format!("Call again in {retry_after_secs} s; nothing was changed.");
             err
         }
         CampaignError::Unavailable(detail) => ToolError::unavailable(detail),
