@@ -183,7 +183,11 @@ fn campaign_error(e: CampaignError) -> ToolError {
             format!("Campaign {id} is already {status}, a final state, so it cannot be cancelled."),
             "Nothing to do: the campaign sends nothing more. get_campaign shows its final counters.",
         ),
-        CampaignError::InvalidTransition { id, status, to } if to == "running" => ToolError::new(
+        CampaignError::InvalidTransition {
+            id,
+            status,
+            to: "running",
+        } => ToolError::new(
             code::INVALID_STATE_TRANSITION,
             format!("Campaign {id} is {status}; only a paused campaign can be resumed."),
             "Check get_campaign: a scheduled, running or sending campaign is already going; a finished one cannot restart.",
