@@ -2,6 +2,7 @@
 //! resumes, settle.
 
 use std::collections::HashSet;
+use std::convert::Infallible;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
@@ -9,7 +10,8 @@ use chrono::{DateTime, Utc};
 use diesel::sql_types::{
     Array, BigInt, Double, Int4, Jsonb, Nullable, Text, Timestamptz, Uuid as SqlUuid,
 };
-use diesel_async::{AsyncConnection, RunQueryDsl};
+use diesel_async::RunQueryDsl;
+use futures::FutureExt;
 use futures::StreamExt;
 use serde_json::json;
 use uuid::Uuid;
@@ -18,6 +20,7 @@ use warden_core::{RefusalMode, SendError, SendKind, SendRequest};
 use warden_rules::audience::AudienceFilter;
 use warden_rules::kinds::MessageType;
 use warden_rules::phone::PhoneNumber;
+use warden_store::tx::transact_on;
 
 use crate::{ACTOR, Scheduler, TickReport, audience, metrics};
 
@@ -43,8 +46,8 @@ struct StatusRow {
 /// `scheduled` campaigns whose deliver_at has come move to `running` (audited).
 pub(crate) async fn start_due(s: &Scheduler, report: &mut TickReport) -> anyhow::Result<()> {
     let mut conn = s.core().pg().get().await?;
-    let started: Vec<Uuid> = conn
-        .transaction::<_, diesel::result::Error, _>(async |c| {
+    let started: Vec<Uuid> = transact_on::<_, Infallible, _>(&mut conn, "campaigns_start", |c| {
+        async move {
             let rows: Vec<IdRow> = diesel::sql_query(
                 "UPDATE campaigns SET status = 'running', updated_at = now()
                  WHERE id IN (SELECT id FROM campaigns
@@ -66,8 +69,10 @@ pub(crate) async fn start_due(s: &Scheduler, report: &mut TickReport) -> anyhow:
                 .await?;
             }
             Ok(rows.into_iter().map(|r| r.id).collect())
-        })
-        .await?;
+        }
+        .boxed()
+    })
+    .await?;
     for id in &started {
         tracing::info!(campaign_id = %id, "campaign started");
     }
@@ -476,8 +481,9 @@ struct Totals {
 async fn finish(s: &Scheduler, id: Uuid, report: &mut TickReport) -> anyhow::Result<()> {
     let mut conn = s.core().pg().get().await?;
     let owner = s.owner().to_string();
-    let totals: Option<Totals> = conn
-        .transaction::<_, diesel::result::Error, _>(async |c| {
+    let totals: Option<Totals> = transact_on::<_, Infallible, _>(&mut conn, "campaign_finish", |c| {
+        let owner = owner.clone();
+        async move {
             let rows: Vec<Totals> = diesel::sql_query(
                 "WITH counts AS (
                      SELECT count(*)::int4 AS total,
@@ -508,8 +514,10 @@ async fn finish(s: &Scheduler, id: Uuid, report: &mut TickReport) -> anyhow::Res
             )
             .await?;
             Ok(Some(t))
-        })
-        .await?;
+        }
+        .boxed()
+    })
+    .await?;
     if let Some(t) = totals {
         report.campaigns_finished_fanout += 1;
         tracing::info!(campaign_id = %id, total_recipients = t.total_recipients, enqueued = t.enqueued_count, "campaign audience done");
@@ -526,28 +534,32 @@ async fn finish(s: &Scheduler, id: Uuid, report: &mut TickReport) -> anyhow::Res
 async fn fail_campaign(s: &Scheduler, id: Uuid, reason: &str) -> anyhow::Result<()> {
     let mut conn = s.core().pg().get().await?;
     let reason = reason.to_string();
-    conn.transaction::<_, diesel::result::Error, _>(async |c| {
-        let n = diesel::sql_query(
-            "UPDATE campaigns SET status = 'failed', status_reason = $2, lease_until = NULL,
+    transact_on::<_, Infallible, _>(&mut conn, "campaign_fail", |c| {
+        let reason = reason.clone();
+        async move {
+            let n = diesel::sql_query(
+                "UPDATE campaigns SET status = 'failed', status_reason = $2, lease_until = NULL,
                     lease_owner = NULL, updated_at = now()
              WHERE id = $1 AND status IN ('running', 'sending')",
-        )
-        .bind::<SqlUuid, _>(id)
-        .bind::<Text, _>(&reason)
-        .execute(c)
-        .await?;
-        if n > 0 {
-            warden_store::audit::record(
-                c,
-                ACTOR,
-                "campaign_failed",
-                "campaign",
-                &id.to_string(),
-                json!({"reason": reason}),
             )
+            .bind::<SqlUuid, _>(id)
+            .bind::<Text, _>(&reason)
+            .execute(c)
             .await?;
+            if n > 0 {
+                warden_store::audit::record(
+                    c,
+                    ACTOR,
+                    "campaign_failed",
+                    "campaign",
+                    &id.to_string(),
+                    json!({"reason": reason}),
+                )
+                .await?;
+            }
+            Ok(())
         }
-        Ok(())
+        .boxed()
     })
     .await?;
     tracing::error!(campaign_id = %id, reason, "campaign cannot run; marked failed");

@@ -9,10 +9,14 @@
 //! are touched (`sending` ones are at the platform already and settle through the
 //! webhook), and `FOR UPDATE SKIP LOCKED` keeps it off rows a dispatcher is claiming now.
 
+use std::convert::Infallible;
+
 use diesel::sql_types::{BigInt, Text, Uuid as SqlUuid};
-use diesel_async::{AsyncConnection, RunQueryDsl};
+use diesel_async::RunQueryDsl;
+use futures::FutureExt;
 use serde_json::json;
 use uuid::Uuid;
+use warden_store::tx::transact_on;
 
 use crate::{ACTOR, Scheduler, TickReport, metrics};
 
@@ -37,8 +41,8 @@ struct Moved {
 pub(crate) async fn fail_unsent(s: &Scheduler, report: &mut TickReport) -> anyhow::Result<()> {
     let mut conn = s.core().pg().get().await?;
     for _ in 0..MAX_BATCHES {
-        let moved: Vec<Moved> = conn
-            .transaction::<_, diesel::result::Error, _>(async |c| {
+        let moved: Vec<Moved> = transact_on::<_, Infallible, _>(&mut conn, "campaign_cancel_queued", |c| {
+            async move {
                 let moved: Vec<Moved> = diesel::sql_query(
                     "WITH doomed AS (
                          SELECT m.id FROM messages m JOIN campaigns c ON c.id = m.campaign_id
@@ -72,8 +76,10 @@ pub(crate) async fn fail_unsent(s: &Scheduler, report: &mut TickReport) -> anyho
                     .await?;
                 }
                 Ok(moved)
-            })
-            .await?;
+            }
+            .boxed()
+        })
+        .await?;
         let total: i64 = moved.iter().map(|m| m.n).sum();
         if total == 0 {
             return Ok(());
