@@ -1,34 +1,350 @@
-//! Campaign state changes that more than one process makes.
+//! Campaign state: the control transitions (pause, resume, cancel), the read with its
+//! counters, and the changes more than one process makes (halt-class pause, settling).
+//!
+//! **Lock order.** A transition locks only the campaign row, with `FOR NO KEY UPDATE`,
+//! and nothing else; it never waits on message rows. Every other writer locks message
+//! rows first and the campaign row after (status outcomes, refusals and the counter
+//! triggers), and inserting a campaign message takes only the foreign key's `KEY SHARE`
+//! on the campaign, which `NO KEY UPDATE` does not conflict with. The old transition's
+//! `SELECT ... FOR UPDATE` did conflict with it: a fan-out transaction holding
+//! `KEY SHARE` that then updated the campaign's counters queued behind the waiting
+//! transition, which waited on it — Postgres's `deadlock detected`. The fan-out reads the
+//! state itself between batches of [`FANOUT_BATCH`] and stops on paused / cancelled.
+//!
+//! **Counters.** Each recipient is counted once, in its message's latest state:
+//! `sent_count` (sent, delivered, read), `delivered_count` (delivered, read; part of
+//! sent), `failed_count`, `cancelled_count` (never sent because the campaign was
+//! cancelled), and pending (accepted, not final). A deferred trigger on `messages`
+//! (migration `2026-11-23-280001_campaign_counters`) moves a recipient from one bucket to
+//! another when the transaction that changed its row commits, whoever wrote it, so the
+//! committed counters always add up to the recipients reached. Being deferred, it locks
+//! the campaign row last, after every message row of that transaction: one lock order.
 
 use diesel::prelude::*;
 use diesel_async::{AsyncPgConnection, RunQueryDsl};
-use serde_json::json;
+use futures::FutureExt;
+use serde_json::{Value, json};
 use uuid::Uuid;
-use warden_store::schema::campaigns;
+use warden_store::PgPool;
+use warden_store::models::Campaign;
+use warden_store::schema::{campaigns, messages};
+use warden_store::tx::{Abort, TxError, transact};
 
 /// States in which a campaign still sends (or will).
 pub const ACTIVE: &[&str] = &["scheduled", "running", "sending"];
 /// States a campaign never leaves.
 pub const TERMINAL: &[&str] = &["completed", "failed", "cancelled"];
+/// Recipients the fan-out sends between two reads of the campaign's state: after
+/// pause_campaign or cancel_campaign answers, at most this many more messages are queued.
+pub const FANOUT_BATCH: usize = 32;
+
+/// Why a campaign use case did not happen. Nothing was changed in any case.
+#[derive(Debug, thiserror::Error)]
+pub enum CampaignError {
+    #[error("no campaign with id {0}")]
+    NotFound(Uuid),
+    /// cancel_campaign on a completed, failed or cancelled campaign.
+    #[error("campaign {id} is already {status}")]
+    Terminal { id: Uuid, status: String },
+    /// pause of a campaign that is not active, resume of one that is not paused.
+    #[error("campaign {id} is {status}; it cannot move to {to}")]
+    InvalidTransition {
+        id: Uuid,
+        status: String,
+        to: &'static str,
+    },
+    /// Conflicts persisted after the store's retries (rolled back).
+    #[error("database conflict: {0}")]
+    Busy(String, u64),
+    #[error("{0}")]
+    Unavailable(String),
+}
+
+impl From<TxError<CampaignError>> for CampaignError {
+    fn from(e: TxError<CampaignError>) -> Self {
+        match e {
+            TxError::App(e) => e,
+            TxError::Busy {
+                last,
+                retry_after_secs,
+                ..
+            } => CampaignError::Busy(last, retry_after_secs),
+            TxError::Unavailable(m) => CampaignError::Unavailable(m),
+        }
+    }
+}
+
+impl From<diesel::result::Error> for CampaignError {
+    fn from(e: diesel::result::Error) -> Self {
+        CampaignError::Unavailable(format!("database error: {e}"))
+    }
+}
+
+impl<E: std::error::Error + 'static> From<bb8::RunError<E>> for CampaignError {
+    fn from(err: bb8::RunError<E>) -> Self {
+        CampaignError::Unavailable(format!("database unavailable: {err}"))
+    }
+}
+
+/// A transition that happened: the campaign as it was just before.
+#[derive(Debug, Clone)]
+pub struct Moved {
+    pub before: Campaign,
+}
+
+#[derive(Clone, Copy)]
+enum Action {
+    Pause,
+    Resume,
+    Cancel,
+}
+
+impl Action {
+    fn to(self) -> &'static str {
+        match self {
+            Action::Pause => "paused",
+            Action::Resume => "running",
+            Action::Cancel => "cancelled",
+        }
+    }
+    fn audit(self) -> &'static str {
+        match self {
+            Action::Pause => "campaign_paused",
+            Action::Resume => "campaign_resumed",
+            Action::Cancel => "campaign_cancelled",
+        }
+    }
+    /// The rule of the state table (spec "States and transitions", CONTRACT.md).
+    fn check(self, c: &Campaign) -> Result<(), CampaignError> {
+        let status = c.status.as_str();
+        let ok = match self {
+            Action::Pause => ACTIVE.contains(&status),
+            Action::Resume => status == "paused",
+            Action::Cancel => {
+                if TERMINAL.contains(&status) {
+                    return Err(CampaignError::Terminal {
+                        id: c.id,
+                        status: c.status.clone(),
+                    });
+                }
+                true
+            }
+        };
+        if ok {
+            Ok(())
+        } else {
+            Err(CampaignError::InvalidTransition {
+                id: c.id,
+                status: c.status.clone(),
+                to: self.to(),
+            })
+        }
+    }
+}
+
+/// pause_campaign: scheduled, running or sending -> paused (paused_at set). Audited.
+pub async fn pause(pg: &PgPool, id: Uuid, actor: &'static str) -> Result<Moved, CampaignError> {
+    transition(pg, id, Action::Pause, None, actor).await
+}
+
+/// resume_campaign: paused -> running (the fan-out continues where it stopped). Audited.
+pub async fn resume(pg: &PgPool, id: Uuid, actor: &'static str) -> Result<Moved, CampaignError> {
+    transition(pg, id, Action::Resume, None, actor).await
+}
+
+/// cancel_campaign: any non-terminal state -> cancelled, with the reason. Audited. The
+/// scheduler then fails the queued messages and counts the never-queued recipients as
+/// cancelled.
+pub async fn cancel(
+    pg: &PgPool,
+    id: Uuid,
+    reason: Option<&str>,
+    actor: &'static str,
+) -> Result<Moved, CampaignError> {
+    transition(pg, id, Action::Cancel, reason, actor).await
+}
+
+async fn transition(
+    pg: &PgPool,
+    id: Uuid,
+    action: Action,
+    reason: Option<&str>,
+    actor: &'static str,
+) -> Result<Moved, CampaignError> {
+    // Owned, so each attempt's future borrows nothing but the connection.
+    let reason: Option<String> = reason.map(str::to_string);
+    let before = transact(pg, action.audit(), move |c| {
+        let reason = reason.clone();
+        async move {
+            // Only the campaign row, and never FOR UPDATE (see the module doc).
+            let Some(current) = campaigns::table
+                .find(id)
+                .select(Campaign::as_select())
+                .for_no_key_update()
+                .first(c)
+                .await
+                .optional()?
+            else {
+                return Err(Abort::App(CampaignError::NotFound(id)));
+            };
+            action.check(&current).map_err(Abort::App)?;
+            let to = action.to();
+            let now = chrono::Utc::now();
+            let paused_at = match action {
+                Action::Pause => Some(now),
+                Action::Resume => None,
+                Action::Cancel => current.paused_at,
+            };
+            let status_reason = match action {
+                Action::Resume => None,
+                _ => reason.clone().or_else(|| current.status_reason.clone()),
+            };
+            diesel::update(campaigns::table.find(id))
+                .set((
+                    campaigns::status.eq(to),
+                    campaigns::paused_at.eq(paused_at),
+                    campaigns::status_reason.eq(status_reason),
+                    campaigns::updated_at.eq(now),
+                ))
+                .execute(c)
+                .await?;
+            let mut details = json!({"from_status": current.status, "to_status": to});
+            if let (Some(r), Value::Object(m)) = (&reason, &mut details) {
+                m.insert("reason".into(), json!(r));
+            }
+            warden_store::audit::record(
+                c,
+                actor,
+                action.audit(),
+                "campaign",
+                &id.to_string(),
+                details,
+            )
+            .await?;
+            Ok(current)
+        }
+        .boxed()
+    })
+    .await?;
+    tracing::info!(campaign_id = %id, from = before.status, to = action.to(), "campaign state changed");
+    Ok(Moved { before })
+}
+
+/// A campaign with its counters, read in one snapshot.
+#[derive(Debug, Clone)]
+pub struct CampaignView {
+    pub campaign: Campaign,
+    /// Recipients given a message that has no final outcome yet.
+    pub pending_count: i32,
+}
+
+impl CampaignView {
+    /// Recipients reached so far: given a message, or counted as cancelled. Equals
+    /// `total_recipients` once the audience has been read to the end.
+    pub fn recipients(&self) -> i32 {
+        let c = &self.campaign;
+        c.sent_count + c.failed_count + c.cancelled_count + self.pending_count
+    }
+}
+
+/// get_campaign: the row and its pending count, consistent with each other.
+pub async fn get(pg: &PgPool, id: Uuid) -> Result<CampaignView, CampaignError> {
+    let mut conn = pg.get().await?;
+    let view = conn
+        .build_transaction()
+        .read_only()
+        .repeatable_read()
+        .run::<_, diesel::result::Error, _>(async |c| {
+            let Some(campaign) = campaigns::table
+                .find(id)
+                .select(Campaign::as_select())
+                .first(c)
+                .await
+                .optional()?
+            else {
+                return Ok(None);
+            };
+            let pending: i64 = messages::table
+                .filter(messages::campaign_id.eq(id))
+                .filter(messages::status.eq_any(["scheduled", "queued", "sending"]))
+                .count()
+                .get_result(c)
+                .await?;
+            Ok(Some(CampaignView {
+                campaign,
+                pending_count: pending as i32,
+            }))
+        })
+        .await?;
+    view.ok_or(CampaignError::NotFound(id))
+}
+
+/// A cancelled campaign's audience has been read to its end by the fan-out holding the
+/// lease (`owner`): the `remaining` recipients never given a message count as cancelled,
+/// total_recipients becomes every recipient reached, the lease goes. Returns false when
+/// the lease is not `owner`'s or it was done already.
+pub async fn close_cancelled(
+    conn: &mut AsyncPgConnection,
+    id: Uuid,
+    owner: &str,
+    remaining: i32,
+    actor: &str,
+) -> QueryResult<bool> {
+    use diesel_async::AsyncConnection;
+    let owner = owner.to_string();
+    let actor = actor.to_string();
+    conn.transaction::<_, diesel::result::Error, _>(async |c| {
+        let n = diesel::sql_query(
+            "UPDATE campaigns c SET audience_done = true,
+                    cancelled_count = c.cancelled_count + $3,
+                    total_recipients = (SELECT count(*)::int4 FROM messages m WHERE m.campaign_id = c.id) + $3,
+                    lease_until = NULL, lease_owner = NULL, updated_at = now()
+             WHERE c.id = $1 AND c.lease_owner = $2 AND c.status = 'cancelled' AND NOT c.audience_done",
+        )
+        .bind::<diesel::sql_types::Uuid, _>(id)
+        .bind::<diesel::sql_types::Text, _>(&owner)
+        .bind::<diesel::sql_types::Int4, _>(remaining)
+        .execute(c)
+        .await?;
+        if n > 0 {
+            warden_store::audit::record(
+                c,
+                &actor,
+                "campaign_recipients_cancelled",
+                "campaign",
+                &id.to_string(),
+                json!({"never_queued": remaining}),
+            )
+            .await?;
+        }
+        Ok(n > 0)
+    })
+    .await
+}
 
 /// Halt-class platform errors: pause every active campaign with the reason. Audited.
+/// Locks the campaign rows in id order (two such pauses never deadlock each other).
 pub async fn pause_active(
     conn: &mut AsyncPgConnection,
     reason: &str,
     actor: &str,
 ) -> QueryResult<usize> {
-    let paused: Vec<Uuid> =
-        diesel::update(campaigns::table.filter(campaigns::status.eq_any(ACTIVE)))
-            .set((
-                campaigns::status.eq("paused"),
-                campaigns::paused_at.eq(diesel::dsl::now),
-                campaigns::status_reason.eq(reason),
-                campaigns::updated_at.eq(diesel::dsl::now),
-            ))
-            .returning(campaigns::id)
-            .get_results(conn)
-            .await?;
-    for id in &paused {
+    #[derive(QueryableByName)]
+    struct IdRow {
+        #[diesel(sql_type = diesel::sql_types::Uuid)]
+        id: Uuid,
+    }
+    let paused: Vec<IdRow> = diesel::sql_query(
+        "UPDATE campaigns SET status = 'paused', paused_at = now(), status_reason = $1, updated_at = now()
+         WHERE id IN (SELECT id FROM campaigns WHERE status IN ('scheduled', 'running', 'sending')
+                      ORDER BY id FOR NO KEY UPDATE)
+           AND status IN ('scheduled', 'running', 'sending')
+         RETURNING id",
+    )
+    .bind::<diesel::sql_types::Text, _>(reason)
+    .load(conn)
+    .await?;
+    for IdRow { id } in &paused {
         warden_store::audit::record(
             conn,
             actor,
@@ -55,11 +371,15 @@ pub async fn settle_if_done(
     conn: &mut AsyncPgConnection,
     campaign_id: Uuid,
 ) -> QueryResult<Option<&'static str>> {
-    // One statement so concurrent outcome updates cannot both miss the last message.
+    // One statement so concurrent outcome updates cannot both miss the last message. Reads
+    // the rows, not sent_count: the counters move when the caller's transaction commits.
     let status: Option<String> = diesel::sql_query(
-        "UPDATE campaigns c SET status = CASE WHEN c.sent_count = 0 THEN 'failed' ELSE 'completed' END,
-                status_reason = CASE WHEN c.sent_count = 0 THEN 'no recipient could be sent' ELSE c.status_reason END,
+        "WITH any_sent AS (SELECT EXISTS (SELECT 1 FROM messages m WHERE m.campaign_id = $1
+                                          AND m.status IN ('sent', 'delivered', 'read')) AS yes)
+         UPDATE campaigns c SET status = CASE WHEN any_sent.yes THEN 'completed' ELSE 'failed' END,
+                status_reason = CASE WHEN any_sent.yes THEN c.status_reason ELSE 'no recipient could be sent' END,
                 updated_at = now()
+         FROM any_sent
          WHERE c.id = $1 AND c.status IN ('running', 'sending') AND c.audience_done
            AND NOT EXISTS (SELECT 1 FROM messages m WHERE m.campaign_id = c.id
                            AND m.status IN ('scheduled', 'queued', 'sending'))

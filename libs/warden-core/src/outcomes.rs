@@ -1,5 +1,5 @@
 //! Delivery outcomes of outbound messages, from the dispatcher (platform answers) and the
-//! webhook (status events). Statuses only move forward, and campaign counters follow.
+//! webhook (status events). Statuses only move forward; campaign counters follow the rows.
 
 use chrono::{DateTime, Utc};
 use diesel::prelude::*;
@@ -7,7 +7,7 @@ use diesel_async::{AsyncPgConnection, RunQueryDsl};
 use uuid::Uuid;
 use warden_store::models::Message;
 use warden_store::models::message_status::{self, DELIVERED, FAILED, QUEUED, READ, SENDING, SENT};
-use warden_store::schema::{campaigns, messages};
+use warden_store::schema::messages;
 
 use crate::knowledge::ErrorInfo;
 
@@ -62,7 +62,6 @@ pub async fn apply_status(
         }
         return Ok(false);
     }
-    let was_sent = is_sent(&current.status) || current.sent_at.is_some();
     let now_sent = is_sent(status);
     diesel::update(messages::table.find(message_id))
         .set((
@@ -127,21 +126,9 @@ pub async fn apply_status(
         });
         record_error(conn, message_id, &info).await?;
     }
+    // Campaign counters follow the row by themselves (the counter triggers, see
+    // `crate::campaigns`): each recipient counted once, in its latest state.
     if let Some(campaign_id) = current.campaign_id {
-        let sent_inc = i32::from(now_sent && !was_sent);
-        let delivered_inc = i32::from(is_delivered(status) && !is_delivered(&current.status));
-        let failed_inc = i32::from(status == FAILED);
-        if sent_inc + delivered_inc + failed_inc > 0 {
-            diesel::update(campaigns::table.find(campaign_id))
-                .set((
-                    campaigns::sent_count.eq(campaigns::sent_count + sent_inc),
-                    campaigns::delivered_count.eq(campaigns::delivered_count + delivered_inc),
-                    campaigns::failed_count.eq(campaigns::failed_count + failed_inc),
-                    campaigns::updated_at.eq(diesel::dsl::now),
-                ))
-                .execute(conn)
-                .await?;
-        }
         crate::campaigns::settle_if_done(conn, campaign_id).await?;
     }
     Ok(true)

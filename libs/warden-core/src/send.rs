@@ -27,7 +27,7 @@ use warden_rules::kinds::{Category, ContentKind, MessageType, TemplateCategory};
 use warden_rules::phone::PhoneNumber;
 use warden_store::models::Message;
 use warden_store::models::message_status::{FAILED, QUEUED, SCHEDULED};
-use warden_store::schema::{campaigns, messages};
+use warden_store::schema::messages;
 use warden_stream::DeliveryJob;
 
 use crate::{
@@ -502,25 +502,20 @@ impl Core {
             {
                 customers::ensure(c, &req_ref.phone).await?;
                 let now = Utc::now();
-                let changed = if req_ref.existing_message_id.is_some() {
+                if req_ref.existing_message_id.is_some() {
                     diesel::update(messages::table.find(message_id).filter(messages::status.ne(FAILED)))
                         .set((messages::status.eq(FAILED), messages::failed_at.eq(now), messages::updated_at.eq(now)))
                         .execute(c)
-                        .await?
+                        .await?;
                 } else {
                     insert_message(c, req_ref, message_id, category.as_str(), FAILED, None).await?;
                     diesel::update(messages::table.find(message_id))
                         .set(messages::failed_at.eq(now))
                         .execute(c)
-                        .await?
-                };
-                crate::outcomes::record_error(c, message_id, error_ref).await?;
-                if let (true, Some(campaign_id)) = (changed > 0, req_ref.campaign_id) {
-                    diesel::update(campaigns::table.find(campaign_id))
-                        .set(campaigns::failed_count.eq(campaigns::failed_count + 1))
-                        .execute(c)
                         .await?;
                 }
+                // The campaign's failed_count follows the row (counter triggers).
+                crate::outcomes::record_error(c, message_id, error_ref).await?;
                 warden_store::audit::record(
                     c,
                     actor,

@@ -124,6 +124,11 @@ impl Args {
         }
     }
 
+    /// Whether `key` was given as a blank string (which `opt_json` reads as absent).
+    pub fn is_blank_string(&self, key: &str) -> bool {
+        matches!(self.raw(key), Some(Value::String(s)) if s.trim().is_empty())
+    }
+
     pub fn json(&self, key: &str, what: &str) -> ToolResult<Value> {
         self.opt_json(key, what)?.ok_or_else(|| {
             ToolError::invalid(

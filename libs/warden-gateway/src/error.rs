@@ -29,6 +29,9 @@ pub struct ToolError {
     pub code: String,
     pub message: String,
     pub suggested_action: String,
+    /// UNAVAILABLE after a database conflict that persisted: when to try again.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub retry_after_secs: Option<u64>,
 }
 
 pub type ToolResult<T> = Result<T, ToolError>;
@@ -43,6 +46,7 @@ impl ToolError {
             code: code.into(),
             message: one_line(&message.into()),
             suggested_action: one_line(&action.into()),
+            retry_after_secs: None,
         }
     }
 

@@ -540,10 +540,20 @@ pub struct CampaignOut {
     pub locale: String,
     pub variables: serde_json::Map<String, serde_json::Value>,
     pub audience_filter: serde_json::Map<String, serde_json::Value>,
+    /// Recipients whose message reached the platform (sent, delivered or read) and has
+    /// not failed since; each recipient is counted once, in its latest state.
     pub sent_count: i32,
+    /// The part of sent_count delivered or read.
     pub delivered_count: i32,
+    /// Recipients refused by compliance or whose message failed.
     pub failed_count: i32,
+    /// Recipients not sent because the campaign was cancelled.
+    pub cancelled_count: i32,
+    /// Recipients given a message with no final outcome yet.
+    pub pending_count: i32,
     pub paused_at: Option<String>,
+    /// sent + failed + cancelled + pending: the whole audience once it has been read to
+    /// its end, the recipients reached so far before.
     pub total_recipients: i32,
     pub status_reason: Option<String>,
     pub created_at: String,

@@ -2,8 +2,11 @@
 //!
 //! A JSON object whose keys are all optional: `include_tags` (any of), `exclude_tags`
 //! (none of), `customer_ids`, `opt_in` (`marketing` | `utility`) and
-//! `active_within_days`. `{}` selects every known customer. Unknown keys are refused
-//! (a typo would otherwise silently widen the audience). The filter is parsed here
+//! `active_within_days`. `{}` (or no filter at all) selects every known customer, and
+//! nothing else does: an empty list (`{"customer_ids": []}`), a key set to `null`, and
+//! the strings `""` / `"null"` are refused, since each reads as "nobody" to a person but
+//! would select everyone. Unknown keys are refused too (a typo would otherwise silently
+//! widen the audience). The filter is parsed here
 //! and evaluated either by the store in SQL or by [`AudienceFilter::matches`]; both
 //! follow the same semantics, documented on the fields.
 
@@ -49,6 +52,9 @@ struct RawFilter {
     active_within_days: Option<serde_json::Value>,
 }
 
+/// Why `""`, `"null"` and `null` are not filters.
+const NOT_A_FILTER: &str = "audience_filter is empty or null, which selects nobody; leave audience_filter out (or pass {}) for every customer";
+
 const KEYS: [&str; 5] = [
     "include_tags",
     "exclude_tags",
@@ -88,20 +94,21 @@ fn clean_tags(key: &str, tags: Option<Vec<String>>) -> Result<Vec<String>, Strin
 }
 
 impl AudienceFilter {
-    /// Parses the tool parameter (a JSON string). Blank means `{}` (everyone).
+    /// Parses the tool parameter (a JSON string). Blank or `null` is refused: leave the
+    /// parameter out (or pass `{}`) for every customer.
     pub fn from_json_str(text: &str) -> Result<AudienceFilter, String> {
         if text.trim().is_empty() {
-            return Ok(AudienceFilter::default());
+            return Err(NOT_A_FILTER.into());
         }
         let value: serde_json::Value = serde_json::from_str(text)
             .map_err(|e| format!("audience_filter is not valid JSON: {e}"))?;
         Self::from_value(&value)
     }
 
-    /// Parses an already decoded JSON value; `null` means `{}`.
+    /// Parses an already decoded JSON value (an object; `null` is refused).
     pub fn from_value(value: &serde_json::Value) -> Result<AudienceFilter, String> {
         let map = match value {
-            serde_json::Value::Null => return Ok(AudienceFilter::default()),
+            serde_json::Value::Null => return Err(NOT_A_FILTER.into()),
             serde_json::Value::Object(map) => map,
             _ => return Err("audience_filter must be a JSON object".into()),
         };
@@ -112,6 +119,16 @@ impl AudienceFilter {
             ));
         }
         for (key, v) in map {
+            if v.is_null() {
+                return Err(format!(
+                    "audience_filter.{key} is null; leave the key out rather than set it to null"
+                ));
+            }
+            if v.as_array().is_some_and(|items| items.is_empty()) {
+                return Err(format!(
+                    "audience_filter.{key} is an empty list: an empty list selects nobody; leave the key out"
+                ));
+            }
             let ok = match key.as_str() {
                 "opt_in" => v.is_null() || v.is_string(),
                 "active_within_days" => true,
@@ -243,11 +260,33 @@ mod tests {
     use proptest::prelude::*;
 
     #[test]
-    fn empty_means_everyone() {
-        for t in ["{}", "", "  ", "null"] {
-            let f = AudienceFilter::from_json_str(t).unwrap();
-            assert!(f.is_everyone(), "{t:?}");
+    fn only_an_empty_object_means_everyone() {
+        assert!(AudienceFilter::from_json_str("{}").unwrap().is_everyone());
+        assert!(
+            AudienceFilter::from_json_str(" { } ")
+                .unwrap()
+                .is_everyone()
+        );
+    }
+
+    #[test]
+    fn empty_lists_and_null_never_mean_everyone() {
+        for t in ["", "  ", "null", " null "] {
+            let e = AudienceFilter::from_json_str(t).unwrap_err();
+            assert!(e.contains("selects nobody"), "{t:?}: {e}");
         }
+        for key in ["customer_ids", "include_tags", "exclude_tags"] {
+            let e = AudienceFilter::from_json_str(&format!(r#"{{"{key}": []}}"#)).unwrap_err();
+            assert!(
+                e.contains("an empty list selects nobody; leave the key out"),
+                "{key}: {e}"
+            );
+            let e = AudienceFilter::from_json_str(&format!(r#"{{"{key}": null}}"#)).unwrap_err();
+            assert!(e.contains("leave the key out"), "{key}: {e}");
+        }
+        let e = AudienceFilter::from_json_str(r#"{"opt_in": null}"#).unwrap_err();
+        assert!(e.contains("leave the key out"), "{e}");
+        assert!(AudienceFilter::from_value(&serde_json::Value::Null).is_err());
     }
 
     #[test]

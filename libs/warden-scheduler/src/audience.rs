@@ -65,6 +65,58 @@ WHERE c.phone > $2
 ORDER BY c.phone
 LIMIT $8";
 
+/// The same conditions as [`PAGE_SQL`], over the whole audience.
+const COUNT_SQL: &str = "
+SELECT count(*) AS n
+FROM customers c
+WHERE (cardinality($2::text[]) = 0 OR c.tags && $2::text[])
+  AND NOT (c.tags && $3::text[])
+  AND (cardinality($4::text[]) = 0 OR c.phone = ANY($4::text[]))
+  AND ($5::text IS NULL
+       OR ($5::text = 'marketing' AND c.opt_in_marketing)
+       OR ($5::text = 'utility' AND c.opt_in_utility))
+  AND ($6::timestamptz IS NULL OR c.last_interaction_at >= $6::timestamptz)
+  AND NOT EXISTS (SELECT 1 FROM messages m
+                  WHERE m.customer_phone = c.phone AND m.campaign_id = $1)";
+
+#[derive(diesel::QueryableByName)]
+struct CountRow {
+    #[diesel(sql_type = BigInt)]
+    n: i64,
+}
+
+/// Recipients of the audience not given a message of this campaign (a cancelled
+/// campaign's never-queued recipients).
+pub(crate) async fn count_remaining(
+    conn: &mut AsyncPgConnection,
+    campaign_id: Uuid,
+    filter: &AudienceFilter,
+    now: DateTime<Utc>,
+) -> diesel::QueryResult<i64> {
+    let ids: Vec<String> = filter
+        .customer_ids
+        .iter()
+        .map(|p| p.digits().to_string())
+        .collect();
+    let row: CountRow = diesel::sql_query(COUNT_SQL)
+        .bind::<SqlUuid, _>(campaign_id)
+        .bind::<Array<Text>, _>(&filter.include_tags)
+        .bind::<Array<Text>, _>(&filter.exclude_tags)
+        .bind::<Array<Text>, _>(&ids)
+        .bind::<Nullable<Text>, _>(opt_in_str(filter))
+        .bind::<Nullable<Timestamptz>, _>(filter.active_since(now))
+        .get_result(conn)
+        .await?;
+    Ok(row.n)
+}
+
+fn opt_in_str(filter: &AudienceFilter) -> Option<&'static str> {
+    filter.opt_in.map(|o| match o {
+        OptInKind::Marketing => "marketing",
+        OptInKind::Utility => "utility",
+    })
+}
+
 /// Read the next page after `cursor` (None: from the start).
 pub(crate) async fn load_page(
     conn: &mut AsyncPgConnection,
@@ -79,10 +131,7 @@ pub(crate) async fn load_page(
         .iter()
         .map(|p| p.digits().to_string())
         .collect();
-    let opt_in = filter.opt_in.map(|o| match o {
-        OptInKind::Marketing => "marketing",
-        OptInKind::Utility => "utility",
-    });
+    let opt_in = opt_in_str(filter);
     let rows: Vec<AudienceRow> = diesel::sql_query(PAGE_SQL)
         .bind::<SqlUuid, _>(campaign_id)
         .bind::<Text, _>(cursor.unwrap_or(""))

@@ -2,7 +2,7 @@
 //! resumes, settle.
 
 use std::collections::HashSet;
-use std::sync::Arc;
+use std::convert::Infallible;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
@@ -10,14 +10,17 @@ use chrono::{DateTime, Utc};
 use diesel::sql_types::{
     Array, BigInt, Double, Int4, Jsonb, Nullable, Text, Timestamptz, Uuid as SqlUuid,
 };
-use diesel_async::{AsyncConnection, RunQueryDsl};
+use diesel_async::RunQueryDsl;
+use futures::FutureExt;
 use futures::StreamExt;
 use serde_json::json;
 use uuid::Uuid;
+use warden_core::campaigns::FANOUT_BATCH;
 use warden_core::{RefusalMode, SendError, SendKind, SendRequest};
 use warden_rules::audience::AudienceFilter;
 use warden_rules::kinds::MessageType;
 use warden_rules::phone::PhoneNumber;
+use warden_store::tx::transact_on;
 
 use crate::{ACTOR, Scheduler, TickReport, audience, metrics};
 
@@ -43,8 +46,8 @@ struct StatusRow {
 /// `scheduled` campaigns whose deliver_at has come move to `running` (audited).
 pub(crate) async fn start_due(s: &Scheduler, report: &mut TickReport) -> anyhow::Result<()> {
     let mut conn = s.core().pg().get().await?;
-    let started: Vec<Uuid> = conn
-        .transaction::<_, diesel::result::Error, _>(async |c| {
+    let started: Vec<Uuid> = transact_on::<_, Infallible, _>(&mut conn, "campaigns_start", |c| {
+        async move {
             let rows: Vec<IdRow> = diesel::sql_query(
                 "UPDATE campaigns SET status = 'running', updated_at = now()
                  WHERE id IN (SELECT id FROM campaigns
@@ -66,8 +69,10 @@ pub(crate) async fn start_due(s: &Scheduler, report: &mut TickReport) -> anyhow:
                 .await?;
             }
             Ok(rows.into_iter().map(|r| r.id).collect())
-        })
-        .await?;
+        }
+        .boxed()
+    })
+    .await?;
     for id in &started {
         tracing::info!(campaign_id = %id, "campaign started");
     }
@@ -82,6 +87,8 @@ struct ClaimedCampaign {
     #[diesel(sql_type = Text)]
     name: String,
     #[diesel(sql_type = Text)]
+    status: String,
+    #[diesel(sql_type = Text)]
     template_name: String,
     #[diesel(sql_type = Text)]
     locale: String,
@@ -93,20 +100,21 @@ struct ClaimedCampaign {
     audience_cursor: Option<String>,
 }
 
-/// Claim one running campaign whose audience is not done (lease free, expired or ours),
-/// skipping those already handled in this poll.
+/// Claim one running campaign whose audience is not done, or a cancelled one whose
+/// never-queued recipients are not counted yet (lease free, expired or ours), skipping
+/// those already handled in this poll.
 async fn claim(s: &Scheduler, skip: &[Uuid]) -> anyhow::Result<Option<ClaimedCampaign>> {
     let mut conn = s.core().pg().get().await?;
     let rows: Vec<ClaimedCampaign> = diesel::sql_query(
         "UPDATE campaigns SET lease_owner = $1, lease_until = now() + make_interval(secs => $2)
          WHERE id = (SELECT id FROM campaigns
-                     WHERE status IN ('running', 'sending') AND NOT audience_done
+                     WHERE status IN ('running', 'sending', 'cancelled') AND NOT audience_done
                        AND (lease_until IS NULL OR lease_until < now() OR lease_owner = $1)
                        AND NOT (id = ANY($3))
                      ORDER BY deliver_at, id
                      LIMIT 1
                      FOR UPDATE SKIP LOCKED)
-         RETURNING id, name, template_name, locale, variables, audience_filter, audience_cursor",
+         RETURNING id, name, status, template_name, locale, variables, audience_filter, audience_cursor",
     )
     .bind::<Text, _>(s.owner())
     .bind::<Double, _>(s.config().lease.as_secs_f64())
@@ -143,6 +151,9 @@ struct PageOutcome {
     /// Recipients not attempted (pause, cancel, shutdown, database trouble).
     skipped: usize,
     unavailable: usize,
+    /// The campaign's status when a batch check stopped the page (paused, cancelled), or
+    /// "lease lost".
+    stopped_by: Option<String>,
 }
 
 enum Recipient {
@@ -169,8 +180,15 @@ async fn run_campaign(
 ) -> anyhow::Result<()> {
     let filter = match AudienceFilter::from_value(&c.audience_filter) {
         Ok(f) => f,
+        Err(e) if c.status == "cancelled" => {
+            tracing::warn!(campaign_id = %c.id, error = %e, "cancelled campaign with an unreadable audience_filter: no never-queued recipients counted");
+            return close_cancelled(s, c.id, None).await;
+        }
         Err(e) => return fail_campaign(s, c.id, &format!("audience_filter: {e}")).await,
     };
+    if c.status == "cancelled" {
+        return close_cancelled(s, c.id, Some(&filter)).await;
+    }
     let variables = match warden_rules::templates::parse_variables(&c.variables) {
         Ok(v) => v,
         Err(e) => return fail_campaign(s, c.id, &format!("variables: {e}")).await,
@@ -210,6 +228,10 @@ async fn run_campaign(
         report.recipients_enqueued += outcome.enqueued;
         report.recipients_refused += outcome.refused;
         report.recipients_errors += outcome.errors;
+        if outcome.stopped_by.as_deref() == Some("cancelled") && outcome.unavailable == 0 {
+            // Nothing more is sent: count the rest of the audience as cancelled now.
+            return close_cancelled(s, c.id, Some(&filter)).await;
+        }
         if outcome.skipped > 0 || outcome.unavailable > 0 {
             // Interrupted: the cursor stays, the page is read again later (recipients
             // already given a message are not in it any more).
@@ -222,6 +244,9 @@ async fn run_campaign(
         }
         match advance(s, c.id, &last, outcome.enqueued).await? {
             Some(status) if is_sending_state(&status) => {}
+            Some(status) if status == "cancelled" => {
+                return close_cancelled(s, c.id, Some(&filter)).await;
+            }
             Some(status) => {
                 release(s, c.id).await?;
                 tracing::info!(campaign_id = %c.id, status, "campaign no longer running; fan-out stops");
@@ -245,29 +270,52 @@ async fn run_campaign(
     }
 }
 
-/// Send one page through `Core::send`, `concurrency` at a time. A watcher re-checks the
-/// campaign's status (and renews the lease) while the page runs, so a pause or cancel
-/// stops further sends within `status_check`.
+/// Send one page through `Core::send` in batches of [`FANOUT_BATCH`] (each batch
+/// concurrently, `concurrency` at a time). Before each batch the campaign's status is
+/// read (and the lease renewed): a pause or cancel stops the page before the next batch,
+/// so at most one batch is queued after pause_campaign / cancel_campaign answers.
 async fn send_page(s: &Scheduler, plan: &Plan, recipients: Vec<PhoneNumber>) -> PageOutcome {
-    let stop = Arc::new(AtomicBool::new(false));
-    let page_done = Arc::new(tokio::sync::Notify::new());
-    let watcher = tokio::spawn(watch_status(
-        s.core().clone(),
-        plan.id,
-        s.owner().to_string(),
-        s.config().lease.as_secs_f64(),
-        s.config().status_check,
-        stop.clone(),
-        page_done.clone(),
-    ));
-    let results: Vec<Recipient> = futures::stream::iter(recipients)
-        .map(|phone| send_recipient(s, plan, phone, &stop))
-        .buffer_unordered(s.config().concurrency.max(1))
-        .collect()
-        .await;
-    page_done.notify_one();
-    let _ = watcher.await;
-    let mut out = PageOutcome::default();
+    let stop = AtomicBool::new(false);
+    let mut results: Vec<Recipient> = Vec::with_capacity(recipients.len());
+    let mut stopped_by = None;
+    let mut rest = recipients.into_iter().peekable();
+    while rest.peek().is_some() {
+        let batch: Vec<PhoneNumber> = rest.by_ref().take(FANOUT_BATCH).collect();
+        let go = if AtomicBool::load(&stop, Ordering::SeqCst) || s.is_stopping() {
+            false
+        } else {
+            match check_status(s, plan.id).await {
+                Ok(Some(st)) if is_sending_state(&st) => true,
+                Ok(other) => {
+                    let why = other.unwrap_or_else(|| "lease lost".into());
+                    tracing::info!(campaign_id = %plan.id, status = why, "campaign paused, cancelled or taken over: its sends stop");
+                    stopped_by = Some(why);
+                    false
+                }
+                Err(e) => {
+                    tracing::warn!(campaign_id = %plan.id, error = %format!("{e:#}"), "campaign status unreadable: its sends stop");
+                    results.extend(batch.iter().map(|_| Recipient::Unavailable));
+                    results.extend(rest.by_ref().map(|_| Recipient::Unavailable));
+                    break;
+                }
+            }
+        };
+        if !go {
+            results.extend(batch.iter().map(|_| Recipient::Skipped));
+            results.extend(rest.by_ref().map(|_| Recipient::Skipped));
+            break;
+        }
+        let sent: Vec<Recipient> = futures::stream::iter(batch)
+            .map(|phone| send_recipient(s, plan, phone, &stop))
+            .buffer_unordered(s.config().concurrency.clamp(1, FANOUT_BATCH))
+            .collect()
+            .await;
+        results.extend(sent);
+    }
+    let mut out = PageOutcome {
+        stopped_by,
+        ..PageOutcome::default()
+    };
     let mut unpublished = Vec::new();
     for r in results {
         match r {
@@ -342,48 +390,45 @@ async fn send_recipient(
     }
 }
 
-/// While a page runs: every `every`, renew the lease and read the status; a campaign that
-/// is no longer running (paused, cancelled) or whose lease was lost sets `stop`.
-async fn watch_status(
-    core: warden_core::Core,
+/// Renew the lease and read the campaign's status in one statement; None when the lease
+/// is no longer ours.
+async fn check_status(s: &Scheduler, id: Uuid) -> anyhow::Result<Option<String>> {
+    let mut conn = s.core().pg().get().await?;
+    let rows: Vec<StatusRow> = diesel::sql_query(
+        "UPDATE campaigns SET lease_until = now() + make_interval(secs => $3)
+         WHERE id = $1 AND lease_owner = $2 RETURNING status",
+    )
+    .bind::<SqlUuid, _>(id)
+    .bind::<Text, _>(s.owner())
+    .bind::<Double, _>(s.config().lease.as_secs_f64())
+    .load(&mut conn)
+    .await?;
+    Ok(rows.into_iter().next().map(|r| r.status))
+}
+
+/// A cancelled campaign whose lease we hold: the recipients of its audience never given
+/// a message count as cancelled (`warden_core::campaigns::close_cancelled`). Without a
+/// readable filter none are counted.
+async fn close_cancelled(
+    s: &Scheduler,
     id: Uuid,
-    owner: String,
-    lease_secs: f64,
-    every: std::time::Duration,
-    stop: Arc<AtomicBool>,
-    done: Arc<tokio::sync::Notify>,
-) {
-    loop {
-        tokio::select! {
-            _ = done.notified() => return,
-            _ = tokio::time::sleep(every) => {}
-        }
-        let status = async {
-            let mut conn = core.pg().get().await.ok()?;
-            let rows: Vec<StatusRow> = diesel::sql_query(
-                "UPDATE campaigns SET lease_until = now() + make_interval(secs => $3)
-                 WHERE id = $1 AND lease_owner = $2 RETURNING status",
-            )
-            .bind::<SqlUuid, _>(id)
-            .bind::<Text, _>(&owner)
-            .bind::<Double, _>(lease_secs)
-            .load(&mut conn)
-            .await
-            .ok()?;
-            Some(rows.into_iter().next().map(|r| r.status))
-        }
-        .await;
-        match status {
-            // Database trouble: the sends notice it themselves.
-            None => {}
-            Some(Some(st)) if is_sending_state(&st) => {}
-            Some(other) => {
-                tracing::info!(campaign_id = %id, status = ?other, "campaign paused, cancelled or taken over: stopping its sends");
-                stop.store(true, Ordering::SeqCst);
-                return;
-            }
-        }
+    filter: Option<&AudienceFilter>,
+) -> anyhow::Result<()> {
+    let mut conn = s.core().pg().get().await?;
+    let remaining = match filter {
+        Some(f) => audience::count_remaining(&mut conn, id, f, Utc::now()).await?,
+        None => 0,
+    };
+    let closed =
+        warden_core::campaigns::close_cancelled(&mut conn, id, s.owner(), remaining as i32, ACTOR)
+            .await?;
+    if closed {
+        tracing::info!(campaign_id = %id, never_queued = remaining, "cancelled campaign closed: the rest of its audience counted as cancelled");
+    } else {
+        drop(conn);
+        release(s, id).await?;
     }
+    Ok(())
 }
 
 /// After a complete page: move the cursor, count the enqueued, renew the lease. Returns the
@@ -436,8 +481,9 @@ struct Totals {
 async fn finish(s: &Scheduler, id: Uuid, report: &mut TickReport) -> anyhow::Result<()> {
     let mut conn = s.core().pg().get().await?;
     let owner = s.owner().to_string();
-    let totals: Option<Totals> = conn
-        .transaction::<_, diesel::result::Error, _>(async |c| {
+    let totals: Option<Totals> = transact_on::<_, Infallible, _>(&mut conn, "campaign_finish", |c| {
+        let owner = owner.clone();
+        async move {
             let rows: Vec<Totals> = diesel::sql_query(
                 "WITH counts AS (
                      SELECT count(*)::int4 AS total,
@@ -468,8 +514,10 @@ async fn finish(s: &Scheduler, id: Uuid, report: &mut TickReport) -> anyhow::Res
             )
             .await?;
             Ok(Some(t))
-        })
-        .await?;
+        }
+        .boxed()
+    })
+    .await?;
     if let Some(t) = totals {
         report.campaigns_finished_fanout += 1;
         tracing::info!(campaign_id = %id, total_recipients = t.total_recipients, enqueued = t.enqueued_count, "campaign audience done");
@@ -486,28 +534,32 @@ async fn finish(s: &Scheduler, id: Uuid, report: &mut TickReport) -> anyhow::Res
 async fn fail_campaign(s: &Scheduler, id: Uuid, reason: &str) -> anyhow::Result<()> {
     let mut conn = s.core().pg().get().await?;
     let reason = reason.to_string();
-    conn.transaction::<_, diesel::result::Error, _>(async |c| {
-        let n = diesel::sql_query(
-            "UPDATE campaigns SET status = 'failed', status_reason = $2, lease_until = NULL,
+    transact_on::<_, Infallible, _>(&mut conn, "campaign_fail", |c| {
+        let reason = reason.clone();
+        async move {
+            let n = diesel::sql_query(
+                "UPDATE campaigns SET status = 'failed', status_reason = $2, lease_until = NULL,
                     lease_owner = NULL, updated_at = now()
              WHERE id = $1 AND status IN ('running', 'sending')",
-        )
-        .bind::<SqlUuid, _>(id)
-        .bind::<Text, _>(&reason)
-        .execute(c)
-        .await?;
-        if n > 0 {
-            warden_store::audit::record(
-                c,
-                ACTOR,
-                "campaign_failed",
-                "campaign",
-                &id.to_string(),
-                json!({"reason": reason}),
             )
+            .bind::<SqlUuid, _>(id)
+            .bind::<Text, _>(&reason)
+            .execute(c)
             .await?;
+            if n > 0 {
+                warden_store::audit::record(
+                    c,
+                    ACTOR,
+                    "campaign_failed",
+                    "campaign",
+                    &id.to_string(),
+                    json!({"reason": reason}),
+                )
+                .await?;
+            }
+            Ok(())
         }
-        Ok(())
+        .boxed()
     })
     .await?;
     tracing::error!(campaign_id = %id, reason, "campaign cannot run; marked failed");

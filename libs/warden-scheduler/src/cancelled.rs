@@ -1,18 +1,22 @@
 //! Cancelled campaigns: their queued-but-unsent messages end `failed` ("campaign
-//! cancelled") and count in the campaign's failed_count.
+//! cancelled", error category `campaign`), which the counter triggers count in the
+//! campaign's cancelled_count (not failed_count: they were never tried).
 //!
 //! warden-core has no bulk outcome: `outcomes::apply_status` moves one message (with
 //! several statements each). A cancelled 100k campaign can leave tens of thousands of
 //! queued rows, so this module does the same move in bulk, in one statement per batch:
-//! status `failed`, failed_at, the error fields, lease cleared, and failed_count of the
-//! campaign incremented by exactly the rows moved. Only rows still `queued` are touched
-//! (`sending` ones are at the platform already and settle through the webhook), and
-//! `FOR UPDATE SKIP LOCKED` keeps it off rows a dispatcher is claiming right now.
+//! status `failed`, failed_at, the error fields, lease cleared. Only rows still `queued`
+//! are touched (`sending` ones are at the platform already and settle through the
+//! webhook), and `FOR UPDATE SKIP LOCKED` keeps it off rows a dispatcher is claiming now.
+
+use std::convert::Infallible;
 
 use diesel::sql_types::{BigInt, Text, Uuid as SqlUuid};
-use diesel_async::{AsyncConnection, RunQueryDsl};
+use diesel_async::RunQueryDsl;
+use futures::FutureExt;
 use serde_json::json;
 use uuid::Uuid;
+use warden_store::tx::transact_on;
 
 use crate::{ACTOR, Scheduler, TickReport, metrics};
 
@@ -37,8 +41,8 @@ struct Moved {
 pub(crate) async fn fail_unsent(s: &Scheduler, report: &mut TickReport) -> anyhow::Result<()> {
     let mut conn = s.core().pg().get().await?;
     for _ in 0..MAX_BATCHES {
-        let moved: Vec<Moved> = conn
-            .transaction::<_, diesel::result::Error, _>(async |c| {
+        let moved: Vec<Moved> = transact_on::<_, Infallible, _>(&mut conn, "campaign_cancel_queued", |c| {
+            async move {
                 let moved: Vec<Moved> = diesel::sql_query(
                     "WITH doomed AS (
                          SELECT m.id FROM messages m JOIN campaigns c ON c.id = m.campaign_id
@@ -51,12 +55,8 @@ pub(crate) async fn fail_unsent(s: &Scheduler, report: &mut TickReport) -> anyho
                                 error_code = 0, error_category = $2, error_can_retry = false,
                                 error_explanation = $3, error_suggested_action = $4
                          FROM doomed WHERE m.id = doomed.id AND m.status = 'queued'
-                         RETURNING m.campaign_id),
-                     per_campaign AS (
-                         SELECT campaign_id, count(*) AS n FROM failed GROUP BY campaign_id)
-                     UPDATE campaigns c SET failed_count = c.failed_count + p.n::int4, updated_at = now()
-                     FROM per_campaign p WHERE c.id = p.campaign_id
-                     RETURNING c.id AS campaign_id, p.n",
+                         RETURNING m.campaign_id)
+                     SELECT campaign_id, count(*) AS n FROM failed GROUP BY campaign_id ORDER BY campaign_id",
                 )
                 .bind::<BigInt, _>(BATCH)
                 .bind::<Text, _>(CANCELLED_CATEGORY)
@@ -76,8 +76,10 @@ pub(crate) async fn fail_unsent(s: &Scheduler, report: &mut TickReport) -> anyho
                     .await?;
                 }
                 Ok(moved)
-            })
-            .await?;
+            }
+            .boxed()
+        })
+        .await?;
         let total: i64 = moved.iter().map(|m| m.n).sum();
         if total == 0 {
             return Ok(());

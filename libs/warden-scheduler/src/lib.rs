@@ -16,7 +16,10 @@
 //!    ("campaign cancelled"); resumed campaigns get their held (queued) messages republished.
 //! 4. **Campaign fan-out** — a running campaign is claimed with a lease; its audience is read
 //!    in keyset pages (`customers.phone > audience_cursor`, filtered in SQL) and every
-//!    recipient goes through `Core::send` (several in parallel). The cursor advances after
+//!    recipient goes through `Core::send`, in batches of
+//!    `warden_core::campaigns::FANOUT_BATCH` (32) sent in parallel; the campaign's status
+//!    is read before each batch, so a pause or cancel stops it within one batch. A
+//!    cancelled campaign's never-queued recipients are then counted as cancelled. The cursor advances after
 //!    each complete page; recipients that already have a message of this campaign are
 //!    excluded by the page query itself, so a resumed or taken-over campaign never gives
 //!    anyone a second message.
@@ -83,9 +86,6 @@ pub struct Config {
     pub page_size: i64,
     /// `Core::send` calls in flight at once (campaign recipients, scheduled messages).
     pub concurrency: usize,
-    /// How often a running fan-out re-checks its campaign's status (pause/cancel) and
-    /// renews its lease.
-    pub status_check: Duration,
     /// How long one poll may spend on one campaign before moving on.
     pub campaign_budget: Duration,
     /// Rows the relay publishes per poll (each of its two kinds).
@@ -122,7 +122,6 @@ impl Default for Config {
             max_message_batches: 50,
             page_size: 1000,
             concurrency: 32,
-            status_check: Duration::from_millis(200),
             campaign_budget: Duration::from_secs(30),
             relay_batch: 1000,
             relay_min_age: Duration::from_secs(5),

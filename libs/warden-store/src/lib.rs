@@ -8,6 +8,7 @@ pub mod schema;
 pub mod seeds;
 pub mod startup;
 pub mod testing;
+pub mod tx;
 
 pub use pool::{PgConn, PgPool, StoreError, connect};
 pub use startup::{PolicySeed, SeedReport, prepare};

@@ -146,6 +146,8 @@ pub struct Campaign {
     pub lease_owner: Option<String>,
     pub created_at: DateTime<Utc>,
     pub updated_at: DateTime<Utc>,
+    /// Recipients not sent because the campaign was cancelled (queued or never queued).
+    pub cancelled_count: i32,
 }
 
 #[derive(Clone, Debug, Queryable, Selectable, Serialize)]

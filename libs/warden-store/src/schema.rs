@@ -73,6 +73,7 @@ diesel::table! {
         lease_owner -> Nullable<Text>,
         created_at -> Timestamptz,
         updated_at -> Timestamptz,
+        cancelled_count -> Int4,
     }
 }
 

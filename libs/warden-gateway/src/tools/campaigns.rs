@@ -10,9 +10,9 @@ use rmcp::{tool, tool_router};
 use serde_json::{Map, Value, json};
 use uuid::Uuid;
 use warden_core::SendKind;
+use warden_core::campaigns::CampaignError;
 use warden_rules::audience::AudienceFilter;
 use warden_rules::kinds::{ContentKind, MessageType, TemplateCategory};
-use warden_store::models::Campaign;
 use warden_store::schema::{campaigns, messages};
 
 use crate::args::Args;
@@ -95,8 +95,8 @@ do), NOT_FOUND (unknown campaign_id), FEATURE_NOT_AVAILABLE (tier oss), INVALID_
 
     #[tool(
         name = "pause_campaign",
-        description = "Pro tier. Pause a scheduled, running or sending campaign: nothing more is sent until resume_campaign; \
-progress counters are kept and messages already queued may still be delivered. Returns campaign_id, status \"paused\", \
+        description = "Pro tier. Pause a scheduled, running or sending campaign: at most one batch (32 recipients) more is \
+queued after the answer, then nothing until resume_campaign; progress counters are kept and messages already queued may still be delivered. Returns campaign_id, status \"paused\", \
 from_status and a note with the progress so far. Errors: INVALID_STATE_TRANSITION (the campaign is paused already or \
 finished: check get_campaign), NOT_FOUND, FEATURE_NOT_AVAILABLE (tier oss), INVALID_ARGUMENT (not a UUID), UNAVAILABLE.",
         input_schema = schema::input::<CampaignIdIn>(),
@@ -130,8 +130,9 @@ INVALID_ARGUMENT (not a UUID), UNAVAILABLE.",
     #[tool(
         name = "get_campaign",
         description = "Read a campaign: name, type, status (scheduled, running, sending, paused, cancelled, completed, failed), \
-deliver_at, template, locale, variables, audience_filter, progress counters (sent_count, delivered_count counting delivered \
-and read, failed_count) and paused_at. Errors: NOT_FOUND (unknown campaign_id), INVALID_ARGUMENT (not a UUID), UNAVAILABLE.",
+deliver_at, template, locale, variables, audience_filter, progress counters (each recipient counted once, in its latest \
+state: sent_count, failed_count, cancelled_count, pending_count add up to total_recipients; delivered_count is the part of \
+sent_count delivered or read) and paused_at. Errors: NOT_FOUND (unknown campaign_id), INVALID_ARGUMENT (not a UUID), UNAVAILABLE.",
         input_schema = schema::input::<CampaignIdIn>(),
         output_schema = schema::output::<CampaignOut>(),
         annotations(read_only_hint = true, open_world_hint = false)
@@ -172,6 +173,46 @@ fn future_time(key: &str, at: DateTime<Utc>, now: DateTime<Utc>) -> ToolResult<D
         ));
     }
     Ok(at)
+}
+
+/// A campaign use case's refusal in the contract's words.
+fn campaign_error(e: CampaignError) -> ToolError {
+    match e {
+        CampaignError::NotFound(id) => campaign_not_found(id),
+        CampaignError::Terminal { id, status } => ToolError::new(
+            code::CAMPAIGN_TERMINAL_STATE,
+            format!("Campaign {id} is already {status}, a final state, so it cannot be cancelled."),
+            "Nothing to do: the campaign sends nothing more. get_campaign shows its final counters.",
+        ),
+        CampaignError::InvalidTransition {
+            id,
+            status,
+            to: "running",
+        } => ToolError::new(
+            code::INVALID_STATE_TRANSITION,
+            format!("Campaign {id} is {status}; only a paused campaign can be resumed."),
+            "Check get_campaign: a scheduled, running or sending campaign is already going; a finished one cannot restart.",
+        ),
+        CampaignError::InvalidTransition { id, status, .. } => ToolError::new(
+            code::INVALID_STATE_TRANSITION,
+            format!(
+                "Campaign {id} is {status}; only scheduled, running or sending campaigns can be paused."
+            ),
+            if status == "paused" {
+                "It is paused already; call resume_campaign to continue it."
+            } else {
+                "It has finished; nothing is being sent. get_campaign shows its counters."
+            },
+        ),
+        CampaignError::Busy(detail, retry_after_secs) => {
+            let mut err = ToolError::unavailable(detail);
+            err.retry_after_secs = Some(retry_after_secs);
+            err.suggested_action =
+                format!("Call again in {retry_after_secs} s; nothing was changed.");
+            err
+        }
+        CampaignError::Unavailable(detail) => ToolError::unavailable(detail),
+    }
 }
 
 fn campaign_not_found(id: Uuid) -> ToolError {
@@ -384,6 +425,14 @@ impl Gateway {
                 ));
             }
         };
+        // Only `{}` or no audience_filter means everyone: a blank string is refused.
+        let audience_hint = "Leave audience_filter out (or pass {}) for every customer, or give a JSON object such as {\"include_tags\": [\"vip\"]}.";
+        if a.is_blank_string("audience_filter") {
+            return Err(ToolError::invalid(
+                "The parameter `audience_filter` is an empty string, which selects nobody.",
+                audience_hint,
+            ));
+        }
         let audience = a
             .opt_json(
                 "audience_filter",
@@ -403,11 +452,6 @@ impl Gateway {
                 "Pass audience_filter as a JSON object with only include_tags, exclude_tags, customer_ids, opt_in and active_within_days, or {} for every customer.",
             )
         })?;
-        let audience = if audience.is_null() {
-            json!({})
-        } else {
-            audience
-        };
 
         let mut conn = self.conn().await?;
         let found = if impossible_template_name(&template_name) {
@@ -502,62 +546,6 @@ impl Gateway {
         })
     }
 
-    /// Lock a campaign row, check its state with `decide`, apply `to` and audit.
-    async fn move_campaign(
-        &self,
-        id: Uuid,
-        action: &str,
-        decide: impl Fn(&Campaign) -> ToolResult<()> + Send + Sync,
-        to: &str,
-        details: Value,
-    ) -> ToolResult<Campaign> {
-        let mut conn = self.conn().await?;
-        let decide = &decide;
-        let details = &details;
-        conn.transaction::<_, ToolError, _>(async |c| {
-            let Some(current) = campaigns::table
-                .find(id)
-                .select(Campaign::as_select())
-                .for_update()
-                .first(c)
-                .await
-                .optional()?
-            else {
-                return Err(campaign_not_found(id));
-            };
-            decide(&current)?;
-            let now = Utc::now();
-            let paused_at = match to {
-                "paused" => Some(now),
-                "running" => None,
-                _ => current.paused_at,
-            };
-            let reason = details
-                .get("reason")
-                .and_then(Value::as_str)
-                .map(str::to_string)
-                .or(current.status_reason.clone().filter(|_| to != "running"));
-            diesel::update(campaigns::table.find(id))
-                .set((
-                    campaigns::status.eq(to),
-                    campaigns::paused_at.eq(paused_at),
-                    campaigns::status_reason.eq(reason),
-                    campaigns::updated_at.eq(now),
-                ))
-                .execute(c)
-                .await?;
-            let mut audit = details.clone();
-            if let Value::Object(m) = &mut audit {
-                m.insert("from_status".into(), json!(current.status));
-                m.insert("to_status".into(), json!(to));
-            }
-            warden_store::audit::record(c, ACTOR, action, "campaign", &id.to_string(), audit)
-                .await?;
-            Ok(current)
-        })
-        .await
-    }
-
     async fn cancel_campaign_impl(&self, a: Args) -> ToolResult<CancelCampaignOut> {
         self.require_pro("cancel_campaign")?;
         let id = a.uuid("campaign_id", "campaign_id schedule_campaign returned")?;
@@ -570,28 +558,13 @@ impl Gateway {
                 "Shorten the reason; it is a note for the audit trail.",
             )?;
         }
-        let before = self
-            .move_campaign(
-                id,
-                "campaign_cancelled",
-                |c| {
-                    if warden_core::campaigns::TERMINAL.contains(&c.status.as_str()) {
-                        return Err(ToolError::new(
-                            code::CAMPAIGN_TERMINAL_STATE,
-                            format!("Campaign {id} is already {}, a final state, so it cannot be cancelled.", c.status),
-                            "Nothing to do: the campaign sends nothing more. get_campaign shows its final counters.",
-                        ));
-                    }
-                    Ok(())
-                },
-                "cancelled",
-                json!({"reason": reason}),
-            )
-            .await?;
+        let moved = warden_core::campaigns::cancel(self.core().pg(), id, reason.as_deref(), ACTOR)
+            .await
+            .map_err(campaign_error)?;
         Ok(CancelCampaignOut {
             campaign_id: id.to_string(),
             status: "cancelled".into(),
-            from_status: before.status,
+            from_status: moved.before.status,
             reason,
         })
     }
@@ -599,35 +572,16 @@ impl Gateway {
     async fn pause_campaign_impl(&self, a: Args) -> ToolResult<CampaignMoveOut> {
         self.require_pro("pause_campaign")?;
         let id = a.uuid("campaign_id", "campaign_id schedule_campaign returned")?;
-        let before = self
-            .move_campaign(
-                id,
-                "campaign_paused",
-                |c| {
-                    if !warden_core::campaigns::ACTIVE.contains(&c.status.as_str()) {
-                        let action = if c.status == "paused" {
-                            "It is paused already; call resume_campaign to continue it."
-                        } else {
-                            "It has finished; nothing is being sent. get_campaign shows its counters."
-                        };
-                        return Err(ToolError::new(
-                            code::INVALID_STATE_TRANSITION,
-                            format!(
-                                "Campaign {id} is {}; only scheduled, running or sending campaigns can be paused.",
-                                c.status
-                            ),
-                            action,
-                        ));
-                    }
-                    Ok(())
-                },
-                "paused",
-                json!({}),
-            )
-            .await?;
+        let before = warden_core::campaigns::pause(self.core().pg(), id, ACTOR)
+            .await
+            .map_err(campaign_error)?
+            .before;
         let note = format!(
-            "Paused: no further recipients will be sent until resume_campaign. Progress so far: {} sent, {} delivered, {} failed; messages already queued may still be delivered.",
-            before.sent_count, before.delivered_count, before.failed_count
+            "Paused: at most {} more recipients (the batch being sent) are queued, then nothing until resume_campaign. Progress so far: {} sent, {} delivered, {} failed; messages already queued may still be delivered.",
+            warden_core::campaigns::FANOUT_BATCH,
+            before.sent_count,
+            before.delivered_count,
+            before.failed_count
         );
         Ok(CampaignMoveOut {
             campaign_id: id.to_string(),
@@ -640,24 +594,10 @@ impl Gateway {
     async fn resume_campaign_impl(&self, a: Args) -> ToolResult<CampaignMoveOut> {
         self.require_pro("resume_campaign")?;
         let id = a.uuid("campaign_id", "campaign_id schedule_campaign returned")?;
-        let before = self
-            .move_campaign(
-                id,
-                "campaign_resumed",
-                |c| {
-                    if c.status != "paused" {
-                        return Err(ToolError::new(
-                            code::INVALID_STATE_TRANSITION,
-                            format!("Campaign {id} is {}; only a paused campaign can be resumed.", c.status),
-                            "Check get_campaign: a scheduled, running or sending campaign is already going; a finished one cannot restart.",
-                        ));
-                    }
-                    Ok(())
-                },
-                "running",
-                json!({}),
-            )
-            .await?;
+        let before = warden_core::campaigns::resume(self.core().pg(), id, ACTOR)
+            .await
+            .map_err(campaign_error)?
+            .before;
         let note = if before.deliver_at > Utc::now() && before.enqueued_count == 0 {
             format!(
                 "Resumed: the campaign continues where it stopped; its delivery time is {}.",
@@ -679,16 +619,12 @@ impl Gateway {
 
     async fn get_campaign_impl(&self, a: Args) -> ToolResult<CampaignOut> {
         let id = a.uuid("campaign_id", "campaign_id schedule_campaign returned")?;
-        let mut conn = self.conn().await?;
-        let Some(c) = campaigns::table
-            .find(id)
-            .select(Campaign::as_select())
-            .first(&mut conn)
+        let view = warden_core::campaigns::get(self.core().pg(), id)
             .await
-            .optional()?
-        else {
-            return Err(campaign_not_found(id));
-        };
+            .map_err(campaign_error)?;
+        let recipients = view.recipients();
+        let pending_count = view.pending_count;
+        let c = view.campaign;
         let object = |v: Value| match v {
             Value::Object(m) => m,
             _ => Map::new(),
@@ -706,8 +642,15 @@ impl Gateway {
             sent_count: c.sent_count,
             delivered_count: c.delivered_count,
             failed_count: c.failed_count,
+            cancelled_count: c.cancelled_count,
+            pending_count,
             paused_at: opt_ts(c.paused_at),
-            total_recipients: c.total_recipients,
+            // Recipients reached so far until the audience has been read to its end.
+            total_recipients: if c.audience_done {
+                c.total_recipients
+            } else {
+                recipients
+            },
             status_reason: c.status_reason,
             created_at: ts(c.created_at),
             updated_at: ts(c.updated_at),

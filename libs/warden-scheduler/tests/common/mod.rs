@@ -317,7 +317,6 @@ pub fn test_config(owner: &str) -> Config {
         max_message_batches: 50,
         page_size: 250,
         concurrency: 8,
-        status_check: Duration::from_millis(20),
         campaign_budget: Duration::from_secs(60),
         relay_batch: 1000,
         relay_min_age: Duration::from_millis(0),

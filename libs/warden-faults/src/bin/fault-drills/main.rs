@@ -2,8 +2,9 @@
 //! dispatchers, scheduler) on private Postgres, Redis and NATS instances, with
 //! platform-sim counting every send. Each drill sends template messages through the one
 //! send path while one thing breaks, waits for recovery, and prints accepted / sent /
-//! sent twice / lost / stuck. Then 1,000 forged webhook POSTs and 10,000 fuzzed tool
-//! calls (the `forged-webhooks` and `fuzz-tools` executables beside this one).
+//! sent twice / lost / stuck. Then 50 campaign control calls during a 10,000-recipient
+//! campaign, 1,000 forged webhook POSTs and 10,000 fuzzed tool calls (the
+//! `campaign-control`, `forged-webhooks` and `fuzz-tools` executables beside this one).
 //!
 //! `fault-drills [--bins DIR] [--scale F] [--only name,name] [--out DIR]`; exit 1 when any
 //! drill fails. `--scale 0.25` is the shortened run CI uses.
@@ -57,7 +58,8 @@ fn args() -> anyhow::Result<Args> {
             "-h" | "--help" => {
                 eprintln!(
                     "fault-drills [--bins DIR] [--scale F] [--only {}] [--out DIR]",
-                    Fault::ALL.map(Fault::name).join(",") + ",forged-webhooks,fuzz-tools"
+                    Fault::ALL.map(Fault::name).join(",")
+                        + ",campaign-control,forged-webhooks,fuzz-tools"
                 );
                 std::process::exit(0);
             }
@@ -139,8 +141,37 @@ async fn main_inner() -> anyhow::Result<()> {
         results.push(r);
     }
 
-    // Forged webhooks and fuzzed tool calls against a quiet stack.
     let mut extra = Vec::new();
+    // Campaign control under load: its own stack, its own executable.
+    if wanted("campaign-control") {
+        let stack = Stack::up(&services, &a.bins, &logs, "campaign-control", 10).await?;
+        let recipients = ((10_000.0 * a.scale).round() as usize).max(500).to_string();
+        eprintln!(
+            "[faults] campaign control: 50 calls from two gateways while {recipients} recipients are sent"
+        );
+        let gateway = a.bins.join("mcp-gateway").to_string_lossy().to_string();
+        let (ok, report) = sibling(
+            "campaign-control",
+            &[
+                "--gateway".into(),
+                gateway,
+                "--database-url".into(),
+                stack.pg_url.clone(),
+                "--recipients".into(),
+                recipients,
+            ],
+            &stack.env,
+        )
+        .await?;
+        failed |= !ok;
+        extra.push(serde_json::json!({"check": "campaign-control", "ok": ok, "report": report}));
+        for p in stack.down() {
+            eprintln!("[faults] {p}");
+            failed = true;
+        }
+    }
+
+    // Forged webhooks and fuzzed tool calls against a quiet stack.
     if wanted("forged-webhooks") || wanted("fuzz-tools") {
         let stack = Stack::up(&services, &a.bins, &logs, "edge", 9).await?;
         // Real customers and messages for the forged events to aim at; then wait until
@@ -292,6 +323,14 @@ fn print_table(results: &[DrillResult], extra: &[serde_json::Value]) {
                 n("rejected"),
                 n("accepted"),
                 n("rows_written")
+            ),
+            Some("campaign-control") => format!(
+                "{} control calls during a {}-recipient campaign: {} UNAVAILABLE, final {} (last call: {})",
+                n("calls"),
+                n("recipients"),
+                n("unavailable"),
+                r["final_status"].as_str().unwrap_or("?"),
+                r["last_call_left"].as_str().unwrap_or("?")
             ),
             Some("fuzz-tools") => format!(
                 "{} fuzzed tool calls: {} answered, {} crashes, {} protocol errors, {} violations, {} calls/s",

@@ -1,0 +1,174 @@
+//! Campaign audience filters that would select everyone by accident (issue 22, hole 3),
+//! and the control tools' answers and counters as an agent sees them (issue 28).
+
+mod common;
+
+use chrono::{TimeDelta, Utc};
+use common::{Harness, phone};
+use serde_json::json;
+
+fn future(mins: i64) -> String {
+    (Utc::now() + TimeDelta::minutes(mins)).to_rfc3339()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_empty_list_or_null_audience_filter_is_refused_never_everyone() {
+    let h = Harness::start().await;
+    h.insert_template("promo", "en", "marketing", "APPROVED", "Hi {{1}}")
+        .await;
+    let base = json!({"name": "n", "type": "marketing", "template_name": "promo",
+                      "deliver_at": future(60), "variables": "{\"1\": \"a\"}"});
+    let with = |v: serde_json::Value| {
+        let mut b = base.clone();
+        b["audience_filter"] = v;
+        b
+    };
+    for (filter, says) in [
+        (
+            json!("{\"customer_ids\": []}"),
+            "an empty list selects nobody; leave the key out",
+        ),
+        (
+            json!("{\"include_tags\": []}"),
+            "an empty list selects nobody; leave the key out",
+        ),
+        (
+            json!("{\"exclude_tags\": []}"),
+            "an empty list selects nobody; leave the key out",
+        ),
+        (
+            json!({"customer_ids": []}),
+            "an empty list selects nobody; leave the key out",
+        ),
+        (json!("{\"include_tags\": null}"), "leave the key out"),
+        (json!("null"), "selects nobody"),
+        (json!(""), "selects nobody"),
+        (json!("   "), "selects nobody"),
+    ] {
+        let e = h
+            .err(
+                "INVALID_ARGUMENT",
+                "schedule_campaign",
+                with(filter.clone()),
+            )
+            .await;
+        let message = e["message"].as_str().unwrap_or_default();
+        assert!(message.contains(says), "{filter}: {e}");
+    }
+    assert_eq!(
+        h.audits("campaign_scheduled").await,
+        0,
+        "nothing was scheduled"
+    );
+    // `{}` and no filter at all still mean every customer.
+    for b in [with(json!("{}")), base.clone()] {
+        let c = h.ok("schedule_campaign", b).await;
+        let g = h
+            .ok("get_campaign", json!({"campaign_id": c["campaign_id"]}))
+            .await;
+        assert_eq!(g["audience_filter"], json!({}));
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn control_tools_answer_from_core_and_get_campaign_counts_each_recipient_once() {
+    let h = Harness::start().await;
+    h.insert_template("promo", "en", "marketing", "APPROVED", "Hi {{1}}")
+        .await;
+    let c = h
+        .ok(
+            "schedule_campaign",
+            json!({"name": "n", "type": "marketing", "template_name": "promo",
+                   "deliver_at": future(60), "variables": "{\"1\": \"a\"}"}),
+        )
+        .await;
+    let id = c["campaign_id"].as_str().unwrap().to_string();
+    let p = h.ok("pause_campaign", json!({"campaign_id": id})).await;
+    assert_eq!(p["from_status"], "scheduled");
+    assert!(
+        p["note"].as_str().unwrap().contains("at most 32"),
+        "the note states the bound: {p}"
+    );
+    // Three recipients reached by hand: one sent then failed, one read, one queued.
+    let mut ids = Vec::new();
+    {
+        use diesel_async::RunQueryDsl;
+        let mut conn = h.conn().await;
+        for _ in 0..3 {
+            let m = uuid::Uuid::now_v7();
+            let to = phone();
+            diesel::sql_query(format!(
+                "INSERT INTO customers (phone) VALUES ('{to}') ON CONFLICT DO NOTHING;"
+            ))
+            .execute(&mut conn)
+            .await
+            .unwrap();
+            diesel::sql_query(format!(
+                "INSERT INTO messages (id, customer_phone, channel, direction, message_type, category, status, campaign_id)
+                 VALUES ('{m}', '{to}', 'whatsapp', 'outbound', 'template', 'marketing', 'queued', '{id}')"
+            ))
+            .execute(&mut conn)
+            .await
+            .unwrap();
+            ids.push(m);
+        }
+        let now = Utc::now();
+        use warden_core::outcomes::apply_status;
+        let error = warden_core::knowledge::ErrorInfo {
+            code: 131026,
+            category: "recipient".into(),
+            can_retry: false,
+            human_explanation: "Message undeliverable.".into(),
+            suggested_action: "Check the number.".into(),
+        };
+        apply_status(&mut conn, ids[0], "sent", now, None, None)
+            .await
+            .unwrap();
+        apply_status(&mut conn, ids[0], "failed", now, None, Some(&error))
+            .await
+            .unwrap();
+        apply_status(&mut conn, ids[1], "read", now, None, None)
+            .await
+            .unwrap();
+    }
+    let g = h.ok("get_campaign", json!({"campaign_id": id})).await;
+    assert_eq!(g["sent_count"], 1, "{g}");
+    assert_eq!(g["delivered_count"], 1, "{g}");
+    assert_eq!(
+        g["failed_count"], 1,
+        "sent then failed counts only as failed: {g}"
+    );
+    assert_eq!(g["cancelled_count"], 0, "{g}");
+    assert_eq!(g["pending_count"], 1, "{g}");
+    assert_eq!(g["total_recipients"], 3, "{g}");
+
+    let r = h
+        .ok(
+            "cancel_campaign",
+            json!({"campaign_id": id, "reason": "wrong audience"}),
+        )
+        .await;
+    assert_eq!(r["from_status"], "paused");
+    assert_eq!(r["status"], "cancelled");
+    let e = h
+        .err(
+            "CAMPAIGN_TERMINAL_STATE",
+            "cancel_campaign",
+            json!({"campaign_id": id}),
+        )
+        .await;
+    assert!(e.get("retry_after_secs").is_none());
+    h.err(
+        "INVALID_STATE_TRANSITION",
+        "resume_campaign",
+        json!({"campaign_id": id}),
+    )
+    .await;
+    h.err(
+        "INVALID_STATE_TRANSITION",
+        "pause_campaign",
+        json!({"campaign_id": id}),
+    )
+    .await;
+    assert_eq!(h.audits("campaign_cancelled").await, 1);
+}
