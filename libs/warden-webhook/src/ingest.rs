@@ -14,7 +14,7 @@
 //!   templates: applied by the event's own time (`warden_core::templates`)
 //!   in the order the platform sent them: keywords, statuses, templates, preferences
 //!   quality:  one INSERT ... SELECT FROM unnest(...)
-//! COMMIT -> window cache write-through -> publish retried messages -> 200
+//! COMMIT -> window cache write-through -> 200 (retried messages published meanwhile)
 //! ```
 //!
 //! Replicas: the key insert is the arbiter. Two replicas handed the same event block on
@@ -293,18 +293,22 @@ async fn after_commit(core: &Core, state: BatchState) -> Outcome {
         record_progress(core, at).await;
     }
     // A retried message needs a stream message of its own (the one that carried the
-    // failed attempt was acknowledged). When NATS cannot take it now, the row stays queued
-    // and unpublished and the scheduler's relay publishes it.
-    for id in requeued {
-        match core.publish(id).await {
-            Ok(true) => {}
-            Ok(false) => {
-                tracing::warn!(message_id = %id, "retry not published now; the relay publishes it")
+    // failed attempt was acknowledged). Off the answer's path: the events are stored, and a
+    // slow NATS must not hold the platform's POST. When NATS cannot take it, the row stays
+    // queued and unpublished and the scheduler's relay publishes it.
+    if !requeued.is_empty() {
+        let core = core.clone();
+        tokio::spawn(async move {
+            for id in requeued {
+                match core.publish(id).await {
+                    Ok(true) => {}
+                    Ok(false) => tracing::warn!(message_id = %id,
+                        "retry not published now; the relay publishes it"),
+                    Err(e) => tracing::warn!(message_id = %id, error = %e,
+                        "retry not published now; the relay publishes it"),
+                }
             }
-            Err(e) => {
-                tracing::warn!(message_id = %id, error = %e, "retry not published now; the relay publishes it")
-            }
-        }
+        });
     }
     // Write-through of the committed windows. When Redis is slow or down a write waits
     // out the core's timeout; after one such write the rest of the batch is skipped

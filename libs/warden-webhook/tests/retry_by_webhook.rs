@@ -90,8 +90,13 @@ async fn a_retryable_failure_reported_by_webhook_puts_the_message_back_in_the_qu
         "{r:?}"
     );
     assert!(r.backing_off, "waits its backoff: {r:?}");
-    assert!(r.published, "published again after the commit: {r:?}");
     assert_eq!(r.wamid.as_deref(), Some("wamid.FIRST"));
+    // Published again once the POST is stored.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !row(&h, id).await.published {
+        assert!(Instant::now() < deadline, "the retry was never published");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
 
     // On the stream under a retry's own de-duplication id (the first publish used the id).
     let stream = h.core.stream().unwrap();
@@ -241,44 +246,8 @@ async fn a_message_failed_by_webhook_with_a_retryable_code_is_sent_again_not_dup
     let sim_state = sim.state();
     tokio::spawn(sim.wait());
 
-    // A dispatcher on the same database and stream, calling the sim.
-    let mut dispatcher_settings = (*settings).clone();
-    dispatcher_settings.platform.api_url = sim_url;
-    dispatcher_settings.platform.access_token = token.into();
-    let dispatcher_settings = Arc::new(dispatcher_settings);
-    let deps = Dependencies {
-        settings: dispatcher_settings.clone(),
-        ..h.core.dependencies().clone()
-    };
-    let mut config = warden_dispatcher::DispatcherConfig::defaults(&dispatcher_settings);
-    config.bucket_channel = Some(format!("t-{}", Uuid::new_v4().simple()));
-    config.pair_interval = Duration::ZERO;
-    config.ack_wait = Duration::from_secs(5);
-    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let dispatcher = warden_dispatcher::start(deps, config, async move {
-        let _ = stopped.await;
-    })
-    .await
-    .expect("dispatcher starts");
-
-    // The customer writes first (free-form needs the window), then we answer.
-    let to = phone();
-    h.deliver(&inbound(&to, "hello?", now() - 5, &wamid()))
-        .await;
-    let id = Uuid::now_v7();
-    {
-        let mut c = h.conn().await;
-        diesel::sql_query(
-            "INSERT INTO messages (id, customer_phone, channel, direction, message_type, category, status, content)
-             VALUES ($1, $2, 'whatsapp', 'outbound', 'text', 'service', 'queued',
-                     '{\"type\": \"text\", \"text\": {\"body\": \"Your order shipped\"}}')",
-        )
-        .bind::<diesel::sql_types::Uuid, _>(id)
-        .bind::<Text, _>(&to)
-        .execute(&mut c)
-        .await
-        .unwrap();
-    }
+    let (dispatcher, stop) = start_dispatcher(&h, &sim_url, token).await;
+    let (to, id) = answer_a_customer(&h).await;
     // The first send is accepted, then failed by status webhook with 131000.
     sim_state.set_fault(to.clone(), 131000, 200, 1, None);
     assert!(h.core.publish(id).await.unwrap(), "published");
@@ -332,4 +301,175 @@ async fn a_message_failed_by_webhook_with_a_retryable_code_is_sent_again_not_dup
 
     let _ = stop.send(());
     dispatcher.join().await.unwrap();
+}
+
+/// A dispatcher on the harness's database and stream, calling the platform at `api_url`.
+async fn start_dispatcher(
+    h: &Harness,
+    api_url: &str,
+    token: &str,
+) -> (
+    warden_dispatcher::Dispatcher,
+    tokio::sync::oneshot::Sender<()>,
+) {
+    let mut settings = (*h.core.dependencies().settings).clone();
+    settings.platform.api_url = api_url.to_string();
+    settings.platform.access_token = token.into();
+    let settings = Arc::new(settings);
+    let deps = Dependencies {
+        settings: settings.clone(),
+        ..h.core.dependencies().clone()
+    };
+    let mut config = warden_dispatcher::DispatcherConfig::defaults(&settings);
+    config.bucket_channel = Some(format!("t-{}", Uuid::new_v4().simple()));
+    config.pair_interval = Duration::ZERO;
+    config.ack_wait = Duration::from_secs(5);
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let dispatcher = warden_dispatcher::start(deps, config, async move {
+        let _ = stopped.await;
+    })
+    .await
+    .expect("dispatcher starts");
+    (dispatcher, stop)
+}
+
+/// A customer writes (free-form needs the window), and an answer is accepted (`queued`,
+/// not yet published). Returns (customer, message id).
+async fn answer_a_customer(h: &Harness) -> (String, Uuid) {
+    let to = phone();
+    h.deliver(&inbound(&to, "hello?", now() - 5, &wamid()))
+        .await;
+    let id = Uuid::now_v7();
+    let mut c = h.conn().await;
+    diesel::sql_query(
+        "INSERT INTO messages (id, customer_phone, channel, direction, message_type, category, status, content)
+         VALUES ($1, $2, 'whatsapp', 'outbound', 'text', 'service', 'queued',
+                 '{\"type\": \"text\", \"text\": {\"body\": \"Your order shipped\"}}')",
+    )
+    .bind::<diesel::sql_types::Uuid, _>(id)
+    .bind::<Text, _>(&to)
+    .execute(&mut c)
+    .await
+    .unwrap();
+    (to, id)
+}
+
+/// A platform stand-in that reports each send's outcome by status webhook *before* it
+/// answers the call: the first send is failed with 131000, later ones are `sent`. This
+/// pins the race in which the webhook requeues the message before the dispatcher records
+/// the call's answer.
+struct WebhookFirst {
+    webhook_url: String,
+    calls: std::sync::atomic::AtomicUsize,
+    http: reqwest::Client,
+}
+
+async fn webhook_first(
+    stub: actix_web::web::Data<WebhookFirst>,
+    body: actix_web::web::Bytes,
+) -> actix_web::HttpResponse {
+    let req: serde_json::Value = serde_json::from_slice(&body).unwrap_or_default();
+    let to = req["to"].as_str().unwrap_or_default().to_string();
+    let callback = req["biz_opaque_callback_data"].as_str().map(str::to_string);
+    let n = stub.calls.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1;
+    let wamid = format!("wamid.STUB{n}");
+    let statuses = if n == 1 {
+        vec![
+            status_item(&wamid, "sent", &to, callback.as_deref(), None),
+            status_item(
+                &wamid,
+                "failed",
+                &to,
+                callback.as_deref(),
+                Some(platform_error(131000)),
+            ),
+        ]
+    } else {
+        vec![status_item(&wamid, "sent", &to, callback.as_deref(), None)]
+    };
+    let payload = envelope(vec![statuses_change(statuses)]);
+    let res = post_signed(
+        &stub.http,
+        &stub.webhook_url,
+        payload.to_string().as_bytes(),
+    )
+    .await;
+    assert_eq!(
+        res.status().as_u16(),
+        200,
+        "webhook stored the outcome first"
+    );
+    actix_web::HttpResponse::Ok().json(json!({
+        "messaging_product": "whatsapp",
+        "contacts": [{"input": to, "wa_id": to}],
+        "messages": [{"id": wamid}]
+    }))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failure_reported_before_the_dispatcher_records_the_call_is_still_retried() {
+    let h = Harness::start_streaming(|_| {}).await;
+    let stub = actix_web::web::Data::new(WebhookFirst {
+        webhook_url: h.url.clone(),
+        calls: Default::default(),
+        http: client(),
+    });
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let stub_url = format!("http://{}", listener.local_addr().unwrap());
+    let server = actix_web::HttpServer::new({
+        let stub = stub.clone();
+        move || {
+            actix_web::App::new()
+                .app_data(stub.clone())
+                .default_service(actix_web::web::post().to(webhook_first))
+        }
+    })
+    .workers(1)
+    .disable_signals()
+    .listen(listener)
+    .unwrap()
+    .run();
+    let server_handle = server.handle();
+    tokio::spawn(server);
+
+    let (dispatcher, stop) = start_dispatcher(&h, &stub_url, "stub-token").await;
+    let (_, id) = answer_a_customer(&h).await;
+    assert!(h.core.publish(id).await.unwrap(), "published");
+
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let settled = loop {
+        let s: Settled = {
+            let mut c = h.conn().await;
+            diesel::sql_query(
+                "SELECT status, retry_count, wamid, (error_code IS NOT NULL)::int::int8 AS errors
+                 FROM messages WHERE id = $1",
+            )
+            .bind::<diesel::sql_types::Uuid, _>(id)
+            .get_result(&mut c)
+            .await
+            .unwrap()
+        };
+        let calls =
+            std::sync::atomic::AtomicUsize::load(&stub.calls, std::sync::atomic::Ordering::SeqCst);
+        if calls == 2 && s.status == "sent" && s.wamid.as_deref() == Some("wamid.STUB2") {
+            break s;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the failed first attempt was not retried: status {} wamid {:?} after {calls} calls",
+            s.status,
+            s.wamid
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    assert_eq!(settled.retry_count, 1);
+    assert_eq!(settled.errors, 0);
+    let _ = stop.send(());
+    dispatcher.join().await.unwrap();
+    // Nothing asked for a third call.
+    assert_eq!(
+        std::sync::atomic::AtomicUsize::load(&stub.calls, std::sync::atomic::Ordering::SeqCst),
+        2
+    );
+    server_handle.stop(false).await;
 }
