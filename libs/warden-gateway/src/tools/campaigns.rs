@@ -60,8 +60,8 @@ past deliver_at, malformed content, variables not matching the template), NOT_FO
         name = "schedule_campaign",
         description = "Pro tier. Schedule a template campaign to an audience at a future time. The template must exist and be \
 APPROVED; variables is a JSON object keyed by placeholder number ({\"1\": \"friend\"}) used for every recipient; \
-audience_filter is a JSON object (include_tags, exclude_tags, customer_ids, opt_in, active_within_days; {} = every known \
-customer). At deliver_at each recipient goes through the same compliance checks as send_template; refused recipients count \
+audience_filter is a JSON object (include_tags, exclude_tags, customer_ids, opt_in, active_within_days; {} or no filter = \
+every known customer; an empty list or null selects nobody and is refused: leave the key out). At deliver_at each recipient goes through the same compliance checks as send_template; refused recipients count \
 as failed. Returns campaign_id (follow it with get_campaign), status \"scheduled\", name, type, deliver_at. Errors: \
 FEATURE_NOT_AVAILABLE (tier oss: upgrade to pro), TEMPLATE_NOT_APPROVED (wait for approval or pick an APPROVED template), \
 NOT_FOUND (no such template), INVALID_ARGUMENT (past deliver_at, unknown type, bad variables or audience_filter), UNAVAILABLE.",
