@@ -504,7 +504,7 @@ async fn every_entry_path_gives_the_rule_tables_decision_whatever_the_label() {
     let cases: u32 = std::env::var("COMPLIANCE_PATH_CASES")
         .ok()
         .and_then(|v| v.parse().ok())
-        .unwrap_or(128);
+        .unwrap_or(96);
     let mut runner = TestRunner::new(Config {
         cases,
         failure_persistence: None,
