@@ -62,6 +62,11 @@ pub struct UnknownOutcome {
 /// long after it (whole-second platform timestamps, clock skew, batches applied in parallel).
 pub const WEBHOOK_EVIDENCE_MARGIN: TimeDelta = TimeDelta::seconds(5);
 
+/// Status webhooks count as quiet (so the max wait may resend) once `status_through` has
+/// not moved for this long, or the settle period if longer: a loaded webhook server can
+/// take seconds per batch while a backlog drains.
+pub const WEBHOOKS_QUIET: Duration = Duration::from_secs(30);
+
 pub fn plan(row: &Row, unknown: UnknownOutcome) -> Plan {
     let now = row.db_now;
     if row.direction != "outbound" {
@@ -86,18 +91,20 @@ pub fn plan(row: &Row, unknown: UnknownOutcome) -> Plan {
                     return Plan::Hold(until_after(now, settled), "outcome_unknown");
                 }
                 // Still `sending`. Resend only when statuses the platform emitted after the
-                // claim have arrived without this one (so the call never reached it), not
-                // while webhooks lag behind; after `max_wait`, resend anyway.
+                // lease ended have arrived without this one: no call outlives its lease, so
+                // the call never reached the platform. (Measured from the claim instead, a
+                // call that reached the platform late in its lease looked unsent.) Not while
+                // webhooks lag behind; after `max_wait` with webhooks quiet, resend anyway.
                 let caught_up = row
                     .webhooks_through
-                    .is_some_and(|w| w >= row.claimed_at + WEBHOOK_EVIDENCE_MARGIN);
+                    .is_some_and(|w| w >= ended.max(row.claimed_at) + WEBHOOK_EVIDENCE_MARGIN);
                 let give_up = ended + to_delta(unknown.max_wait);
                 // A backlog still draining (webhooks moved forward within a settle period,
                 // not yet past the claim) may bring its own status: the max wait is for
                 // quiet webhooks (nothing sent after it, or an outage).
                 let quiet = row
                     .webhooks_advanced_at
-                    .is_none_or(|a| now - a >= to_delta(unknown.settle));
+                    .is_none_or(|a| now - a >= to_delta(unknown.settle.max(WEBHOOKS_QUIET)));
                 if caught_up {
                     Plan::Resend(Why::Evidence)
                 } else if now >= give_up && quiet {
@@ -420,8 +427,15 @@ mod tests {
             matches!(plan(&r, SETTLE), Plan::Hold(_, "awaiting_webhooks")),
             "within the margin is not evidence"
         );
-        // Statuses emitted after the claim arrived, this one's did not: never reached.
-        r.webhooks_through = Some(r.claimed_at + WEBHOOK_EVIDENCE_MARGIN);
+        // Statuses emitted after the claim but before its lease ended: the call may have
+        // reached the platform late in its lease. Not evidence.
+        r.webhooks_through = Some(r.claimed_at + TimeDelta::seconds(20));
+        assert!(matches!(
+            plan(&r, SETTLE),
+            Plan::Hold(_, "awaiting_webhooks")
+        ));
+        // Statuses emitted after the lease ended arrived, this one's did not: never reached.
+        r.webhooks_through = Some(r.lease_until.unwrap() + WEBHOOK_EVIDENCE_MARGIN);
         assert_eq!(plan(&r, SETTLE), Plan::Resend(Why::Evidence));
         // No evidence ever (nothing was sent after it): resent after max_wait, not before.
         r.webhooks_through = None;
@@ -440,7 +454,7 @@ mod tests {
             plan(&r, SETTLE),
             Plan::Hold(d, "awaiting_webhooks") if d > Duration::from_secs(29)
         ));
-        // The backlog went quiet for a settle period without it: resent.
+        // The backlog went quiet (WEBHOOKS_QUIET, the settle period here) without it: resent.
         r.webhooks_advanced_at = Some(r.db_now - TimeDelta::seconds(30));
         assert_eq!(plan(&r, SETTLE), Plan::Resend(Why::MaxWait));
         r.webhooks_advanced_at = None;

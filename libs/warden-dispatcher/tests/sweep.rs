@@ -309,7 +309,7 @@ async fn a_delivery_that_lost_its_claim_puts_the_message_back() {
 
 /// A status-webhook backlog still draining (progress moving forward, not yet past the
 /// claim) keeps an unknown outcome waiting past the max wait: its own status may be in the
-/// backlog. Once webhooks are quiet for a settle period, the max wait resends it.
+/// backlog. Once webhooks are quiet (`WEBHOOKS_QUIET`), the max wait resends it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_max_wait_waits_for_a_draining_webhook_backlog() {
     let h = Harness::new(500).await;
@@ -342,11 +342,11 @@ async fn the_max_wait_waits_for_a_draining_webhook_backlog() {
     assert_eq!(r.resent_on_max_wait, 0, "backlog draining: wait for it");
     assert_eq!(h.row(id).await.status, "sending");
     // A write that does not move it forward leaves the stamp alone.
-    h.sql("UPDATE webhook_progress SET advanced_at = now() - interval '5 seconds'")
+    h.sql("UPDATE webhook_progress SET advanced_at = now() - interval '40 seconds'")
         .await;
     h.sql("UPDATE webhook_progress SET status_through = status_through - interval '1 second'")
         .await;
-    // Quiet for more than a settle period now: the max wait applies.
+    // Quiet for longer than WEBHOOKS_QUIET now: the max wait applies.
     let r = sweep.run_once(&h.deps.pg, &h.stream).await.unwrap();
     assert_eq!(r.resent_on_max_wait, 1, "{r:?}");
     assert_eq!(h.row(id).await.status, "queued");
