@@ -272,7 +272,7 @@ pub async fn retry_failed_status(
     })
 }
 
-/// The error a message carries when its retries are spent (the dispatcher's words).
+/// The error a message carries when its retries are spent, whichever process spent them.
 pub fn exhausted(last: &ErrorInfo, attempts: i32) -> ErrorInfo {
     ErrorInfo {
         human_explanation: format!(

@@ -563,7 +563,7 @@ async fn retry(ctx: &Ctx, row: &Row, attempt: i32, f: Failure, err: &PlatformErr
     let holder = row.id.to_string();
     if attempt >= ctx.cfg.max_attempts {
         tracing::warn!(attempt, error = %err, "retryable failure, but the attempts are spent");
-        let info = plan::exhausted(&f.info, attempt);
+        let info = warden_core::platform_errors::exhausted(&f.info, attempt);
         return fail(ctx, row, &info, &SideEffect::None, f.code).await;
     }
     let cfg = &ctx.cfg;

@@ -298,17 +298,6 @@ fn transport_info(code: i32, category: &str, explanation: &str, can_retry: bool)
     }
 }
 
-/// The error a message carries when its retries are spent.
-pub fn exhausted(last: &ErrorInfo, attempts: i32) -> ErrorInfo {
-    ErrorInfo {
-        human_explanation: format!(
-            "Gave up after {attempts} attempts. Last error: {}",
-            last.human_explanation
-        ),
-        ..last.clone()
-    }
-}
-
 /// The error of a message whose campaign was cancelled before it went out (the same words
 /// the scheduler uses when it fails a cancelled campaign's queued messages in bulk).
 pub fn cancelled_campaign() -> ErrorInfo {
