@@ -47,13 +47,6 @@ async fn gateway_core(h: &Harness) -> Core {
     Core::new(deps, "mcp-gateway")
 }
 
-async fn campaign_messages(h: &Harness, id: Uuid) -> i64 {
-    h.count(&format!(
-        "SELECT count(*) AS n FROM messages WHERE campaign_id = '{id}'"
-    ))
-    .await
-}
-
 /// Stands in for the webhook and the dispatcher: moves queued messages of the campaign to
 /// sent, some on to delivered, some from sent to failed (`apply_status`, the one outcome
 /// path), until told to stop. `batched`: like a webhook POST, a batch of 64 in one
@@ -233,7 +226,7 @@ async fn fifty_control_calls_from_two_gateways_during_a_10k_fan_out_never_fail()
     wait_for(
         Duration::from_secs(120),
         "the campaign to be under way",
-        || async { campaign_messages(&h, id).await >= 300 },
+        || async { h.campaign_messages(id).await >= 300 },
     )
     .await;
     let stop = Arc::new(AtomicBool::new(false));
@@ -276,7 +269,7 @@ async fn fifty_control_calls_from_two_gateways_during_a_10k_fan_out_never_fail()
     assert!(successes > 0);
     eprintln!(
         "50 control calls: {successes} succeeded, the others refused properly; {} messages so far; {} transient conflicts retried (by any use case in this process)",
-        campaign_messages(&h, id).await,
+        h.campaign_messages(id).await,
         warden_store::tx::retried_total()
     );
 
@@ -350,7 +343,7 @@ async fn fifty_control_calls_from_two_gateways_during_a_10k_fan_out_never_fail()
     let view = warden_core::campaigns::get(h.core.pg(), id)
         .await
         .expect("get");
-    let messages = campaign_messages(&h, id).await;
+    let messages = h.campaign_messages(id).await;
     if expect_done {
         assert_eq!(c.total_recipients as i64, AUDIENCE);
         assert_eq!(view.recipients() as i64, AUDIENCE, "counters add up: {c:?}");
@@ -380,7 +373,7 @@ async fn settled_count(h: &Harness, id: Uuid) -> i64 {
         h.campaign_row(id).await.lease_owner.is_none()
     })
     .await;
-    campaign_messages(h, id).await
+    h.campaign_messages(id).await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -404,13 +397,13 @@ async fn pause_and_cancel_stop_the_fan_out_within_one_batch() {
     });
     let gateway = gateway_core(&h).await;
     wait_for(Duration::from_secs(60), "sends under way", || async {
-        campaign_messages(&h, id).await >= 200
+        h.campaign_messages(id).await >= 200
     })
     .await;
     warden_core::campaigns::pause(gateway.pg(), id, "mcp-gateway")
         .await
         .expect("pause");
-    let at_answer = campaign_messages(&h, id).await;
+    let at_answer = h.campaign_messages(id).await;
     let after = settled_count(&h, id).await;
     assert!(
         after - at_answer <= FANOUT_BATCH as i64,
@@ -423,20 +416,20 @@ async fn pause_and_cancel_stop_the_fan_out_within_one_batch() {
         .await
         .expect("resume");
     wait_for(Duration::from_secs(60), "sends to continue", || async {
-        campaign_messages(&h, id).await >= after + 200
+        h.campaign_messages(id).await >= after + 200
     })
     .await;
     warden_core::campaigns::cancel(gateway.pg(), id, None, "mcp-gateway")
         .await
         .expect("cancel");
-    let at_answer = campaign_messages(&h, id).await;
+    let at_answer = h.campaign_messages(id).await;
     wait_for(
         Duration::from_secs(60),
         "the rest counted as cancelled",
         || async { h.campaign_row(id).await.audience_done },
     )
     .await;
-    let after = campaign_messages(&h, id).await;
+    let after = h.campaign_messages(id).await;
     assert!(
         after - at_answer <= FANOUT_BATCH as i64,
         "after the cancel answered, {} more were queued",

@@ -207,13 +207,6 @@ fn slow_config(owner: &str) -> Config {
     }
 }
 
-async fn campaign_messages(h: &Harness, id: Uuid) -> i64 {
-    h.count(&format!(
-        "SELECT count(*) AS n FROM messages WHERE campaign_id = '{id}'"
-    ))
-    .await
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn pause_stops_sends_at_once_and_resume_continues_where_it_left() {
     let h = harness(true).await;
@@ -236,7 +229,7 @@ async fn pause_stops_sends_at_once_and_resume_continues_where_it_left() {
     wait_for(
         Duration::from_secs(30),
         "the campaign to be under way",
-        || async { campaign_messages(&h, id).await >= 200 },
+        || async { h.campaign_messages(id).await >= 200 },
     )
     .await;
     h.exec(&format!(
@@ -245,10 +238,10 @@ async fn pause_stops_sends_at_once_and_resume_continues_where_it_left() {
     .await;
     // At most the sends in flight finish after the pause.
     tokio::time::sleep(Duration::from_millis(300)).await;
-    let at_pause = campaign_messages(&h, id).await;
+    let at_pause = h.campaign_messages(id).await;
     tokio::time::sleep(Duration::from_secs(1)).await;
     assert_eq!(
-        campaign_messages(&h, id).await,
+        h.campaign_messages(id).await,
         at_pause,
         "nothing sent while paused"
     );
@@ -283,7 +276,7 @@ async fn pause_stops_sends_at_once_and_resume_continues_where_it_left() {
         1500,
         "one message per recipient, no duplicates"
     );
-    assert_eq!(campaign_messages(&h, id).await, 1500);
+    assert_eq!(h.campaign_messages(id).await, 1500);
     // The messages held while paused were republished after the resume: every message is
     // in the stream exactly once (held ones under a new de-duplication id).
     wait_for(
@@ -327,7 +320,7 @@ async fn cancel_stops_the_rest_and_fails_what_was_not_sent() {
     wait_for(
         Duration::from_secs(30),
         "the campaign to be under way",
-        || async { campaign_messages(&h, id).await >= 200 },
+        || async { h.campaign_messages(id).await >= 200 },
     )
     .await;
     // One message already at the platform (sending) is not recalled.
@@ -354,10 +347,10 @@ async fn cancel_stops_the_rest_and_fails_what_was_not_sent() {
     )
     .await;
     tokio::time::sleep(Duration::from_millis(500)).await;
-    let total = campaign_messages(&h, id).await;
+    let total = h.campaign_messages(id).await;
     tokio::time::sleep(Duration::from_millis(500)).await;
     assert_eq!(
-        campaign_messages(&h, id).await,
+        h.campaign_messages(id).await,
         total,
         "nothing sent after cancel"
     );
@@ -473,7 +466,7 @@ async fn a_fan_out_cut_short_resumes_without_second_messages() {
         .await,
         600
     );
-    assert_eq!(campaign_messages(&h, id).await, 600);
+    assert_eq!(h.campaign_messages(id).await, 600);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -545,7 +538,7 @@ async fn two_schedulers_share_campaigns_without_double_sends() {
     // The frequency cap (2 a day) would refuse a third; here each customer got one per campaign.
     assert_eq!(h.campaign_row(a_id).await.total_recipients, 1200);
     assert_eq!(h.campaign_row(b_id).await.total_recipients, 0);
-    assert_eq!(campaign_messages(&h, a_id).await, 1200);
+    assert_eq!(h.campaign_messages(a_id).await, 1200);
     h.assert_stream_once_each(1200).await;
 }
 
@@ -571,7 +564,7 @@ async fn shutdown_mid_campaign_stops_promptly_and_another_scheduler_finishes() {
     wait_for(
         Duration::from_secs(30),
         "the campaign to be under way",
-        || async { campaign_messages(&h, id).await >= 200 },
+        || async { h.campaign_messages(id).await >= 200 },
     )
     .await;
     tx.send(()).unwrap();
@@ -579,7 +572,7 @@ async fn shutdown_mid_campaign_stops_promptly_and_another_scheduler_finishes() {
         .await
         .expect("stops within the sends in flight")
         .unwrap();
-    let at_stop = campaign_messages(&h, id).await;
+    let at_stop = h.campaign_messages(id).await;
     let c = h.campaign_row(id).await;
     assert!(c.lease_owner.is_none(), "lease released at shutdown");
     assert!(
@@ -587,7 +580,7 @@ async fn shutdown_mid_campaign_stops_promptly_and_another_scheduler_finishes() {
         "stopped mid-run ({at_stop})"
     );
     tokio::time::sleep(Duration::from_millis(300)).await;
-    assert_eq!(campaign_messages(&h, id).await, at_stop);
+    assert_eq!(h.campaign_messages(id).await, at_stop);
     // Every accepted message was published before the stop.
     assert_eq!(h.stream_messages().await as i64, at_stop);
     // Another scheduler takes over at once (no lease to wait for) and finishes exactly.
@@ -596,6 +589,6 @@ async fn shutdown_mid_campaign_stops_promptly_and_another_scheduler_finishes() {
     let c = h.campaign_row(id).await;
     assert_eq!(c.total_recipients, 1500);
     assert_eq!(c.enqueued_count, 1500);
-    assert_eq!(campaign_messages(&h, id).await, 1500);
+    assert_eq!(h.campaign_messages(id).await, 1500);
     h.assert_stream_once_each(1500).await;
 }

@@ -133,6 +133,14 @@ impl Harness {
             .unwrap_or_else(|e| panic!("{sql}: {e}"))
     }
 
+    /// Messages the campaign has written so far (any state).
+    pub async fn campaign_messages(&self, id: Uuid) -> i64 {
+        self.count(&format!(
+            "SELECT count(*) AS n FROM messages WHERE campaign_id = '{id}'"
+        ))
+        .await
+    }
+
     pub async fn count(&self, sql: &str) -> i64 {
         #[derive(diesel::QueryableByName)]
         struct N {
