@@ -25,6 +25,7 @@ use diesel_async::{AsyncPgConnection, RunQueryDsl};
 use futures::FutureExt;
 use serde_json::{Value, json};
 use uuid::Uuid;
+use warden_store::DbError;
 use warden_store::PgPool;
 use warden_store::models::Campaign;
 use warden_store::schema::{campaigns, messages};
@@ -64,25 +65,33 @@ impl From<TxError<CampaignError>> for CampaignError {
     fn from(e: TxError<CampaignError>) -> Self {
         match e {
             TxError::App(e) => e,
-            TxError::Busy {
-                last,
+            TxError::Db(e) => e.into(),
+        }
+    }
+}
+
+impl From<DbError> for CampaignError {
+    fn from(e: DbError) -> Self {
+        match e {
+            DbError::Busy {
+                ref last,
                 retry_after_secs,
                 ..
-            } => CampaignError::Busy(last, retry_after_secs),
-            TxError::Unavailable(m) => CampaignError::Unavailable(m),
+            } => CampaignError::Busy(last.clone(), retry_after_secs),
+            other => CampaignError::Unavailable(other.to_string()),
         }
     }
 }
 
 impl From<diesel::result::Error> for CampaignError {
     fn from(e: diesel::result::Error) -> Self {
-        CampaignError::Unavailable(format!("database error: {e}"))
+        DbError::from(e).into()
     }
 }
 
 impl<E: std::error::Error + 'static> From<bb8::RunError<E>> for CampaignError {
     fn from(err: bb8::RunError<E>) -> Self {
-        CampaignError::Unavailable(format!("database unavailable: {err}"))
+        DbError::from(err).into()
     }
 }
 

@@ -27,9 +27,10 @@ use warden_rules::phone::PhoneNumber;
 use warden_rules::policy::PolicySet;
 use warden_service::{Dependencies, RedisPool};
 use warden_settings::Settings;
-use warden_store::PgPool;
 use warden_store::models::{Conversation, Customer};
 use warden_store::schema::message_frequencies;
+use warden_store::tx::TxError;
+use warden_store::{DbError, PgPool};
 use warden_stream::DeliveryStream;
 
 pub use conversations::{ConversationView, WindowCache};
@@ -42,19 +43,55 @@ pub enum CoreError {
     NotFound(String),
     #[error("{0}")]
     InvalidArgument(String),
+    /// The change collides with an existing row (a unique key); nothing was written.
+    #[error("{0}")]
+    Conflict(String),
+    /// A database conflict persisted after the store's retries; nothing was written.
+    #[error("{message}")]
+    Busy {
+        message: String,
+        retry_after_secs: u64,
+    },
     #[error("{0}")]
     Unavailable(String),
 }
 
+impl From<DbError> for CoreError {
+    fn from(err: DbError) -> Self {
+        match err {
+            DbError::Conflict { .. } => CoreError::Conflict(err.to_string()),
+            DbError::Busy {
+                retry_after_secs, ..
+            } => CoreError::Busy {
+                message: err.to_string(),
+                retry_after_secs,
+            },
+            DbError::NotFound => CoreError::NotFound(err.to_string()),
+            DbError::Unavailable(_) | DbError::Rejected(_) => {
+                CoreError::Unavailable(err.to_string())
+            }
+        }
+    }
+}
+
+impl<E: Into<CoreError>> From<TxError<E>> for CoreError {
+    fn from(err: TxError<E>) -> Self {
+        match err {
+            TxError::App(e) => e.into(),
+            TxError::Db(e) => e.into(),
+        }
+    }
+}
+
 impl From<diesel::result::Error> for CoreError {
     fn from(err: diesel::result::Error) -> Self {
-        CoreError::Unavailable(format!("database error: {err}"))
+        DbError::from(err).into()
     }
 }
 
 impl<E: std::error::Error + 'static> From<bb8::RunError<E>> for CoreError {
     fn from(err: bb8::RunError<E>) -> Self {
-        CoreError::Unavailable(format!("database unavailable: {err}"))
+        DbError::from(err).into()
     }
 }
 

@@ -230,11 +230,17 @@ pub enum SendError {
     InvalidArgument(String),
     #[error("{0}")]
     Unavailable(String),
+    /// A database conflict persisted after the store's retries; nothing was written.
+    #[error("{message}")]
+    Busy {
+        message: String,
+        retry_after_secs: u64,
+    },
 }
 
 impl From<diesel::result::Error> for SendError {
     fn from(err: diesel::result::Error) -> Self {
-        SendError::Unavailable(format!("database error: {err}"))
+        CoreError::from(err).into()
     }
 }
 
@@ -243,6 +249,14 @@ impl From<CoreError> for SendError {
         match err {
             CoreError::InvalidArgument(m) => SendError::InvalidArgument(m),
             CoreError::NotFound(m) => SendError::InvalidArgument(m),
+            CoreError::Conflict(m) => SendError::InvalidArgument(m),
+            CoreError::Busy {
+                message,
+                retry_after_secs,
+            } => SendError::Busy {
+                message,
+                retry_after_secs,
+            },
             CoreError::Unavailable(m) => SendError::Unavailable(m),
         }
     }
@@ -258,7 +272,7 @@ impl SendError {
             SendError::TemplateNotFound { .. } => "NOT_FOUND",
             SendError::TemplateNotApproved { .. } => "TEMPLATE_NOT_APPROVED",
             SendError::InvalidVariables(_) | SendError::InvalidArgument(_) => "INVALID_ARGUMENT",
-            SendError::Unavailable(_) => "UNAVAILABLE",
+            SendError::Unavailable(_) | SendError::Busy { .. } => "UNAVAILABLE",
         }
     }
     /// What the caller should do next.
@@ -273,7 +287,7 @@ impl SendError {
             }
             SendError::InvalidVariables(_) => "Pass `variables` as a JSON array with one value per {{n}} placeholder of the template.".into(),
             SendError::InvalidArgument(_) => "Fix the parameter and call again.".into(),
-            SendError::Unavailable(_) => "Nothing was written; try again shortly.".into(),
+            SendError::Unavailable(_) | SendError::Busy { .. } => "Nothing was written; try again shortly.".into(),
         }
     }
 }

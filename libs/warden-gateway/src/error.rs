@@ -6,6 +6,7 @@ use rmcp::model::CallToolResult;
 use serde::Serialize;
 use warden_core::{CoreError, SendError};
 use warden_platform::PlatformError;
+use warden_store::DbError;
 
 use crate::util::{detail, echo};
 
@@ -68,6 +69,14 @@ impl ToolError {
         )
     }
 
+    /// A database conflict persisted after the store's retries; nothing was written.
+    pub fn busy(detail: impl std::fmt::Display, retry_after_secs: u64) -> Self {
+        let mut err = ToolError::unavailable(detail);
+        err.retry_after_secs = Some(retry_after_secs);
+        err.suggested_action = format!("Call again in {retry_after_secs} s; nothing was changed.");
+        err
+    }
+
     /// The JSON the agent sees.
     pub fn envelope(&self) -> serde_json::Value {
         serde_json::json!({ "error": self })
@@ -82,15 +91,37 @@ fn one_line(text: &str) -> String {
     text.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
+/// The one mapping of a classified database error to the tool envelope.
+impl From<DbError> for ToolError {
+    fn from(err: DbError) -> Self {
+        match err {
+            DbError::Busy {
+                ref last,
+                retry_after_secs,
+                ..
+            } => ToolError::busy(last, retry_after_secs),
+            DbError::Conflict { .. } => ToolError::invalid(
+                format!("The change {err}; nothing was written."),
+                "Read the existing record and use it instead of creating it again.",
+            ),
+            DbError::NotFound => ToolError::not_found(
+                "The record the call refers to does not exist.",
+                "Check the identifier; it may belong to another deployment.",
+            ),
+            DbError::Unavailable(_) | DbError::Rejected(_) => ToolError::unavailable(err),
+        }
+    }
+}
+
 impl From<diesel::result::Error> for ToolError {
     fn from(err: diesel::result::Error) -> Self {
-        ToolError::unavailable(err)
+        DbError::from(err).into()
     }
 }
 
 impl<E: std::error::Error + 'static> From<bb8::RunError<E>> for ToolError {
     fn from(err: bb8::RunError<E>) -> Self {
-        ToolError::unavailable(err)
+        DbError::from(err).into()
     }
 }
 
@@ -104,6 +135,14 @@ impl From<CoreError> for ToolError {
             CoreError::InvalidArgument(m) => {
                 ToolError::invalid(detail(m), "Fix the parameter and call again.")
             }
+            CoreError::Conflict(m) => ToolError::invalid(
+                detail(m),
+                "Read the existing record and use it instead of creating it again.",
+            ),
+            CoreError::Busy {
+                message,
+                retry_after_secs,
+            } => ToolError::busy(message, retry_after_secs),
             CoreError::Unavailable(m) => ToolError::unavailable(m),
         }
     }
@@ -113,6 +152,10 @@ impl From<SendError> for ToolError {
     fn from(err: SendError) -> Self {
         match &err {
             SendError::Unavailable(m) => ToolError::unavailable(m),
+            SendError::Busy {
+                message,
+                retry_after_secs,
+            } => ToolError::busy(message, *retry_after_secs),
             SendError::Refused(d) | SendError::RefusedRecorded { decision: d, .. } => {
                 ToolError::new(
                     d.reason_code.as_str(),

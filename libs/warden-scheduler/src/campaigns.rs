@@ -378,7 +378,12 @@ async fn send_recipient(
     match s.recipient_core().send(request).await {
         Ok(accepted) => Recipient::Enqueued(accepted.message_id, accepted.published),
         Err(SendError::RefusedRecorded { .. }) => Recipient::Refused,
-        Err(SendError::Unavailable(reason)) => {
+        Err(
+            SendError::Unavailable(reason)
+            | SendError::Busy {
+                message: reason, ..
+            },
+        ) => {
             stop.store(true, Ordering::SeqCst);
             tracing::warn!(campaign_id = %plan.id, customer = digits, %reason, "campaign send not possible now");
             Recipient::Unavailable

@@ -153,7 +153,12 @@ async fn dispatch_one(s: &Scheduler, row: DueRow, claimed_at: Instant) -> Outcom
             tracing::info!(message_id = %row.id, reason = decision.reason_code.as_str(), "scheduled message refused at dispatch");
             Outcome::Refused
         }
-        Err(SendError::Unavailable(reason)) => {
+        Err(
+            SendError::Unavailable(reason)
+            | SendError::Busy {
+                message: reason, ..
+            },
+        ) => {
             tracing::warn!(message_id = %row.id, %reason, "scheduled message not dispatched; retrying next poll");
             Outcome::Retry(row.id)
         }

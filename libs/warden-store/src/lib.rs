@@ -2,6 +2,7 @@
 //! (migrations plus seeds, under an advisory lock so several processes can start at once).
 
 pub mod audit;
+pub mod error;
 pub mod models;
 pub mod pool;
 pub mod schema;
@@ -10,5 +11,6 @@ pub mod startup;
 pub mod testing;
 pub mod tx;
 
+pub use error::DbError;
 pub use pool::{PgConn, PgPool, StoreError, connect};
 pub use startup::{PolicySeed, SeedReport, prepare};

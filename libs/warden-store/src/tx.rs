@@ -1,7 +1,7 @@
 //! The one way a use case writes: [`transact`] runs a closure in a transaction and, when
 //! Postgres aborts it with a serialization failure (40001) or a deadlock (40P01), rolls
 //! back and runs it again after a jittered back-off, a bounded number of times. Only then
-//! does the conflict surface, as [`TxError::Busy`] with a `retry_after_secs` hint; the
+//! does the conflict surface, as [`crate::error::DbError::Busy`] with a `retry_after_secs` hint; the
 //! transaction was rolled back, so nothing is ever half-written.
 
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -13,6 +13,7 @@ use futures::future::BoxFuture;
 use rand::Rng;
 
 use crate::PgPool;
+use crate::error::DbError;
 
 /// Attempts in all (the first plus retries) before a conflict is reported.
 pub const MAX_ATTEMPTS: u32 = 8;
@@ -44,22 +45,16 @@ impl<E> From<DieselError> for Abort<E> {
     }
 }
 
-/// What [`transact`] returns when the closure did not commit.
+/// What [`transact`] returns when the closure did not commit (always rolled back).
 #[derive(Debug, thiserror::Error)]
 pub enum TxError<E> {
-    /// The use case refused (its own error); the transaction was rolled back.
+    /// The use case refused (its own error).
     #[error("{0}")]
     App(E),
-    /// Still a serialization failure or deadlock after every attempt; rolled back.
-    #[error("database conflict persisted after {attempts} attempts: {last}")]
-    Busy {
-        attempts: u32,
-        retry_after_secs: u64,
-        last: String,
-    },
-    /// Postgres is unreachable or failed otherwise; rolled back.
-    #[error("{0}")]
-    Unavailable(String),
+    /// The database failed, classified once ([`DbError`]); a persisting conflict is
+    /// [`DbError::Busy`].
+    #[error(transparent)]
+    Db(DbError),
 }
 
 /// True for the conflicts a retry resolves: 40001 and 40P01. diesel names the first; the
@@ -91,7 +86,7 @@ where
     let mut conn = pool
         .get()
         .await
-        .map_err(|e| TxError::Unavailable(format!("no database connection: {e}")))?;
+        .map_err(|e| TxError::Db(DbError::from(e)))?;
     run(&mut conn, what, &f).await
 }
 
@@ -134,13 +129,13 @@ where
             Err(Abort::Db(e)) if is_transient(&e) => {
                 tracing::warn!(use_case = what, attempts = attempt, error = %e,
                     "database conflict persisted; reporting it");
-                return Err(TxError::Busy {
+                return Err(TxError::Db(DbError::Busy {
                     attempts: attempt,
                     retry_after_secs: RETRY_AFTER_SECS,
                     last: e.to_string(),
-                });
+                }));
             }
-            Err(Abort::Db(e)) => return Err(TxError::Unavailable(format!("database error: {e}"))),
+            Err(Abort::Db(e)) => return Err(TxError::Db(DbError::from(e))),
         }
     }
 }

@@ -302,7 +302,7 @@ impl Gateway {
                     reason: None,
                 })
             }
-            Err(SendError::Unavailable(m)) => Err(ToolError::unavailable(m)),
+            Err(e @ (SendError::Unavailable(_) | SendError::Busy { .. })) => Err(e.into()),
             Err(SendError::Refused(d)) | Err(SendError::RefusedRecorded { decision: d, .. }) => {
                 Ok(skipped(
                     id,

@@ -204,13 +204,7 @@ fn campaign_error(e: CampaignError) -> ToolError {
                 "It has finished; nothing is being sent. get_campaign shows its counters."
             },
         ),
-        CampaignError::Busy(detail, retry_after_secs) => {
-            let mut err = ToolError::unavailable(detail);
-            err.retry_after_secs = Some(retry_after_secs);
-            err.suggested_action =
-                format!("Call again in {retry_after_secs} s; nothing was changed.");
-            err
-        }
+        CampaignError::Busy(detail, retry_after_secs) => ToolError::busy(detail, retry_after_secs),
         CampaignError::Unavailable(detail) => ToolError::unavailable(detail),
     }
 }
