@@ -7,6 +7,9 @@ say() { printf '\n[test] %s\n' "$*"; }
 
 command -v cargo-nextest >/dev/null || { say "installing cargo-nextest"; cargo install --locked cargo-nextest; }
 
+say "Python test dependency (the official MCP SDK, scripts/pydeps.sh)"
+scripts/pydeps.sh
+
 say "building binaries (the end-to-end tests spawn them)"
 cargo build --bins
 

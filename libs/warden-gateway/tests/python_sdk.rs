@@ -2,8 +2,8 @@
 //! (`tests/python/stdio_session.py`): handshake, catalogue, calls validated against the
 //! output schemas, the error envelope, and every stdout line being JSON-RPC.
 //!
-//! Python: `python3` when it can `import mcp`, else a venv at `target/pyenv` with
-//! `mcp==2.3.0` (created on first use).
+//! Python: `python3` when it can `import mcp`, else the venv at `target/pyenv` that
+//! `scripts/pydeps.sh` creates (`make test` runs it; this test never installs anything).
 
 mod common;
 
@@ -31,32 +31,16 @@ fn can_import_mcp(python: &Path) -> bool {
         .is_ok_and(|o| o.status.success())
 }
 
-/// A Python interpreter with the `mcp` SDK, installing it into target/pyenv if needed.
+/// A Python interpreter with the `mcp` SDK: fails naming the setup step when there is none.
 fn python_with_mcp() -> PathBuf {
     let system = PathBuf::from("python3");
     if can_import_mcp(&system) {
         return system;
     }
-    let venv = target_dir().join("pyenv");
-    let python = venv.join("bin/python");
-    if !python.exists() {
-        let status = Command::new("python3")
-            .args(["-m", "venv"])
-            .arg(&venv)
-            .status()
-            .expect("python3 -m venv");
-        assert!(status.success(), "creating {} failed", venv.display());
-    }
-    if !can_import_mcp(&python) {
-        let status = Command::new(venv.join("bin/pip"))
-            .args(["install", "--quiet", "mcp==2.3.0"])
-            .status()
-            .expect("pip install mcp");
-        assert!(status.success(), "pip install mcp==2.3.0 failed");
-    }
+    let python = target_dir().join("pyenv/bin/python");
     assert!(
         can_import_mcp(&python),
-        "mcp is not importable from {}",
+        "the Python MCP SDK is not installed (neither `python3` nor {} can `import mcp`): run scripts/pydeps.sh (make test does)",
         python.display()
     );
     python

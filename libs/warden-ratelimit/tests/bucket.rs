@@ -251,7 +251,9 @@ struct PrivateRedis {
 }
 
 impl PrivateRedis {
-    fn start(port: u16) -> Option<Self> {
+    /// Panics naming the cause when `redis-server` is missing or never listens: the
+    /// outage test must fail loudly, never pass by skipping.
+    fn start(port: u16) -> Self {
         let child = Command::new("redis-server")
             .args([
                 "--port",
@@ -266,15 +268,18 @@ impl PrivateRedis {
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
-            .ok()?;
-        let deadline = Instant::now() + Duration::from_secs(5);
+            .expect(
+                "redis-server is not on PATH: scripts/services.sh installs it (make test runs it)",
+            );
+        let deadline = Instant::now() + Duration::from_secs(30);
         while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-            if Instant::now() > deadline {
-                return None;
-            }
+            assert!(
+                Instant::now() < deadline,
+                "redis-server on port {port} did not listen within 30 s"
+            );
             std::thread::sleep(Duration::from_millis(50));
         }
-        Some(Self { child, port })
+        Self { child, port }
     }
 
     fn stop(&mut self) {
@@ -300,10 +305,7 @@ fn free_port() -> u16 {
 #[tokio::test]
 async fn redis_outage_falls_back_and_switches_back() {
     let port = free_port();
-    let Some(mut redis) = PrivateRedis::start(port) else {
-        eprintln!("redis-server not available: skipping the outage test");
-        return;
-    };
+    let mut redis = PrivateRedis::start(port);
     let pool = lazy_pool(&format!("redis://127.0.0.1:{}/0", redis.port)).unwrap();
     let channel = unique_channel();
     let bucket = TokenBucket::new(Some(pool.clone()), &channel, 30, 3);
@@ -320,7 +322,7 @@ async fn redis_outage_falls_back_and_switches_back() {
     );
     assert!(got >= 20, "still sending while Redis is down: {got} in 3 s");
 
-    let mut redis = PrivateRedis::start(port).expect("redis-server restarts");
+    let mut redis = PrivateRedis::start(port);
     let deadline = Instant::now() + Duration::from_secs(5);
     while bucket.is_fallback() && Instant::now() < deadline {
         tokio::time::sleep(Duration::from_millis(100)).await;
