@@ -330,28 +330,18 @@ fn protobuf_decoder_reads_a_hand_built_export_request() {
 // ---------------------------------------------------------------------------- processes
 
 fn bin(name: &str) -> PathBuf {
-    let target = std::env::var_os("CARGO_TARGET_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../target"));
-    let path = target.join("debug").join(name);
-    assert!(
-        path.is_file(),
-        "{} is not built: run `cargo build --bins` first",
-        path.display()
-    );
-    path
+    warden_test_support::binary(name)
 }
 
 fn repo(path: &str) -> String {
-    format!("{}/../../{path}", env!("CARGO_MANIFEST_DIR"))
+    warden_test_support::repo_path(path).display().to_string()
 }
 
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
+/// The last 15 lines of a log file.
+fn tail(log: &Path) -> String {
+    let text = std::fs::read_to_string(log).unwrap_or_default();
+    let lines: Vec<&str> = text.lines().collect();
+    lines[lines.len().saturating_sub(15)..].join("\n")
 }
 
 /// A running binary: SIGTERM and reaped on drop; its stderr goes to a log file.
@@ -373,36 +363,16 @@ impl Proc {
     }
 
     fn log_tail(&self) -> String {
-        let text = std::fs::read_to_string(&self.log).unwrap_or_default();
-        let lines: Vec<&str> = text.lines().collect();
-        lines[lines.len().saturating_sub(15)..].join("\n")
+        tail(&self.log)
     }
 
     fn wait_healthy(&mut self, port: u16) {
-        let deadline = Instant::now() + Duration::from_secs(60);
-        while Instant::now() < deadline {
-            if let Some(status) = self.child.try_wait().unwrap() {
-                panic!(
-                    "{} exited early ({status}):\n{}",
-                    self.name,
-                    self.log_tail()
-                );
-            }
-            if let Ok(mut s) = std::net::TcpStream::connect(("127.0.0.1", port)) {
-                use std::io::Read;
-                let _ = s.write_all(b"GET /health HTTP/1.0\r\n\r\n");
-                let mut out = String::new();
-                let _ = s.read_to_string(&mut out);
-                if out.starts_with("HTTP/1.1 200") || out.starts_with("HTTP/1.0 200") {
-                    return;
-                }
-            }
-            std::thread::sleep(Duration::from_millis(100));
-        }
-        panic!(
-            "{}: no 200 from /health on {port}:\n{}",
-            self.name,
-            self.log_tail()
+        let (name, log) = (self.name, self.log.clone());
+        warden_test_support::procs::wait_healthy(
+            &mut self.child,
+            port,
+            Duration::from_secs(60),
+            || format!("{name}:\n{}", tail(&log)),
         );
     }
 }
@@ -484,7 +454,11 @@ impl Stack {
         let logs =
             std::env::temp_dir().join(format!("warden-trace-{}", uuid::Uuid::new_v4().simple()));
         std::fs::create_dir_all(&logs).unwrap();
-        let (sim_port, webhook_port, dispatcher_port) = (free_port(), free_port(), free_port());
+        let (sim_port, webhook_port, dispatcher_port) = (
+            warden_test_support::free_port(),
+            warden_test_support::free_port(),
+            warden_test_support::free_port(),
+        );
 
         let command = |name: &str| {
             let mut cmd = Command::new(bin(name));
