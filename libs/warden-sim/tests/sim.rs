@@ -484,9 +484,26 @@ async fn a_manual_decision_wins_over_the_automatic_approval() {
     );
     assert_eq!(t.message_template_language, "id");
 
-    // Past the approval delay, nothing overrode it.
-    tokio::time::sleep(Duration::from_millis(1000)).await;
-    assert_eq!(template_updates(&rx.changes()).len(), 1);
+    // Nothing overrode it past the approval delay: a witness template created after it is
+    // approved automatically later than `risky` would have been, and webhooks keep order.
+    let witness = json!({"name": "witness", "language": "id", "category": "UTILITY",
+        "components": [{"type": "BODY", "text": "Order {{1}} shipped"}]});
+    let (status, _) = sim
+        .post_api(&format!("{WABA_ID}/message_templates"), &witness)
+        .await;
+    assert_eq!(status, 200);
+    let changes = rx
+        .wait_for("the witness's automatic approval", |c| {
+            template_updates(c)
+                .iter()
+                .any(|t| t.message_template_name == "witness")
+        })
+        .await;
+    let risky: Vec<_> = template_updates(&changes)
+        .into_iter()
+        .filter(|t| t.message_template_name == "risky")
+        .collect();
+    assert_eq!(risky.len(), 1, "{risky:?}");
     let (_, list) = sim
         .get_api(&format!("{WABA_ID}/message_templates?name=risky"))
         .await;
@@ -884,10 +901,8 @@ async fn webhooks_reach_a_receiver_that_was_down_at_first() {
     sim.send(&text("628123", "x", Some("m-late"))).await;
     sim.control("inbound", &json!({"from": "628123", "text": "hello"}))
         .await;
-    // Let a few attempts fail on the closed port.
-    tokio::time::sleep(Duration::from_millis(400)).await;
-    let w = sim.get("/sim/webhooks").await;
-    assert!(w["failed_posts"].as_u64().unwrap() >= 1, "{w}");
+    // Attempts fail on the closed port (and nothing counts as delivered).
+    let w = failed_post(&sim).await;
     assert_eq!(w["delivered"], 0);
 
     let rx = receiver_on(std::net::TcpListener::bind(("127.0.0.1", port)).unwrap(), 0);
@@ -953,7 +968,7 @@ async fn webhooks_are_batched_when_many_are_pending() {
         sim.send(&text("628123", "x", Some(format!("m{i}").as_str())))
             .await;
     }
-    tokio::time::sleep(Duration::from_millis(150)).await;
+    failed_post(&sim).await;
     let rx = receiver_on(std::net::TcpListener::bind(("127.0.0.1", port)).unwrap(), 0);
     rx.wait_for("all statuses", |c| c.len() >= 120).await;
     let sizes: Vec<usize> = rx
@@ -1044,4 +1059,17 @@ async fn every_vnn_version_prefix_is_served_and_counted() {
     let stats = sim.stats().await;
     assert_eq!(stats["total_sends"], 3);
     assert_eq!(stats["by_version"], json!({"v25.0": 2, "v24.0": 1}));
+}
+
+/// Wait until the sim reports a failed webhook POST (its receiver is down); its stats.
+async fn failed_post(sim: &TestSim) -> Value {
+    warden_test_support::wait::until_some(
+        Duration::from_secs(30),
+        "a failed webhook POST",
+        || async {
+            let w = sim.get("/sim/webhooks").await;
+            (w["failed_posts"].as_u64().unwrap_or(0) >= 1).then_some(w)
+        },
+    )
+    .await
 }
