@@ -7,12 +7,17 @@
 pub mod campaigns;
 pub mod conversations;
 pub mod customers;
+pub mod delivery;
 pub mod inbound;
+pub mod inbound_batch;
 pub mod knowledge;
 pub mod outcomes;
 pub mod platform_errors;
+pub mod platform_events;
 pub mod recheck;
 pub mod send;
+pub mod sql;
+pub mod statuses;
 pub mod templates;
 
 use std::sync::Arc;
@@ -35,7 +40,7 @@ use warden_stream::DeliveryStream;
 
 pub use conversations::{ConversationView, WindowCache};
 pub use recheck::Recheck;
-pub use send::{Accepted, RefusalMode, SendError, SendKind, SendRequest};
+pub use send::{Accepted, ContentError, RefusalMode, SendError, SendKind, SendRequest};
 
 #[derive(Debug, thiserror::Error)]
 pub enum CoreError {
@@ -80,6 +85,12 @@ impl<E: Into<CoreError>> From<TxError<E>> for CoreError {
             TxError::App(e) => e.into(),
             TxError::Db(e) => e.into(),
         }
+    }
+}
+
+impl From<std::convert::Infallible> for CoreError {
+    fn from(never: std::convert::Infallible) -> Self {
+        match never {}
     }
 }
 
@@ -245,7 +256,7 @@ async fn recent_count(
     customer: Option<&Customer>,
     now: DateTime<Utc>,
     exclude: Option<Uuid>,
-) -> Result<(u32, Option<DateTime<Utc>>), CoreError> {
+) -> QueryResult<(u32, Option<DateTime<Utc>>)> {
     let Some(limit) = policies.frequency_limit(category) else {
         return Ok((0, None));
     };

@@ -5,27 +5,43 @@ use chrono::{DateTime, Utc};
 use diesel::prelude::*;
 use diesel_async::{AsyncPgConnection, RunQueryDsl};
 use uuid::Uuid;
+use warden_rules::message_status::MessageStatus;
 use warden_store::models::Message;
-use warden_store::models::message_status::{self, DELIVERED, FAILED, QUEUED, READ, SENDING, SENT};
 use warden_store::schema::messages;
 
 use crate::knowledge::ErrorInfo;
-
-fn is_sent(status: &str) -> bool {
-    matches!(status, SENT | DELIVERED | READ)
-}
-fn is_delivered(status: &str) -> bool {
-    matches!(status, DELIVERED | READ)
-}
 
 /// Move an outbound message to `status` if that is forward progress (a late `delivered`
 /// never overwrites `read`; `failed` may follow `sent`). Records the wamid beside the
 /// message id when given, the error when failed, and keeps campaign counters in step.
 /// Returns true when the row changed.
-pub async fn apply_status(
+///
+/// `status` is a [`MessageStatus`]; a stored spelling (`"sent"`) is accepted from callers
+/// not converted yet, and one this version does not know never moves the row (only its
+/// wamid is learnt).
+pub async fn apply_status<S: TryInto<MessageStatus>>(
     conn: &mut AsyncPgConnection,
     message_id: Uuid,
-    status: &str,
+    status: S,
+    at: DateTime<Utc>,
+    wamid: Option<&str>,
+    error: Option<&ErrorInfo>,
+) -> QueryResult<bool> {
+    match status.try_into() {
+        Ok(status) => apply(conn, message_id, status, at, wamid, error).await,
+        Err(_) => {
+            if let Some(w) = wamid {
+                learn_wamid(conn, message_id, w).await?;
+            }
+            Ok(false)
+        }
+    }
+}
+
+async fn apply(
+    conn: &mut AsyncPgConnection,
+    message_id: Uuid,
+    status: MessageStatus,
     at: DateTime<Utc>,
     wamid: Option<&str>,
     error: Option<&ErrorInfo>,
@@ -40,19 +56,23 @@ pub async fn apply_status(
     else {
         return Ok(false);
     };
+    // A spelling this version does not know ranks lowest, like `scheduled`.
+    let current_status = current.status.parse::<MessageStatus>().ok();
+    let pending = current_status.is_some_and(MessageStatus::is_pending);
     // A status of an attempt that failed and was put back in the queue: the row keeps that
     // attempt's wamid and error until the next attempt is recorded
     // (`platform_errors::retry_failed_status`). Late news of the failed attempt (or the
     // dispatcher's own record of it, when the webhook came first) says nothing about the
     // next one.
-    if matches!(current.status.as_str(), QUEUED | SENDING)
+    if pending
         && current.error_code.is_some()
         && wamid.is_some()
         && current.wamid.as_deref() == wamid
     {
         return Ok(false);
     }
-    if current.direction != "outbound" || !message_status::advances(&current.status, status) {
+    let advances = current_status.map_or(status.rank() > 0, |from| from.advances_to(status));
+    if current.direction != "outbound" || !advances {
         // Still learn the wamid of a message whose status we already know.
         if let (Some(w), None) = (wamid, current.wamid.as_deref()) {
             diesel::update(messages::table.find(message_id))
@@ -62,14 +82,14 @@ pub async fn apply_status(
         }
         return Ok(false);
     }
-    let now_sent = is_sent(status);
+    let now_sent = status.is_sent();
     diesel::update(messages::table.find(message_id))
         .set((
-            messages::status.eq(status),
+            messages::status.eq(status.as_str()),
             messages::updated_at.eq(diesel::dsl::now),
             // A queued or sending row's wamid is that of an attempt that failed (see the
             // fence above) or this one's: the attempt that got through wins.
-            messages::wamid.eq(if matches!(current.status.as_str(), QUEUED | SENDING) {
+            messages::wamid.eq(if pending {
                 wamid.or(current.wamid.as_deref())
             } else {
                 current.wamid.as_deref().or(wamid)
@@ -81,17 +101,17 @@ pub async fn apply_status(
             } else {
                 current.sent_at
             }),
-            messages::delivered_at.eq(if is_delivered(status) {
+            messages::delivered_at.eq(if status.is_delivered() {
                 current.delivered_at.or(Some(at))
             } else {
                 current.delivered_at
             }),
-            messages::read_at.eq(if status == READ {
+            messages::read_at.eq(if status == MessageStatus::Read {
                 Some(at)
             } else {
                 current.read_at
             }),
-            messages::failed_at.eq(if status == FAILED {
+            messages::failed_at.eq(if status == MessageStatus::Failed {
                 Some(at)
             } else {
                 current.failed_at
@@ -99,10 +119,7 @@ pub async fn apply_status(
         ))
         .execute(conn)
         .await?;
-    if now_sent
-        && matches!(current.status.as_str(), QUEUED | SENDING)
-        && (current.error_code.is_some() || current.next_attempt_at.is_some())
-    {
+    if now_sent && pending && (current.error_code.is_some() || current.next_attempt_at.is_some()) {
         // An attempt got through: the errors of earlier attempts no longer describe it.
         diesel::update(messages::table.find(message_id))
             .set((
@@ -116,7 +133,7 @@ pub async fn apply_status(
             .execute(conn)
             .await?;
     }
-    if status == FAILED {
+    if status == MessageStatus::Failed {
         let info = error.cloned().unwrap_or_else(|| crate::knowledge::ErrorInfo {
             code: 0,
             category: "unknown".into(),
@@ -132,6 +149,24 @@ pub async fn apply_status(
         crate::campaigns::settle_if_done(conn, campaign_id).await?;
     }
     Ok(true)
+}
+
+/// Learn the wamid of a message that has none (a status without delivery meaning, or
+/// one that does not move it forward, still tells which platform message it is).
+pub async fn learn_wamid(
+    conn: &mut AsyncPgConnection,
+    message_id: Uuid,
+    wamid: &str,
+) -> QueryResult<()> {
+    diesel::update(
+        messages::table
+            .find(message_id)
+            .filter(messages::wamid.is_null()),
+    )
+    .set(messages::wamid.eq(wamid))
+    .execute(conn)
+    .await
+    .map(|_| ())
 }
 
 /// Store the explained error of a failed message.

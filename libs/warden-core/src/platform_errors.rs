@@ -21,6 +21,7 @@ use diesel::sql_types::{BigInt, Bool, Int4, Nullable, Text, Uuid as SqlUuid};
 use diesel_async::{AsyncPgConnection, RunQueryDsl};
 use uuid::Uuid;
 use warden_rules::keywords::OptChange;
+use warden_rules::message_status::MessageStatus;
 use warden_rules::phone::PhoneNumber;
 use warden_store::models::Handling;
 use warden_store::schema::messages;
@@ -50,6 +51,13 @@ pub struct Consequence {
     /// 131056: the pair rate of this recipient; back off this recipient only.
     pub pair_rate: bool,
     pub effect: SideEffect,
+}
+
+impl Consequence {
+    /// A halt-class error: sending stops (campaigns paused) until an operator checks.
+    pub fn halts(&self) -> bool {
+        matches!(self.effect, SideEffect::PauseCampaigns(_))
+    }
 }
 
 /// The consequence of platform error `code` of class `handling` (`title` names a halt).
@@ -107,6 +115,20 @@ pub async fn apply_effect(
     Ok(0)
 }
 
+/// A retry setting that does not hold.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum RetryPolicyError {
+    #[error("DISPATCH_MAX_ATTEMPTS: `{0}` is not a whole number in range")]
+    MaxAttempts(String),
+    #[error("{variable}: {reason}")]
+    Duration {
+        variable: &'static str,
+        reason: String,
+    },
+    #[error("DISPATCH_BACKOFF_CAP: must not be shorter than DISPATCH_BACKOFF_BASE")]
+    CapBelowBase,
+}
+
 /// How many platform calls a message gets and how long it waits between them.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct RetryPolicy {
@@ -129,11 +151,11 @@ impl Default for RetryPolicy {
 impl RetryPolicy {
     /// The dispatcher's variables (`DISPATCH_MAX_ATTEMPTS`, `DISPATCH_BACKOFF_BASE`,
     /// `DISPATCH_BACKOFF_CAP`), so both paths share one bound; `Err` names a bad one.
-    pub fn from_env() -> Result<Self, String> {
+    pub fn from_env() -> Result<Self, RetryPolicyError> {
         Self::from_vars(|k| std::env::var(k).ok())
     }
 
-    pub fn from_vars(get: impl Fn(&str) -> Option<String>) -> Result<Self, String> {
+    pub fn from_vars(get: impl Fn(&str) -> Option<String>) -> Result<Self, RetryPolicyError> {
         let mut p = RetryPolicy::default();
         let get = |k: &str| {
             get(k)
@@ -141,22 +163,27 @@ impl RetryPolicy {
                 .filter(|v| !v.is_empty())
         };
         if let Some(v) = get("DISPATCH_MAX_ATTEMPTS") {
-            p.max_attempts = v.parse::<i32>().ok().filter(|n| *n >= 1).ok_or_else(|| {
-                format!("DISPATCH_MAX_ATTEMPTS: `{v}` is not a whole number in range")
-            })?;
+            p.max_attempts = v
+                .parse::<i32>()
+                .ok()
+                .filter(|n| *n >= 1)
+                .ok_or_else(|| RetryPolicyError::MaxAttempts(v.clone()))?;
         }
         for (k, d) in [
             ("DISPATCH_BACKOFF_BASE", &mut p.backoff_base),
             ("DISPATCH_BACKOFF_CAP", &mut p.backoff_cap),
         ] {
             if let Some(v) = get(k) {
-                *d = warden_settings::parse_duration(&v).map_err(|e| format!("{k}: {e}"))?;
+                *d = warden_settings::parse_duration(&v).map_err(|e| {
+                    RetryPolicyError::Duration {
+                        variable: k,
+                        reason: e.to_string(),
+                    }
+                })?;
             }
         }
         if p.backoff_cap < p.backoff_base {
-            return Err(
-                "DISPATCH_BACKOFF_CAP: must not be shorter than DISPATCH_BACKOFF_BASE".into(),
-            );
+            return Err(RetryPolicyError::CapBelowBase);
         }
         Ok(p)
     }
@@ -224,7 +251,11 @@ pub async fn retry_failed_status(
     let Some((direction, status, attempt, retry_count)) = row else {
         return Ok(Retried::NotApplicable);
     };
-    if direction != "outbound" || !matches!(status.as_str(), "sending" | "sent") {
+    let retryable = matches!(
+        status.parse::<MessageStatus>(),
+        Ok(MessageStatus::Sending | MessageStatus::Sent)
+    );
+    if direction != "outbound" || !retryable {
         return Ok(Retried::NotApplicable);
     }
     if attempt >= policy.max_attempts {
@@ -307,7 +338,8 @@ mod tests {
             SideEffect::PauseCampaigns(r) if r.contains("131048")
         ));
         let c = consequence(Handling::FixRequest, 132000, "x");
-        assert!(!c.retry && c.effect == SideEffect::None);
+        assert!(!c.retry && c.effect == SideEffect::None && !c.halts());
+        assert!(consequence(Handling::Halt, 131048, "x").halts());
     }
 
     #[test]

@@ -8,16 +8,21 @@
 //! (`can_retry: false`). [`retry_refusal`] is why retry_failed_messages leaves such a
 //! message alone: resending it would only be refused again, or worse, slip past a rule.
 
+use std::convert::Infallible;
+
 use chrono::{DateTime, Utc};
 use diesel::prelude::*;
-use diesel_async::{AsyncConnection, RunQueryDsl};
+use diesel_async::RunQueryDsl;
+use futures::FutureExt;
 use serde_json::json;
 use uuid::Uuid;
 use warden_rules::compliance::{Decision, RecheckInput};
 use warden_rules::kinds::{ContentKind, TemplateCategory};
+use warden_rules::message_status::MessageStatus;
 use warden_store::PgPool;
 use warden_store::models::Message;
 use warden_store::schema::{conversations, customers, messages, templates};
+use warden_store::tx::{Abort, transact_on};
 
 use crate::CoreError;
 
@@ -77,7 +82,11 @@ async fn facts(
 /// about to be handed to the platform. On a refusal the message ends `failed` (category
 /// `compliance`, the reason code in its explanation, `can_retry: false`), audited as
 /// `actor`. A message whose row is gone is left to the caller (`Send`: it finds out).
-pub async fn before_send(pg: &PgPool, message_id: Uuid, actor: &str) -> Result<Recheck, CoreError> {
+pub async fn before_send(
+    pg: &PgPool,
+    message_id: Uuid,
+    actor: &'static str,
+) -> Result<Recheck, CoreError> {
     let mut conn = pg.get().await?;
     let Some((template_name, category, status, opt_in_marketing, opt_in_utility, last_inbound)) =
         facts(&mut conn, message_id).await?
@@ -112,27 +121,37 @@ pub async fn before_send(pg: &PgPool, message_id: Uuid, actor: &str) -> Result<R
         &decision.human_explanation,
         &decision.suggested_action,
     );
-    let (error_ref, decision_ref) = (&error, &decision);
-    conn.transaction::<_, diesel::result::Error, _>(async |c| {
-        let changed =
-            crate::outcomes::apply_status(c, message_id, "failed", now, None, Some(error_ref))
-                .await?;
-        if changed {
-            warden_store::audit::record(
+    let details = json!({
+        "reason_code": decision.reason_code.as_str(),
+        "explanation": decision.human_explanation,
+        "stage": "before_platform_call",
+    });
+    transact_on(&mut conn, "refuse_before_send", move |c| {
+        let (error, details) = (error.clone(), details.clone());
+        async move {
+            let changed = crate::outcomes::apply_status(
                 c,
-                actor,
-                "message_refused_at_dispatch",
-                "message",
-                &message_id.to_string(),
-                json!({
-                    "reason_code": decision_ref.reason_code.as_str(),
-                    "explanation": decision_ref.human_explanation,
-                    "stage": "before_platform_call",
-                }),
+                message_id,
+                MessageStatus::Failed,
+                now,
+                None,
+                Some(&error),
             )
             .await?;
+            if changed {
+                warden_store::audit::record(
+                    c,
+                    actor,
+                    "message_refused_at_dispatch",
+                    "message",
+                    &message_id.to_string(),
+                    details,
+                )
+                .await?;
+            }
+            Ok::<_, Abort<Infallible>>(())
         }
-        Ok(())
+        .boxed()
     })
     .await?;
     tracing::info!(%message_id, reason_code = decision.reason_code.as_str(),

@@ -7,27 +7,31 @@
 //! } -> publish to JetStream (Nats-Msg-Id = message id) -> mark published
 //! ```
 //! The customer row lock makes the check-and-count atomic: concurrent sends to one customer,
-//! from any number of processes, cannot pass the frequency cap together. When the publish
+//! from any number of processes, cannot pass the frequency cap together. The transaction
+//! runs through `warden_store::tx::transact_on`: a deadlock or serialization failure is
+//! retried whole (nothing half-written), and one that persists is `SendError::Busy`. When the publish
 //! fails (NATS down) the row stays `queued` with `published_at` NULL and the scheduler's
 //! relay publishes it later; the caller still gets `queued`.
 
 use std::collections::HashMap;
-use std::sync::LazyLock;
+use std::sync::{Arc, LazyLock};
 use std::time::Instant;
 
 use chrono::{DateTime, Utc};
 use diesel::prelude::*;
-use diesel_async::{AsyncConnection, AsyncPgConnection, RunQueryDsl};
+use diesel_async::{AsyncPgConnection, RunQueryDsl};
+use futures::FutureExt;
 use prometheus::{HistogramVec, IntCounterVec, register_int_counter_vec};
 use serde_json::{Value, json};
 use tracing::Instrument;
 use uuid::Uuid;
 use warden_rules::compliance::{Decision, ReasonCode};
 use warden_rules::kinds::{Category, ContentKind, MessageType, TemplateCategory};
+use warden_rules::message_status::MessageStatus;
 use warden_rules::phone::PhoneNumber;
 use warden_store::models::Message;
-use warden_store::models::message_status::{FAILED, QUEUED, SCHEDULED};
 use warden_store::schema::messages;
+use warden_store::tx::{Abort, TxError, transact_on};
 use warden_stream::DeliveryJob;
 
 use crate::{
@@ -106,14 +110,14 @@ impl SendKind {
 
     /// Read back a stored `content` (also accepts `language` for the locale and an object
     /// of numbered variables, as agents write them in schedule_message).
-    pub fn from_content(content: &Value) -> Result<SendKind, String> {
+    pub fn from_content(content: &Value) -> Result<SendKind, ContentError> {
         match content.get("type").and_then(Value::as_str) {
             Some("text") => {
                 let body = content
                     .pointer("/text/body")
                     .and_then(Value::as_str)
                     .filter(|b| !b.trim().is_empty())
-                    .ok_or("a text message needs text.body")?;
+                    .ok_or(ContentError::MissingTextBody)?;
                 Ok(SendKind::Text {
                     body: body.to_string(),
                 })
@@ -121,12 +125,12 @@ impl SendKind {
             Some("template") => {
                 let t = content
                     .get("template")
-                    .ok_or("a template message needs a template object")?;
+                    .ok_or(ContentError::MissingTemplate)?;
                 let name = t
                     .get("name")
                     .and_then(Value::as_str)
                     .filter(|n| !n.trim().is_empty())
-                    .ok_or("template.name is required")?;
+                    .ok_or(ContentError::MissingTemplateName)?;
                 let locale = t
                     .get("locale")
                     .or_else(|| t.get("language"))
@@ -134,9 +138,8 @@ impl SendKind {
                     .unwrap_or("en");
                 let variables = match t.get("variables") {
                     None | Some(Value::Null) => Vec::new(),
-                    Some(v) => {
-                        warden_rules::templates::parse_variables(v).map_err(|e| e.to_string())?
-                    }
+                    Some(v) => warden_rules::templates::parse_variables(v)
+                        .map_err(|e| ContentError::Variables(e.to_string()))?,
                 };
                 Ok(SendKind::Template {
                     name: name.to_string(),
@@ -144,12 +147,28 @@ impl SendKind {
                     variables,
                 })
             }
-            Some(other) => Err(format!(
-                "content type `{other}` is not supported; use `text` or `template`"
-            )),
-            None => Err("content needs a `type` (`text` or `template`)".into()),
+            Some(other) => Err(ContentError::UnsupportedType(other.to_owned())),
+            None => Err(ContentError::MissingType),
         }
     }
+}
+
+/// Why a stored `content` is not a message [`SendKind::from_content`] can read.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum ContentError {
+    #[error("a text message needs text.body")]
+    MissingTextBody,
+    #[error("a template message needs a template object")]
+    MissingTemplate,
+    #[error("template.name is required")]
+    MissingTemplateName,
+    /// The template's `variables` are not a list of values (or numbered values).
+    #[error("{0}")]
+    Variables(String),
+    #[error("content type `{0}` is not supported; use `text` or `template`")]
+    UnsupportedType(String),
+    #[error("content needs a `type` (`text` or `template`)")]
+    MissingType,
 }
 
 /// How a refusal is reported.
@@ -201,7 +220,8 @@ impl SendRequest {
 #[derive(Clone, Debug, PartialEq)]
 pub struct Accepted {
     pub message_id: Uuid,
-    pub status: &'static str,
+    /// Always `queued`.
+    pub status: MessageStatus,
     /// False when the publish failed; the relay will publish it.
     pub published: bool,
 }
@@ -241,6 +261,15 @@ pub enum SendError {
 impl From<diesel::result::Error> for SendError {
     fn from(err: diesel::result::Error) -> Self {
         CoreError::from(err).into()
+    }
+}
+
+impl<E: Into<SendError>> From<TxError<E>> for SendError {
+    fn from(err: TxError<E>) -> Self {
+        match err {
+            TxError::App(e) => e.into(),
+            TxError::Db(e) => CoreError::from(e).into(),
+        }
     }
 }
 
@@ -378,26 +407,32 @@ impl Core {
         let trace = warden_telemetry::inject_context(span);
         let now = Utc::now();
 
-        let policies = self.policies();
-        let req_ref = &req;
-        let trace_ref = &trace;
-        let outcome: Result<(Decision, i32), SendError> = conn
-            .transaction::<_, SendError, _>(async |c| {
-                let customer = customers::ensure_locked(c, &req_ref.phone).await?;
-                let conv = conversations::find(c, req_ref.phone.digits(), &req_ref.channel).await?;
+        // Shared, so each attempt of the transaction borrows nothing but its connection.
+        let req = Arc::new(req);
+        let trace = Arc::new(trace);
+        let (core, shared_req, shared_trace) = (self.clone(), Arc::clone(&req), Arc::clone(&trace));
+        let (decision, retry_count) = transact_on(&mut conn, "send", move |c| {
+            let (core, req, trace) = (
+                core.clone(),
+                Arc::clone(&shared_req),
+                Arc::clone(&shared_trace),
+            );
+            async move {
+                let customer = customers::ensure_locked(c, &req.phone).await?;
+                let conv = conversations::find(c, req.phone.digits(), &req.channel).await?;
                 let (recent, _) = recent_count(
                     c,
-                    policies,
-                    req_ref.phone.digits(),
+                    core.policies(),
+                    req.phone.digits(),
                     category,
                     Some(&customer),
                     now,
-                    req_ref.existing_message_id,
+                    req.existing_message_id,
                 )
                 .await?;
                 let decision = decide(
-                    policies,
-                    &req_ref.phone,
+                    core.policies(),
+                    &req.phone,
                     Some(&customer),
                     conv.as_ref().and_then(|c| c.last_inbound_at),
                     category,
@@ -407,12 +442,18 @@ impl Core {
                 if !decision.allowed {
                     return Ok((decision, 0));
                 }
-                let retry_count = write_queued(c, req_ref, message_id, category, trace_ref).await?;
-                count_accepted(c, req_ref.phone.digits(), category, message_id).await?;
+                let Some(retry_count) = write_queued(c, &req, message_id, category, &trace).await?
+                else {
+                    return Err(Abort::App(SendError::InvalidArgument(format!(
+                        "message {message_id} is no longer scheduled or failed"
+                    ))));
+                };
+                count_accepted(c, req.phone.digits(), category, message_id).await?;
                 Ok((decision, retry_count))
-            })
-            .await;
-        let (decision, retry_count) = outcome?;
+            }
+            .boxed()
+        })
+        .await?;
         if !decision.allowed {
             return match req.refusal {
                 RefusalMode::Error => {
@@ -448,7 +489,7 @@ impl Core {
             .await;
         Ok(Accepted {
             message_id,
-            status: QUEUED,
+            status: MessageStatus::Queued,
             published,
         })
     }
@@ -510,26 +551,28 @@ impl Core {
             SendKind::Template { .. } => Category::Utility,
         };
         let actor = req.actor;
-        let req_ref = req;
-        let error_ref = &error;
-        conn.transaction::<_, SendError, _>(async |c| {
-            {
+        // Owned, so each attempt of the transaction borrows nothing but its connection.
+        let (shared_req, shared_error) = (Arc::new(req.clone()), Arc::new(error));
+        let failed = MessageStatus::Failed.as_str();
+        transact_on(conn, "record_refusal", move |c| {
+            let (req_ref, error_ref) = (Arc::clone(&shared_req), Arc::clone(&shared_error));
+            async move {
                 customers::ensure(c, &req_ref.phone).await?;
                 let now = Utc::now();
                 if req_ref.existing_message_id.is_some() {
-                    diesel::update(messages::table.find(message_id).filter(messages::status.ne(FAILED)))
-                        .set((messages::status.eq(FAILED), messages::failed_at.eq(now), messages::updated_at.eq(now)))
+                    diesel::update(messages::table.find(message_id).filter(messages::status.ne(failed)))
+                        .set((messages::status.eq(failed), messages::failed_at.eq(now), messages::updated_at.eq(now)))
                         .execute(c)
                         .await?;
                 } else {
-                    insert_message(c, req_ref, message_id, category.as_str(), FAILED, None).await?;
+                    insert_message(c, &req_ref, message_id, category.as_str(), MessageStatus::Failed, None).await?;
                     diesel::update(messages::table.find(message_id))
                         .set(messages::failed_at.eq(now))
                         .execute(c)
                         .await?;
                 }
                 // The campaign's failed_count follows the row (counter triggers).
-                crate::outcomes::record_error(c, message_id, error_ref).await?;
+                crate::outcomes::record_error(c, message_id, &error_ref).await?;
                 warden_store::audit::record(
                     c,
                     actor,
@@ -539,8 +582,9 @@ impl Core {
                     json!({"reason_code": error_ref.human_explanation.split(':').next(), "explanation": error_ref.human_explanation}),
                 )
                 .await?;
-                Ok(())
+                Ok::<_, Abort<SendError>>(())
             }
+            .boxed()
         })
         .await?;
         Ok(message_id)
@@ -643,23 +687,27 @@ pub fn dedupe_id(
 }
 
 /// Insert the accepted row, or advance an existing `scheduled`/`failed` row to `queued`.
-/// Returns the row's retry count.
+/// Returns the row's retry count; `None` when the existing row is no longer scheduled or
+/// failed.
 async fn write_queued(
     conn: &mut AsyncPgConnection,
     req: &SendRequest,
     message_id: Uuid,
     category: Category,
     trace: &HashMap<String, String>,
-) -> Result<i32, SendError> {
+) -> QueryResult<Option<i32>> {
     let trace_json = serde_json::to_value(trace).ok();
     if req.existing_message_id.is_some() {
-        let updated: Option<i32> = diesel::update(
+        return diesel::update(
             messages::table
                 .find(message_id)
-                .filter(messages::status.eq_any([SCHEDULED, FAILED])),
+                .filter(messages::status.eq_any([
+                    MessageStatus::Scheduled.as_str(),
+                    MessageStatus::Failed.as_str(),
+                ])),
         )
         .set((
-            messages::status.eq(QUEUED),
+            messages::status.eq(MessageStatus::Queued.as_str()),
             messages::category.eq(category.as_str()),
             messages::published_at.eq(None::<DateTime<Utc>>),
             messages::next_attempt_at.eq(None::<DateTime<Utc>>),
@@ -680,15 +728,18 @@ async fn write_queued(
         .returning(messages::retry_count)
         .get_result(conn)
         .await
-        .optional()?;
-        return updated.ok_or_else(|| {
-            SendError::InvalidArgument(format!(
-                "message {message_id} is no longer scheduled or failed"
-            ))
-        });
+        .optional();
     }
-    insert_message(conn, req, message_id, category.as_str(), QUEUED, trace_json).await?;
-    Ok(0)
+    insert_message(
+        conn,
+        req,
+        message_id,
+        category.as_str(),
+        MessageStatus::Queued,
+        trace_json,
+    )
+    .await?;
+    Ok(Some(0))
 }
 
 async fn insert_message(
@@ -696,7 +747,7 @@ async fn insert_message(
     req: &SendRequest,
     message_id: Uuid,
     category: &str,
-    status: &str,
+    status: MessageStatus,
     trace: Option<Value>,
 ) -> QueryResult<usize> {
     let (template_name, template_locale) = match &req.kind {
@@ -711,7 +762,7 @@ async fn insert_message(
             messages::direction.eq("outbound"),
             messages::message_type.eq(req.message_type.as_str()),
             messages::category.eq(category),
-            messages::status.eq(status),
+            messages::status.eq(status.as_str()),
             messages::content.eq(req.kind.to_content()),
             messages::template_name.eq(template_name),
             messages::template_locale.eq(template_locale),

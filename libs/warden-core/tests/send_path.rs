@@ -546,3 +546,125 @@ async fn an_older_opt_change_arriving_late_does_not_override_a_newer_one() {
             .opt_in_marketing
     );
 }
+
+/// A deadlock on the send path (another transaction holds the frequency key the send
+/// needs and then waits for the customer row the send holds) is retried by
+/// `warden_store::tx`: the send is accepted once, and the aborted attempt left nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_deadlocked_send_is_retried_and_accepted_once() {
+    let h = harness(false, None).await;
+    add_template(&h.core, "notice", "utility", "APPROVED").await;
+    let p = phone();
+    let message_id = uuid::Uuid::now_v7();
+    let mut setup = h.core.pg().get().await.unwrap();
+    customers::ensure(&mut setup, &p).await.unwrap();
+    diesel::sql_query(
+        "INSERT INTO messages (id, customer_phone, channel, direction, message_type, category, status, content)
+         VALUES ($1, $2, 'whatsapp', 'outbound', 'template', 'utility', 'scheduled', '{}')",
+    )
+    .bind::<diesel::sql_types::Uuid, _>(message_id)
+    .bind::<diesel::sql_types::Text, _>(p.digits())
+    .execute(&mut setup)
+    .await
+    .unwrap();
+    drop(setup);
+
+    // The other transaction takes the message's frequency key first ...
+    let mut other = h.core.pg().get().await.unwrap();
+    diesel::sql_query("BEGIN")
+        .execute(&mut other)
+        .await
+        .unwrap();
+    diesel::sql_query(
+        "INSERT INTO message_frequencies (customer_phone, category, message_id) VALUES ($1, 'utility', $2)",
+    )
+    .bind::<diesel::sql_types::Text, _>(p.digits())
+    .bind::<diesel::sql_types::Uuid, _>(message_id)
+    .execute(&mut other)
+    .await
+    .unwrap();
+
+    // ... the send locks the customer, then waits for that key ...
+    let retried_before = warden_store::tx::retried_total();
+    let mut req = template_send(&p, "notice", RefusalMode::Error);
+    req.existing_message_id = Some(message_id);
+    let core = h.core.clone();
+    let send = tokio::spawn(async move { core.send(req).await });
+    wait_for_lock_waiters(&h.core, 1).await;
+
+    // ... and the other transaction now waits for the customer: a cycle. The send waited
+    // first, so its deadlock check fires first and aborts its own attempt.
+    #[derive(QueryableByName)]
+    struct Phone {
+        #[diesel(sql_type = diesel::sql_types::Text)]
+        phone: String,
+    }
+    let locked: Phone =
+        diesel::sql_query("SELECT phone FROM customers WHERE phone = $1 FOR UPDATE")
+            .bind::<diesel::sql_types::Text, _>(p.digits())
+            .get_result(&mut other)
+            .await
+            .expect("the send was the deadlock's victim, so this lock is granted");
+    assert_eq!(locked.phone, p.digits());
+    diesel::sql_query("ROLLBACK")
+        .execute(&mut other)
+        .await
+        .unwrap();
+    drop(other);
+
+    let accepted = tokio::time::timeout(Duration::from_secs(30), send)
+        .await
+        .expect("the send finishes")
+        .unwrap()
+        .expect("the retried send is accepted");
+    assert_eq!(accepted.message_id, message_id);
+    assert!(
+        warden_store::tx::retried_total() > retried_before,
+        "the deadlock was retried"
+    );
+    let (status, _) = status_of(&h.core, message_id).await;
+    assert_eq!(status, "queued");
+    let mut conn = h.core.pg().get().await.unwrap();
+    let counted: i64 = warden_store::schema::message_frequencies::table
+        .filter(warden_store::schema::message_frequencies::message_id.eq(message_id))
+        .count()
+        .get_result(&mut conn)
+        .await
+        .unwrap();
+    assert_eq!(counted, 1, "counted once: the aborted attempt left nothing");
+    let retries: i32 = messages::table
+        .find(message_id)
+        .select(messages::retry_count)
+        .first(&mut conn)
+        .await
+        .unwrap();
+    assert_eq!(retries, 0);
+}
+
+/// Until `n` sessions of this database wait for a lock (deadline 10 s).
+async fn wait_for_lock_waiters(core: &Core, n: i64) {
+    #[derive(QueryableByName)]
+    struct Waiting {
+        #[diesel(sql_type = diesel::sql_types::BigInt)]
+        n: i64,
+    }
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    let mut conn = core.pg().get().await.unwrap();
+    loop {
+        let w: Waiting = diesel::sql_query(
+            "SELECT count(*) AS n FROM pg_stat_activity
+              WHERE datname = current_database() AND wait_event_type = 'Lock'",
+        )
+        .get_result(&mut conn)
+        .await
+        .unwrap();
+        if w.n >= n {
+            return;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "no session waits for a lock"
+        );
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+}

@@ -6,7 +6,7 @@
 //! with `SendKind::from_content`, which also takes `language` for the locale and numbered
 //! variable objects. The row's `template_name`/`template_locale` fill gaps.
 
-use warden_core::SendKind;
+use warden_core::{ContentError, SendKind};
 use warden_platform::SendRequest;
 
 /// What the dispatcher needs of a message row to build its send.
@@ -20,7 +20,7 @@ pub struct Stored<'a> {
 
 /// The platform body, with `biz_opaque_callback_data` = message id (status webhooks echo
 /// it, which is how an unknown outcome is settled). `Err` says why the content is unusable.
-pub fn build(m: &Stored<'_>) -> Result<SendRequest, String> {
+pub fn build(m: &Stored<'_>) -> Result<SendRequest, ContentError> {
     let kind = match SendKind::from_content(m.content) {
         Ok(kind) => kind,
         // A template row whose content lacks the template object: use the columns.

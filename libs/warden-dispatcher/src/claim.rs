@@ -10,14 +10,15 @@ use std::time::Duration;
 
 use tokio::sync::{Semaphore, mpsc, oneshot};
 use uuid::Uuid;
-use warden_store::PgPool;
+use warden_core::delivery::{self, DeliveryError};
+use warden_store::{DbError, PgPool};
 
 /// Most claims in one statement.
 pub const MAX_BATCH: usize = 128;
 /// Claim statements in flight at once.
 const IN_FLIGHT: usize = 4;
 
-type Reply = oneshot::Sender<Result<Option<i32>, String>>;
+type Reply = oneshot::Sender<Result<Option<i32>, DeliveryError>>;
 
 /// Hands out claims; cheap to clone.
 #[derive(Clone)]
@@ -34,16 +35,11 @@ impl Claimer {
 
     /// `queued -> sending` for this replica: the attempt number, or `None` when the row
     /// is no longer claimable (sent, held by a campaign pause, locked by someone else...).
-    pub async fn claim(&self, id: Uuid) -> anyhow::Result<Option<i32>> {
+    pub async fn claim(&self, id: Uuid) -> Result<Option<i32>, DeliveryError> {
+        let stopped = || DeliveryError(DbError::Unavailable("claimer stopped".into()));
         let (reply, answer) = oneshot::channel();
-        self.tx
-            .send((id, reply))
-            .await
-            .map_err(|_| anyhow::anyhow!("claimer stopped"))?;
-        answer
-            .await
-            .map_err(|_| anyhow::anyhow!("claimer stopped"))?
-            .map_err(|e| anyhow::anyhow!(e))
+        self.tx.send((id, reply)).await.map_err(|_| stopped())?;
+        answer.await.map_err(|_| stopped())?
     }
 }
 
@@ -65,17 +61,17 @@ async fn run(mut rx: mpsc::Receiver<(Uuid, Reply)>, pg: PgPool, owner: Arc<str>,
         let owner = Arc::clone(&owner);
         tokio::spawn(async move {
             let ids: Vec<Uuid> = batch.iter().map(|(id, _)| *id).collect();
-            let result = crate::store::claim_many(&pg, &ids, &owner, lease).await;
+            let result = delivery::claim_many(&pg, &ids, &owner, lease).await;
             drop(slot);
             match result {
                 Ok(claimed) => {
-                    let claimed: HashMap<Uuid, i32> = claimed.into_iter().collect();
+                    let claimed: HashMap<Uuid, i32> =
+                        claimed.into_iter().map(|c| (c.id, c.attempt)).collect();
                     for (id, reply) in batch {
                         let _ = reply.send(Ok(claimed.get(&id).copied()));
                     }
                 }
                 Err(e) => {
-                    let e = e.to_string();
                     for (_, reply) in batch {
                         let _ = reply.send(Err(e.clone()));
                     }

@@ -21,19 +21,20 @@ use serde::Deserialize;
 use tracing::{Instrument, field};
 use uuid::Uuid;
 use warden_core::WindowCache;
+use warden_core::delivery::{self, DeliveryError, DeliveryRow, Plan, Why};
 use warden_core::knowledge::{self, ErrorInfo, Explanation};
+use warden_core::platform_errors::{RetryPolicy, SideEffect};
 use warden_platform::{PlatformClient, PlatformError};
 use warden_ratelimit::{PairLimiter, TokenBucket};
+use warden_rules::message_status::MessageStatus;
 use warden_store::PgPool;
-use warden_store::models::Handling;
 use warden_stream::DeliveryStream;
 
 use crate::body::{self, Stored};
 use crate::claim::Claimer;
 use crate::config::DispatcherConfig;
 use crate::metrics::{FAILED, HALTS, HELD, IN_FLIGHT, PLATFORM_LATENCY, RETRIES, SENT, SKIPPED};
-use crate::plan::{self, Failure, Plan, Why};
-use crate::store::{self, Row, SideEffect};
+use crate::plan::{self, Failure};
 use crate::unknown::{self, Event};
 
 /// Written as the actor of audit rows.
@@ -231,7 +232,7 @@ async fn process(ctx: &Ctx, msg: &jetstream::Message) -> Verdict {
         }
     };
     tracing::Span::current().record("message_id", field::display(job.message_id));
-    let row = match store::load(&ctx.pg, job.message_id).await {
+    let row = match delivery::load(&ctx.pg, job.message_id).await {
         Ok(Some(row)) => row,
         Ok(None) => {
             let delivered = msg.info().map(|i| i.delivered).unwrap_or(1);
@@ -256,8 +257,8 @@ async fn process(ctx: &Ctx, msg: &jetstream::Message) -> Verdict {
     decide(ctx, row).await
 }
 
-async fn decide(ctx: &Ctx, row: Row) -> Verdict {
-    let planned = plan::plan(&row, ctx.cfg.unknown_outcome());
+async fn decide(ctx: &Ctx, row: DeliveryRow) -> Verdict {
+    let planned = delivery::plan(&row, ctx.cfg.unknown_outcome());
     note_unknown(ctx, &row, &planned).await;
     match planned {
         Plan::Send => send(ctx, row).await,
@@ -273,27 +274,31 @@ async fn decide(ctx: &Ctx, row: Row) -> Verdict {
 /// The unknown-outcome bookkeeping a decision implies: a dead claim seen for the first
 /// time becomes a held unknown outcome; one that moved on without a resend was settled by
 /// its webhook. Both are conditional updates, so each is counted once across replicas.
-async fn note_unknown(ctx: &Ctx, row: &Row, planned: &Plan) {
+async fn note_unknown(ctx: &Ctx, row: &DeliveryRow, planned: &Plan) {
     let id = row.id;
     let result = match planned {
         Plan::Hold(_, "outcome_unknown" | "awaiting_webhooks") | Plan::Resend(_)
             if row.unknown_since.is_none() =>
         {
-            store::adopt_dead_claim(&ctx.pg, id).await.map(|adopted| {
-                if adopted {
-                    unknown::record(
-                        Event::Held,
-                        id,
-                        ACTOR,
-                        "its dispatcher stopped holding the claim (the lease ended)",
-                    );
-                }
-            })
+            delivery::adopt_dead_claim(&ctx.pg, id)
+                .await
+                .map(|adopted| {
+                    if adopted {
+                        unknown::record(
+                            Event::Held,
+                            id,
+                            ACTOR,
+                            "its dispatcher stopped holding the claim (the lease ended)",
+                        );
+                    }
+                })
         }
-        Plan::Done(_) if row.unknown_since.is_some() && row.status != "sending" => {
-            store::clear_resolved(&ctx.pg, id).await.map(|cleared| {
+        Plan::Done(_)
+            if row.unknown_since.is_some() && row.status != Some(MessageStatus::Sending) =>
+        {
+            delivery::clear_resolved(&ctx.pg, id).await.map(|cleared| {
                 if cleared {
-                    unknown::record(Event::ResolvedByWebhook, id, ACTOR, &row.status);
+                    unknown::record(Event::ResolvedByWebhook, id, ACTOR, row.status_str());
                 }
             })
         }
@@ -306,19 +311,19 @@ async fn note_unknown(ctx: &Ctx, row: &Row, planned: &Plan) {
 }
 
 /// See [`Plan::Resend`]: release the dead claim, then send it from the released row.
-async fn resend_dead_claim(ctx: &Ctx, mut row: Row, why: Why) -> Verdict {
-    match store::release_dead_claim(&ctx.pg, row.id, ctx.cfg.unknown_settle, why).await {
+async fn resend_dead_claim(ctx: &Ctx, mut row: DeliveryRow, why: Why) -> Verdict {
+    match delivery::release_dead_claim(&ctx.pg, row.id, ctx.cfg.unknown_settle, why, ACTOR).await {
         Ok(true) => {
             unknown::record(Event::Resent(why), row.id, ACTOR, "stream message");
             // What the release wrote; no need to read the row back.
-            row.status = "queued".into();
+            row.status = Some(MessageStatus::Queued);
             row.lease_until = None;
             row.next_attempt_at = None;
             row.unknown_since = None;
             send(ctx, row).await
         }
         // Moved on meanwhile (its webhook came, or another replica or the sweep took it).
-        Ok(false) => match store::load(&ctx.pg, row.id).await {
+        Ok(false) => match delivery::load(&ctx.pg, row.id).await {
             Ok(Some(fresh)) => Box::pin(decide(ctx, fresh)).await,
             Ok(None) => ctx.skipped("row_missing"),
             Err(_) => ctx.held("database", Duration::from_secs(2)),
@@ -336,9 +341,9 @@ async fn resend_dead_claim(ctx: &Ctx, mut row: Row, why: Why) -> Verdict {
 /// because another delivery of the same stream message may be the one driving the row,
 /// and an ack here would take the message from under it (a row left `sending` for good).
 async fn redecide_without_sending(ctx: &Ctx, id: Uuid) -> Verdict {
-    match store::load(&ctx.pg, id).await {
+    match delivery::load(&ctx.pg, id).await {
         Ok(Some(fresh)) => {
-            let planned = plan::plan(&fresh, ctx.cfg.unknown_outcome());
+            let planned = delivery::plan(&fresh, ctx.cfg.unknown_outcome());
             note_unknown(ctx, &fresh, &planned).await;
             match planned {
                 Plan::Send | Plan::Resend(_) => ctx.held("claim_race", Duration::from_secs(1)),
@@ -361,7 +366,7 @@ async fn redecide_without_sending(ctx: &Ctx, id: Uuid) -> Verdict {
     }
 }
 
-async fn send(ctx: &Ctx, row: Row) -> Verdict {
+async fn send(ctx: &Ctx, row: DeliveryRow) -> Verdict {
     let holder = row.id.to_string();
     // 1. Pair rate: one message per recipient per interval; a later one waits its turn.
     if let Err(wait) = ctx.pair.take(&row.customer_phone, &holder).await {
@@ -412,7 +417,14 @@ async fn send(ctx: &Ctx, row: Row) -> Verdict {
         Ok(request) => request,
         Err(reason) => {
             ctx.pair.release(&row.customer_phone, &holder).await;
-            return fail(ctx, &row, &plan::bad_content(&reason), &SideEffect::None, 0).await;
+            return fail(
+                ctx,
+                &row,
+                &plan::bad_content(&reason.to_string()),
+                &SideEffect::None,
+                0,
+            )
+            .await;
         }
     };
     // 5. The call.
@@ -480,10 +492,10 @@ fn outcome_label<T>(r: &Result<T, PlatformError>) -> &'static str {
 }
 
 /// Retry a write that must not be lost (the platform call already happened).
-async fn persist<T, F, Fut>(what: &str, mut write: F) -> anyhow::Result<T>
+async fn persist<T, F, Fut>(what: &str, mut write: F) -> Result<T, DeliveryError>
 where
     F: FnMut() -> Fut,
-    Fut: Future<Output = anyhow::Result<T>>,
+    Fut: Future<Output = Result<T, DeliveryError>>,
 {
     let mut delay = Duration::from_millis(100);
     let mut tries = 0;
@@ -501,7 +513,7 @@ where
     }
 }
 
-async fn sent(ctx: &Ctx, row: &Row, wamid: Option<&str>, attempt: i32) -> Verdict {
+async fn sent(ctx: &Ctx, row: &DeliveryRow, wamid: Option<&str>, attempt: i32) -> Verdict {
     if wamid.is_none() {
         tracing::warn!(
             "the platform accepted the message without a wamid; status webhooks will match it by message id"
@@ -509,7 +521,7 @@ async fn sent(ctx: &Ctx, row: &Row, wamid: Option<&str>, attempt: i32) -> Verdic
     }
     let at = Utc::now();
     let clear_error = row.has_error || row.retry_count > 0;
-    let record = store::Sent {
+    let record = delivery::Sent {
         id: row.id,
         wamid,
         phone: &row.customer_phone,
@@ -519,7 +531,7 @@ async fn sent(ctx: &Ctx, row: &Row, wamid: Option<&str>, attempt: i32) -> Verdic
         at,
     };
     let recorded = persist("record sent", || {
-        store::record_sent(&ctx.outcomes_pg, &record)
+        delivery::record_sent(&ctx.outcomes_pg, &record)
     })
     .await;
     SENT.inc();
@@ -538,28 +550,43 @@ async fn sent(ctx: &Ctx, row: &Row, wamid: Option<&str>, attempt: i32) -> Verdic
     Verdict::Ack
 }
 
-async fn failed_call(ctx: &Ctx, row: &Row, attempt: i32, err: PlatformError) -> Verdict {
+async fn failed_call(ctx: &Ctx, row: &DeliveryRow, attempt: i32, err: PlatformError) -> Verdict {
     let explained = match err.code() {
         Some(code) => ctx.explain(code).await,
         None => None,
     };
     let failure = plan::classify(&err, explained.as_ref());
-    if failure.class == Handling::Retry {
+    // What happens next is the consequence's (warden_core::platform_errors), the same as
+    // for a status webhook reporting this error.
+    if failure.consequence.retry {
         return retry(ctx, row, attempt, failure, &err).await;
     }
     // Definitely not delivered: the recipient's slot is free for the next message.
     ctx.pair
         .release(&row.customer_phone, &row.id.to_string())
         .await;
-    if failure.class == Handling::Halt {
+    if failure.consequence.halts() {
         HALTS.with_label_values(&[&failure.code.to_string()]).inc();
         tracing::error!(code = failure.code, error = %err,
             "halt-class platform error: pausing active campaigns; an operator must check the account");
     }
-    fail(ctx, row, &failure.info, &failure.effect, failure.code).await
+    fail(
+        ctx,
+        row,
+        &failure.info,
+        &failure.consequence.effect,
+        failure.code,
+    )
+    .await
 }
 
-async fn retry(ctx: &Ctx, row: &Row, attempt: i32, f: Failure, err: &PlatformError) -> Verdict {
+async fn retry(
+    ctx: &Ctx,
+    row: &DeliveryRow,
+    attempt: i32,
+    f: Failure,
+    err: &PlatformError,
+) -> Verdict {
     let holder = row.id.to_string();
     if attempt >= ctx.cfg.max_attempts {
         tracing::warn!(attempt, error = %err, "retryable failure, but the attempts are spent");
@@ -567,18 +594,19 @@ async fn retry(ctx: &Ctx, row: &Row, attempt: i32, f: Failure, err: &PlatformErr
         return fail(ctx, row, &info, &SideEffect::None, f.code).await;
     }
     let cfg = &ctx.cfg;
-    let mut delay = plan::backoff(
-        row.retry_count + 1,
-        cfg.backoff_base,
-        cfg.backoff_cap,
-        rand::random::<f64>(),
-    );
+    // The one backoff formula, shared with retries decided by status webhook.
+    let policy = RetryPolicy {
+        max_attempts: cfg.max_attempts,
+        backoff_base: cfg.backoff_base,
+        backoff_cap: cfg.backoff_cap,
+    };
+    let mut delay = policy.backoff(row.retry_count + 1, rand::random::<f64>());
     if f.outcome_unknown {
         // The platform may have it (a timeout, a connection cut mid-request): settle it as
         // a dead claim, held for its status webhook and resent only on evidence that it
-        // never arrived (plan::plan).
+        // never arrived (warden_core::delivery::plan).
         let ended = persist("end lease", || {
-            store::end_lease(&ctx.pg, row.id, &cfg.owner)
+            delivery::end_lease(&ctx.pg, row.id, &cfg.owner)
         })
         .await;
         return match ended {
@@ -603,12 +631,12 @@ async fn retry(ctx: &Ctx, row: &Row, attempt: i32, f: Failure, err: &PlatformErr
             }
         };
     }
-    if f.pair_rate {
+    if f.consequence.pair_rate {
         delay = delay.max(cfg.pair_interval.max(Duration::from_secs(6)));
         ctx.pair.back_off(&row.customer_phone, &holder, delay).await;
     }
     let requeued = persist("requeue", || {
-        store::requeue(&ctx.pg, row.id, &cfg.owner, delay, &f.info)
+        delivery::requeue(&ctx.pg, row.id, &cfg.owner, delay, &f.info)
     })
     .await;
     match requeued {
@@ -631,10 +659,16 @@ async fn retry(ctx: &Ctx, row: &Row, attempt: i32, f: Failure, err: &PlatformErr
 }
 
 /// End the message `failed` with `info` (and the class's side effect), then ack.
-async fn fail(ctx: &Ctx, row: &Row, info: &ErrorInfo, effect: &SideEffect, code: i32) -> Verdict {
+async fn fail(
+    ctx: &Ctx,
+    row: &DeliveryRow,
+    info: &ErrorInfo,
+    effect: &SideEffect,
+    code: i32,
+) -> Verdict {
     let at = Utc::now();
     let recorded = persist("record failed", || {
-        store::record_failed(
+        delivery::record_failed(
             &ctx.pg,
             row.id,
             &row.customer_phone,
@@ -646,7 +680,10 @@ async fn fail(ctx: &Ctx, row: &Row, info: &ErrorInfo, effect: &SideEffect, code:
     })
     .await;
     match recorded {
-        Ok((changed, paused)) => {
+        Ok(delivery::Failed {
+            changed,
+            campaigns_paused: paused,
+        }) => {
             if changed {
                 FAILED.with_label_values(&[&code.to_string()]).inc();
                 ctx.stats.failed.fetch_add(1, Ordering::Relaxed);

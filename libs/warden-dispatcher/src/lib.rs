@@ -20,7 +20,6 @@ mod config;
 mod deliver;
 mod metrics;
 mod plan;
-mod store;
 pub mod sweep;
 mod unknown;
 

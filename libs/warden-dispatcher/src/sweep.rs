@@ -3,15 +3,16 @@
 //! The dispatcher settles an unknown outcome from the stream message it holds for the
 //! row; if that message is gone (acknowledged by a stale delivery, or lost with its
 //! stream), or nobody ever comes back to it, the row would stay `sending` for good. Every
-//! replica runs this sweep every DISPATCH_SWEEP_INTERVAL; each step locks the rows it
-//! takes (`FOR UPDATE SKIP LOCKED`), so several replicas never take the same row. It:
+//! replica runs this sweep every DISPATCH_SWEEP_INTERVAL; each step
+//! (`warden_core::delivery::sweep`) locks the rows it takes (`FOR UPDATE SKIP LOCKED`),
+//! so several replicas never take the same row. It:
 //!
 //! 1. marks `sending` rows whose lease ended as unknown outcomes (`held`, counted once);
 //! 2. clears the mark of rows that moved on meanwhile (`resolved_by_webhook`);
-//! 3. applies the dispatcher's own rule ([`crate::plan::plan`]) to marked rows, and for
-//!    those it resends: back to `queued` (audited) and published again under a new
-//!    de-duplication id, so a dispatcher claims and sends it like any queued message. A
-//!    publish that fails leaves a queued row the scheduler's relay republishes.
+//! 3. applies the dispatcher's own rule (`warden_core::delivery::plan`) to marked rows,
+//!    and for those it resends: back to `queued` (audited) and published again under a
+//!    new de-duplication id, so a dispatcher claims and sends it like any queued message.
+//!    A publish that fails leaves a queued row the scheduler's relay republishes.
 //!
 //! Webhook evidence counts for the sweep only once it is [`Sweep::grace`] old: by then a
 //! live stream message for the row would have come back and been resent by the
@@ -22,17 +23,13 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use chrono::TimeDelta;
-use diesel::sql_types::{BigInt, Int4, Text, Uuid as SqlUuid};
-use diesel_async::{AsyncConnection, RunQueryDsl};
-use uuid::Uuid;
+use warden_core::delivery::sweep::{adopt_expired, held_now, release_settled, resolve_moved};
+use warden_core::delivery::{DeliveryError, UnknownOutcome, Why};
 use warden_store::PgPool;
-use warden_stream::{DeliveryJob, DeliveryStream};
+use warden_stream::DeliveryStream;
 
 use crate::config::DispatcherConfig;
 use crate::metrics::{SWEEPS, UNKNOWN_HELD, UNKNOWN_OLDEST};
-use crate::plan::{self, Plan, Why};
-use crate::store::{self, Cached, ROW_COLUMNS, Row, millis};
 use crate::unknown::{self, Event};
 
 /// Rows each step takes per run (the next run takes the rest).
@@ -54,7 +51,7 @@ pub struct SweepReport {
 /// The sweep's view of the dispatcher's configuration.
 #[derive(Clone, Debug)]
 pub struct Sweep {
-    pub unknown: plan::UnknownOutcome,
+    pub unknown: UnknownOutcome,
     /// How long webhook evidence must be there before the sweep acts on it: one ack wait
     /// (a dead holder's delivery comes back) plus one settle period (a held one does).
     pub grace: Duration,
@@ -73,9 +70,9 @@ impl Sweep {
         &self,
         pg: &PgPool,
         stream: &DeliveryStream,
-    ) -> anyhow::Result<SweepReport> {
+    ) -> Result<SweepReport, DeliveryError> {
         let mut report = SweepReport::default();
-        for id in adopt(pg).await? {
+        for id in adopt_expired(pg, BATCH).await? {
             unknown::record(
                 Event::Held,
                 id,
@@ -84,11 +81,12 @@ impl Sweep {
             );
             report.held += 1;
         }
-        for (id, status) in resolve(pg).await? {
-            unknown::record(Event::ResolvedByWebhook, id, ACTOR, &status);
+        for (id, status) in resolve_moved(pg, BATCH).await? {
+            let status = status.map_or("unknown", |s| s.as_str());
+            unknown::record(Event::ResolvedByWebhook, id, ACTOR, status);
             report.resolved += 1;
         }
-        let released = self.release(pg).await?;
+        let released = release_settled(pg, self.unknown, self.grace, BATCH, ACTOR).await?;
         for (job, why) in &released {
             unknown::record(
                 Event::Resent(*why),
@@ -114,139 +112,6 @@ impl Sweep {
         UNKNOWN_OLDEST.set(oldest);
         Ok(report)
     }
-
-    /// Step 3: rows the rule resends, released in one transaction.
-    async fn release(&self, pg: &PgPool) -> anyhow::Result<Vec<(DeliveryJob, Why)>> {
-        let mut conn = pg.get().await?;
-        let settle = self.unknown.settle;
-        let grace = TimeDelta::from_std(self.grace).unwrap_or(TimeDelta::MAX);
-        let unknown = self.unknown;
-        let released = conn
-            .transaction::<_, diesel::result::Error, _>(async |c| {
-                let rows: Vec<Row> = Cached(
-                    diesel::sql_query(format!(
-                        "SELECT {ROW_COLUMNS}
-                           FROM messages m LEFT JOIN campaigns c ON c.id = m.campaign_id
-                          WHERE m.status = 'sending' AND m.unknown_since IS NOT NULL
-                            AND COALESCE(m.lease_until, m.updated_at)
-                                + $1 * interval '1 millisecond' <= now()
-                          ORDER BY m.unknown_since
-                          LIMIT $2
-                          FOR UPDATE OF m SKIP LOCKED"
-                    ))
-                    .bind::<BigInt, _>(millis(settle))
-                    .bind::<BigInt, _>(BATCH),
-                )
-                .load(c)
-                .await?;
-                let mut out = Vec::new();
-                for mut row in rows {
-                    row.webhooks_through = row.webhooks_through.map(|w| w - grace);
-                    let Plan::Resend(why) = plan::plan(&row, unknown) else {
-                        continue;
-                    };
-                    let attempt: Attempt = diesel::sql_query(
-                        "UPDATE messages
-                            SET status = 'queued', lease_owner = NULL, lease_until = NULL,
-                                next_attempt_at = NULL, unknown_since = NULL,
-                                published_at = now(), updated_at = now()
-                          WHERE id = $1
-                         RETURNING attempt",
-                    )
-                    .bind::<SqlUuid, _>(row.id)
-                    .get_result(c)
-                    .await?;
-                    store::audit_resend(c, row.id, settle, why, ACTOR).await?;
-                    out.push((
-                        DeliveryJob {
-                            message_id: row.id,
-                            customer_id: row.customer_phone,
-                            channel: row.channel,
-                            attempt: attempt.attempt + 1,
-                        },
-                        why,
-                    ));
-                }
-                Ok(out)
-            })
-            .await?;
-        Ok(released)
-    }
-}
-
-#[derive(diesel::QueryableByName)]
-struct Attempt {
-    #[diesel(sql_type = Int4)]
-    attempt: i32,
-}
-
-#[derive(diesel::QueryableByName)]
-struct Moved {
-    #[diesel(sql_type = SqlUuid)]
-    id: Uuid,
-    #[diesel(sql_type = Text)]
-    status: String,
-}
-
-/// Unknown outcomes held `sending` now, and the oldest one's age in seconds.
-async fn held_now(pg: &PgPool) -> anyhow::Result<(i64, i64)> {
-    #[derive(diesel::QueryableByName)]
-    struct Held {
-        #[diesel(sql_type = BigInt)]
-        n: i64,
-        #[diesel(sql_type = BigInt)]
-        oldest: i64,
-    }
-    let mut conn = pg.get().await?;
-    let h: Held = diesel::sql_query(
-        "SELECT count(*) AS n,
-                COALESCE(extract(epoch FROM now() - min(unknown_since)), 0)::bigint AS oldest
-           FROM messages WHERE unknown_since IS NOT NULL AND status = 'sending'",
-    )
-    .get_result(&mut conn)
-    .await?;
-    Ok((h.n, h.oldest))
-}
-
-/// Step 1: `sending` rows whose lease ended become held unknown outcomes.
-async fn adopt(pg: &PgPool) -> anyhow::Result<Vec<Uuid>> {
-    let mut conn = pg.get().await?;
-    let rows: Vec<Moved> = diesel::sql_query(
-        "UPDATE messages m
-            SET unknown_since = COALESCE(m.lease_until, m.updated_at), lease_owner = NULL
-          WHERE m.id IN (
-                SELECT id FROM messages
-                 WHERE status = 'sending' AND unknown_since IS NULL
-                   AND COALESCE(lease_until, updated_at) <= now()
-                 ORDER BY lease_until
-                 LIMIT $1
-                 FOR UPDATE SKIP LOCKED)
-            AND m.status = 'sending' AND m.unknown_since IS NULL
-         RETURNING m.id, m.status",
-    )
-    .bind::<BigInt, _>(BATCH)
-    .load(&mut conn)
-    .await?;
-    Ok(rows.into_iter().map(|r| r.id).collect())
-}
-
-/// Step 2: marked rows that moved on (their status webhook came): cleared, counted once.
-async fn resolve(pg: &PgPool) -> anyhow::Result<Vec<(Uuid, String)>> {
-    let mut conn = pg.get().await?;
-    let rows: Vec<Moved> = diesel::sql_query(
-        "UPDATE messages m SET unknown_since = NULL
-          WHERE m.id IN (
-                SELECT id FROM messages
-                 WHERE unknown_since IS NOT NULL AND status <> 'sending'
-                 LIMIT $1
-                 FOR UPDATE SKIP LOCKED)
-            AND m.unknown_since IS NOT NULL AND m.status <> 'sending'
-         RETURNING m.id, m.status",
-    )
-    .bind::<BigInt, _>(BATCH)
-    .load(&mut conn)
-    .await?;
-    Ok(rows.into_iter().map(|r| (r.id, r.status)).collect())
 }
 
 /// Sweep every `cfg.sweep_interval` until the task is aborted (the dispatcher stops it).

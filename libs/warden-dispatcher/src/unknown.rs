@@ -1,12 +1,12 @@
 //! Every step of an unknown outcome, counted and logged in one place (a send whose call
 //! timed out, or whose dispatcher died holding the claim). The rule itself is
-//! [`crate::plan::plan`]; the dispatcher applies it to the stream messages it holds and
-//! [`crate::sweep`] to rows no stream message drives any more.
+//! `warden_core::delivery::plan`; the dispatcher applies it to the stream messages it
+//! holds and [`crate::sweep`] to rows no stream message drives any more.
 
 use uuid::Uuid;
+use warden_core::delivery::Why;
 
 use crate::metrics::{RESENT_UNKNOWN, UNKNOWN_OUTCOMES};
-use crate::plan::Why;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Event {

@@ -10,6 +10,7 @@
 //! - [`phone`]: canonical phone numbers (E.164 digits) and their country.
 //! - [`kinds`]: message types, template categories, the effective category, channel.
 //! - [`window`]: the 24-hour customer care window.
+//! - [`message_status`]: a message's delivery status and how it moves forward.
 //! - [`policy`]: the business policy file (YAML) and its validation.
 //! - [`compliance`]: the decision itself and the frequency-cap status.
 //! - [`recheck`]: the dispatcher's last look before the platform call.
@@ -30,6 +31,7 @@ pub mod errors;
 pub mod import;
 pub mod keywords;
 pub mod kinds;
+pub mod message_status;
 pub mod phone;
 pub mod policy;
 pub mod recheck;
@@ -41,5 +43,6 @@ pub mod window;
 pub use compliance::{ComplianceInput, Decision, FrequencyStatus, ReasonCode, decide};
 pub use errors::RuleError;
 pub use kinds::{Category, ContentKind, MessageType, TemplateCategory, parse_channel};
+pub use message_status::MessageStatus;
 pub use phone::{PhoneError, PhoneNumber, canonicalize};
 pub use policy::{FrequencyLimit, Policy, PolicyError, PolicySet};

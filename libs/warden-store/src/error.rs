@@ -79,6 +79,8 @@ pub fn classify(e: DieselError) -> DbError {
             let m = info.message();
             if m.contains("terminating connection")
                 || m.contains("server closed the connection")
+                // "the database system is shutting down / starting up / in recovery mode"
+                || m.contains("database system is")
                 || m.contains("connection")
                     && (m.contains("refused") || m.contains("closed") || m.contains("lost"))
             {

@@ -89,7 +89,7 @@ async fn lane(core: Core, rx: Arc<Mutex<mpsc::Receiver<Job>>>) {
         }
         let (merged, duplicates) = merge(&mut jobs);
         let span = tracing::info_span!("webhook.store", posts = jobs.len(), events = merged.len());
-        let result = ingest::ingest(&core, &merged)
+        let result = ingest::ingest(&core, merged)
             .instrument(span)
             .await
             .map(|_| ());

@@ -194,7 +194,7 @@ async fn receive(state: web::Data<AppState>, req: HttpRequest, body: web::Bytes)
     let span = tracing::info_span!("webhook.post", events = extracted.events.len());
     let stored = match &state.coalescer {
         Some(lanes) => lanes.store(extracted.events).instrument(span.clone()).await,
-        None => ingest::ingest(&state.core, &extracted.events)
+        None => ingest::ingest(&state.core, extracted.events)
             .instrument(span.clone())
             .await
             .map(|_| ()),

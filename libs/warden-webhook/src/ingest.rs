@@ -4,23 +4,25 @@
 //! BEGIN
 //!   INSERT INTO webhook_events SELECT * FROM unnest(keys sorted) ON CONFLICT DO NOTHING
 //!       RETURNING event_key             -> only these (new) events are applied
-//!   inbound:  per customer, not per message: ensure + record_inbound + touch_interaction;
-//!             every message row in one INSERT ... SELECT FROM unnest(...); only plausible
-//!             customer messages open a window (`warden_core::inbound`)
-//!   statuses: one SELECT for every message they mention, then outcomes::apply_status each;
-//!             a failure is decided by `warden_core::platform_errors` exactly as the
-//!             dispatcher decides the same error answered to its call (retryable: back to
-//!             the queue, published after commit)
+//!   inbound:  `warden_core::inbound_batch`: per customer, not per message, every message
+//!             row in one statement; only plausible customer messages open a window
+//!             (`warden_core::inbound`)
+//!   statuses: `warden_core::statuses`: one SELECT for every message they mention, then
+//!             each applied; a failure is decided by `warden_core::platform_errors` exactly
+//!             as the dispatcher decides the same error answered to its call (retryable:
+//!             back to the queue, published after commit)
 //!   templates: applied by the event's own time (`warden_core::templates`)
 //!   in the order the platform sent them: keywords, statuses, templates, preferences
-//!   quality:  one INSERT ... SELECT FROM unnest(...)
+//!   quality:  one INSERT ... SELECT FROM unnest(...) (`warden_core::platform_events`)
 //! COMMIT -> window cache write-through -> 200 (retried messages published meanwhile)
 //! ```
 //!
-//! Replicas: the key insert is the arbiter. Two replicas handed the same event block on
-//! the key's unique index until the first commits; the second then sees a conflict and
-//! skips it. Keys go in sorted, so overlapping batches take those locks in one order; a
-//! deadlock elsewhere (customer rows) or a unique race is retried.
+//! Replicas: the key insert is the arbiter (`warden_core::platform_events::claim_keys`).
+//! Two replicas handed the same event block on the key's unique index until the first
+//! commits; the second then sees a conflict and skips it. Keys go in sorted, so
+//! overlapping batches take those locks in one order. The transaction runs through
+//! `warden_store::tx::transact`, which retries a deadlock elsewhere (customer rows) or a
+//! serialization failure; a unique race is retried here.
 //!
 //! Poison events: if a batch keeps failing for a reason other than a lost connection, it
 //! is replayed in "careful" mode, one savepoint per event; events that still fail are
@@ -28,40 +30,39 @@
 //! replays do not retry them forever. One bad event never holds a batch hostage.
 
 use std::collections::{HashMap, HashSet};
-use std::sync::OnceLock;
+use std::convert::Infallible;
 use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
+use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 use chrono::{DateTime, Utc};
-use diesel::prelude::*;
-use diesel::result::{DatabaseErrorKind, Error as DbError};
-use diesel::sql_types::Text;
-use diesel_async::{AsyncConnection, AsyncPgConnection, RunQueryDsl};
-use futures::StreamExt;
+use diesel::QueryResult;
+use diesel_async::{AsyncConnection, AsyncPgConnection};
+use futures::{FutureExt, StreamExt};
 use uuid::Uuid;
 use warden_core::Core;
 use warden_core::customers::{self, OptScope};
 use warden_core::inbound::NoWindow;
+use warden_core::inbound_batch::{self, Inbound};
 use warden_core::platform_errors::RetryPolicy;
-use warden_rules::phone::PhoneNumber;
+use warden_core::platform_events::{self, QualityUpdate};
+use warden_core::statuses::{self, StatusApplied, StatusTargets, StatusUpdate};
+use warden_platform::webhook::StatusKind;
+use warden_rules::message_status::MessageStatus;
+use warden_store::DbError;
 use warden_store::models::Conversation;
+use warden_store::tx::{self, Abort, TxError, transact};
 
-use crate::core_batch;
-use crate::events::{
-    Event, EventBody, EventKind, InboundEvent, PreferenceEvent, QualityEvent, StatusEvent,
-};
+use crate::events::{Event, EventBody, EventKind, PreferenceEvent, StatusEvent};
 use crate::metrics;
-use crate::sql::{Bind, Stmt};
-use status::{StatusTargets, apply_status};
 use template::apply_template;
 
-mod status;
 mod template;
-
 /// Who the audit log names for the webhook's effects.
 pub const ACTOR: &str = "webhook";
 const CHANNEL: &str = warden_settings::DEFAULT_CHANNEL;
-/// Attempts of a whole batch on deadlocks, serialization failures and unique races.
+/// Attempts of a whole batch on unique races (deadlocks and serialization failures are
+/// retried by `warden_store::tx` within each).
 const ATTEMPTS: usize = 3;
 /// A POST that cannot be stored within this time is answered 503 (the platform retries).
 const DEADLINE: Duration = Duration::from_secs(20);
@@ -147,11 +148,14 @@ fn retry_policy() -> &'static RetryPolicy {
 }
 
 /// Store `events` (distinct keys, in the order the platform sent them) in one transaction.
-pub async fn ingest(core: &Core, events: &[Event]) -> Result<Outcome, IngestError> {
+pub async fn ingest(core: &Core, events: Vec<Event>) -> Result<Outcome, IngestError> {
     if events.is_empty() {
         return Ok(Outcome::default());
     }
     let started = Instant::now();
+    let count = events.len();
+    // Shared, so each attempt of the transaction borrows nothing but its connection.
+    let events: Arc<[Event]> = events.into();
     match tokio::time::timeout(DEADLINE, ingest_inner(core, events)).await {
         Ok(Ok(state)) => {
             observe(started, "committed");
@@ -164,42 +168,49 @@ pub async fn ingest(core: &Core, events: &[Event]) -> Result<Outcome, IngestErro
         Err(_) => {
             observe(started, "timeout");
             Err(IngestError::Unavailable(format!(
-                "storing {} events took longer than {}s",
-                events.len(),
+                "storing {count} events took longer than {}s",
                 DEADLINE.as_secs()
             )))
         }
     }
 }
 
-async fn ingest_inner(core: &Core, events: &[Event]) -> Result<BatchState, IngestError> {
+async fn ingest_inner(core: &Core, events: Arc<[Event]>) -> Result<BatchState, IngestError> {
     let mut last_error = None;
     let mut fresh_connection_tried = false;
     let mut attempt = 0;
     while attempt < ATTEMPTS {
         attempt += 1;
-        let mut conn = core.pg().get().await.map_err(unavailable)?;
-        let mut state = BatchState::default();
-        let result = conn
-            .transaction::<_, DbError, _>(async |c| apply_batch(c, events, &mut state).await)
-            .await;
-        let e = match result {
-            Ok(()) => return Ok(state),
-            Err(e) => e,
-        };
-        match classify(&e) {
-            Class::Transient => {
-                tracing::warn!(error = %e, attempt, "webhook batch conflicted; retrying");
+        let batch = Arc::clone(&events);
+        let result = transact(core.pg(), "webhook batch", move |c| {
+            let events = Arc::clone(&batch);
+            async move {
+                let mut state = BatchState::default();
+                apply_batch(c, &events, &mut state).await?;
+                Ok::<_, Abort<Infallible>>(state)
             }
-            Class::Unavailable if !fresh_connection_tried => {
+            .boxed()
+        })
+        .await;
+        let e = match result {
+            Ok(state) => return Ok(state),
+            Err(TxError::App(never)) => match never {},
+            Err(TxError::Db(e)) => e,
+        };
+        match e {
+            DbError::Conflict { .. } => {
+                tracing::warn!(error = %e, attempt, "webhook batch raced another; retrying");
+            }
+            DbError::Unavailable(_) if !fresh_connection_tried => {
                 // A pooled connection may have died with a Postgres restart: one more go
                 // on a fresh one before answering 503.
                 fresh_connection_tried = true;
                 attempt -= 1;
                 tracing::warn!(error = %e, "webhook batch lost its connection; retrying once");
             }
-            Class::Unavailable => return Err(IngestError::Unavailable(e.to_string())),
-            Class::Data => {
+            DbError::Unavailable(_) => return Err(IngestError::Unavailable(e.to_string())),
+            // A conflict that outlived the store's retries, or something in the data.
+            DbError::Busy { .. } | DbError::Rejected(_) | DbError::NotFound => {
                 last_error = Some(e);
                 break;
             }
@@ -223,62 +234,66 @@ async fn record_progress(core: &Core, at: DateTime<Utc>) {
     if AtomicI64::fetch_max(&PROGRESS_WRITTEN, secs, Ordering::Relaxed) >= secs {
         return;
     }
-    let written = async {
-        let mut conn = core.pg().get().await.map_err(|e| e.to_string())?;
-        diesel::sql_query(
-            "INSERT INTO webhook_progress (id, status_through) VALUES (1, $1)
-             ON CONFLICT (id) DO UPDATE
-                SET status_through = GREATEST(webhook_progress.status_through, EXCLUDED.status_through)",
-        )
-        .bind::<diesel::sql_types::Timestamptz, _>(at)
-        .execute(&mut conn)
-        .await
-        .map_err(|e| e.to_string())
-    };
-    if let Err(e) = written.await {
+    if let Err(e) = platform_events::record_status_progress(core.pg(), at).await {
         // Let the next batch try again.
         AtomicI64::fetch_min(&PROGRESS_WRITTEN, secs - 1, Ordering::Relaxed);
         tracing::warn!(error = %e, "could not record webhook progress");
     }
 }
 
+/// Why careful mode gave up on the whole POST.
+enum CarefulAbort {
+    /// Contention or a lost connection is no fault of the event: answer 503 and let the
+    /// platform's retry find a calmer moment.
+    GiveUp(DbError),
+}
+
 /// Every event in its own savepoint; the ones that fail are set aside.
-async fn careful(core: &Core, events: &[Event]) -> Result<BatchState, IngestError> {
-    let mut conn = core.pg().get().await.map_err(unavailable)?;
-    let mut state = BatchState::default();
-    let result = conn
-        .transaction::<_, DbError, _>(async |c| {
-            for event in events {
+async fn careful(core: &Core, events: Arc<[Event]>) -> Result<BatchState, IngestError> {
+    let result = transact(core.pg(), "webhook batch, event by event", move |c| {
+        let events = Arc::clone(&events);
+        async move {
+            let mut state = BatchState::default();
+            for event in events.iter() {
                 let mut one = BatchState::default();
                 let applied = c
-                    .transaction::<_, DbError, _>(async |sp| {
+                    .transaction::<_, diesel::result::Error, _>(async |sp| {
                         apply_batch(sp, std::slice::from_ref(event), &mut one).await
                     })
                     .await;
                 match applied {
                     Ok(()) => state.merge(one),
-                    // Contention or a lost connection is no fault of the event: give up on
-                    // the POST (503) and let the platform's retry find a calmer moment.
-                    Err(e) if classify(&e) != Class::Data => return Err(e),
-                    Err(e) => {
-                        tracing::error!(
-                            event_key = %event.key,
-                            kind = event.kind().as_str(),
-                            error = %e,
-                            "webhook event could not be applied; set aside"
-                        );
-                        state.outcome.failed += 1;
-                        let kind = format!("failed:{}", event.kind().as_str());
-                        insert_keys(c, &[(event.key.as_str(), kind.as_str())]).await?;
-                    }
+                    // The store retries the whole transaction.
+                    Err(e) if tx::is_transient(&e) => return Err(Abort::Db(e)),
+                    Err(e) => match DbError::from(e) {
+                        e @ (DbError::Unavailable(_) | DbError::Conflict { .. }) => {
+                            return Err(Abort::App(CarefulAbort::GiveUp(e)));
+                        }
+                        e => {
+                            tracing::error!(
+                                event_key = %event.key,
+                                kind = event.kind().as_str(),
+                                error = %e,
+                                "webhook event could not be applied; set aside"
+                            );
+                            state.outcome.failed += 1;
+                            let kind = format!("failed:{}", event.kind().as_str());
+                            platform_events::claim_keys(c, &[(event.key.as_str(), kind.as_str())])
+                                .await?;
+                        }
+                    },
                 }
             }
-            Ok(())
-        })
-        .await;
+            Ok(state)
+        }
+        .boxed()
+    })
+    .await;
     match result {
-        Ok(()) => Ok(state),
-        Err(e) => Err(IngestError::Unavailable(e.to_string())),
+        Ok(state) => Ok(state),
+        Err(TxError::App(CarefulAbort::GiveUp(e)) | TxError::Db(e)) => {
+            Err(IngestError::Unavailable(e.to_string()))
+        }
     }
 }
 
@@ -356,51 +371,8 @@ fn observe(started: Instant, outcome: &str) {
         .observe(started.elapsed().as_secs_f64());
 }
 
-fn unavailable(e: impl std::fmt::Display) -> IngestError {
-    IngestError::Unavailable(e.to_string())
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Class {
-    /// Another transaction got in the way: try the batch again.
-    Transient,
-    /// The connection or the server is gone.
-    Unavailable,
-    /// Something in the data: retrying the same way will fail the same way.
-    Data,
-}
-
-fn classify(e: &DbError) -> Class {
-    match e {
-        DbError::DatabaseError(kind, info) => match kind {
-            DatabaseErrorKind::SerializationFailure | DatabaseErrorKind::UniqueViolation => {
-                Class::Transient
-            }
-            DatabaseErrorKind::UnableToSendCommand | DatabaseErrorKind::ClosedConnection => {
-                Class::Unavailable
-            }
-            _ => {
-                let msg = info.message();
-                if msg.contains("deadlock detected") {
-                    Class::Transient
-                } else if msg.contains("terminating connection")
-                    || msg.contains("database system is")
-                    || msg.contains("server closed the connection")
-                    || msg.contains("connection closed")
-                {
-                    Class::Unavailable
-                } else {
-                    Class::Data
-                }
-            }
-        },
-        DbError::BrokenTransactionManager | DbError::AlreadyInTransaction => Class::Unavailable,
-        _ => Class::Data,
-    }
-}
-
 // ---------------------------------------------------------------------------------------
-// One batch inside one transaction.
+// One batch inside one transaction: parse-level grouping here, every write a core use case.
 
 async fn apply_batch(
     c: &mut AsyncPgConnection,
@@ -412,7 +384,7 @@ async fn apply_batch(
         .map(|e| (e.key.as_str(), e.kind().as_str()))
         .collect();
     keys.sort_unstable();
-    let inserted = insert_keys(c, &keys).await?;
+    let inserted = platform_events::claim_keys(c, &keys).await?;
     let new: HashSet<&str> = inserted.iter().map(String::as_str).collect();
     let fresh: Vec<&Event> = events
         .iter()
@@ -423,28 +395,38 @@ async fn apply_batch(
         return Ok(());
     }
 
-    let inbound: Vec<&InboundEvent> = fresh
+    let inbound: Vec<Inbound> = fresh
         .iter()
         .filter_map(|e| match &e.body {
-            EventBody::Inbound(i) => Some(i),
+            EventBody::Inbound(i) => Some(Inbound {
+                phone: &i.phone,
+                wamid: &i.wamid,
+                message_type: &i.message_type,
+                content: &i.content,
+                window: i.window,
+            }),
             _ => None,
         })
         .collect();
-    record_inbound(c, &inbound, state).await?;
+    let recorded = inbound_batch::record(c, CHANNEL, &inbound).await?;
+    for (reason, n) in recorded.no_window {
+        *state.outcome.no_window.entry(reason).or_default() += n;
+    }
+    for conv in recorded.windows {
+        state.windows.insert(conv.customer_phone.clone(), conv);
+    }
 
-    let statuses: Vec<&StatusEvent> = fresh
+    let updates: Vec<StatusUpdate> = fresh
         .iter()
         .filter_map(|e| match &e.body {
-            EventBody::Status(s) => Some(s),
+            EventBody::Status(s) => Some(status_update(s)),
             _ => None,
         })
         .collect();
-    state.status_through = state
-        .status_through
-        .max(statuses.iter().map(|s| s.at).max());
-    let mut targets = StatusTargets::load(c, &statuses).await?;
+    state.status_through = state.status_through.max(updates.iter().map(|s| s.at).max());
+    let mut targets = StatusTargets::load(c, &updates).await?;
 
-    let mut quality: Vec<&QualityEvent> = Vec::new();
+    let mut quality: Vec<QualityUpdate> = Vec::new();
     for event in &fresh {
         let applied = match &event.body {
             EventBody::Inbound(i) => {
@@ -462,11 +444,28 @@ async fn apply_batch(
                 }
                 true
             }
-            EventBody::Status(s) => apply_status(c, s, &mut targets, state).await?,
+            EventBody::Status(s) => {
+                match statuses::apply(c, &status_update(s), &mut targets, retry_policy(), ACTOR)
+                    .await?
+                {
+                    StatusApplied::Ignored => false,
+                    StatusApplied::Applied => true,
+                    StatusApplied::Requeued { message_id } => {
+                        state.requeued.push(message_id);
+                        state.outcome.retried += 1;
+                        true
+                    }
+                }
+            }
             EventBody::Template(t) => apply_template(c, t).await?,
             EventBody::Preference(p) => apply_preference(c, p).await?,
             EventBody::Quality(q) => {
-                quality.push(q);
+                quality.push(QualityUpdate {
+                    event: &q.event,
+                    current_limit: q.current_limit.as_deref(),
+                    display_phone_number: q.display_phone_number.as_deref(),
+                    payload: &q.payload,
+                });
                 true
             }
         };
@@ -476,70 +475,30 @@ async fn apply_batch(
             state.outcome.ignored += 1;
         }
     }
-    insert_quality(c, &quality).await?;
+    platform_events::record_quality(c, &quality).await?;
     Ok(())
 }
 
-/// Insert keys (one statement, any number of them); returns the ones that were new.
-async fn insert_keys(c: &mut AsyncPgConnection, keys: &[(&str, &str)]) -> QueryResult<Vec<String>> {
-    let (k, kinds): (Vec<&str>, Vec<&str>) = keys.iter().copied().unzip();
-    Stmt::<Text>::new(
-        &[
-            "INSERT INTO webhook_events (event_key, kind) SELECT * FROM unnest(",
-            "::text[], ",
-            "::text[]) ON CONFLICT (event_key) DO NOTHING RETURNING event_key",
-        ],
-        vec![Bind::Texts(k), Bind::Texts(kinds)],
-    )
-    .load(c)
-    .await
-}
-
-/// Customers, care windows, last interaction and the inbound message rows: one
-/// statement for the whole batch (see `core_batch`).
-async fn record_inbound(
-    c: &mut AsyncPgConnection,
-    inbound: &[&InboundEvent],
-    state: &mut BatchState,
-) -> QueryResult<()> {
-    if inbound.is_empty() {
-        return Ok(());
-    }
-    // The window and last interaction only depend on each customer's newest message that
-    // opens a window; a customer whose messages open none is still created.
-    let mut newest: Vec<(&PhoneNumber, Option<DateTime<Utc>>)> = Vec::new();
-    let mut index: HashMap<&str, usize> = HashMap::new();
-    for i in inbound {
-        let opens = match i.window {
-            Ok(at) => Some(at),
-            Err(reason) => {
-                tracing::info!(wamid = %i.wamid, reason = reason.as_str(),
-                    "inbound message stored; it opens no care window");
-                *state.outcome.no_window.entry(reason).or_default() += 1;
-                None
-            }
-        };
-        match index.get(i.phone.digits()) {
-            Some(&n) => newest[n].1 = newest[n].1.max(opens),
-            None => {
-                index.insert(i.phone.digits(), newest.len());
-                newest.push((&i.phone, opens));
-            }
+/// A status event as the core takes it: the platform's status as a message status
+/// (`None` for those without delivery meaning: deleted, warning, played, unknown).
+fn status_update(s: &StatusEvent) -> StatusUpdate<'_> {
+    let status = match s.status {
+        StatusKind::Sent => Some(MessageStatus::Sent),
+        StatusKind::Delivered => Some(MessageStatus::Delivered),
+        StatusKind::Read => Some(MessageStatus::Read),
+        StatusKind::Failed => Some(MessageStatus::Failed),
+        StatusKind::Deleted | StatusKind::Warning | StatusKind::Played | StatusKind::Unknown => {
+            None
         }
+    };
+    StatusUpdate {
+        wamid: &s.wamid,
+        callback: s.callback.as_deref(),
+        status,
+        reported: s.status.as_str(),
+        at: s.at,
+        error_code: s.error.as_ref().map(|e| e.code),
     }
-    let rows: Vec<core_batch::InboundRow> = inbound
-        .iter()
-        .map(|i| core_batch::InboundRow {
-            phone: i.phone.digits(),
-            message_type: &i.message_type,
-            content: &i.content,
-            wamid: &i.wamid,
-        })
-        .collect();
-    for conv in core_batch::record_inbound(c, CHANNEL, &newest, &rows).await? {
-        state.windows.insert(conv.customer_phone.clone(), conv);
-    }
-    Ok(())
 }
 
 async fn apply_preference(c: &mut AsyncPgConnection, p: &PreferenceEvent) -> QueryResult<bool> {
@@ -554,69 +513,4 @@ async fn apply_preference(c: &mut AsyncPgConnection, p: &PreferenceEvent) -> Que
     )
     .await?;
     Ok(true)
-}
-
-async fn insert_quality(c: &mut AsyncPgConnection, quality: &[&QualityEvent]) -> QueryResult<()> {
-    if quality.is_empty() {
-        return Ok(());
-    }
-    Stmt::<()>::new(
-        &[
-            "INSERT INTO account_quality_events (event, current_limit, display_phone_number, payload) \
-             SELECT * FROM unnest(",
-            "::text[], ",
-            "::text[], ",
-            "::text[], ",
-            "::jsonb[])",
-        ],
-        vec![
-            Bind::Texts(quality.iter().map(|q| q.event.as_str()).collect()),
-            Bind::OptTexts(quality.iter().map(|q| q.current_limit.as_deref()).collect()),
-            Bind::OptTexts(
-                quality
-                    .iter()
-                    .map(|q| q.display_phone_number.as_deref())
-                    .collect(),
-            ),
-            Bind::Jsons(quality.iter().map(|q| &q.payload).collect()),
-        ],
-    )
-    .execute(c)
-    .await?;
-    for q in quality {
-        tracing::warn!(event = %q.event, current_limit = q.current_limit.as_deref().unwrap_or(""),
-                       "phone number quality update");
-    }
-    Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn only_contention_is_retried() {
-        assert_eq!(classify(&DbError::NotFound), Class::Data);
-        assert_eq!(
-            classify(&DbError::DatabaseError(
-                DatabaseErrorKind::SerializationFailure,
-                Box::new(String::from("x"))
-            )),
-            Class::Transient
-        );
-        assert_eq!(
-            classify(&DbError::DatabaseError(
-                DatabaseErrorKind::Unknown,
-                Box::new(String::from("deadlock detected"))
-            )),
-            Class::Transient
-        );
-        assert_eq!(
-            classify(&DbError::DatabaseError(
-                DatabaseErrorKind::ClosedConnection,
-                Box::new(String::from("closed"))
-            )),
-            Class::Unavailable
-        );
-    }
 }

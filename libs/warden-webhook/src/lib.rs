@@ -13,12 +13,10 @@
 //! messages a failed status puts back in the queue (published after the commit).
 
 pub mod coalesce;
-pub mod core_batch;
 pub mod events;
 mod http;
 pub mod ingest;
 pub mod metrics;
-mod sql;
 
 use std::net::TcpListener;
 

@@ -8,10 +8,10 @@ use std::time::Duration;
 use chrono::{DateTime, TimeDelta, Utc};
 use common::text;
 use diesel_async::{AsyncPgConnection, RunQueryDsl};
+use warden_core::inbound_batch as core_batch;
 use warden_core::{conversations, customers};
 use warden_rules::phone::{PhoneNumber, canonicalize};
 use warden_store::testing::TestDatabase;
-use warden_webhook::core_batch;
 
 async fn via_core(c: &mut AsyncPgConnection, p: &PhoneNumber, at: DateTime<Utc>) {
     customers::ensure(c, p).await.unwrap();

@@ -1,17 +1,19 @@
-//! Batch forms of three warden-core functions, kept here until warden-core has them.
+//! Inbound messages of a webhook batch, recorded for every customer at once.
 //!
-//! [`record_inbound`] here does, for every customer of a batch at once, what these do
+//! [`record_inbound`] does, for every customer of a batch at once, what these do
 //! for one customer per call: `customers::ensure`, `customers::touch_interaction` and
 //! `conversations::record_inbound` (plus storing the inbound message rows).
 //!
 //! A 100-event batch from 100 customers costs one statement here instead of 400 round
 //! trips through the one-customer functions; that is what lets batched ingestion keep up
-//! with the platform. The rules are the core's, statement for statement: customers start
-//! opted in with their pricing country, `last_interaction_at` only moves forward, the
-//! window opens from the message's own timestamp and never shrinks, and a message newer
-//! than an archive un-archives. `tests/core_batch.rs` runs both versions side by side on
-//! the same inputs and requires identical rows, so a change in warden-core that is not
-//! mirrored here fails the build's tests.
+//! with the platform. The rules are the one-customer functions', statement for
+//! statement: customers start opted in with their pricing country, `last_interaction_at`
+//! only moves forward, the window opens from the message's own timestamp and never
+//! shrinks, and a message newer than an archive un-archives. The webhook's
+//! `tests/core_batch.rs` runs both versions side by side on the same inputs and requires
+//! identical rows, so a change to one that is not mirrored in the other fails the tests.
+
+use std::collections::HashMap;
 
 use chrono::{DateTime, Utc};
 use diesel::QueryResult;
@@ -23,7 +25,76 @@ use warden_rules::phone::PhoneNumber;
 use warden_rules::window::CARE_WINDOW;
 use warden_store::models::Conversation;
 
+use crate::inbound::NoWindow;
 use crate::sql::{Bind, Stmt};
+
+/// One inbound message of a batch.
+pub struct Inbound<'a> {
+    pub phone: &'a PhoneNumber,
+    pub wamid: &'a str,
+    /// `text`, `button`, `image`, ...
+    pub message_type: &'a str,
+    /// The message as received, stored as the row's content.
+    pub content: &'a Value,
+    /// When it opens or extends the care window, or why it opens none
+    /// (`crate::inbound::window_opened_at`).
+    pub window: Result<DateTime<Utc>, NoWindow>,
+}
+
+/// What [`record`] wrote.
+#[derive(Debug, Default)]
+pub struct Recorded {
+    /// The conversation row of each customer whose window opened or moved (for the cache).
+    pub windows: Vec<Conversation>,
+    /// Messages stored without opening or extending a window, by reason.
+    pub no_window: HashMap<NoWindow, u64>,
+}
+
+/// Store `inbound` on `channel`: customers (created on first sight), their last
+/// interaction and care window, and every message row, in one statement. The window and
+/// last interaction only depend on each customer's newest message that opens a window; a
+/// customer whose messages open none is still created.
+pub async fn record(
+    c: &mut AsyncPgConnection,
+    channel: &str,
+    inbound: &[Inbound<'_>],
+) -> QueryResult<Recorded> {
+    let mut out = Recorded::default();
+    if inbound.is_empty() {
+        return Ok(out);
+    }
+    let mut newest: Vec<(&PhoneNumber, Option<DateTime<Utc>>)> = Vec::new();
+    let mut index: HashMap<&str, usize> = HashMap::new();
+    for i in inbound {
+        let opens = match i.window {
+            Ok(at) => Some(at),
+            Err(reason) => {
+                tracing::info!(wamid = %i.wamid, reason = reason.as_str(),
+                    "inbound message stored; it opens no care window");
+                *out.no_window.entry(reason).or_default() += 1;
+                None
+            }
+        };
+        match index.get(i.phone.digits()) {
+            Some(&n) => newest[n].1 = newest[n].1.max(opens),
+            None => {
+                index.insert(i.phone.digits(), newest.len());
+                newest.push((i.phone, opens));
+            }
+        }
+    }
+    let rows: Vec<InboundRow> = inbound
+        .iter()
+        .map(|i| InboundRow {
+            phone: i.phone.digits(),
+            message_type: i.message_type,
+            content: i.content,
+            wamid: i.wamid,
+        })
+        .collect();
+    out.windows = record_inbound(c, channel, &newest, &rows).await?;
+    Ok(out)
+}
 
 /// The inbound message rows of a batch (`direction` inbound, `status` received).
 pub struct InboundRow<'a> {

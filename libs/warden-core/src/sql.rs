@@ -1,11 +1,13 @@
-//! Fixed SQL statements with array binds (`unnest`), prepared once per connection.
+//! Raw SQL helpers for the hot paths (dispatcher and webhook use cases): statements whose
+//! text never changes, so diesel-async prepares them once per connection.
 //!
 //! diesel's `sql_query` and multi-row `insert_into(..).values(vec)` are never put in the
 //! prepared-statement cache, so each call costs an extra Parse round trip and a fresh
-//! plan. A [`Stmt`] has fixed SQL text (one bind per gap) whatever the number of rows, so
-//! diesel-async caches it by its text: one round trip per execution, any batch size.
+//! plan. [`Cached`] marks a `sql_query` with fixed text as cacheable; a [`Stmt`] has fixed
+//! SQL text (one bind per gap) whatever the number of rows (`unnest` over array binds).
 
 use std::marker::PhantomData;
+use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 use diesel::QueryResult;
@@ -15,7 +17,32 @@ use diesel::sql_types::{Array, Jsonb, Nullable, Text, Timestamptz};
 use serde_json::Value;
 use uuid::Uuid;
 
-/// One bind value.
+/// A raw SQL statement whose text never changes between calls (binds vary, text does
+/// not), marked safe for diesel's prepared-statement cache. diesel treats every
+/// `sql_query` as uncacheable, so Postgres would parse and plan each of these hot
+/// statements on every message; cached, it does so once per connection.
+pub struct Cached<Q>(pub Q);
+
+impl<Q: QueryFragment<Pg>> QueryFragment<Pg> for Cached<Q> {
+    fn walk_ast<'b>(&'b self, pass: AstPass<'_, 'b, Pg>) -> QueryResult<()> {
+        self.0.walk_ast(pass)
+    }
+
+    fn is_safe_to_cache_prepared(&self, _backend: &Pg) -> QueryResult<bool> {
+        Ok(true)
+    }
+}
+
+impl<Q> QueryId for Cached<Q> {
+    type QueryId = ();
+    const HAS_STATIC_QUERY_ID: bool = false;
+}
+
+impl<Q: Query> Query for Cached<Q> {
+    type SqlType = Q::SqlType;
+}
+
+/// One bind value of a [`Stmt`].
 pub enum Bind<'a> {
     Text(&'a str),
     Texts(Vec<&'a str>),
@@ -75,4 +102,24 @@ impl<ST: diesel::sql_types::SqlType + diesel::expression::TypedExpressionType> Q
     for Stmt<'_, ST>
 {
     type SqlType = ST;
+}
+
+/// A duration as whole milliseconds for an `interval '1 millisecond'` product.
+pub fn millis(d: Duration) -> i64 {
+    i64::try_from(d.as_millis()).unwrap_or(i64::MAX)
+}
+
+/// `.optional()` for `sql_query` results.
+pub trait OptionalRow<T> {
+    fn optional_row(self) -> Result<Option<T>, diesel::result::Error>;
+}
+
+impl<T> OptionalRow<T> for Result<T, diesel::result::Error> {
+    fn optional_row(self) -> Result<Option<T>, diesel::result::Error> {
+        match self {
+            Ok(v) => Ok(Some(v)),
+            Err(diesel::result::Error::NotFound) => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
 }

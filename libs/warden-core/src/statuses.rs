@@ -1,26 +1,65 @@
-//! Status events: the outbound messages they are about (one query per batch), and each
-//! status applied through `warden_core::outcomes` / `warden_core::platform_errors`.
+//! What a status webhook changes: the outbound message it is about moves forward
+//! (`crate::outcomes::apply_status`), and a `failed` status has the one consequence
+//! [`crate::platform_errors::consequence`] decides — the same as the dispatcher's when the
+//! error answers its call: a retryable error puts the message back in the queue (the
+//! caller publishes it after commit), the rest end it `failed` with the error's side
+//! effect (opt-out, undeliverable, marketing limit, pause campaigns).
+//!
+//! Runs inside the caller's transaction (one per webhook POST): [`StatusTargets::load`]
+//! finds every message a batch's statuses mention with one query, then [`apply`] applies
+//! each status in the order the platform sent them.
 
 use std::collections::HashMap;
 
+use chrono::{DateTime, Utc};
 use diesel::prelude::*;
-use diesel::result::Error as DbError;
 use diesel_async::{AsyncPgConnection, RunQueryDsl};
 use serde_json::Value;
 use tracing::Instrument;
 use uuid::Uuid;
-use warden_core::knowledge::{self, ErrorInfo};
-use warden_core::outcomes;
-use warden_core::platform_errors::{self, Retried};
-use warden_platform::webhook::StatusKind;
+use warden_rules::message_status::MessageStatus;
 use warden_store::schema::messages;
 
-use super::{ACTOR, BatchState, retry_policy};
-use crate::events::StatusEvent;
+use crate::knowledge::{self, ErrorInfo};
+use crate::outcomes;
+use crate::platform_errors::{self, Retried, RetryPolicy};
+
+/// One status the platform reported.
+#[derive(Clone, Copy, Debug)]
+pub struct StatusUpdate<'a> {
+    /// Empty when the platform sent none (then only `callback` can match).
+    pub wamid: &'a str,
+    /// `biz_opaque_callback_data`: our message id when we set it.
+    pub callback: Option<&'a str>,
+    /// `None`: a status with no meaning for delivery (deleted, warning, played, ...).
+    pub status: Option<MessageStatus>,
+    /// The status as the platform named it (for logs).
+    pub reported: &'a str,
+    pub at: DateTime<Utc>,
+    /// The platform error code of a failed status.
+    pub error_code: Option<i32>,
+}
+
+impl StatusUpdate<'_> {
+    fn is_failed(&self) -> bool {
+        self.status == Some(MessageStatus::Failed)
+    }
+}
+
+/// What [`apply`] did with one status.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum StatusApplied {
+    /// Not about an outbound message of ours: acknowledged without effect.
+    Ignored,
+    /// Applied (the message moved forward, or already had; its wamid is learnt).
+    Applied,
+    /// A retryable failure: the message is back in the queue; publish it after commit.
+    Requeued { message_id: Uuid },
+}
 
 /// The outbound messages a batch's statuses are about, found with one query.
 #[derive(Default)]
-pub(super) struct StatusTargets {
+pub struct StatusTargets {
     by_wamid: HashMap<String, usize>,
     by_id: HashMap<Uuid, usize>,
     rows: Vec<Target>,
@@ -37,9 +76,11 @@ struct Target {
 }
 
 impl StatusTargets {
-    pub(super) async fn load(
+    /// The messages `statuses` mention (by wamid or callback id), and the knowledge
+    /// base's explanation of every error code among the failed ones.
+    pub async fn load(
         c: &mut AsyncPgConnection,
-        statuses: &[&StatusEvent],
+        statuses: &[StatusUpdate<'_>],
     ) -> QueryResult<Self> {
         let mut out = StatusTargets::default();
         if statuses.is_empty() {
@@ -48,11 +89,11 @@ impl StatusTargets {
         let wamids: Vec<&str> = statuses
             .iter()
             .filter(|s| !s.wamid.is_empty())
-            .map(|s| s.wamid.as_str())
+            .map(|s| s.wamid)
             .collect();
         let ids: Vec<Uuid> = statuses
             .iter()
-            .filter_map(|s| s.callback.as_deref())
+            .filter_map(|s| s.callback)
             .filter_map(|cb| Uuid::parse_str(cb.trim()).ok())
             .collect();
         let rows: Vec<Target> = messages::table
@@ -79,8 +120,8 @@ impl StatusTargets {
         out.rows = rows;
         let mut codes: Vec<i32> = statuses
             .iter()
-            .filter(|s| s.status == StatusKind::Failed)
-            .filter_map(|s| s.error.as_ref().map(|e| e.code))
+            .filter(|s| s.is_failed())
+            .filter_map(|s| s.error_code)
             .collect();
         codes.sort_unstable();
         codes.dedup();
@@ -92,58 +133,59 @@ impl StatusTargets {
     }
 
     /// By wamid first, else by `biz_opaque_callback_data` = message_id.
-    fn find(&self, s: &StatusEvent) -> Option<usize> {
+    fn find(&self, s: &StatusUpdate<'_>) -> Option<usize> {
         if !s.wamid.is_empty()
-            && let Some(&n) = self.by_wamid.get(&s.wamid)
+            && let Some(&n) = self.by_wamid.get(s.wamid)
         {
             return Some(n);
         }
-        let id = Uuid::parse_str(s.callback.as_deref()?.trim()).ok()?;
+        let id = Uuid::parse_str(s.callback?.trim()).ok()?;
         self.by_id.get(&id).copied()
     }
 }
 
-pub(super) async fn apply_status(
+/// Apply one status to the message it is about (see the module doc); retries follow
+/// `policy` (the dispatcher's bound and backoff), audit rows name `actor`.
+pub async fn apply(
     c: &mut AsyncPgConnection,
-    s: &StatusEvent,
+    s: &StatusUpdate<'_>,
     targets: &mut StatusTargets,
-    state: &mut BatchState,
-) -> QueryResult<bool> {
+    policy: &RetryPolicy,
+    actor: &str,
+) -> QueryResult<StatusApplied> {
     let Some(n) = targets.find(s) else {
         tracing::debug!(
             wamid = %s.wamid,
-            callback = s.callback.as_deref().unwrap_or(""),
-            status = s.status.as_str(),
+            callback = s.callback.unwrap_or(""),
+            status = s.reported,
             "status of an unknown message; acknowledged and ignored"
         );
-        return Ok(false);
+        return Ok(StatusApplied::Ignored);
     };
     if targets.rows[n].direction != "outbound" {
         tracing::debug!(wamid = %s.wamid, "status of a message that is not outbound; ignored");
-        return Ok(false);
+        return Ok(StatusApplied::Ignored);
     }
     // Record the wamid beside the message id when the row has none and no other message
     // holds it (the column is unique).
     let record_wamid = !s.wamid.is_empty()
         && targets.rows[n].wamid.is_none()
-        && !targets.by_wamid.contains_key(&s.wamid);
+        && !targets.by_wamid.contains_key(s.wamid);
     if record_wamid {
-        targets.rows[n].wamid = Some(s.wamid.clone());
-        targets.by_wamid.insert(s.wamid.clone(), n);
+        targets.rows[n].wamid = Some(s.wamid.to_owned());
+        targets.by_wamid.insert(s.wamid.to_owned(), n);
     }
     let target = &targets.rows[n];
     let explanation = s
-        .error
-        .as_ref()
-        .filter(|_| s.status == StatusKind::Failed)
-        .and_then(|e| targets.explanations.get(&e.code));
-    let error = explanation.map(ErrorInfo::from);
+        .error_code
+        .filter(|_| s.is_failed())
+        .and_then(|code| targets.explanations.get(&code));
 
     let span = tracing::info_span!(
         "webhook.status_update",
         message_id = %target.id,
-        status = s.status.as_str(),
-        error_code = s.error.as_ref().map(|e| e.code),
+        status = s.reported,
+        error_code = s.error_code,
     );
     if let Some(headers) = trace_headers(target.trace_context.as_ref()) {
         warden_telemetry::set_parent_from(&span, &headers);
@@ -152,11 +194,11 @@ pub(super) async fn apply_status(
     // The event's wamid also tells a late status of an attempt that failed and was
     // requeued from news about the next attempt (outcomes::apply_status); it is written
     // only when the row has none.
-    let wamid = (!s.wamid.is_empty() && (record_wamid || target.wamid.is_some()))
-        .then_some(s.wamid.as_str());
+    let wamid =
+        (!s.wamid.is_empty() && (record_wamid || target.wamid.is_some())).then_some(s.wamid);
     let phone = warden_rules::phone::canonicalize(&target.customer_phone).ok();
     async {
-        let mut error = error;
+        let mut error = explanation.map(ErrorInfo::from);
         // The same decision the dispatcher takes when this error answers its call.
         let decided =
             explanation.map(|e| platform_errors::consequence(e.handling, e.code, &e.title));
@@ -168,9 +210,9 @@ pub(super) async fn apply_status(
                 message_id,
                 wamid,
                 info,
-                retry_policy(),
+                policy,
                 rand::random::<f64>(),
-                ACTOR,
+                actor,
             )
             .await?
             {
@@ -181,9 +223,7 @@ pub(super) async fn apply_status(
                         delay_ms = delay.as_millis() as u64,
                         "retryable failure reported by webhook; message back in the queue"
                     );
-                    state.requeued.push(message_id);
-                    state.outcome.retried += 1;
-                    return Ok(());
+                    return Ok(StatusApplied::Requeued { message_id });
                 }
                 Retried::Exhausted { attempts } => {
                     tracing::warn!(
@@ -196,24 +236,26 @@ pub(super) async fn apply_status(
                 Retried::NotApplicable => {}
             }
         }
-        let moved = outcomes::apply_status(
-            c,
-            message_id,
-            s.status.as_str(),
-            s.at,
-            wamid,
-            error.as_ref(),
-        )
-        .await?;
+        let moved = match s.status {
+            Some(status) => {
+                outcomes::apply_status(c, message_id, status, s.at, wamid, error.as_ref()).await?
+            }
+            // No delivery meaning: only the wamid is learnt.
+            None => {
+                if let Some(w) = wamid {
+                    outcomes::learn_wamid(c, message_id, w).await?;
+                }
+                false
+            }
+        };
         tracing::debug!(moved, "status applied");
         if let Some(d) = decided {
-            platform_errors::apply_effect(c, &d.effect, phone.as_ref(), s.at, ACTOR).await?;
+            platform_errors::apply_effect(c, &d.effect, phone.as_ref(), s.at, actor).await?;
         }
-        Ok::<_, DbError>(())
+        Ok(StatusApplied::Applied)
     }
     .instrument(span)
-    .await?;
-    Ok(true)
+    .await
 }
 
 /// The W3C trace context stored with a message (`{"traceparent": ..., "tracestate": ...}`).
