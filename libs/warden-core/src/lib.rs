@@ -7,11 +7,14 @@
 pub mod campaigns;
 pub mod conversations;
 pub mod customers;
+pub mod fanout;
 pub mod inbound;
 pub mod knowledge;
+pub mod outbox;
 pub mod outcomes;
 pub mod platform_errors;
 pub mod recheck;
+pub mod scheduled;
 pub mod send;
 pub mod templates;
 
