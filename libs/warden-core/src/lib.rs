@@ -8,6 +8,7 @@ pub mod campaigns;
 pub mod conversations;
 pub mod customers;
 pub mod fanout;
+pub mod gauges;
 pub mod inbound;
 pub mod knowledge;
 pub mod outbox;
@@ -16,6 +17,7 @@ pub mod platform_errors;
 pub mod recheck;
 pub mod scheduled;
 pub mod send;
+mod statement;
 pub mod templates;
 
 use std::sync::Arc;

@@ -25,14 +25,13 @@ use diesel::sql_types::{
     Array, BigInt, Double, Int4, Jsonb, Nullable, Text, Timestamptz, Uuid as SqlUuid,
 };
 use diesel_async::RunQueryDsl;
-use futures::{FutureExt, StreamExt};
+use futures::StreamExt;
 use uuid::Uuid;
 use warden_rules::campaign_status::CampaignStatus;
 use warden_store::PgPool;
-use warden_store::tx::transact;
 use warden_stream::DeliveryJob;
 
-use crate::{Core, CoreError};
+use crate::{Core, CoreError, statement};
 
 /// Publishes awaiting their ack at once (JetStream pipelines them on one connection).
 const IN_FLIGHT: usize = 256;
@@ -139,22 +138,6 @@ pub async fn held(
     .await?)
 }
 
-/// Queued messages never published (the relay's backlog gauge). Never writes.
-pub async fn unpublished_count(pg: &PgPool) -> Result<i64, CoreError> {
-    #[derive(diesel::QueryableByName)]
-    struct Count {
-        #[diesel(sql_type = BigInt)]
-        n: i64,
-    }
-    let mut conn = pg.get().await?;
-    let c: Count = diesel::sql_query(
-        "SELECT count(*) AS n FROM messages WHERE status = 'queued' AND published_at IS NULL",
-    )
-    .get_result(&mut conn)
-    .await?;
-    Ok(c.n)
-}
-
 /// Publish the given accepted messages (those still `queued` and never published) and
 /// mark them published. Returns how many were published.
 pub async fn publish_accepted(core: &Core, ids: &[Uuid]) -> Result<usize, CoreError> {
@@ -226,23 +209,16 @@ pub async fn publish(core: &Core, rows: Vec<Pending>) -> Result<usize, CoreError
         .collect()
         .await;
     if !published.is_empty() {
-        mark_published(core.pg(), published.clone()).await?;
+        mark_published(core.pg(), &published).await?;
     }
     Ok(published.len())
 }
 
-async fn mark_published(pg: &PgPool, ids: Vec<Uuid>) -> Result<(), CoreError> {
-    transact::<_, CoreError, _>(pg, "outbox_mark_published", |c| {
-        let ids = ids.clone();
-        async move {
-            diesel::sql_query("UPDATE messages SET published_at = now() WHERE id = ANY($1)")
-                .bind::<Array<SqlUuid>, _>(ids)
-                .execute(c)
-                .await?;
-            Ok(())
-        }
-        .boxed()
+async fn mark_published(pg: &PgPool, ids: &[Uuid]) -> Result<usize, CoreError> {
+    statement::execute(pg, "outbox_mark_published", || {
+        diesel::sql_query("UPDATE messages SET published_at = now() WHERE id = ANY($1)")
+            .into_boxed()
+            .bind::<Array<SqlUuid>, _>(ids.to_vec())
     })
-    .await?;
-    Ok(())
+    .await
 }

@@ -23,7 +23,7 @@ use warden_store::models::message_status::FAILED;
 use warden_store::tx::transact;
 
 use crate::knowledge::ErrorInfo;
-use crate::{Core, CoreError, RefusalMode, SendError, SendKind, SendRequest};
+use crate::{Core, CoreError, RefusalMode, SendError, SendKind, SendRequest, statement};
 
 /// A claimed due row, as stored.
 #[derive(diesel::QueryableByName, Debug, Clone)]
@@ -88,30 +88,24 @@ pub async fn claim_due(
     lease: Duration,
     limit: i64,
 ) -> Result<Vec<DueMessage>, CoreError> {
-    let rows = transact::<_, CoreError, _>(pg, "scheduled_claim", |c| {
-        let owner = owner.to_string();
-        async move {
-            Ok(diesel::sql_query(
-                "UPDATE messages SET lease_owner = $1, lease_until = now() + make_interval(secs => $2)
-                 WHERE id IN (
-                     SELECT id FROM messages
-                     WHERE status = 'scheduled' AND deliver_at <= now()
-                       AND (lease_until IS NULL OR lease_until < now())
-                     ORDER BY deliver_at
-                     LIMIT $3
-                     FOR UPDATE SKIP LOCKED)
-                 RETURNING id, customer_phone, channel, message_type, content, campaign_id",
-            )
-            .bind::<Text, _>(owner)
-            .bind::<Double, _>(lease.as_secs_f64())
-            .bind::<BigInt, _>(limit)
-            .load(c)
-            .await?)
-        }
-        .boxed()
+    statement::load(pg, "scheduled_claim", || {
+        diesel::sql_query(
+            "UPDATE messages SET lease_owner = $1, lease_until = now() + make_interval(secs => $2)
+             WHERE id IN (
+                 SELECT id FROM messages
+                 WHERE status = 'scheduled' AND deliver_at <= now()
+                   AND (lease_until IS NULL OR lease_until < now())
+                 ORDER BY deliver_at
+                 LIMIT $3
+                 FOR UPDATE SKIP LOCKED)
+             RETURNING id, customer_phone, channel, message_type, content, campaign_id",
+        )
+        .into_boxed()
+        .bind::<Text, _>(owner.to_string())
+        .bind::<Double, _>(lease.as_secs_f64())
+        .bind::<BigInt, _>(limit)
     })
-    .await?;
-    Ok(rows)
+    .await
 }
 
 /// Give back `owner`'s lease of the rows `ids` that are still scheduled (not dispatched
@@ -126,23 +120,17 @@ pub async fn release_owned(pg: &PgPool, owner: &str) -> Result<usize, CoreError>
 }
 
 async fn release_where(pg: &PgPool, owner: &str, ids: Option<&[Uuid]>) -> Result<usize, CoreError> {
-    let n = transact::<_, CoreError, _>(pg, "scheduled_release", |c| {
-        let (owner, ids) = (owner.to_string(), ids.map(<[Uuid]>::to_vec));
-        async move {
-            Ok(diesel::sql_query(
-                "UPDATE messages SET lease_until = NULL, lease_owner = NULL
-                 WHERE lease_owner = $1 AND status = 'scheduled'
-                   AND ($2::uuid[] IS NULL OR id = ANY($2))",
-            )
-            .bind::<Text, _>(owner)
-            .bind::<Nullable<Array<SqlUuid>>, _>(ids)
-            .execute(c)
-            .await?)
-        }
-        .boxed()
+    statement::execute(pg, "scheduled_release", || {
+        diesel::sql_query(
+            "UPDATE messages SET lease_until = NULL, lease_owner = NULL
+             WHERE lease_owner = $1 AND status = 'scheduled'
+               AND ($2::uuid[] IS NULL OR id = ANY($2))",
+        )
+        .into_boxed()
+        .bind::<Text, _>(owner.to_string())
+        .bind::<Nullable<Array<SqlUuid>>, _>(ids.map(<[Uuid]>::to_vec))
     })
-    .await?;
-    Ok(n)
+    .await
 }
 
 /// A scheduled row that cannot be turned into a send at all (bad content, unknown type):
@@ -257,20 +245,4 @@ async fn fail_unsendable(core: &Core, id: Uuid, reason: &str) -> Dispatched {
             Dispatched::Retry
         }
     }
-}
-
-/// Scheduled rows whose time has come (claimed or not). Never writes.
-pub async fn due_count(pg: &PgPool) -> Result<i64, CoreError> {
-    #[derive(diesel::QueryableByName)]
-    struct Count {
-        #[diesel(sql_type = BigInt)]
-        n: i64,
-    }
-    let mut conn = pg.get().await?;
-    let due: Count = diesel::sql_query(
-        "SELECT count(*) AS n FROM messages WHERE status = 'scheduled' AND deliver_at <= now()",
-    )
-    .get_result(&mut conn)
-    .await?;
-    Ok(due.n)
 }

@@ -57,7 +57,7 @@ use std::time::{Duration, Instant};
 use chrono::{DateTime, Utc};
 use tokio::sync::Notify;
 use uuid::Uuid;
-use warden_core::{Core, CoreError};
+use warden_core::{Core, CoreError, gauges};
 use warden_service::{Dependencies, admin};
 use warden_settings::Settings;
 
@@ -312,9 +312,9 @@ impl Scheduler {
 
     async fn update_gauges(&self) -> Result<(), PhaseError> {
         let pg = self.core.pg();
-        metrics::DUE_ROWS.set(warden_core::scheduled::due_count(pg).await?);
-        metrics::RELAY_BACKLOG.set(warden_core::outbox::unpublished_count(pg).await?);
-        for (status, n) in warden_core::fanout::count_open(pg).await? {
+        metrics::DUE_ROWS.set(gauges::due_scheduled(pg).await?);
+        metrics::RELAY_BACKLOG.set(gauges::unpublished(pg).await?);
+        for (status, n) in gauges::open_campaigns(pg).await? {
             metrics::CAMPAIGNS
                 .with_label_values(&[status.as_str()])
                 .set(n);

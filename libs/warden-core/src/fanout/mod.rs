@@ -16,27 +16,25 @@
 
 pub mod audience;
 pub mod cancelled;
+pub mod recipients;
 
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
-use diesel::sql_types::{
-    Array, BigInt, Double, Int4, Jsonb, Nullable, Text, Timestamptz, Uuid as SqlUuid,
-};
+use diesel::sql_types::{Array, Double, Int4, Jsonb, Nullable, Text, Timestamptz, Uuid as SqlUuid};
 use diesel_async::RunQueryDsl;
 use futures::FutureExt;
 use serde_json::json;
 use uuid::Uuid;
 use warden_rules::audience::AudienceFilter;
 use warden_rules::campaign_status::CampaignStatus;
-use warden_rules::kinds::MessageType;
-use warden_rules::phone::PhoneNumber;
 use warden_store::PgPool;
-use warden_store::tx::{Abort, transact};
+use warden_store::tx::transact;
 
-use crate::{Core, CoreError, RefusalMode, SendError, SendKind, SendRequest};
+use crate::{CoreError, statement};
 
 pub use audience::{AudiencePage, count_remaining, load_page};
+pub use recipients::{RecipientOutcome, RecipientPlan, send_recipient};
 
 /// A stored status read back; an unknown spelling is a broken row, not a state.
 fn status(s: &str) -> Result<CampaignStatus, CoreError> {
@@ -44,11 +42,6 @@ fn status(s: &str) -> Result<CampaignStatus, CoreError> {
         .map_err(|e: warden_rules::campaign_status::UnknownCampaignStatus| {
             CoreError::Unavailable(e.to_string())
         })
-}
-
-/// [`status`] inside a transaction.
-fn parse_status(s: &str) -> Result<CampaignStatus, Abort<CoreError>> {
-    status(s).map_err(Abort::App)
 }
 
 #[derive(diesel::QueryableByName)]
@@ -101,7 +94,7 @@ pub async fn start_due(pg: &PgPool, actor: &'static str) -> Result<Vec<Uuid>, Co
     Ok(started)
 }
 
-/// Who holds a campaign's (or a message's) claim, and for how long each renewal holds.
+/// Who holds a campaign's claim, and for how long each renewal holds.
 #[derive(Debug, Clone)]
 pub struct Lease {
     /// The scheduler process (unique per process).
@@ -193,33 +186,26 @@ pub async fn claim(
         CampaignStatus::Sending,
         CampaignStatus::Cancelled,
     ]);
-    let row = transact::<_, CoreError, _>(pg, "campaign_claim", |c| {
-        let (owner, secs, skip, claimable) =
-            (lease.owner.clone(), lease.secs(), skip.to_vec(), claimable.clone());
-        async move {
-            let rows: Vec<ClaimedRow> = diesel::sql_query(
-                "UPDATE campaigns SET lease_owner = $1, lease_until = now() + make_interval(secs => $2)
-                 WHERE id = (SELECT id FROM campaigns
-                             WHERE status = ANY($4) AND NOT audience_done
-                               AND (lease_until IS NULL OR lease_until < now() OR lease_owner = $1)
-                               AND NOT (id = ANY($3))
-                             ORDER BY deliver_at, id
-                             LIMIT 1
-                             FOR UPDATE SKIP LOCKED)
-                 RETURNING id, name, status, template_name, locale, variables, audience_filter, audience_cursor",
-            )
-            .bind::<Text, _>(owner)
-            .bind::<Double, _>(secs)
-            .bind::<Array<SqlUuid>, _>(skip)
-            .bind::<Array<Text>, _>(claimable)
-            .load(c)
-            .await?;
-            Ok(rows.into_iter().next())
-        }
-        .boxed()
+    let rows: Vec<ClaimedRow> = statement::load(pg, "campaign_claim", || {
+        diesel::sql_query(
+            "UPDATE campaigns SET lease_owner = $1, lease_until = now() + make_interval(secs => $2)
+             WHERE id = (SELECT id FROM campaigns
+                         WHERE status = ANY($4) AND NOT audience_done
+                           AND (lease_until IS NULL OR lease_until < now() OR lease_owner = $1)
+                           AND NOT (id = ANY($3))
+                         ORDER BY deliver_at, id
+                         LIMIT 1
+                         FOR UPDATE SKIP LOCKED)
+             RETURNING id, name, status, template_name, locale, variables, audience_filter, audience_cursor",
+        )
+        .into_boxed()
+        .bind::<Text, _>(lease.owner.clone())
+        .bind::<Double, _>(lease.secs())
+        .bind::<Array<SqlUuid>, _>(skip.to_vec())
+        .bind::<Array<Text>, _>(claimable.clone())
     })
     .await?;
-    let Some(r) = row else {
+    let Some(r) = rows.into_iter().next() else {
         return Ok(None);
     };
     Ok(Some(ClaimedCampaign {
@@ -241,27 +227,7 @@ pub async fn renew(
     id: Uuid,
     lease: &Lease,
 ) -> Result<Option<CampaignStatus>, CoreError> {
-    transact::<_, CoreError, _>(pg, "campaign_lease_renew", |c| {
-        let (owner, secs) = (lease.owner.clone(), lease.secs());
-        async move {
-            let rows: Vec<StatusRow> = diesel::sql_query(
-                "UPDATE campaigns SET lease_until = now() + make_interval(secs => $3)
-                 WHERE id = $1 AND lease_owner = $2 RETURNING status",
-            )
-            .bind::<SqlUuid, _>(id)
-            .bind::<Text, _>(owner)
-            .bind::<Double, _>(secs)
-            .load(c)
-            .await?;
-            rows.into_iter()
-                .next()
-                .map(|r| parse_status(&r.status))
-                .transpose()
-        }
-        .boxed()
-    })
-    .await
-    .map_err(CoreError::from)
+    progress(pg, "campaign_lease_renew", id, lease, None, 0).await
 }
 
 /// After a complete page: move the cursor to `last`, count the `enqueued`, renew the lease.
@@ -273,48 +239,50 @@ pub async fn advance(
     last: &str,
     enqueued: usize,
 ) -> Result<Option<CampaignStatus>, CoreError> {
-    transact::<_, CoreError, _>(pg, "campaign_advance", |c| {
-        let (owner, secs, last) = (lease.owner.clone(), lease.secs(), last.to_string());
-        async move {
-            let rows: Vec<StatusRow> = diesel::sql_query(
-                "UPDATE campaigns SET audience_cursor = $3, enqueued_count = enqueued_count + $4,
-                        lease_until = now() + make_interval(secs => $5), updated_at = now()
-                 WHERE id = $1 AND lease_owner = $2
-                 RETURNING status",
-            )
-            .bind::<SqlUuid, _>(id)
-            .bind::<Text, _>(owner)
-            .bind::<Text, _>(last)
-            .bind::<Int4, _>(enqueued as i32)
-            .bind::<Double, _>(secs)
-            .load(c)
-            .await?;
-            rows.into_iter()
-                .next()
-                .map(|r| parse_status(&r.status))
-                .transpose()
-        }
-        .boxed()
+    progress(pg, "campaign_advance", id, lease, Some(last), enqueued).await
+}
+
+/// [`renew`] and [`advance`]: one statement, the cursor moved only when `last` is given.
+async fn progress(
+    pg: &PgPool,
+    what: &str,
+    id: Uuid,
+    lease: &Lease,
+    last: Option<&str>,
+    enqueued: usize,
+) -> Result<Option<CampaignStatus>, CoreError> {
+    let rows: Vec<StatusRow> = statement::load(pg, what, || {
+        diesel::sql_query(
+            "UPDATE campaigns SET lease_until = now() + make_interval(secs => $3),
+                    audience_cursor = coalesce($4, audience_cursor),
+                    enqueued_count = enqueued_count + $5,
+                    updated_at = CASE WHEN $4 IS NULL THEN updated_at ELSE now() END
+             WHERE id = $1 AND lease_owner = $2
+             RETURNING status",
+        )
+        .into_boxed()
+        .bind::<SqlUuid, _>(id)
+        .bind::<Text, _>(lease.owner.clone())
+        .bind::<Double, _>(lease.secs())
+        .bind::<Nullable<Text>, _>(last.map(str::to_string))
+        .bind::<Int4, _>(enqueued as i32)
     })
-    .await
-    .map_err(CoreError::from)
+    .await?;
+    rows.into_iter()
+        .next()
+        .map(|r| status(&r.status))
+        .transpose()
 }
 
 /// Give the campaign's lease back (another scheduler may take it at once).
 pub async fn release(pg: &PgPool, id: Uuid, owner: &str) -> Result<(), CoreError> {
-    transact::<_, CoreError, _>(pg, "campaign_release", |c| {
-        let owner = owner.to_string();
-        async move {
-            diesel::sql_query(
-                "UPDATE campaigns SET lease_until = NULL, lease_owner = NULL WHERE id = $1 AND lease_owner = $2",
-            )
-            .bind::<SqlUuid, _>(id)
-            .bind::<Text, _>(owner)
-            .execute(c)
-            .await?;
-            Ok(())
-        }
-        .boxed()
+    statement::execute(pg, "campaign_release", || {
+        diesel::sql_query(
+            "UPDATE campaigns SET lease_until = NULL, lease_owner = NULL WHERE id = $1 AND lease_owner = $2",
+        )
+        .into_boxed()
+        .bind::<SqlUuid, _>(id)
+        .bind::<Text, _>(owner.to_string())
     })
     .await?;
     Ok(())
@@ -322,20 +290,14 @@ pub async fn release(pg: &PgPool, id: Uuid, owner: &str) -> Result<(), CoreError
 
 /// Give back every campaign lease `owner` holds (shutdown). Returns how many.
 pub async fn release_owned(pg: &PgPool, owner: &str) -> Result<usize, CoreError> {
-    let n = transact::<_, CoreError, _>(pg, "campaign_release_all", |c| {
-        let owner = owner.to_string();
-        async move {
-            Ok(diesel::sql_query(
-                "UPDATE campaigns SET lease_until = NULL, lease_owner = NULL WHERE lease_owner = $1",
-            )
-            .bind::<Text, _>(owner)
-            .execute(c)
-            .await?)
-        }
-        .boxed()
+    statement::execute(pg, "campaign_release_all", || {
+        diesel::sql_query(
+            "UPDATE campaigns SET lease_until = NULL, lease_owner = NULL WHERE lease_owner = $1",
+        )
+        .into_boxed()
+        .bind::<Text, _>(owner.to_string())
     })
-    .await?;
-    Ok(n)
+    .await
 }
 
 /// What a campaign's first finished fan-out recorded.
@@ -547,78 +509,6 @@ pub async fn settle_done(pg: &PgPool) -> Result<Vec<(Uuid, CampaignStatus)>, Cor
     Ok(settled)
 }
 
-/// What every recipient's send of one campaign shares.
-#[derive(Debug, Clone)]
-pub struct RecipientPlan {
-    pub campaign_id: Uuid,
-    pub template_name: String,
-    pub locale: String,
-    pub variables: Vec<String>,
-}
-
-/// What one recipient's send came to.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum RecipientOutcome {
-    /// Accepted (`queued`), and whether `Core::send` published it already.
-    Enqueued { message_id: Uuid, published: bool },
-    /// Refused by compliance or policy (recorded `failed` with the reason).
-    Refused,
-    /// Not sendable for another reason (logged; nothing recorded).
-    Error,
-    /// The database could not take it now: the fan-out should stop and retry later.
-    Unavailable,
-}
-
-impl RecipientPlan {
-    /// The send request of one recipient.
-    pub fn request(&self, phone: PhoneNumber, actor: &'static str) -> SendRequest {
-        SendRequest {
-            phone,
-            channel: warden_settings::DEFAULT_CHANNEL.to_string(),
-            kind: SendKind::Template {
-                name: self.template_name.clone(),
-                locale: self.locale.clone(),
-                variables: self.variables.clone(),
-            },
-            message_type: MessageType::Template,
-            campaign_id: Some(self.campaign_id),
-            existing_message_id: None,
-            refusal: RefusalMode::RecordFailed,
-            actor,
-        }
-    }
-}
-
-/// Send one recipient through the one send path ([`Core::send`], which records it and,
-/// when `core` has a stream, publishes it).
-pub async fn send_recipient(
-    core: &Core,
-    plan: &RecipientPlan,
-    phone: PhoneNumber,
-) -> RecipientOutcome {
-    let digits = phone.digits().to_string();
-    match core.send(plan.request(phone, core.actor())).await {
-        Ok(accepted) => RecipientOutcome::Enqueued {
-            message_id: accepted.message_id,
-            published: accepted.published,
-        },
-        Err(SendError::RefusedRecorded { .. }) => RecipientOutcome::Refused,
-        Err(
-            SendError::Unavailable(reason)
-            | SendError::Busy {
-                message: reason, ..
-            },
-        ) => {
-            tracing::warn!(campaign_id = %plan.campaign_id, customer = digits, %reason, "campaign send not possible now");
-            RecipientOutcome::Unavailable
-        }
-        Err(e) => {
-            tracing::warn!(campaign_id = %plan.campaign_id, customer = digits, error = %e, code = e.code(), "campaign recipient not sent");
-            RecipientOutcome::Error
-        }
-    }
-}
-
 /// A campaign's status as read now, with the database's clock.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct SeenStatus {
@@ -658,37 +548,4 @@ pub async fn paused_and(pg: &PgPool, also: &[Uuid]) -> Result<Vec<SeenStatus>, C
             })
         })
         .collect()
-}
-
-#[derive(diesel::QueryableByName)]
-struct ByStatus {
-    #[diesel(sql_type = Text)]
-    status: String,
-    #[diesel(sql_type = BigInt)]
-    n: i64,
-}
-
-/// How many campaigns are in each non-terminal status (every one listed, 0 included).
-/// Never writes.
-pub async fn count_open(pg: &PgPool) -> Result<Vec<(CampaignStatus, i64)>, CoreError> {
-    let rows: Vec<ByStatus> = {
-        let mut conn = pg.get().await?;
-        diesel::sql_query(
-            "SELECT status, count(*) AS n FROM campaigns WHERE NOT (status = ANY($1)) GROUP BY status",
-        )
-        .bind::<Array<Text>, _>(CampaignStatus::names(&CampaignStatus::TERMINAL))
-        .load(&mut conn)
-        .await?
-    };
-    Ok(CampaignStatus::ALL
-        .into_iter()
-        .filter(|s| !s.is_terminal())
-        .map(|s| {
-            let n = rows
-                .iter()
-                .find(|r| r.status == s.as_str())
-                .map_or(0, |r| r.n);
-            (s, n)
-        })
-        .collect())
 }
