@@ -14,6 +14,7 @@ use diesel_async::RunQueryDsl;
 use futures::FutureExt;
 use serde_json::json;
 use uuid::Uuid;
+use warden_rules::campaign_status::CampaignStatus;
 use warden_store::PgPool;
 use warden_store::tx::transact;
 
@@ -47,7 +48,7 @@ pub async fn fail_queued(
             let moved: Vec<CancelledMessages> = diesel::sql_query(
                 "WITH doomed AS (
                      SELECT m.id FROM messages m JOIN campaigns c ON c.id = m.campaign_id
-                     WHERE c.status = 'cancelled' AND m.status = 'queued'
+                     WHERE c.status = $5 AND m.status = 'queued'
                      LIMIT $1
                      FOR UPDATE OF m SKIP LOCKED),
                  failed AS (
@@ -63,6 +64,7 @@ pub async fn fail_queued(
             .bind::<Text, _>(CANCELLED_CATEGORY)
             .bind::<Text, _>(CANCELLED_EXPLANATION)
             .bind::<Text, _>(CANCELLED_ACTION)
+            .bind::<Text, _>(CampaignStatus::Cancelled.as_str())
             .load(c)
             .await?;
             for m in &moved {
