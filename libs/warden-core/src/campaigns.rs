@@ -1,5 +1,7 @@
 //! Campaign state: the control transitions (pause, resume, cancel), the read with its
 //! counters, and the changes more than one process makes (halt-class pause, settling).
+//! The scheduler's writes (start, claim, cursor, finish, close) are [`crate::fanout`]'s;
+//! the states themselves are [`CampaignStatus`].
 //!
 //! **Lock order.** A transition locks only the campaign row, with `FOR NO KEY UPDATE`,
 //! and nothing else; it never waits on message rows. Every other writer locks message
@@ -25,16 +27,27 @@ use diesel_async::{AsyncPgConnection, RunQueryDsl};
 use futures::FutureExt;
 use serde_json::{Value, json};
 use uuid::Uuid;
+use warden_rules::campaign_status::CampaignStatus;
 use warden_store::DbError;
 use warden_store::PgPool;
 use warden_store::models::Campaign;
 use warden_store::schema::{campaigns, messages};
 use warden_store::tx::{Abort, TxError, transact};
 
-/// States in which a campaign still sends (or will).
-pub const ACTIVE: &[&str] = &["scheduled", "running", "sending"];
-/// States a campaign never leaves.
-pub const TERMINAL: &[&str] = &["completed", "failed", "cancelled"];
+/// The stored spellings of [`CampaignStatus::ACTIVE`], for callers that still compare
+/// strings; prefer [`CampaignStatus::is_active`].
+pub const ACTIVE: &[&str] = &[
+    CampaignStatus::ACTIVE[0].as_str(),
+    CampaignStatus::ACTIVE[1].as_str(),
+    CampaignStatus::ACTIVE[2].as_str(),
+];
+/// The stored spellings of [`CampaignStatus::TERMINAL`]; prefer
+/// [`CampaignStatus::is_terminal`].
+pub const TERMINAL: &[&str] = &[
+    CampaignStatus::TERMINAL[0].as_str(),
+    CampaignStatus::TERMINAL[1].as_str(),
+    CampaignStatus::TERMINAL[2].as_str(),
+];
 /// Recipients the fan-out sends between two reads of the campaign's state: after
 /// pause_campaign or cancel_campaign answers, at most this many more messages are queued.
 pub const FANOUT_BATCH: usize = 32;
@@ -46,13 +59,13 @@ pub enum CampaignError {
     NotFound(Uuid),
     /// cancel_campaign on a completed, failed or cancelled campaign.
     #[error("campaign {id} is already {status}")]
-    Terminal { id: Uuid, status: String },
+    Terminal { id: Uuid, status: CampaignStatus },
     /// pause of a campaign that is not active, resume of one that is not paused.
     #[error("campaign {id} is {status}; it cannot move to {to}")]
     InvalidTransition {
         id: Uuid,
-        status: String,
-        to: &'static str,
+        status: CampaignStatus,
+        to: CampaignStatus,
     },
     /// Conflicts persisted after the store's retries (rolled back).
     #[error("database conflict: {0}")]
@@ -109,11 +122,11 @@ enum Action {
 }
 
 impl Action {
-    fn to(self) -> &'static str {
+    fn to(self) -> CampaignStatus {
         match self {
-            Action::Pause => "paused",
-            Action::Resume => "running",
-            Action::Cancel => "cancelled",
+            Action::Pause => CampaignStatus::Paused,
+            Action::Resume => CampaignStatus::Running,
+            Action::Cancel => CampaignStatus::Cancelled,
         }
     }
     fn audit(self) -> &'static str {
@@ -125,16 +138,17 @@ impl Action {
     }
     /// The rule of the state table (spec "States and transitions", CONTRACT.md).
     fn check(self, c: &Campaign) -> Result<(), CampaignError> {
-        let status = c.status.as_str();
+        // No state of the table: a broken row, moved by nobody.
+        let status: CampaignStatus = c
+            .status
+            .parse()
+            .map_err(|e| CampaignError::Unavailable(format!("campaign {}: {e}", c.id)))?;
         let ok = match self {
-            Action::Pause => ACTIVE.contains(&status),
-            Action::Resume => status == "paused",
+            Action::Pause => status.is_active(),
+            Action::Resume => status == CampaignStatus::Paused,
             Action::Cancel => {
-                if TERMINAL.contains(&status) {
-                    return Err(CampaignError::Terminal {
-                        id: c.id,
-                        status: c.status.clone(),
-                    });
+                if status.is_terminal() {
+                    return Err(CampaignError::Terminal { id: c.id, status });
                 }
                 true
             }
@@ -144,7 +158,7 @@ impl Action {
         } else {
             Err(CampaignError::InvalidTransition {
                 id: c.id,
-                status: c.status.clone(),
+                status,
                 to: self.to(),
             })
         }
@@ -210,14 +224,14 @@ async fn transition(
             };
             diesel::update(campaigns::table.find(id))
                 .set((
-                    campaigns::status.eq(to),
+                    campaigns::status.eq(to.as_str()),
                     campaigns::paused_at.eq(paused_at),
                     campaigns::status_reason.eq(status_reason),
                     campaigns::updated_at.eq(now),
                 ))
                 .execute(c)
                 .await?;
-            let mut details = json!({"from_status": current.status, "to_status": to});
+            let mut details = json!({"from_status": current.status, "to_status": to.as_str()});
             if let (Some(r), Value::Object(m)) = (&reason, &mut details) {
                 m.insert("reason".into(), json!(r));
             }
@@ -235,7 +249,7 @@ async fn transition(
         .boxed()
     })
     .await?;
-    tracing::info!(campaign_id = %id, from = before.status, to = action.to(), "campaign state changed");
+    tracing::info!(campaign_id = %id, from = before.status, to = %action.to(), "campaign state changed");
     Ok(Moved { before })
 }
 
@@ -288,49 +302,6 @@ pub async fn get(pg: &PgPool, id: Uuid) -> Result<CampaignView, CampaignError> {
     view.ok_or(CampaignError::NotFound(id))
 }
 
-/// A cancelled campaign's audience has been read to its end by the fan-out holding the
-/// lease (`owner`): the `remaining` recipients never given a message count as cancelled,
-/// total_recipients becomes every recipient reached, the lease goes. Returns false when
-/// the lease is not `owner`'s or it was done already.
-pub async fn close_cancelled(
-    conn: &mut AsyncPgConnection,
-    id: Uuid,
-    owner: &str,
-    remaining: i32,
-    actor: &str,
-) -> QueryResult<bool> {
-    use diesel_async::AsyncConnection;
-    let owner = owner.to_string();
-    let actor = actor.to_string();
-    conn.transaction::<_, diesel::result::Error, _>(async |c| {
-        let n = diesel::sql_query(
-            "UPDATE campaigns c SET audience_done = true,
-                    cancelled_count = c.cancelled_count + $3,
-                    total_recipients = (SELECT count(*)::int4 FROM messages m WHERE m.campaign_id = c.id) + $3,
-                    lease_until = NULL, lease_owner = NULL, updated_at = now()
-             WHERE c.id = $1 AND c.lease_owner = $2 AND c.status = 'cancelled' AND NOT c.audience_done",
-        )
-        .bind::<diesel::sql_types::Uuid, _>(id)
-        .bind::<diesel::sql_types::Text, _>(&owner)
-        .bind::<diesel::sql_types::Int4, _>(remaining)
-        .execute(c)
-        .await?;
-        if n > 0 {
-            warden_store::audit::record(
-                c,
-                &actor,
-                "campaign_recipients_cancelled",
-                "campaign",
-                &id.to_string(),
-                json!({"never_queued": remaining}),
-            )
-            .await?;
-        }
-        Ok(n > 0)
-    })
-    .await
-}
-
 /// Halt-class platform errors: pause every active campaign with the reason. Audited.
 /// Locks the campaign rows in id order (two such pauses never deadlock each other).
 pub async fn pause_active(
@@ -344,13 +315,17 @@ pub async fn pause_active(
         id: Uuid,
     }
     let paused: Vec<IdRow> = diesel::sql_query(
-        "UPDATE campaigns SET status = 'paused', paused_at = now(), status_reason = $1, updated_at = now()
-         WHERE id IN (SELECT id FROM campaigns WHERE status IN ('scheduled', 'running', 'sending')
+        "UPDATE campaigns SET status = $2, paused_at = now(), status_reason = $1, updated_at = now()
+         WHERE id IN (SELECT id FROM campaigns WHERE status = ANY($3)
                       ORDER BY id FOR NO KEY UPDATE)
-           AND status IN ('scheduled', 'running', 'sending')
+           AND status = ANY($3)
          RETURNING id",
     )
     .bind::<diesel::sql_types::Text, _>(reason)
+    .bind::<diesel::sql_types::Text, _>(CampaignStatus::Paused.as_str())
+    .bind::<diesel::sql_types::Array<diesel::sql_types::Text>, _>(CampaignStatus::names(
+        &CampaignStatus::ACTIVE,
+    ))
     .load(conn)
     .await?;
     for IdRow { id } in &paused {
@@ -379,31 +354,33 @@ pub async fn pause_active(
 pub async fn settle_if_done(
     conn: &mut AsyncPgConnection,
     campaign_id: Uuid,
-) -> QueryResult<Option<&'static str>> {
+) -> QueryResult<Option<CampaignStatus>> {
     // One statement so concurrent outcome updates cannot both miss the last message. Reads
     // the rows, not sent_count: the counters move when the caller's transaction commits.
     let status: Option<String> = diesel::sql_query(
         "WITH any_sent AS (SELECT EXISTS (SELECT 1 FROM messages m WHERE m.campaign_id = $1
                                           AND m.status IN ('sent', 'delivered', 'read')) AS yes)
-         UPDATE campaigns c SET status = CASE WHEN any_sent.yes THEN 'completed' ELSE 'failed' END,
+         UPDATE campaigns c SET status = CASE WHEN any_sent.yes THEN $2 ELSE $3 END,
                 status_reason = CASE WHEN any_sent.yes THEN c.status_reason ELSE 'no recipient could be sent' END,
                 updated_at = now()
          FROM any_sent
-         WHERE c.id = $1 AND c.status IN ('running', 'sending') AND c.audience_done
+         WHERE c.id = $1 AND c.status = ANY($4) AND c.audience_done
            AND NOT EXISTS (SELECT 1 FROM messages m WHERE m.campaign_id = c.id
                            AND m.status IN ('scheduled', 'queued', 'sending'))
          RETURNING c.status",
     )
     .bind::<diesel::sql_types::Uuid, _>(campaign_id)
+    .bind::<diesel::sql_types::Text, _>(CampaignStatus::Completed.as_str())
+    .bind::<diesel::sql_types::Text, _>(CampaignStatus::Failed.as_str())
+    .bind::<diesel::sql_types::Array<diesel::sql_types::Text>, _>(CampaignStatus::names(
+        &CampaignStatus::SENDING,
+    ))
     .get_result::<StatusRow>(conn)
     .await
     .optional()?
     .map(|r| r.status);
-    Ok(match status.as_deref() {
-        Some("completed") => Some("completed"),
-        Some("failed") => Some("failed"),
-        _ => None,
-    })
+    // Only completed or failed are written above.
+    Ok(status.and_then(|s| s.parse().ok()))
 }
 
 #[derive(QueryableByName)]

@@ -19,6 +19,7 @@
 //! - [`tags`]: customer tags, compared case-insensitively (stored lower-cased).
 //! - [`templates`]: template placeholders, variables, names and bodies.
 //! - [`audience`]: campaign audience filters.
+//! - [`campaign_status`]: a campaign's states and which of them are active / terminal.
 //! - [`import`]: streaming parsers for customer import files.
 //! - [`errors`]: one error type wrapping the module errors for callers that
 //!   only need "this input is invalid, here is why".
@@ -26,6 +27,7 @@
 #![warn(missing_docs)]
 
 pub mod audience;
+pub mod campaign_status;
 pub mod compliance;
 pub mod errors;
 pub mod import;
@@ -40,6 +42,7 @@ pub mod templates;
 pub mod text;
 pub mod window;
 
+pub use campaign_status::CampaignStatus;
 pub use compliance::{ComplianceInput, Decision, FrequencyStatus, ReasonCode, decide};
 pub use errors::RuleError;
 pub use kinds::{Category, ContentKind, MessageType, TemplateCategory, parse_channel};

@@ -1,6 +1,11 @@
 //! The scheduler: dispatches due scheduled messages, runs campaigns, and relays queued
 //! messages whose publish to the delivery stream was lost.
 //!
+//! This crate keeps the loop, the timing, the batching and the metrics; every state change
+//! is a `warden_core` use case: `warden_core::scheduled` (claim due rows, dispatch, fail),
+//! `warden_core::fanout` (campaign start, lease, cursor, counters, finish, close, settle)
+//! and `warden_core::outbox` (what to publish, batch publish).
+//!
 //! Every poll ([`Scheduler::tick`]) does, in order:
 //!
 //! 1. **Campaign starts** — `scheduled` campaigns whose `deliver_at` has come move to
@@ -27,19 +32,19 @@
 //!    (`warden_core::campaigns::settle_if_done`).
 //! 6. **Relay** — queued rows never published (NATS was down), and published rows that
 //!    are no longer in the stream but still queued (a lost stream message), are published
-//!    again ([`publish`]: the batch form of `Core::publish`, same de-duplication ids).
+//!    again (`warden_core::outbox::publish`: the batch form of `Core::publish`, same
+//!    de-duplication ids).
 //!
 //! Campaign recipients are recorded by `Core::send` and published page by page
-//! ([`Config::batch_publish`], [`publish`]); scheduled messages are published by
-//! `Core::send` itself.
+//! ([`Config::batch_publish`], `warden_core::outbox::publish_accepted`); scheduled
+//! messages are published by `Core::send` itself.
 
-mod audience;
 mod campaigns;
 mod cancelled;
+mod error;
 mod messages;
 pub mod metrics;
 pub mod pool;
-pub mod publish;
 mod relay;
 
 use std::collections::{HashMap, HashSet};
@@ -50,14 +55,13 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use chrono::{DateTime, Utc};
-use diesel_async::RunQueryDsl;
 use tokio::sync::Notify;
 use uuid::Uuid;
-use warden_core::Core;
+use warden_core::{Core, CoreError, gauges};
 use warden_service::{Dependencies, admin};
 use warden_settings::Settings;
 
-pub use audience::AudiencePage;
+pub use error::{PhaseError, TickError};
 
 /// ADMIN_HTTP_PORT default (CONTRACT.md).
 pub const DEFAULT_ADMIN_PORT: u16 = 9091;
@@ -98,7 +102,8 @@ pub struct Config {
     pub relay_stale_after: Duration,
     /// Campaign recipients: `Core::send` records each one (compliance, policy, frequency
     /// count, message row) without publishing, and the page's accepted messages are then
-    /// published together ([`publish`]). False: `Core::send` publishes each one itself.
+    /// published together (`warden_core::outbox`). False: `Core::send` publishes each one
+    /// itself.
     pub batch_publish: bool,
 }
 
@@ -241,15 +246,15 @@ impl Scheduler {
 
     /// One poll cycle. Every phase runs even when an earlier one failed; the first error is
     /// returned after all ran (the report of what did happen is logged).
-    pub async fn tick(&self) -> anyhow::Result<TickReport> {
+    pub async fn tick(&self) -> Result<TickReport, TickError> {
         let started = Instant::now();
         let mut report = TickReport::default();
-        let mut first_err: Option<anyhow::Error> = None;
-        let mut note = |phase: &str, r: anyhow::Result<()>| {
-            if let Err(e) = r {
-                tracing::warn!(phase, error = %format!("{e:#}"), "scheduler phase failed");
+        let mut first_err: Option<TickError> = None;
+        let mut note = |phase: &'static str, r: Result<(), PhaseError>| {
+            if let Err(source) = r {
+                tracing::warn!(phase, error = %source, "scheduler phase failed");
                 if first_err.is_none() {
-                    first_err = Some(e.context(format!("scheduler {phase}")));
+                    first_err = Some(TickError { phase, source });
                 }
             }
         };
@@ -297,61 +302,22 @@ impl Scheduler {
     }
 
     /// Release every lease this process holds (shutdown): another replica takes over at once
-    /// instead of after the lease expires.
-    pub async fn release_leases(&self) -> anyhow::Result<(usize, usize)> {
-        let mut conn = self.core.pg().get().await?;
-        let messages = diesel::sql_query(
-            "UPDATE messages SET lease_until = NULL, lease_owner = NULL
-             WHERE lease_owner = $1 AND status = 'scheduled'",
-        )
-        .bind::<diesel::sql_types::Text, _>(self.owner())
-        .execute(&mut conn)
-        .await?;
-        let campaigns = diesel::sql_query(
-            "UPDATE campaigns SET lease_until = NULL, lease_owner = NULL WHERE lease_owner = $1",
-        )
-        .bind::<diesel::sql_types::Text, _>(self.owner())
-        .execute(&mut conn)
-        .await?;
+    /// instead of after the lease expires. Returns (messages, campaigns) released.
+    pub async fn release_leases(&self) -> Result<(usize, usize), CoreError> {
+        let pg = self.core.pg();
+        let messages = warden_core::scheduled::release_owned(pg, self.owner()).await?;
+        let campaigns = warden_core::fanout::release_owned(pg, self.owner()).await?;
         Ok((messages, campaigns))
     }
 
-    async fn update_gauges(&self) -> anyhow::Result<()> {
-        use diesel::sql_types::{BigInt, Text};
-        #[derive(diesel::QueryableByName)]
-        struct Count {
-            #[diesel(sql_type = BigInt)]
-            n: i64,
-        }
-        #[derive(diesel::QueryableByName)]
-        struct ByStatus {
-            #[diesel(sql_type = Text)]
-            status: String,
-            #[diesel(sql_type = BigInt)]
-            n: i64,
-        }
-        let mut conn = self.core.pg().get().await?;
-        let due: Count = diesel::sql_query(
-            "SELECT count(*) AS n FROM messages WHERE status = 'scheduled' AND deliver_at <= now()",
-        )
-        .get_result(&mut conn)
-        .await?;
-        metrics::DUE_ROWS.set(due.n);
-        let backlog: Count = diesel::sql_query(
-            "SELECT count(*) AS n FROM messages WHERE status = 'queued' AND published_at IS NULL",
-        )
-        .get_result(&mut conn)
-        .await?;
-        metrics::RELAY_BACKLOG.set(backlog.n);
-        let rows: Vec<ByStatus> = diesel::sql_query(
-            "SELECT status, count(*) AS n FROM campaigns
-             WHERE status NOT IN ('completed', 'failed', 'cancelled') GROUP BY status",
-        )
-        .load(&mut conn)
-        .await?;
-        for status in ["scheduled", "running", "sending", "paused"] {
-            let n = rows.iter().find(|r| r.status == status).map_or(0, |r| r.n);
-            metrics::CAMPAIGNS.with_label_values(&[status]).set(n);
+    async fn update_gauges(&self) -> Result<(), PhaseError> {
+        let pg = self.core.pg();
+        metrics::DUE_ROWS.set(gauges::due_scheduled(pg).await?);
+        metrics::RELAY_BACKLOG.set(gauges::unpublished(pg).await?);
+        for (status, n) in gauges::open_campaigns(pg).await? {
+            metrics::CAMPAIGNS
+                .with_label_values(&[status.as_str()])
+                .set(n);
         }
         Ok(())
     }
@@ -386,7 +352,7 @@ impl Scheduler {
                 "scheduler stopped; leases released"
             ),
             Err(e) => {
-                tracing::warn!(error = %format!("{e:#}"), "scheduler stopped; leases not released (they expire)")
+                tracing::warn!(error = %e, "scheduler stopped; leases not released (they expire)")
             }
         }
     }

@@ -1,12 +1,12 @@
 //! The publish relay: queued messages whose publish never happened (NATS was down when
-//! they were accepted) or was lost (still queued, but no longer in the stream).
+//! they were accepted) or was lost (still queued, but no longer in the stream), published
+//! again through `warden_core::outbox`.
 //!
-//! Both publish through [`crate::publish`] (the batch form of `Core::publish`, with the
-//! de-duplication id taken from the row as read here): a never-published row goes out
-//! under its message id, so a relay racing the accepting call's own publish leaves one
-//! stream message; a republished row gets a new id per previous publish (else JetStream
-//! would drop it inside its duplicate window), shared by schedulers racing on it. In any
-//! case the dispatcher only sends a row it can claim from `queued`.
+//! A never-published row goes out under its message id, so a relay racing the accepting
+//! call's own publish leaves one stream message; a republished row gets a new id per
+//! previous publish (else JetStream would drop it inside its duplicate window), shared by
+//! schedulers racing on it. In any case the dispatcher only sends a row it can claim from
+//! `queued`.
 //!
 //! "Lost" needs care: a large campaign legitimately stays queued in the stream for many
 //! minutes while the dispatcher works through it at the platform's rate. A queued row is
@@ -17,16 +17,15 @@
 use std::time::{Duration, Instant};
 
 use chrono::{DateTime, TimeDelta, Utc};
-use diesel::sql_types::{BigInt, Double, Timestamptz};
-use diesel_async::RunQueryDsl;
+use warden_core::outbox::{self, Backlog, Pending};
 
-use crate::publish::{PENDING_COLUMNS, Pending, publish_rows};
+use crate::error::PhaseError;
 use crate::{Scheduler, TickReport, metrics};
 
 /// Margin between the stream server's clock and Postgres's.
 const CLOCK_MARGIN: TimeDelta = TimeDelta::seconds(5);
 
-pub(crate) async fn run(s: &Scheduler, report: &mut TickReport) -> anyhow::Result<()> {
+pub(crate) async fn run(s: &Scheduler, report: &mut TickReport) -> Result<(), PhaseError> {
     let Some(stream) = s.core().stream() else {
         return Ok(());
     };
@@ -34,22 +33,11 @@ pub(crate) async fn run(s: &Scheduler, report: &mut TickReport) -> anyhow::Resul
         tracing::debug!("NATS not connected; relay waits");
         return Ok(());
     }
+    let pg = s.core().pg();
+    let limit = s.config().relay_batch;
     // 1. Never published.
-    let rows: Vec<Pending> = {
-        let mut conn = s.core().pg().get().await?;
-        diesel::sql_query(format!(
-            "SELECT {PENDING_COLUMNS} FROM messages m LEFT JOIN campaigns c ON c.id = m.campaign_id
-             WHERE m.status = 'queued' AND m.published_at IS NULL
-               AND m.updated_at < now() - make_interval(secs => $1)
-               AND (c.id IS NULL OR c.status NOT IN ('paused', 'cancelled'))
-             ORDER BY m.created_at
-             LIMIT $2"
-        ))
-        .bind::<Double, _>(s.config().relay_min_age.as_secs_f64())
-        .bind::<BigInt, _>(s.config().relay_batch)
-        .load(&mut conn)
-        .await?
-    };
+    let min_age = s.config().relay_min_age;
+    let rows = outbox::backlog(pg, Backlog::NeverPublished { min_age }, limit).await?;
     let n = rows.len();
     if n > 0 {
         let published = publish(s, rows).await;
@@ -62,7 +50,7 @@ pub(crate) async fn run(s: &Scheduler, report: &mut TickReport) -> anyhow::Resul
         if published < n {
             return Ok(());
         }
-        if n as i64 >= s.config().relay_batch {
+        if n as i64 >= limit {
             report.more_work = true;
         }
     }
@@ -79,24 +67,11 @@ pub(crate) async fn run(s: &Scheduler, report: &mut TickReport) -> anyhow::Resul
     let Some(cutoff) = stream_cutoff(stream).await else {
         return Ok(());
     };
-    let rows: Vec<Pending> = {
-        let mut conn = s.core().pg().get().await?;
-        diesel::sql_query(format!(
-            "SELECT {PENDING_COLUMNS} FROM messages m LEFT JOIN campaigns c ON c.id = m.campaign_id
-             WHERE m.status = 'queued' AND m.published_at IS NOT NULL
-               AND m.published_at < now() - make_interval(secs => $1)
-               AND m.published_at < $2
-               AND (m.next_attempt_at IS NULL OR m.next_attempt_at <= now())
-               AND (c.id IS NULL OR c.status NOT IN ('paused', 'cancelled'))
-             ORDER BY m.published_at
-             LIMIT $3"
-        ))
-        .bind::<Double, _>(s.config().relay_stale_after.as_secs_f64())
-        .bind::<Timestamptz, _>(cutoff)
-        .bind::<BigInt, _>(s.config().relay_batch)
-        .load(&mut conn)
-        .await?
+    let lost = Backlog::Lost {
+        stale_after: s.config().relay_stale_after,
+        cutoff,
     };
+    let rows = outbox::backlog(pg, lost, limit).await?;
     let n = rows.len();
     if n > 0 {
         let published = publish(s, rows).await;
@@ -106,7 +81,7 @@ pub(crate) async fn run(s: &Scheduler, report: &mut TickReport) -> anyhow::Resul
             published,
             "relay republished queued messages missing from the stream"
         );
-        if n as i64 >= s.config().relay_batch && published == n {
+        if n as i64 >= limit && published == n {
             // Run the check again at the next poll.
             *s.last_lost_check.lock().expect("lock") = None;
             report.more_work = true;
@@ -137,19 +112,19 @@ async fn stream_cutoff(stream: &warden_stream::DeliveryStream) -> Option<DateTim
     Some(first - CLOCK_MARGIN)
 }
 
-/// Publish rows through [`crate::publish`]; errors are logged (the rows stay queued for
+/// Publish rows through `warden_core::outbox`; errors are logged (the rows stay queued for
 /// the next poll). Returns how many were published.
 pub(crate) async fn publish(s: &Scheduler, rows: Vec<Pending>) -> usize {
     if s.is_stopping() {
         return 0;
     }
-    match publish_rows(s.core(), rows).await {
+    match outbox::publish(s.core(), rows).await {
         Ok(n) => {
             metrics::RELAY_PUBLISHED.inc_by(n as u64);
             n
         }
         Err(e) => {
-            tracing::warn!(error = %format!("{e:#}"), "relay publish failed; retrying at the next poll");
+            tracing::warn!(error = %e, "relay publish failed; retrying at the next poll");
             0
         }
     }

@@ -20,10 +20,10 @@ use rand::Rng;
 use serde_json::json;
 use uuid::Uuid;
 use warden_core::Core;
-use warden_core::campaigns::{ACTIVE, CampaignError, FANOUT_BATCH, TERMINAL};
+use warden_core::campaigns::{CampaignError, FANOUT_BATCH};
+use warden_rules::campaign_status::CampaignStatus;
 use warden_scheduler::Config;
 
-const BODY: &str = "Hi! {{1}} off everything this week";
 const AUDIENCE: i64 = 10_000;
 /// Every 4th customer opted out of marketing: refused (recorded failed in the send's
 /// transaction, which also moves the campaign's counters: the old lock cycle's other half).
@@ -146,26 +146,26 @@ async fn call(core: &Core, id: Uuid, what: Call) -> Option<Call> {
     };
     match r {
         Ok(moved) => {
-            let from = moved.before.status.as_str();
+            let from: CampaignStatus = moved.before.status.parse().expect("a stored status");
             let allowed = match what {
-                Call::Pause => ACTIVE.contains(&from),
-                Call::Resume => from == "paused",
-                Call::Cancel => !TERMINAL.contains(&from),
+                Call::Pause => from.is_active(),
+                Call::Resume => from == CampaignStatus::Paused,
+                Call::Cancel => !from.is_terminal(),
             };
             assert!(allowed, "{what:?} succeeded from {from}");
             Some(what)
         }
         Err(CampaignError::InvalidTransition { status, .. }) => {
             let proper = match what {
-                Call::Pause => !ACTIVE.contains(&status.as_str()),
-                Call::Resume => status != "paused",
+                Call::Pause => !status.is_active(),
+                Call::Resume => status != CampaignStatus::Paused,
                 Call::Cancel => false,
             };
             assert!(proper, "{what:?} refused from {status}");
             None
         }
         Err(CampaignError::Terminal { status, .. }) => {
-            assert!(what == Call::Cancel && TERMINAL.contains(&status.as_str()));
+            assert!(what == Call::Cancel && status.is_terminal());
             None
         }
         Err(e) => panic!("{what:?} answered {e:?}: a control call must never be unavailable"),
@@ -207,28 +207,9 @@ async fn assert_counters_match_rows(h: &Harness, id: Uuid) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn fifty_control_calls_from_two_gateways_during_a_10k_fan_out_never_fail() {
     let h = harness(true).await;
-    h.add_template("spring_sale", "marketing", "APPROVED", BODY)
-        .await;
-    h.add_customers(1, AUDIENCE, OPT_OUT_EVERY, 0, 0).await;
-    let id = h
-        .campaign(
-            "spring_sale",
-            json!({"1": "20%"}),
-            json!({}),
-            "scheduled",
-            Utc::now(),
-        )
-        .await;
-    let (tx, rx) = tokio::sync::oneshot::channel::<()>();
-    let running = warden_scheduler::start_with(h.core.clone(), fast_config("fan"), async move {
-        let _ = rx.await;
-    });
-    wait_for(
-        Duration::from_secs(120),
-        "the campaign to be under way",
-        || async { h.campaign_messages(id).await >= 300 },
-    )
-    .await;
+    let id = h.spring_sale(AUDIENCE, OPT_OUT_EVERY, "scheduled").await;
+    let running = h.start(fast_config("fan"));
+    h.wait_under_way(id, 300, Duration::from_secs(120)).await;
     let stop = Arc::new(AtomicBool::new(false));
     let outcome_tasks = [
         tokio::spawn(outcomes(h.core.clone(), id, true, 0, stop.clone())),
@@ -363,8 +344,7 @@ async fn fifty_control_calls_from_two_gateways_during_a_10k_fan_out_never_fail()
         .await,
         messages
     );
-    tx.send(()).unwrap();
-    running.task.await.unwrap();
+    running.stop().await;
 }
 
 /// How many messages a campaign has once its fan-out has stopped (lease released).
@@ -379,22 +359,8 @@ async fn settled_count(h: &Harness, id: Uuid) -> i64 {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn pause_and_cancel_stop_the_fan_out_within_one_batch() {
     let h = harness(true).await;
-    h.add_template("spring_sale", "marketing", "APPROVED", BODY)
-        .await;
-    h.add_customers(1, 3000, 0, 0, 0).await;
-    let id = h
-        .campaign(
-            "spring_sale",
-            json!({"1": "20%"}),
-            json!({}),
-            "running",
-            Utc::now(),
-        )
-        .await;
-    let (tx, rx) = tokio::sync::oneshot::channel::<()>();
-    let running = warden_scheduler::start_with(h.core.clone(), fast_config("fan"), async move {
-        let _ = rx.await;
-    });
+    let id = h.spring_sale(3000, 0, "running").await;
+    let running = h.start(fast_config("fan"));
     let gateway = gateway_core(&h).await;
     wait_for(Duration::from_secs(60), "sends under way", || async {
         h.campaign_messages(id).await >= 200
@@ -459,8 +425,7 @@ async fn pause_and_cancel_stop_the_fan_out_within_one_batch() {
         warden_core::campaigns::pause(gateway.pg(), id, "mcp-gateway").await,
         Err(CampaignError::InvalidTransition { .. })
     ));
-    tx.send(()).unwrap();
-    running.task.await.unwrap();
+    running.stop().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

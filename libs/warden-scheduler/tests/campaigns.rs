@@ -11,8 +11,6 @@ use serde_json::json;
 use uuid::Uuid;
 use warden_scheduler::Config;
 
-const BODY: &str = "Hi! {{1}} off everything this week";
-
 async fn run_until_audience_done(h: &Harness, s: &warden_scheduler::Scheduler, id: Uuid) {
     for _ in 0..500 {
         s.tick().await.expect("tick");
@@ -26,7 +24,7 @@ async fn run_until_audience_done(h: &Harness, s: &warden_scheduler::Scheduler, i
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_campaign_of_thousands_counts_exactly_and_completes() {
     let h = harness(true).await;
-    h.add_template("spring_sale", "marketing", "APPROVED", BODY)
+    h.add_template("spring_sale", "marketing", "APPROVED", SALE_BODY)
         .await;
     // 3,000 customers: every 10th opted out of marketing, every 25th tagged churned
     // (excluded by the filter), every 40th tagged vip (refused by the skip_vip policy).
@@ -210,28 +208,9 @@ fn slow_config(owner: &str) -> Config {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn pause_stops_sends_at_once_and_resume_continues_where_it_left() {
     let h = harness(true).await;
-    h.add_template("spring_sale", "marketing", "APPROVED", BODY)
-        .await;
-    h.add_customers(1, 1500, 0, 0, 0).await;
-    let id = h
-        .campaign(
-            "spring_sale",
-            json!({"1": "20%"}),
-            json!({}),
-            "scheduled",
-            Utc::now(),
-        )
-        .await;
-    let (tx, rx) = tokio::sync::oneshot::channel::<()>();
-    let running = warden_scheduler::start_with(h.core.clone(), slow_config("p1"), async move {
-        let _ = rx.await;
-    });
-    wait_for(
-        Duration::from_secs(30),
-        "the campaign to be under way",
-        || async { h.campaign_messages(id).await >= 200 },
-    )
-    .await;
+    let id = h.spring_sale(1500, 0, "scheduled").await;
+    let running = h.start(slow_config("p1"));
+    h.wait_under_way(id, 200, Duration::from_secs(30)).await;
     h.exec(&format!(
         "UPDATE campaigns SET status = 'paused', paused_at = now() WHERE id = '{id}'"
     ))
@@ -294,35 +273,15 @@ async fn pause_stops_sends_at_once_and_resume_continues_where_it_left() {
     )
     .await;
     h.assert_stream_once_each(1500).await;
-    tx.send(()).unwrap();
-    running.task.await.unwrap();
+    running.stop().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn cancel_stops_the_rest_and_fails_what_was_not_sent() {
     let h = harness(true).await;
-    h.add_template("spring_sale", "marketing", "APPROVED", BODY)
-        .await;
-    h.add_customers(1, 1500, 10, 0, 0).await;
-    let id = h
-        .campaign(
-            "spring_sale",
-            json!({"1": "20%"}),
-            json!({}),
-            "running",
-            Utc::now(),
-        )
-        .await;
-    let (tx, rx) = tokio::sync::oneshot::channel::<()>();
-    let running = warden_scheduler::start_with(h.core.clone(), slow_config("c1"), async move {
-        let _ = rx.await;
-    });
-    wait_for(
-        Duration::from_secs(30),
-        "the campaign to be under way",
-        || async { h.campaign_messages(id).await >= 200 },
-    )
-    .await;
+    let id = h.spring_sale(1500, 10, "running").await;
+    let running = h.start(slow_config("c1"));
+    h.wait_under_way(id, 200, Duration::from_secs(30)).await;
     // One message already at the platform (sending) is not recalled.
     let sending: Option<String> = h
         .text(&format!(
@@ -404,25 +363,13 @@ async fn cancel_stops_the_rest_and_fails_what_was_not_sent() {
         ))
         .await;
     assert_eq!(still.as_deref(), Some("sending"));
-    tx.send(()).unwrap();
-    running.task.await.unwrap();
+    running.stop().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_fan_out_cut_short_resumes_without_second_messages() {
     let h = harness(true).await;
-    h.add_template("spring_sale", "marketing", "APPROVED", BODY)
-        .await;
-    h.add_customers(1, 600, 0, 0, 0).await;
-    let id = h
-        .campaign(
-            "spring_sale",
-            json!({"1": "20%"}),
-            json!({}),
-            "running",
-            Utc::now(),
-        )
-        .await;
+    let id = h.spring_sale(600, 0, "running").await;
     // A scheduler "crashed" mid-page: some recipients of the page after its cursor got a
     // message, its lease expired, the cursor was never advanced.
     let crashed = h.scheduler("crashed");
@@ -472,19 +419,8 @@ async fn a_fan_out_cut_short_resumes_without_second_messages() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_campaign_nobody_can_receive_fails() {
     let h = harness(true).await;
-    h.add_template("spring_sale", "marketing", "APPROVED", BODY)
-        .await;
     // Everyone opted out.
-    h.add_customers(1, 50, 1, 0, 0).await;
-    let id = h
-        .campaign(
-            "spring_sale",
-            json!({"1": "20%"}),
-            json!({}),
-            "scheduled",
-            Utc::now(),
-        )
-        .await;
+    let id = h.spring_sale(50, 1, "scheduled").await;
     let s = h.scheduler("s1");
     run_until_audience_done(&h, &s, id).await;
     let c = h.campaign_row(id).await;
@@ -497,18 +433,7 @@ async fn a_campaign_nobody_can_receive_fails() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn two_schedulers_share_campaigns_without_double_sends() {
     let h = harness(true).await;
-    h.add_template("spring_sale", "marketing", "APPROVED", BODY)
-        .await;
-    h.add_customers(1, 1200, 0, 0, 0).await;
-    let a_id = h
-        .campaign(
-            "spring_sale",
-            json!({"1": "20%"}),
-            json!({}),
-            "scheduled",
-            Utc::now(),
-        )
-        .await;
+    let a_id = h.spring_sale(1200, 0, "scheduled").await;
     let b_id = h
         .campaign(
             "spring_sale",
@@ -545,33 +470,10 @@ async fn two_schedulers_share_campaigns_without_double_sends() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn shutdown_mid_campaign_stops_promptly_and_another_scheduler_finishes() {
     let h = harness(true).await;
-    h.add_template("spring_sale", "marketing", "APPROVED", BODY)
-        .await;
-    h.add_customers(1, 1500, 0, 0, 0).await;
-    let id = h
-        .campaign(
-            "spring_sale",
-            json!({"1": "20%"}),
-            json!({}),
-            "running",
-            Utc::now(),
-        )
-        .await;
-    let (tx, rx) = tokio::sync::oneshot::channel::<()>();
-    let running = warden_scheduler::start_with(h.core.clone(), slow_config("first"), async move {
-        let _ = rx.await;
-    });
-    wait_for(
-        Duration::from_secs(30),
-        "the campaign to be under way",
-        || async { h.campaign_messages(id).await >= 200 },
-    )
-    .await;
-    tx.send(()).unwrap();
-    tokio::time::timeout(Duration::from_secs(5), running.task)
-        .await
-        .expect("stops within the sends in flight")
-        .unwrap();
+    let id = h.spring_sale(1500, 0, "running").await;
+    let running = h.start(slow_config("first"));
+    h.wait_under_way(id, 200, Duration::from_secs(30)).await;
+    running.stop_within(Duration::from_secs(5)).await;
     let at_stop = h.campaign_messages(id).await;
     let c = h.campaign_row(id).await;
     assert!(c.lease_owner.is_none(), "lease released at shutdown");

@@ -12,6 +12,7 @@ use uuid::Uuid;
 use warden_core::SendKind;
 use warden_core::campaigns::CampaignError;
 use warden_rules::audience::AudienceFilter;
+use warden_rules::campaign_status::CampaignStatus;
 use warden_rules::kinds::{ContentKind, MessageType, TemplateCategory};
 use warden_store::schema::{campaigns, messages};
 
@@ -187,7 +188,7 @@ fn campaign_error(e: CampaignError) -> ToolError {
         CampaignError::InvalidTransition {
             id,
             status,
-            to: "running",
+            to: CampaignStatus::Running,
         } => ToolError::new(
             code::INVALID_STATE_TRANSITION,
             format!("Campaign {id} is {status}; only a paused campaign can be resumed."),
@@ -198,7 +199,7 @@ fn campaign_error(e: CampaignError) -> ToolError {
             format!(
                 "Campaign {id} is {status}; only scheduled, running or sending campaigns can be paused."
             ),
-            if status == "paused" {
+            if status == CampaignStatus::Paused {
                 "It is paused already; call resume_campaign to continue it."
             } else {
                 "It has finished; nothing is being sent. get_campaign shows its counters."

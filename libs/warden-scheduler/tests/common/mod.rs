@@ -316,6 +316,68 @@ impl Harness {
     }
 }
 
+/// The body of the `spring_sale` template most campaign tests send.
+pub const SALE_BODY: &str = "Hi! {{1}} off everything this week";
+
+impl Harness {
+    /// The campaign most campaign tests run: the approved marketing template `spring_sale`,
+    /// customers 1..=`customers` (every `opt_out_every`-th opted out of marketing; 0 = none)
+    /// and a campaign of it ("20%") to all of them, due now, in `status`.
+    pub async fn spring_sale(&self, customers: i64, opt_out_every: i64, status: &str) -> Uuid {
+        self.add_template("spring_sale", "marketing", "APPROVED", SALE_BODY)
+            .await;
+        self.add_customers(1, customers, opt_out_every, 0, 0).await;
+        self.campaign(
+            "spring_sale",
+            serde_json::json!({"1": "20%"}),
+            serde_json::json!({}),
+            status,
+            Utc::now(),
+        )
+        .await
+    }
+
+    /// A scheduler polling in the background with `config` until [`Background::stop`].
+    pub fn start(&self, config: Config) -> Background {
+        let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+        let running = warden_scheduler::start_with(self.core.clone(), config, async move {
+            let _ = rx.await;
+        });
+        Background { tx, running }
+    }
+
+    /// Wait until the campaign has written at least `n` messages.
+    pub async fn wait_under_way(&self, id: Uuid, n: i64, timeout: Duration) {
+        wait_for(timeout, "the campaign to be under way", || async {
+            self.campaign_messages(id).await >= n
+        })
+        .await;
+    }
+}
+
+/// A scheduler started by [`Harness::start`].
+pub struct Background {
+    tx: tokio::sync::oneshot::Sender<()>,
+    running: warden_scheduler::Running,
+}
+
+impl Background {
+    /// Signal shutdown and wait for the loop to end.
+    pub async fn stop(self) {
+        let _ = self.tx.send(());
+        self.running.task.await.expect("scheduler task");
+    }
+
+    /// [`Background::stop`], failing the test when the loop takes longer than `limit`.
+    pub async fn stop_within(self, limit: Duration) {
+        let _ = self.tx.send(());
+        tokio::time::timeout(limit, self.running.task)
+            .await
+            .expect("stops within the sends in flight")
+            .expect("scheduler task");
+    }
+}
+
 pub fn test_config(owner: &str) -> Config {
     Config {
         poll_interval: Duration::from_millis(50),

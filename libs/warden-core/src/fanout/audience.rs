@@ -8,29 +8,29 @@
 //! recipients not yet given a message come back.
 
 use chrono::{DateTime, Utc};
-use diesel::sql_types::{
-    Array, BigInt, Bool, Float8, Nullable, Text, Timestamptz, Uuid as SqlUuid,
-};
-use diesel_async::{AsyncPgConnection, RunQueryDsl};
+use diesel::pg::Pg;
+use diesel::query_builder::{BoxedSqlQuery, SqlQuery};
+use diesel::sql_types::{Array, BigInt, Bool, Nullable, Text, Timestamptz, Uuid as SqlUuid};
+use diesel_async::RunQueryDsl;
 use uuid::Uuid;
 use warden_rules::audience::{AudienceFilter, Candidate, OptInKind};
 use warden_rules::phone::PhoneNumber;
+use warden_store::PgPool;
+
+use crate::CoreError;
 
 #[derive(diesel::QueryableByName, Debug, Clone)]
-pub(crate) struct AudienceRow {
+struct AudienceRow {
     #[diesel(sql_type = Text)]
-    pub phone: String,
+    phone: String,
     #[diesel(sql_type = Array<Text>)]
-    pub tags: Vec<String>,
+    tags: Vec<String>,
     #[diesel(sql_type = Bool)]
-    pub opt_in_marketing: bool,
+    opt_in_marketing: bool,
     #[diesel(sql_type = Bool)]
-    pub opt_in_utility: bool,
+    opt_in_utility: bool,
     #[diesel(sql_type = Nullable<Timestamptz>)]
-    pub last_interaction_at: Option<DateTime<Utc>>,
-    #[allow(dead_code)]
-    #[diesel(sql_type = Float8)]
-    pub engagement_score: f64,
+    last_interaction_at: Option<DateTime<Utc>>,
 }
 
 /// One page of recipients.
@@ -46,8 +46,12 @@ pub struct AudiencePage {
     pub skipped: usize,
 }
 
-const PAGE_SQL: &str = "
-SELECT c.phone, c.tags, c.opt_in_marketing, c.opt_in_utility, c.last_interaction_at, c.engagement_score
+/// The audience after the cursor `$2` ('' = from the start), without the customers given
+/// a message of campaign `$1` already. Shared by the page and the count, so the two can
+/// never disagree.
+macro_rules! audience_where {
+    () => {
+        "
 FROM customers c
 WHERE c.phone > $2
   AND (cardinality($3::text[]) = 0 OR c.tags && $3::text[])
@@ -61,23 +65,19 @@ WHERE c.phone > $2
                   WHERE m.customer_phone = c.phone AND m.campaign_id = $1
                     -- Redundant with c.phone > $2, but lets the anti-join start its scan of
                     -- the campaign's messages at the cursor instead of at the first phone.
-                    AND m.customer_phone > $2)
-ORDER BY c.phone
-LIMIT $8";
+                    AND m.customer_phone > $2)"
+    };
+}
 
-/// The same conditions as [`PAGE_SQL`], over the whole audience.
-const COUNT_SQL: &str = "
-SELECT count(*) AS n
-FROM customers c
-WHERE (cardinality($2::text[]) = 0 OR c.tags && $2::text[])
-  AND NOT (c.tags && $3::text[])
-  AND (cardinality($4::text[]) = 0 OR c.phone = ANY($4::text[]))
-  AND ($5::text IS NULL
-       OR ($5::text = 'marketing' AND c.opt_in_marketing)
-       OR ($5::text = 'utility' AND c.opt_in_utility))
-  AND ($6::timestamptz IS NULL OR c.last_interaction_at >= $6::timestamptz)
-  AND NOT EXISTS (SELECT 1 FROM messages m
-                  WHERE m.customer_phone = c.phone AND m.campaign_id = $1)";
+const PAGE_SQL: &str = concat!(
+    "SELECT c.phone, c.tags, c.opt_in_marketing, c.opt_in_utility, c.last_interaction_at",
+    audience_where!(),
+    "
+ORDER BY c.phone
+LIMIT $8"
+);
+
+const COUNT_SQL: &str = concat!("SELECT count(*) AS n", audience_where!());
 
 #[derive(diesel::QueryableByName)]
 struct CountRow {
@@ -85,64 +85,65 @@ struct CountRow {
     n: i64,
 }
 
-/// Recipients of the audience not given a message of this campaign (a cancelled
-/// campaign's never-queued recipients).
-pub(crate) async fn count_remaining(
-    conn: &mut AsyncPgConnection,
+/// `sql` with the audience's parameters `$1`..`$7` bound.
+fn audience_query(
+    sql: &'static str,
     campaign_id: Uuid,
+    cursor: Option<&str>,
     filter: &AudienceFilter,
     now: DateTime<Utc>,
-) -> diesel::QueryResult<i64> {
+) -> BoxedSqlQuery<'static, Pg, SqlQuery> {
     let ids: Vec<String> = filter
         .customer_ids
         .iter()
         .map(|p| p.digits().to_string())
         .collect();
-    let row: CountRow = diesel::sql_query(COUNT_SQL)
+    let opt_in = filter.opt_in.map(|o| match o {
+        OptInKind::Marketing => "marketing",
+        OptInKind::Utility => "utility",
+    });
+    diesel::sql_query(sql)
+        .into_boxed()
         .bind::<SqlUuid, _>(campaign_id)
-        .bind::<Array<Text>, _>(&filter.include_tags)
-        .bind::<Array<Text>, _>(&filter.exclude_tags)
-        .bind::<Array<Text>, _>(&ids)
-        .bind::<Nullable<Text>, _>(opt_in_str(filter))
+        .bind::<Text, _>(cursor.unwrap_or("").to_string())
+        .bind::<Array<Text>, _>(filter.include_tags.clone())
+        .bind::<Array<Text>, _>(filter.exclude_tags.clone())
+        .bind::<Array<Text>, _>(ids)
+        .bind::<Nullable<Text>, _>(opt_in)
         .bind::<Nullable<Timestamptz>, _>(filter.active_since(now))
-        .get_result(conn)
+}
+
+/// Recipients of the audience not given a message of this campaign (a cancelled
+/// campaign's never-queued recipients).
+pub async fn count_remaining(
+    pg: &PgPool,
+    campaign_id: Uuid,
+    filter: &AudienceFilter,
+    now: DateTime<Utc>,
+) -> Result<i64, CoreError> {
+    let mut conn = pg.get().await?;
+    let row: CountRow = audience_query(COUNT_SQL, campaign_id, None, filter, now)
+        .get_result(&mut conn)
         .await?;
     Ok(row.n)
 }
 
-fn opt_in_str(filter: &AudienceFilter) -> Option<&'static str> {
-    filter.opt_in.map(|o| match o {
-        OptInKind::Marketing => "marketing",
-        OptInKind::Utility => "utility",
-    })
-}
-
 /// Read the next page after `cursor` (None: from the start).
-pub(crate) async fn load_page(
-    conn: &mut AsyncPgConnection,
+pub async fn load_page(
+    pg: &PgPool,
     campaign_id: Uuid,
     cursor: Option<&str>,
     filter: &AudienceFilter,
     now: DateTime<Utc>,
     limit: i64,
-) -> diesel::QueryResult<AudiencePage> {
-    let ids: Vec<String> = filter
-        .customer_ids
-        .iter()
-        .map(|p| p.digits().to_string())
-        .collect();
-    let opt_in = opt_in_str(filter);
-    let rows: Vec<AudienceRow> = diesel::sql_query(PAGE_SQL)
-        .bind::<SqlUuid, _>(campaign_id)
-        .bind::<Text, _>(cursor.unwrap_or(""))
-        .bind::<Array<Text>, _>(&filter.include_tags)
-        .bind::<Array<Text>, _>(&filter.exclude_tags)
-        .bind::<Array<Text>, _>(&ids)
-        .bind::<Nullable<Text>, _>(opt_in)
-        .bind::<Nullable<Timestamptz>, _>(filter.active_since(now))
-        .bind::<BigInt, _>(limit)
-        .load(conn)
-        .await?;
+) -> Result<AudiencePage, CoreError> {
+    let rows: Vec<AudienceRow> = {
+        let mut conn = pg.get().await?;
+        audience_query(PAGE_SQL, campaign_id, cursor, filter, now)
+            .bind::<BigInt, _>(limit)
+            .load(&mut conn)
+            .await?
+    };
     let fetched = rows.len();
     let last = rows.last().map(|r| r.phone.clone());
     let mut recipients = Vec::with_capacity(fetched);

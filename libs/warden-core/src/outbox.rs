@@ -1,0 +1,224 @@
+//! The outbox: recorded `queued` messages that still have to reach the delivery stream —
+//! never published (NATS was down when they were accepted), lost (still queued, no
+//! longer in the stream), held while their campaign was paused, or accepted by a campaign
+//! page that publishes its messages together — and the publishing of many at once.
+//!
+//! [`Core::send`] publishes one message per call (right after its commit, then one UPDATE
+//! of published_at — a second commit per message); for a campaign page that costs about
+//! as much as the send itself. [`publish`] is the batch form of `Core::publish`, nothing
+//! more: the same job, the same de-duplication id ([`crate::send::dedupe_id`]) and the
+//! trace context the send stored, then published_at set for all of them in one statement.
+//!
+//! The de-duplication id is computed from the row as it was read ([`Pending`]: retry
+//! count, previous published_at), not re-read at publish time: two schedulers that read
+//! the same row state publish under the same id and the stream keeps one copy, even when
+//! one of them has already marked the row published by the time the other publishes. A
+//! message that fails to publish stays queued and unpublished; the relay publishes it
+//! later, exactly as after a failed `Core::send` publish.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use diesel::sql_types::{
+    Array, BigInt, Double, Int4, Jsonb, Nullable, Text, Timestamptz, Uuid as SqlUuid,
+};
+use diesel_async::RunQueryDsl;
+use futures::StreamExt;
+use uuid::Uuid;
+use warden_rules::campaign_status::CampaignStatus;
+use warden_store::PgPool;
+use warden_stream::DeliveryJob;
+
+use crate::{Core, CoreError, statement};
+
+/// Publishes awaiting their ack at once (JetStream pipelines them on one connection).
+const IN_FLIGHT: usize = 256;
+
+/// A queued message as read for its publish.
+#[derive(diesel::QueryableByName, Debug, Clone)]
+pub struct Pending {
+    #[diesel(sql_type = SqlUuid)]
+    pub id: Uuid,
+    #[diesel(sql_type = Text)]
+    pub customer_phone: String,
+    #[diesel(sql_type = Text)]
+    pub channel: String,
+    #[diesel(sql_type = Nullable<Jsonb>)]
+    pub trace_context: Option<serde_json::Value>,
+    #[diesel(sql_type = Int4)]
+    pub retry_count: i32,
+    #[diesel(sql_type = Nullable<Timestamptz>)]
+    pub published_at: Option<DateTime<Utc>>,
+}
+
+/// The select list for [`Pending`] rows of `messages m`.
+const PENDING_COLUMNS: &str =
+    "m.id, m.customer_phone, m.channel, m.trace_context, m.retry_count, m.published_at";
+
+/// Which queued rows the relay publishes (never those of a paused or cancelled campaign).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Backlog {
+    /// Never published, and not touched for `min_age` (the accepting call publishes
+    /// right after its commit).
+    NeverPublished { min_age: Duration },
+    /// Published more than `stale_after` ago and before `cutoff` (the oldest message the
+    /// stream still holds), so no longer in the stream; not waiting for a retry.
+    Lost {
+        stale_after: Duration,
+        cutoff: DateTime<Utc>,
+    },
+}
+
+/// Up to `limit` rows of the `backlog`, oldest first. Never writes.
+pub async fn backlog(pg: &PgPool, which: Backlog, limit: i64) -> Result<Vec<Pending>, CoreError> {
+    // The two differ only in the publish condition; the paused/cancelled exclusion and
+    // the order column follow from it.
+    let (age, cutoff, condition, order) = match which {
+        Backlog::NeverPublished { min_age } => (
+            min_age,
+            None,
+            "m.published_at IS NULL AND m.updated_at < now() - make_interval(secs => $1)",
+            "m.created_at",
+        ),
+        Backlog::Lost {
+            stale_after,
+            cutoff,
+        } => (
+            stale_after,
+            Some(cutoff),
+            "m.published_at IS NOT NULL
+               AND m.published_at < now() - make_interval(secs => $1)
+               AND m.published_at < $2
+               AND (m.next_attempt_at IS NULL OR m.next_attempt_at <= now())",
+            "m.published_at",
+        ),
+    };
+    let mut conn = pg.get().await?;
+    Ok(diesel::sql_query(format!(
+        "SELECT {PENDING_COLUMNS} FROM messages m LEFT JOIN campaigns c ON c.id = m.campaign_id
+         WHERE m.status = 'queued' AND {condition}
+           AND (c.id IS NULL OR NOT (c.status = ANY($3)))
+         ORDER BY {order}
+         LIMIT $4"
+    ))
+    .bind::<Double, _>(age.as_secs_f64())
+    .bind::<Nullable<Timestamptz>, _>(cutoff)
+    .bind::<Array<Text>, _>(CampaignStatus::names(&[
+        CampaignStatus::Paused,
+        CampaignStatus::Cancelled,
+    ]))
+    .bind::<BigInt, _>(limit)
+    .load(&mut conn)
+    .await?)
+}
+
+/// Up to `limit` queued messages of a running campaign published before `since` (or
+/// never): held by the dispatcher while the campaign was paused. Never writes.
+pub async fn held(
+    pg: &PgPool,
+    campaign_id: Uuid,
+    since: DateTime<Utc>,
+    limit: i64,
+) -> Result<Vec<Pending>, CoreError> {
+    let mut conn = pg.get().await?;
+    Ok(diesel::sql_query(format!(
+        "SELECT {PENDING_COLUMNS} FROM messages m JOIN campaigns c ON c.id = m.campaign_id
+         WHERE m.campaign_id = $1 AND m.status = 'queued' AND c.status = ANY($4)
+           AND (m.published_at IS NULL OR m.published_at < $2)
+         ORDER BY m.id
+         LIMIT $3"
+    ))
+    .bind::<SqlUuid, _>(campaign_id)
+    .bind::<Timestamptz, _>(since)
+    .bind::<BigInt, _>(limit)
+    .bind::<Array<Text>, _>(CampaignStatus::names(&CampaignStatus::SENDING))
+    .load(&mut conn)
+    .await?)
+}
+
+/// Publish the given accepted messages (those still `queued` and never published) and
+/// mark them published. Returns how many were published.
+pub async fn publish_accepted(core: &Core, ids: &[Uuid]) -> Result<usize, CoreError> {
+    if ids.is_empty() || core.stream().is_none() {
+        return Ok(0);
+    }
+    let rows: Vec<Pending> = {
+        let mut conn = core.pg().get().await?;
+        diesel::sql_query(format!(
+            "SELECT {PENDING_COLUMNS} FROM messages m
+             WHERE m.id = ANY($1) AND m.status = 'queued' AND m.published_at IS NULL"
+        ))
+        .bind::<Array<SqlUuid>, _>(ids)
+        .load(&mut conn)
+        .await?
+    };
+    publish(core, rows).await
+}
+
+/// Publish rows read by the caller and mark them published. Stops starting new publishes
+/// at the first failure (NATS trouble: the rest waits for the relay). Returns how many
+/// were published; 0 without a stream or while NATS is disconnected.
+pub async fn publish(core: &Core, rows: Vec<Pending>) -> Result<usize, CoreError> {
+    let Some(stream) = core.stream() else {
+        return Ok(0);
+    };
+    if rows.is_empty() {
+        return Ok(0);
+    }
+    if stream.client.connection_state() != async_nats::connection::State::Connected {
+        tracing::warn!(
+            messages = rows.len(),
+            "NATS is not connected; messages stay queued for the relay"
+        );
+        return Ok(0);
+    }
+    let failed = AtomicBool::new(false);
+    let published: Vec<Uuid> = futures::stream::iter(rows)
+        .map(|row| {
+            let failed = &failed;
+            async move {
+                if AtomicBool::load(failed, Ordering::Relaxed) {
+                    return None;
+                }
+                let dedupe_id =
+                    crate::send::dedupe_id(row.id, row.retry_count, row.published_at);
+                let trace: HashMap<String, String> = row
+                    .trace_context
+                    .and_then(|v| serde_json::from_value(v).ok())
+                    .unwrap_or_default();
+                let job = DeliveryJob {
+                    message_id: row.id,
+                    customer_id: row.customer_phone,
+                    channel: row.channel,
+                    attempt: 1,
+                };
+                match stream.publish_as(&job, &dedupe_id, &trace).await {
+                    Ok(_) => Some(row.id),
+                    Err(err) => {
+                        failed.store(true, Ordering::Relaxed);
+                        tracing::warn!(message_id = %row.id, error = %err, "publish failed; message stays queued for the relay");
+                        None
+                    }
+                }
+            }
+        })
+        .buffer_unordered(IN_FLIGHT)
+        .filter_map(futures::future::ready)
+        .collect()
+        .await;
+    if !published.is_empty() {
+        mark_published(core.pg(), &published).await?;
+    }
+    Ok(published.len())
+}
+
+async fn mark_published(pg: &PgPool, ids: &[Uuid]) -> Result<usize, CoreError> {
+    statement::execute(pg, "outbox_mark_published", || {
+        diesel::sql_query("UPDATE messages SET published_at = now() WHERE id = ANY($1)")
+            .into_boxed()
+            .bind::<Array<SqlUuid>, _>(ids.to_vec())
+    })
+    .await
+}
