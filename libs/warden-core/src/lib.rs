@@ -4,14 +4,21 @@
 //! gathers the state it needs (customer, care window, frequency count) and commits the
 //! outcome atomically.
 
+pub mod campaign_create;
 pub mod campaigns;
+pub mod conversation_archive;
 pub mod conversations;
+pub mod customer_import;
 pub mod customers;
+mod db;
 pub mod inbound;
 pub mod knowledge;
+pub mod message_schedule;
 pub mod outcomes;
 pub mod platform_errors;
 pub mod recheck;
+pub mod reconcile;
+pub mod retries;
 pub mod send;
 pub mod templates;
 

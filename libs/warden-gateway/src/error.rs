@@ -8,7 +8,7 @@ use warden_core::{CoreError, SendError};
 use warden_platform::PlatformError;
 use warden_store::DbError;
 
-use crate::util::{detail, echo};
+use crate::text::{detail, echo, no_template_message};
 
 /// Codes beyond the spec's table (CONTRACT.md).
 pub mod code {
@@ -163,10 +163,9 @@ impl From<SendError> for ToolError {
                     d.suggested_action.clone(),
                 )
             }
-            SendError::TemplateNotFound { name, locale } => ToolError::not_found(
-                crate::tools::no_template_message(name, locale),
-                err.suggested_action(),
-            ),
+            SendError::TemplateNotFound { name, locale } => {
+                ToolError::not_found(no_template_message(name, locale), err.suggested_action())
+            }
             SendError::TemplateNotApproved {
                 name,
                 locale,
