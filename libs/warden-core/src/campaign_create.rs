@@ -84,18 +84,6 @@ pub enum ScheduleCampaignError {
     Db(#[from] DbError),
 }
 
-impl From<diesel::result::Error> for ScheduleCampaignError {
-    fn from(e: diesel::result::Error) -> Self {
-        DbError::from(e).into()
-    }
-}
-
-impl<E: std::error::Error + 'static> From<bb8::RunError<E>> for ScheduleCampaignError {
-    fn from(e: bb8::RunError<E>) -> Self {
-        DbError::from(e).into()
-    }
-}
-
 /// schedule_campaign: the template must exist in that locale and be APPROVED, and the
 /// variables must fit its body; then the campaign is stored `scheduled` with its audit row,
 /// in one transaction. Returns the new campaign's id.
@@ -105,8 +93,10 @@ pub async fn schedule_campaign(
     actor: &'static str,
 ) -> Result<Uuid, ScheduleCampaignError> {
     let template = {
-        let mut conn = pg.get().await?;
-        crate::templates::find(&mut conn, &new.template_name, &new.locale).await?
+        let mut conn = pg.get().await.map_err(DbError::from)?;
+        crate::templates::find(&mut conn, &new.template_name, &new.locale)
+            .await
+            .map_err(DbError::from)?
     };
     let Some(template) = template else {
         return Err(ScheduleCampaignError::TemplateNotFound {

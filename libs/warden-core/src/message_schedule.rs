@@ -47,18 +47,6 @@ pub enum ScheduleMessageError {
     Db(#[from] DbError),
 }
 
-impl From<diesel::result::Error> for ScheduleMessageError {
-    fn from(e: diesel::result::Error) -> Self {
-        DbError::from(e).into()
-    }
-}
-
-impl<E: std::error::Error + 'static> From<bb8::RunError<E>> for ScheduleMessageError {
-    fn from(e: bb8::RunError<E>) -> Self {
-        DbError::from(e).into()
-    }
-}
-
 /// schedule_message: a template must exist in its locale with variables that fit it; the
 /// content's category (text is free-form whatever `message_type` says, a template counts
 /// by its stored category) must not be one the customer opted out of. Then the customer
@@ -69,7 +57,7 @@ pub async fn schedule_message(
     req: ScheduleMessage,
     actor: &'static str,
 ) -> Result<Uuid, ScheduleMessageError> {
-    let mut conn = pg.get().await?;
+    let mut conn = pg.get().await.map_err(DbError::from)?;
     let template_category = match &req.kind {
         SendKind::Text { .. } => None,
         SendKind::Template {
@@ -77,7 +65,10 @@ pub async fn schedule_message(
             locale,
             variables,
         } => {
-            let Some(t) = crate::templates::find(&mut conn, name, locale).await? else {
+            let Some(t) = crate::templates::find(&mut conn, name, locale)
+                .await
+                .map_err(DbError::from)?
+            else {
                 return Err(ScheduleMessageError::TemplateNotFound {
                     name: name.clone(),
                     locale: locale.clone(),
@@ -98,7 +89,9 @@ pub async fn schedule_message(
     }
     .category();
     // Opt-out is the one check at scheduling time; the rest runs at dispatch.
-    if let Some(customer) = crate::customers::find(&mut conn, &req.phone).await?
+    if let Some(customer) = crate::customers::find(&mut conn, &req.phone)
+        .await
+        .map_err(DbError::from)?
         && let Some(refusal) = warden_rules::compliance::opt_out_refusal(
             category,
             !customer.opt_in_marketing,

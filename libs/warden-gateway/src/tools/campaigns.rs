@@ -222,11 +222,7 @@ fn schedule_message_error(e: ScheduleMessageError) -> ToolError {
             ),
             "Give template.variables as a JSON array with one value per {{n}} placeholder.",
         ),
-        ScheduleMessageError::OptedOut(refusal) => ToolError::new(
-            refusal.reason_code.as_str(),
-            refusal.human_explanation,
-            refusal.suggested_action,
-        ),
+        ScheduleMessageError::OptedOut(refusal) => ToolError::refusal(&refusal),
         ScheduleMessageError::Db(e) => e.into(),
     }
 }
@@ -242,14 +238,11 @@ fn schedule_campaign_error(e: ScheduleCampaignError) -> ToolError {
             name,
             locale,
             status,
-        } => ToolError::new(
-            code::TEMPLATE_NOT_APPROVED,
-            format!(
-                "Template {} ({}) is {}, not APPROVED, so a campaign cannot use it.",
-                echo(&name),
-                echo(&locale),
-                detail(&status)
-            ),
+        } => ToolError::template_not_approved(
+            &name,
+            &locale,
+            &status,
+            "a campaign cannot use it",
             "Wait for the platform's approval (sync_template_status shows the latest status) or use an APPROVED template from list_templates.",
         ),
         ScheduleCampaignError::Variables { name, reason } => ToolError::invalid(
