@@ -4,25 +4,32 @@
 //! gathers the state it needs (customer, care window, frequency count) and commits the
 //! outcome atomically.
 
+pub mod campaign_create;
 pub mod campaigns;
+pub mod conversation_archive;
 pub mod conversations;
+pub mod customer_import;
 pub mod customers;
+mod db;
 pub mod delivery;
 pub mod fanout;
 pub mod gauges;
 pub mod inbound;
 pub mod inbound_batch;
 pub mod knowledge;
+pub mod message_schedule;
 pub mod outbox;
 pub mod outcomes;
 pub mod platform_errors;
 pub mod platform_events;
 pub mod recheck;
+pub mod reconcile;
+pub mod retries;
 pub mod scheduled;
 pub mod send;
 pub mod sql;
-pub mod statuses;
 mod statement;
+pub mod statuses;
 pub mod templates;
 
 use std::sync::Arc;

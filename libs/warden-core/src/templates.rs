@@ -1,19 +1,41 @@
-//! Template lookup for sends, and the one place a template's status is updated from what
-//! the platform reports (status webhooks and sync), with one locale rule.
+//! Templates: lookup for sends, the record of a template the gateway submitted, and the one
+//! place a template's status is stored from what the platform reports — status webhooks
+//! ([`record_status_event`]) and live reads ([`sync_from_platform`]) — through one upsert
+//! ([`apply_status_change`]) with one locale rule ([`same_locale`]) and one ordering rule:
+//! a report older than the stored status's time never overwrites it.
 
-use chrono::{DateTime, Utc};
+use std::convert::Infallible;
+use std::sync::Arc;
+
+use chrono::{DateTime, SubsecRound, Utc};
 use diesel::prelude::*;
 use diesel_async::{AsyncPgConnection, RunQueryDsl};
+use futures::FutureExt;
+use serde_json::json;
+use uuid::Uuid;
+use warden_rules::kinds::TemplateCategory;
+use warden_rules::templates::MAX_NAME_CHARS;
 use warden_store::models::Template;
 use warden_store::schema::templates;
+use warden_store::tx::{Abort, transact};
+use warden_store::{DbError, PgPool};
+
+use crate::db::infallible;
 
 pub const APPROVED: &str = "APPROVED";
+/// The status of a template submitted for review.
+pub const PENDING: &str = "PENDING";
 
+/// The stored template of `name` in exactly `locale`. A name no template can have is
+/// answered without a query.
 pub async fn find(
     conn: &mut AsyncPgConnection,
     name: &str,
     locale: &str,
 ) -> QueryResult<Option<Template>> {
+    if impossible_name(name) {
+        return Ok(None);
+    }
     templates::table
         .filter(templates::name.eq(name))
         .filter(templates::locale.eq(locale))
@@ -23,17 +45,32 @@ pub async fn find(
         .optional()
 }
 
-/// How a template's language is compared everywhere (webhooks, sync): `en_US`, `en-US` and
-/// `EN_us` are one locale. The SQL twin is [`LOCALE_MATCHES_SQL`].
-pub fn same_locale(a: &str, b: &str) -> bool {
-    let norm = |s: &str| s.trim().replace('-', "_").to_ascii_lowercase();
-    norm(a) == norm(b)
+/// No template can have this name (it is longer than any template name may be).
+pub fn impossible_name(name: &str) -> bool {
+    name.chars().count() > MAX_NAME_CHARS
 }
 
-/// `locale` of the row equals the bound text parameter `$N`, as [`same_locale`] says
-/// (`{}` is replaced by the parameter's placeholder).
-const LOCALE_MATCHES_SQL: &str =
-    "lower(replace(btrim(locale), '-', '_')) = lower(replace(btrim({}), '-', '_'))";
+/// How a template's language is compared everywhere (webhooks, sync): `en_US`, `en-US` and
+/// `EN_us` are one locale. The SQL twin is [`LOCALE_KEY_SQL`].
+pub fn same_locale(a: &str, b: &str) -> bool {
+    locale_key(a) == locale_key(b)
+}
+
+fn locale_key(s: &str) -> String {
+    s.trim().replace('-', "_").to_ascii_lowercase()
+}
+
+/// A row's `locale` normalised as [`locale_key`] does.
+const LOCALE_KEY_SQL: &str = "lower(replace(btrim(locale), '-', '_'))";
+
+type LocaleFilter =
+    diesel::dsl::EqAny<diesel::expression::SqlLiteral<diesel::sql_types::Text>, Vec<String>>;
+
+/// Rows whose locale is one of `locales`, as [`same_locale`] compares them.
+fn locale_in(locales: &[&str]) -> LocaleFilter {
+    let wanted: Vec<String> = locales.iter().map(|l| locale_key(l)).collect();
+    diesel::dsl::sql::<diesel::sql_types::Text>(LOCALE_KEY_SQL).eq_any(wanted)
+}
 
 /// The stored template of `name` in any of `locales` (compared as [`same_locale`] does);
 /// the oldest row when several match.
@@ -42,82 +79,461 @@ pub async fn find_for_locales(
     name: &str,
     locales: &[&str],
 ) -> QueryResult<Option<Template>> {
-    let wanted: Vec<String> = locales
-        .iter()
-        .map(|l| l.trim().replace('-', "_").to_ascii_lowercase())
-        .collect();
     templates::table
         .filter(templates::name.eq(name))
-        .filter(
-            diesel::dsl::sql::<diesel::sql_types::Text>("lower(replace(btrim(locale), '-', '_'))")
-                .eq_any(wanted),
-        )
-        .order(templates::created_at.asc())
+        .filter(locale_in(locales))
+        .order((templates::created_at.asc(), templates::id.asc()))
         .select(Template::as_select())
         .first(conn)
         .await
         .optional()
 }
 
-/// A status change the platform reported for a template.
+/// A status the platform reported for a template (a status webhook or a live read).
 #[derive(Debug, Clone)]
 pub struct StatusChange<'a> {
     pub name: &'a str,
-    pub language: &'a str,
+    /// The locales the report is about, compared as [`same_locale`] does (a webhook: its
+    /// language; a live read: the locale asked for and the one the platform answered).
+    pub locales: &'a [&'a str],
     /// The new status; None leaves it (an event that only notes something).
     pub status: Option<&'a str>,
     /// `Some(reason)` replaces the stored rejection reason; None keeps it.
     pub reason: Option<Option<&'a str>>,
+    /// Lower case; None (or empty) keeps the stored one.
     pub category: Option<&'a str>,
     pub platform_id: Option<&'a str>,
+    pub body_text: Option<&'a str>,
     /// Applies only to a template in this status (UNARCHIVED: only from ARCHIVED).
     pub only_from: Option<&'a str>,
-    /// When the platform decided it (the event's own time).
+    /// When the platform decided it (an event's own time; a live read's time).
     pub at: DateTime<Utc>,
 }
 
-#[derive(QueryableByName)]
-struct IdRow {
-    #[diesel(sql_type = diesel::sql_types::Uuid)]
-    id: uuid::Uuid,
+/// One stored template a status change was applied to.
+#[derive(Debug, Clone)]
+pub struct Applied {
+    /// The row just before.
+    pub before: Template,
+    /// The row as stored now.
+    pub row: Template,
 }
 
-/// Apply a status change to the stored template(s) of that name and locale, by the
-/// event's own time: a change older than the stored status's time is not applied, so a
-/// late APPROVED never overrides a newer PAUSED (same-second events apply in arrival
-/// order). Returns the ids of the rows it changed (empty: not stored here, not in the
-/// state it applies to, or older than what is stored).
+impl Applied {
+    /// Whether what an operator sees of the template changed.
+    pub fn changed(&self) -> bool {
+        visibly_changed(&self.before, &self.row)
+    }
+}
+
+/// Status, category or reason differ (what an operator sees of a template).
+fn visibly_changed(before: &Template, after: &Template) -> bool {
+    before.status != after.status
+        || before.category != after.category
+        || before.rejection_reason != after.rejection_reason
+}
+
+/// THE template-status upsert's update: apply `change` to every stored template of that
+/// name whose locale matches (oldest first), by the report's own time — a change older
+/// than the stored status's time is not applied, so a late APPROVED never overrides a newer
+/// PAUSED (same-second reports apply in arrival order). Locks the rows it reads. Returns
+/// the rows it changed (empty: not stored here, not in the state it applies to, or older
+/// than what is stored).
 pub async fn apply_status_change(
     conn: &mut AsyncPgConnection,
     change: &StatusChange<'_>,
-) -> QueryResult<Vec<uuid::Uuid>> {
-    use diesel::sql_types::{Bool, Nullable, Text, Timestamptz};
-    let sql = format!(
-        "UPDATE templates SET \
-             status = COALESCE($3, status), \
-             rejection_reason = CASE WHEN $4 THEN $5 ELSE rejection_reason END, \
-             category = COALESCE($6, category), \
-             platform_id = COALESCE($7, platform_id), \
-             status_event_at = CASE WHEN $3 IS NULL THEN status_event_at \
-                                    ELSE GREATEST(status_event_at, $9) END, \
-             updated_at = now() \
-         WHERE name = $1 AND {} \
-           AND ($8::text IS NULL OR status = $8) \
-           AND ($3 IS NULL OR status_event_at IS NULL OR status_event_at <= $9) \
-         RETURNING id",
-        LOCALE_MATCHES_SQL.replace("{}", "$2")
-    );
-    let rows: Vec<IdRow> = diesel::sql_query(sql)
-        .bind::<Text, _>(change.name)
-        .bind::<Text, _>(change.language)
-        .bind::<Nullable<Text>, _>(change.status)
-        .bind::<Bool, _>(change.reason.is_some())
-        .bind::<Nullable<Text>, _>(change.reason.flatten())
-        .bind::<Nullable<Text>, _>(change.category)
-        .bind::<Nullable<Text>, _>(change.platform_id)
-        .bind::<Nullable<Text>, _>(change.only_from)
-        .bind::<Timestamptz, _>(change.at)
+) -> QueryResult<Vec<Applied>> {
+    let current: Vec<(Template, Option<DateTime<Utc>>)> = templates::table
+        .filter(templates::name.eq(change.name))
+        .filter(locale_in(change.locales))
+        .order((templates::created_at.asc(), templates::id.asc()))
+        .select((Template::as_select(), templates::status_event_at))
+        .for_update()
         .load(conn)
         .await?;
-    Ok(rows.into_iter().map(|r| r.id).collect())
+    let mut applied = Vec::with_capacity(current.len());
+    for (before, stored_at) in current {
+        if change.only_from.is_some_and(|from| before.status != from) {
+            continue;
+        }
+        if change.status.is_some() && stored_at.is_some_and(|stored| stored > change.at) {
+            continue;
+        }
+        let status = change.status.unwrap_or(&before.status);
+        let reason = match change.reason {
+            Some(reason) => reason,
+            None => before.rejection_reason.as_deref(),
+        };
+        let category = change
+            .category
+            .filter(|c| !c.is_empty())
+            .unwrap_or(&before.category);
+        let status_event_at = if change.status.is_some() {
+            Some(change.at)
+        } else {
+            stored_at
+        };
+        let row = diesel::update(templates::table.find(before.id))
+            .set((
+                templates::status.eq(status),
+                templates::rejection_reason.eq(reason),
+                templates::category.eq(category),
+                templates::platform_id.eq(change.platform_id.or(before.platform_id.as_deref())),
+                templates::body_text.eq(change.body_text.unwrap_or(&before.body_text)),
+                templates::status_event_at.eq(status_event_at),
+                templates::updated_at.eq(diesel::dsl::now),
+            ))
+            .returning(Template::as_returning())
+            .get_result(conn)
+            .await?;
+        applied.push(Applied { before, row });
+    }
+    Ok(applied)
+}
+
+/// A template status webhook: what it changes and what the audit trail keeps of it.
+#[derive(Debug, Clone)]
+pub struct StatusEvent<'a> {
+    /// The platform's event (APPROVED, PAUSED, FLAGGED, ...).
+    pub event: &'a str,
+    /// The language as the event spelled it.
+    pub language: &'a str,
+    /// The reason and template id as the event carried them.
+    pub reported_reason: Option<&'a str>,
+    pub reported_template_id: &'a str,
+    pub change: StatusChange<'a>,
+}
+
+/// A status webhook's template event, applied through [`apply_status_change`] inside the
+/// caller's transaction and audited when it changed a row. Returns the ids of the rows it
+/// changed (empty: ignored, see [`apply_status_change`]).
+pub async fn record_status_event(
+    conn: &mut AsyncPgConnection,
+    event: &StatusEvent<'_>,
+    actor: &str,
+) -> QueryResult<Vec<Uuid>> {
+    let applied = apply_status_change(conn, &event.change).await?;
+    let ids: Vec<Uuid> = applied.iter().map(|a| a.row.id).collect();
+    if ids.is_empty() {
+        return Ok(ids);
+    }
+    warden_store::audit::record(
+        conn,
+        actor,
+        "template_status_updated",
+        "template",
+        &format!("{}:{}", event.change.name, event.language),
+        json!({
+            "event": event.event,
+            "status": event.change.status,
+            "reason": event.reported_reason,
+            "platform_id": event.reported_template_id,
+            "template_ids": ids,
+            "event_at": event.change.at,
+        }),
+    )
+    .await?;
+    Ok(ids)
+}
+
+/// A template as the platform describes it now (a live read).
+#[derive(Debug, Clone)]
+pub struct PlatformTemplate {
+    pub name: String,
+    pub language: String,
+    /// As the platform spells it (any case).
+    pub status: String,
+    /// As the platform spells it (any case; may be empty).
+    pub category: String,
+    /// The platform's reason; "NONE" or empty means none.
+    pub rejected_reason: Option<String>,
+    /// The platform's id (may be empty).
+    pub id: String,
+    pub body_text: Option<String>,
+}
+
+impl PlatformTemplate {
+    fn status(&self) -> String {
+        self.status.trim().to_ascii_uppercase()
+    }
+
+    fn category(&self) -> String {
+        self.category.trim().to_ascii_lowercase()
+    }
+
+    /// The platform's reason, or None for "NONE"/empty.
+    fn reason(&self) -> Option<&str> {
+        self.rejected_reason
+            .as_deref()
+            .map(str::trim)
+            .filter(|r| !r.is_empty() && !r.eq_ignore_ascii_case("none"))
+    }
+
+    /// This report is about the stored template `local` (same name, same locale).
+    pub fn describes(&self, local: &Template) -> bool {
+        self.name == local.name && same_locale(&self.language, &local.locale)
+    }
+
+    /// What this report says differs from the stored template `local` (status, category
+    /// or reason): a re-sync would change it.
+    pub fn differs_from(&self, local: &Template) -> bool {
+        !self.status.trim().eq_ignore_ascii_case(&local.status)
+            || !self.category.trim().eq_ignore_ascii_case(&local.category)
+            || self.reason() != local.rejection_reason.as_deref()
+    }
+}
+
+/// Which live read stored a template's status (kept in the audit trail).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SyncSource {
+    /// sync_template_status: one template, asked for by name and locale.
+    SyncTemplateStatus,
+    /// sync_webhooks: every stored template re-read.
+    SyncWebhooks,
+}
+
+impl SyncSource {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SyncSource::SyncTemplateStatus => "sync_template_status",
+            SyncSource::SyncWebhooks => "sync_webhooks",
+        }
+    }
+}
+
+/// What a live read left stored.
+#[derive(Debug, Clone)]
+pub struct Synced {
+    /// The stored status before (None: the template was not stored here).
+    pub previous_status: Option<String>,
+    /// The template as stored now.
+    pub template: Template,
+}
+
+/// Store what the platform says about a template now, asked for in `locale`: the stored
+/// template(s) of that name and locale (or the platform's language) are updated through
+/// [`apply_status_change`], stamped with the read's time; a template stored nowhere is
+/// imported. Audited (`template_status_synced`) when the status, category or reason
+/// changed. One transaction, retried on transient conflicts.
+pub async fn sync_from_platform(
+    pg: &PgPool,
+    report: &PlatformTemplate,
+    locale: &str,
+    source: SyncSource,
+    actor: &'static str,
+) -> Result<Synced, DbError> {
+    // Whole seconds, as status webhooks are stamped: an event of the same second still
+    // applies after this read (it may be newer than what was read).
+    let read_at = Utc::now().trunc_subsecs(0);
+    let report = Arc::new(report.clone());
+    let locale = locale.to_string();
+    let result = transact(pg, source.as_str(), move |c| {
+        let report = Arc::clone(&report);
+        let locale = locale.clone();
+        async move {
+            let (status, category) = (report.status(), report.category());
+            let platform_id = Some(report.id.as_str()).filter(|i| !i.is_empty());
+            let locales = [locale.as_str(), report.language.as_str()];
+            let change = StatusChange {
+                name: &report.name,
+                locales: &locales,
+                status: Some(&status),
+                reason: Some(report.reason()),
+                category: Some(&category),
+                platform_id,
+                body_text: report.body_text.as_deref(),
+                only_from: None,
+                at: read_at,
+            };
+            let applied = apply_status_change(c, &change).await?;
+            let (before, template) = match applied.into_iter().next() {
+                Some(Applied { before, row }) => (Some(before), row),
+                // Stored, with a status decided after this read: it stays.
+                None => match find_for_locales(c, &report.name, &locales).await? {
+                    Some(t) => (Some(t.clone()), t),
+                    None => (None, insert_reported(c, &change, &report, &locale).await?),
+                },
+            };
+            let changed = before
+                .as_ref()
+                .is_none_or(|b| visibly_changed(b, &template));
+            let previous_status = before.map(|b| b.status);
+            if changed {
+                warden_store::audit::record(
+                    c,
+                    actor,
+                    "template_status_synced",
+                    "template",
+                    &format!("{}/{}", template.name, template.locale),
+                    json!({
+                        "from": previous_status,
+                        "to": template.status,
+                        "source": source.as_str(),
+                        "platform_id": template.platform_id,
+                    }),
+                )
+                .await?;
+            }
+            Ok::<_, Abort<Infallible>>(Synced {
+                previous_status,
+                template,
+            })
+        }
+        .boxed()
+    })
+    .await;
+    infallible(result)
+}
+
+/// A template stored nowhere yet, as the platform reported it (in its own language, or the
+/// locale asked for when it gave none).
+async fn insert_reported(
+    conn: &mut AsyncPgConnection,
+    change: &StatusChange<'_>,
+    report: &PlatformTemplate,
+    locale: &str,
+) -> QueryResult<Template> {
+    let language = if report.language.trim().is_empty() {
+        locale
+    } else {
+        report.language.as_str()
+    };
+    let status = change.status.unwrap_or(PENDING);
+    let reason = change.reason.flatten();
+    diesel::insert_into(templates::table)
+        .values((
+            templates::name.eq(change.name),
+            templates::locale.eq(language),
+            templates::category.eq(change.category.unwrap_or_default()),
+            templates::status.eq(status),
+            templates::body_text.eq(change.body_text.unwrap_or_default()),
+            templates::platform_id.eq(change.platform_id),
+            templates::rejection_reason.eq(reason),
+            templates::status_event_at.eq(Some(change.at)),
+        ))
+        .on_conflict((templates::name, templates::locale))
+        .do_update()
+        .set((
+            templates::status.eq(status),
+            templates::rejection_reason.eq(reason),
+            templates::updated_at.eq(diesel::dsl::now),
+            templates::status_event_at.eq(Some(change.at)),
+        ))
+        .returning(Template::as_returning())
+        .get_result(conn)
+        .await
+}
+
+/// A template the platform accepted for review (create_template).
+#[derive(Debug, Clone)]
+pub struct Submitted {
+    pub name: String,
+    pub language: String,
+    pub category: TemplateCategory,
+    pub body_text: String,
+    /// The status the platform answered with (any case; empty means PENDING).
+    pub status: String,
+    pub platform_id: String,
+}
+
+/// Record a template the platform accepted for review, with its audit row. A decision
+/// webhook may have stored the template first: its status is kept.
+pub async fn record_submitted(
+    pg: &PgPool,
+    submitted: &Submitted,
+    actor: &'static str,
+) -> Result<Template, DbError> {
+    let s = Arc::new(submitted.clone());
+    let result = transact(pg, "create_template", move |c| {
+        let s = Arc::clone(&s);
+        async move {
+            let status = Some(s.status.trim().to_ascii_uppercase())
+                .filter(|st| !st.is_empty())
+                .unwrap_or_else(|| PENDING.into());
+            let row = diesel::insert_into(templates::table)
+                .values((
+                    templates::name.eq(&s.name),
+                    templates::locale.eq(&s.language),
+                    templates::category.eq(s.category.as_lower()),
+                    templates::status.eq(&status),
+                    templates::body_text.eq(&s.body_text),
+                    templates::platform_id.eq(&s.platform_id),
+                ))
+                .on_conflict((templates::name, templates::locale))
+                .do_update()
+                .set((
+                    templates::platform_id.eq(&s.platform_id),
+                    templates::body_text.eq(&s.body_text),
+                    templates::category.eq(s.category.as_lower()),
+                    templates::updated_at.eq(diesel::dsl::now),
+                ))
+                .returning(Template::as_returning())
+                .get_result(c)
+                .await?;
+            warden_store::audit::record(
+                c,
+                actor,
+                "template_created",
+                "template",
+                &format!("{}/{}", s.name, s.language),
+                json!({"platform_id": s.platform_id, "category": s.category.as_upper(), "status": row.status}),
+            )
+            .await?;
+            Ok::<_, Abort<Infallible>>(row)
+        }
+        .boxed()
+    })
+    .await;
+    infallible(result)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn stored(status: &str, category: &str, reason: Option<&str>) -> Template {
+        let now = Utc::now();
+        Template {
+            id: Uuid::nil(),
+            name: "order_update".into(),
+            locale: "en_US".into(),
+            category: category.into(),
+            status: status.into(),
+            body_text: "Hi {{1}}".into(),
+            platform_id: None,
+            rejection_reason: reason.map(String::from),
+            created_at: now,
+            updated_at: now,
+        }
+    }
+
+    fn report(status: &str, category: &str, reason: Option<&str>) -> PlatformTemplate {
+        PlatformTemplate {
+            name: "order_update".into(),
+            language: "en-us".into(),
+            status: status.into(),
+            category: category.into(),
+            rejected_reason: reason.map(String::from),
+            id: "1".into(),
+            body_text: None,
+        }
+    }
+
+    #[test]
+    fn locales_compare_one_way() {
+        assert!(same_locale("en_US", " EN-us "));
+        assert!(!same_locale("en", "en_US"));
+        let local = stored("APPROVED", "utility", None);
+        assert!(report("approved", "UTILITY", Some("NONE")).describes(&local));
+        assert!(!report("approved", "UTILITY", Some("NONE")).differs_from(&local));
+        assert!(report("PAUSED", "UTILITY", None).differs_from(&local));
+        assert!(report("APPROVED", "MARKETING", None).differs_from(&local));
+        assert!(report("APPROVED", "utility", Some("spam")).differs_from(&local));
+    }
+
+    #[test]
+    fn impossible_names_are_longer_than_any_template_name() {
+        assert!(!impossible_name(&"a".repeat(MAX_NAME_CHARS)));
+        assert!(impossible_name(&"a".repeat(MAX_NAME_CHARS + 1)));
+    }
 }

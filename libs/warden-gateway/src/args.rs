@@ -14,7 +14,7 @@ use uuid::Uuid;
 use warden_rules::phone::PhoneNumber;
 
 use crate::error::{ToolError, ToolResult};
-use crate::util::{detail, echo, kind_message};
+use crate::text::{detail, echo, kind_message};
 
 /// The longest language code taken (`zh_Hant_TW` has 10 characters).
 pub const MAX_LANGUAGE_CHARS: usize = 16;

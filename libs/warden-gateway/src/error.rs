@@ -6,9 +6,10 @@ use rmcp::model::CallToolResult;
 use serde::Serialize;
 use warden_core::{CoreError, SendError};
 use warden_platform::PlatformError;
+use warden_rules::compliance::Decision;
 use warden_store::DbError;
 
-use crate::util::{detail, echo};
+use crate::text::{detail, echo, no_template_message};
 
 /// Codes beyond the spec's table (CONTRACT.md).
 pub mod code {
@@ -75,6 +76,35 @@ impl ToolError {
         err.retry_after_secs = Some(retry_after_secs);
         err.suggested_action = format!("Call again in {retry_after_secs} s; nothing was changed.");
         err
+    }
+
+    /// A compliance refusal, in the decision's own words.
+    pub fn refusal(d: &Decision) -> Self {
+        Self::new(
+            d.reason_code.as_str(),
+            d.human_explanation.clone(),
+            d.suggested_action.clone(),
+        )
+    }
+
+    /// TEMPLATE_NOT_APPROVED: template `name` (`locale`) is `status`, so `consequence`.
+    pub fn template_not_approved(
+        name: &str,
+        locale: &str,
+        status: &str,
+        consequence: &str,
+        action: impl Into<String>,
+    ) -> Self {
+        Self::new(
+            code::TEMPLATE_NOT_APPROVED,
+            format!(
+                "Template {} ({}) is {}, not APPROVED, so {consequence}.",
+                echo(name),
+                echo(locale),
+                detail(status)
+            ),
+            action,
+        )
     }
 
     /// The JSON the agent sees.
@@ -157,28 +187,20 @@ impl From<SendError> for ToolError {
                 retry_after_secs,
             } => ToolError::busy(message, *retry_after_secs),
             SendError::Refused(d) | SendError::RefusedRecorded { decision: d, .. } => {
-                ToolError::new(
-                    d.reason_code.as_str(),
-                    d.human_explanation.clone(),
-                    d.suggested_action.clone(),
-                )
+                ToolError::refusal(d)
             }
-            SendError::TemplateNotFound { name, locale } => ToolError::not_found(
-                crate::tools::no_template_message(name, locale),
-                err.suggested_action(),
-            ),
+            SendError::TemplateNotFound { name, locale } => {
+                ToolError::not_found(no_template_message(name, locale), err.suggested_action())
+            }
             SendError::TemplateNotApproved {
                 name,
                 locale,
                 status,
-            } => ToolError::new(
-                code::TEMPLATE_NOT_APPROVED,
-                format!(
-                    "Template {} ({}) is {}, not APPROVED, so it cannot be sent.",
-                    echo(name),
-                    echo(locale),
-                    detail(status)
-                ),
+            } => ToolError::template_not_approved(
+                name,
+                locale,
+                status,
+                "it cannot be sent",
                 err.suggested_action(),
             ),
             SendError::InvalidVariables(m) => ToolError::invalid(

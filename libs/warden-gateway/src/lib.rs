@@ -9,12 +9,15 @@
 
 pub mod args;
 pub mod error;
+mod gateway;
 pub mod schema;
 mod server;
+mod text;
 mod tools;
 mod util;
 
-pub use server::Gateway;
+pub use gateway::Gateway;
+pub use server::GatewayError;
 
 use anyhow::Context;
 use rmcp::ServiceExt;
@@ -22,7 +25,7 @@ use warden_service::Dependencies;
 
 /// Serve the tools on stdin/stdout until the agent host closes stdin or SIGTERM/SIGINT.
 pub async fn run(deps: Dependencies) -> anyhow::Result<()> {
-    let gateway = Gateway::new(deps).map_err(anyhow::Error::msg)?;
+    let gateway = Gateway::new(deps)?;
     let serving = async {
         let service = gateway
             .serve(rmcp::transport::stdio())

@@ -1,16 +1,14 @@
-//! The MCP server: state, the combined tool router, and server info.
+//! The MCP server: building the gateway with its combined tool router, and server info.
 
 use std::sync::Arc;
 
-use rmcp::handler::server::router::tool::ToolRouter;
 use rmcp::model::{Implementation, ServerCapabilities, ServerConfig};
 use rmcp::{ServerHandler, tool_handler};
 use warden_core::Core;
-use warden_platform::PlatformClient;
+use warden_platform::PlatformError;
 use warden_service::Dependencies;
 
-/// Who the gateway's audit rows and sends are attributed to.
-pub const ACTOR: &str = "mcp-gateway";
+use crate::gateway::{ACTOR, Gateway, Inner};
 
 const INSTRUCTIONS: &str = "Warden checks, sends, schedules and monitors WhatsApp business messages while enforcing \
 the platform's rules (24-hour care window, opt-outs, frequency caps, approved templates) and the business's policies. \
@@ -19,25 +17,20 @@ get_customer_context for the full picture). Inside an open care window use reply
 it use send_template with an APPROVED template. Every failure is a result with isError and \
 {\"error\": {\"code\", \"message\", \"suggested_action\"}}: follow suggested_action.";
 
-pub(crate) struct Inner {
-    pub core: Core,
-    pub platform: PlatformClient,
-}
-
-/// The MCP server. Cheap to clone; one per session.
-#[derive(Clone)]
-pub struct Gateway {
-    pub(crate) inner: Arc<Inner>,
-    tool_router: ToolRouter<Gateway>,
+/// Why the gateway could not be built from the process's dependencies.
+#[derive(Debug, thiserror::Error)]
+pub enum GatewayError {
+    /// The platform client refused its settings.
+    #[error("PLATFORM_API_URL: {0}")]
+    Platform(PlatformError),
 }
 
 impl Gateway {
     /// Build from the process's dependencies (Postgres required; Redis and NATS optional:
     /// without NATS accepted messages stay queued for the scheduler's relay).
-    pub fn new(deps: Dependencies) -> Result<Self, String> {
+    pub fn new(deps: Dependencies) -> Result<Self, GatewayError> {
         let p = &deps.settings.platform;
-        let platform = warden_service::platform::client(p, None)
-            .map_err(|e| format!("PLATFORM_API_URL: {e}"))?;
+        let platform = warden_service::platform::client(p, None).map_err(GatewayError::Platform)?;
         let core = Core::new(deps, ACTOR);
         Ok(Gateway {
             inner: Arc::new(Inner { core, platform }),
@@ -48,26 +41,6 @@ impl Gateway {
                 + Self::account_tools()
                 + Self::ops_tools(),
         })
-    }
-
-    pub(crate) fn core(&self) -> &Core {
-        &self.inner.core
-    }
-
-    pub(crate) fn platform(&self) -> &PlatformClient {
-        &self.inner.platform
-    }
-
-    /// The names of every tool, sorted (for tests and `--help`-style listings).
-    pub fn tool_names(&self) -> Vec<String> {
-        let mut names: Vec<String> = self
-            .tool_router
-            .list_all()
-            .into_iter()
-            .map(|t| t.name.to_string())
-            .collect();
-        names.sort();
-        names
     }
 }
 

@@ -11,9 +11,10 @@ use warden_store::schema::conversation_pricing;
 
 use crate::args::Args;
 use crate::error::{ToolError, ToolResult};
+use crate::gateway::Gateway;
 use crate::schema::{self, *};
-use crate::server::Gateway;
-use crate::util::{bounded, echo, finish, kind_message};
+use crate::text::{echo, kind_message};
+use crate::util::{bounded, finish};
 
 /// The most messages one estimate covers.
 const MAX_QUANTITY: i64 = 1_000_000_000;

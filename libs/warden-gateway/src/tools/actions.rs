@@ -1,24 +1,26 @@
 //! Group B, actions: reply_customer, retry_failed_messages, sync_template_status.
 
 use diesel::prelude::*;
-use diesel_async::{AsyncConnection, AsyncPgConnection, RunQueryDsl};
+use diesel_async::RunQueryDsl;
 use rmcp::model::{CallToolResult, JsonObject};
 use rmcp::{tool, tool_router};
-use serde_json::{Value, json};
+use serde_json::Value;
 use uuid::Uuid;
+use warden_core::templates::{PlatformTemplate, SyncSource};
 use warden_core::{RefusalMode, SendError, SendKind, SendRequest};
 use warden_platform::{PlatformError, TemplateInfo};
 use warden_rules::compliance::ReasonCode;
 use warden_rules::kinds::MessageType;
-use warden_store::models::{Message, Template};
-use warden_store::schema::{messages, templates};
+use warden_store::models::Message;
+use warden_store::schema::messages;
 
 use crate::args::Args;
 use crate::error::{ToolError, ToolResult, code, upstream};
+use crate::gateway::{ACTOR, Gateway};
 use crate::schema::{self, *};
-use crate::server::{ACTOR, Gateway};
+use crate::text::{ECHO_CHARS, detail, echo, shorten};
 use crate::tools::{check_text, template_name_arg};
-use crate::util::{ECHO_CHARS, detail, echo, finish, lower, shorten};
+use crate::util::{finish, lower};
 
 /// The most ids one retry call takes.
 const MAX_RETRY_IDS: usize = 100;
@@ -275,24 +277,15 @@ impl Gateway {
             Ok(accepted) => {
                 // The retry is committed: a lost audit row must not make the answer say
                 // it was not (the message is queued either way).
-                let audited = match self.conn().await {
-                    Ok(mut conn) => warden_store::audit::record(
-                        &mut conn,
-                        ACTOR,
-                        "message_retried",
-                        "message",
-                        &id.to_string(),
-                        json!({
-                            "previous_error_code": m.error_code,
-                            "previous_error_category": m.error_category,
-                            "retry_count": m.retry_count + 1,
-                            "published": accepted.published,
-                        }),
-                    )
-                    .await
-                    .map_err(|e| e.to_string()),
-                    Err(e) => Err(e.message),
+                let retried = warden_core::retries::Retried {
+                    message_id: id,
+                    previous_error_code: m.error_code,
+                    previous_error_category: m.error_category.clone(),
+                    retry_count: m.retry_count + 1,
+                    published: accepted.published,
                 };
+                let audited =
+                    warden_core::retries::record_retried(self.core().pg(), &retried, ACTOR).await;
                 if let Err(error) = audited {
                     tracing::warn!(message_id = %id, %error, "retried, but the audit row could not be written");
                 }
@@ -341,26 +334,15 @@ impl Gateway {
                 "Check the name and locale (list_templates shows the local ones), or create it with create_template.",
             ));
         };
-        let mut conn = self.conn().await?;
-        let (info_ref, locale_ref) = (&info, &locale);
-        // The template row and its audit entry are written together or not at all.
-        let (previous, row) = conn
-            .transaction::<_, ToolError, _>(async |c| {
-                let (previous, row) = upsert_from_platform(c, info_ref, locale_ref).await?;
-                if previous.as_deref() != Some(row.status.as_str()) {
-                    warden_store::audit::record(
-                        c,
-                        ACTOR,
-                        "template_status_synced",
-                        "template",
-                        &format!("{}/{}", row.name, row.locale),
-                        json!({"from": previous, "to": row.status, "source": "sync_template_status", "platform_id": row.platform_id}),
-                    )
-                    .await?;
-                }
-                Ok((previous, row))
-            })
-            .await?;
+        let synced = warden_core::templates::sync_from_platform(
+            self.core().pg(),
+            &platform_template(&info),
+            &locale,
+            SyncSource::SyncTemplateStatus,
+            ACTOR,
+        )
+        .await?;
+        let (previous, row) = (synced.previous_status, synced.template);
         let rejected = row.status == "REJECTED";
         Ok(SyncTemplateOut {
             template_name: row.name,
@@ -392,86 +374,15 @@ impl Gateway {
     }
 }
 
-/// The platform's reason, or None for "NONE"/empty.
-fn rejection_reason(info: &TemplateInfo) -> Option<String> {
-    info.rejected_reason
-        .as_deref()
-        .map(str::trim)
-        .filter(|r| !r.is_empty() && !r.eq_ignore_ascii_case("none"))
-        .map(str::to_string)
-}
-
-/// Store what the platform says about a template: update the local row (found by name and
-/// `locale`, else by the platform's language), or insert it. Returns the previous local
-/// status and the row as stored.
-pub(crate) async fn upsert_from_platform(
-    conn: &mut AsyncPgConnection,
-    info: &TemplateInfo,
-    locale: &str,
-) -> QueryResult<(Option<String>, Template)> {
-    let status = info.status.trim().to_ascii_uppercase();
-    let category = lower(&info.category);
-    let reason = rejection_reason(info);
-    let platform_id = Some(info.id.clone()).filter(|i| !i.is_empty());
-    // Whole seconds, as status webhooks are stamped: an event of the same second still
-    // applies (it may be newer than what was read).
-    let read_at = chrono::SubsecRound::trunc_subsecs(chrono::Utc::now(), 0);
-    // The same locale rule as status webhooks (en_US = en-US = EN_us).
-    let existing: Option<Template> =
-        warden_core::templates::find_for_locales(conn, &info.name, &[locale, &info.language])
-            .await?;
-    match existing {
-        Some(t) => {
-            let body = info.body_text().unwrap_or(&t.body_text).to_string();
-            let row = diesel::update(templates::table.find(t.id))
-                .set((
-                    templates::status.eq(&status),
-                    templates::category.eq(if category.is_empty() {
-                        lower(&t.category)
-                    } else {
-                        category.clone()
-                    }),
-                    templates::rejection_reason.eq(&reason),
-                    templates::platform_id.eq(platform_id.clone().or(t.platform_id.clone())),
-                    templates::body_text.eq(body),
-                    templates::updated_at.eq(diesel::dsl::now),
-                    // What the platform says now is newer than any status event before it.
-                    templates::status_event_at.eq(Some(read_at)),
-                ))
-                .returning(Template::as_returning())
-                .get_result(conn)
-                .await?;
-            Ok((Some(t.status), row))
-        }
-        None => {
-            let language = if info.language.trim().is_empty() {
-                locale.to_string()
-            } else {
-                info.language.clone()
-            };
-            let row = diesel::insert_into(templates::table)
-                .values((
-                    templates::name.eq(&info.name),
-                    templates::locale.eq(&language),
-                    templates::category.eq(&category),
-                    templates::status.eq(&status),
-                    templates::body_text.eq(info.body_text().unwrap_or_default()),
-                    templates::platform_id.eq(&platform_id),
-                    templates::rejection_reason.eq(&reason),
-                    templates::status_event_at.eq(Some(read_at)),
-                ))
-                .on_conflict((templates::name, templates::locale))
-                .do_update()
-                .set((
-                    templates::status.eq(&status),
-                    templates::rejection_reason.eq(&reason),
-                    templates::updated_at.eq(diesel::dsl::now),
-                    templates::status_event_at.eq(Some(read_at)),
-                ))
-                .returning(Template::as_returning())
-                .get_result(conn)
-                .await?;
-            Ok((None, row))
-        }
+/// A template as the platform described it, in the core's terms.
+pub(crate) fn platform_template(info: &TemplateInfo) -> PlatformTemplate {
+    PlatformTemplate {
+        name: info.name.clone(),
+        language: info.language.clone(),
+        status: info.status.clone(),
+        category: info.category.clone(),
+        rejected_reason: info.rejected_reason.clone(),
+        id: info.id.clone(),
+        body_text: info.body_text().map(str::to_string),
     }
 }

@@ -3,28 +3,26 @@
 //! (addition).
 
 use chrono::{DateTime, TimeDelta, Utc};
-use diesel::prelude::*;
-use diesel_async::{AsyncConnection, RunQueryDsl};
 use rmcp::model::{CallToolResult, JsonObject};
 use rmcp::{tool, tool_router};
 use serde_json::{Map, Value, json};
 use uuid::Uuid;
 use warden_core::SendKind;
+use warden_core::campaign_create::{CampaignType, NewCampaign, ScheduleCampaignError};
 use warden_core::campaigns::CampaignError;
+use warden_core::message_schedule::{ScheduleMessage, ScheduleMessageError};
 use warden_rules::audience::AudienceFilter;
 use warden_rules::campaign_status::CampaignStatus;
-use warden_rules::kinds::{ContentKind, MessageType, TemplateCategory};
-use warden_store::schema::{campaigns, messages};
+use warden_rules::kinds::MessageType;
 
 use crate::args::Args;
 use crate::args::check_language;
 use crate::error::{ToolError, ToolResult, code};
+use crate::gateway::{ACTOR, Gateway};
 use crate::schema::{self, *};
-use crate::server::{ACTOR, Gateway};
-use crate::tools::{
-    check_text, check_variables, impossible_template_name, no_template_message, parse_message_type,
-};
-use crate::util::{check_len, detail, echo, finish, lower, opt_ts, ts};
+use crate::text::{detail, echo, no_template_message};
+use crate::tools::{check_text, check_variables, parse_message_type};
+use crate::util::{check_len, finish, opt_ts, ts};
 
 /// How far ahead a message or campaign may be scheduled.
 const MAX_AHEAD: TimeDelta = TimeDelta::days(366);
@@ -210,6 +208,56 @@ fn campaign_error(e: CampaignError) -> ToolError {
     }
 }
 
+/// schedule_message's refusals in the contract's words.
+fn schedule_message_error(e: ScheduleMessageError) -> ToolError {
+    match e {
+        ScheduleMessageError::TemplateNotFound { name, locale } => ToolError::not_found(
+            no_template_message(&name, &locale),
+            "Pick a template from list_templates (by name and locale), or create one with create_template.",
+        ),
+        ScheduleMessageError::Variables { name, reason } => ToolError::invalid(
+            format!(
+                "The content's variables do not match template {}: {}.",
+                echo(&name),
+                detail(reason)
+            ),
+            "Give template.variables as a JSON array with one value per {{n}} placeholder.",
+        ),
+        ScheduleMessageError::OptedOut(refusal) => ToolError::refusal(&refusal),
+        ScheduleMessageError::Db(e) => e.into(),
+    }
+}
+
+/// schedule_campaign's refusals in the contract's words.
+fn schedule_campaign_error(e: ScheduleCampaignError) -> ToolError {
+    match e {
+        ScheduleCampaignError::TemplateNotFound { name, locale } => ToolError::not_found(
+            no_template_message(&name, &locale),
+            "Pick an APPROVED template from list_templates, or create one with create_template and wait for approval.",
+        ),
+        ScheduleCampaignError::TemplateNotApproved {
+            name,
+            locale,
+            status,
+        } => ToolError::template_not_approved(
+            &name,
+            &locale,
+            &status,
+            "a campaign cannot use it",
+            "Wait for the platform's approval (sync_template_status shows the latest status) or use an APPROVED template from list_templates.",
+        ),
+        ScheduleCampaignError::Variables { name, reason } => ToolError::invalid(
+            format!(
+                "The variables do not match template {}: {}.",
+                echo(&name),
+                detail(reason)
+            ),
+            "Pass variables as a JSON object with one value per {{n}} placeholder, e.g. {\"1\": \"friend\"}.",
+        ),
+        ScheduleCampaignError::Db(e) => e.into(),
+    }
+}
+
 fn campaign_not_found(id: Uuid) -> ToolError {
     ToolError::not_found(
         format!("There is no campaign with id {id}."),
@@ -251,15 +299,13 @@ impl Gateway {
                 format!("Pass content as {content_hint}."),
             )
         })?;
-        if let SendKind::Template {
-            locale, variables, ..
-        } = &kind
-        {
-            check_language("content.template.language", locale)?;
-            check_variables("content.template.variables", variables)?;
-        }
-        let mut conn = self.conn().await?;
-        let template_category = match &kind {
+        match &kind {
+            SendKind::Template {
+                locale, variables, ..
+            } => {
+                check_language("content.template.language", locale)?;
+                check_variables("content.template.variables", variables)?;
+            }
             SendKind::Text { body } => {
                 check_text("content.text.body", body)?;
                 if message_type == MessageType::Template {
@@ -268,101 +314,21 @@ impl Gateway {
                         "Use message_type service for free-form text, or give content {\"type\":\"template\",\"template\":{...}}.",
                     ));
                 }
-                None
             }
-            SendKind::Template {
-                name,
-                locale,
-                variables,
-            } => {
-                let found = if impossible_template_name(name) {
-                    None
-                } else {
-                    warden_core::templates::find(&mut conn, name, locale).await?
-                };
-                let Some(t) = found else {
-                    return Err(ToolError::not_found(
-                        no_template_message(name, locale),
-                        "Pick a template from list_templates (by name and locale), or create one with create_template.",
-                    ));
-                };
-                warden_rules::templates::validate_variables(&t.body_text, variables).map_err(|e| {
-                    ToolError::invalid(
-                        format!(
-                            "The content's variables do not match template {}: {}.",
-                            echo(name),
-                            detail(e)
-                        ),
-                        "Give template.variables as a JSON array with one value per {{n}} placeholder.",
-                    )
-                })?;
-                t.category.parse::<TemplateCategory>().ok()
-            }
-        };
-        // The content decides (CONTRACT.md "Compliance decisions"): text is free-form
-        // whatever message_type says, a template counts by its stored category. The full
-        // decision runs again at dispatch through the core send path.
-        let category = match template_category {
-            Some(t) => ContentKind::Template(t),
-            None => ContentKind::FreeForm,
         }
-        .category();
-        // Opt-out is the one check at scheduling time; the rest runs at dispatch.
-        if let Some(customer) = warden_core::customers::find(&mut conn, &phone).await?
-            && let Some(refusal) = warden_rules::compliance::opt_out_refusal(
-                category,
-                !customer.opt_in_marketing,
-                !customer.opt_in_utility,
-            )
-        {
-            return Err(ToolError::new(
-                refusal.reason_code.as_str(),
-                refusal.human_explanation,
-                refusal.suggested_action,
-            ));
-        }
-        let id = Uuid::now_v7();
-        let (template_name, template_locale) = match &kind {
-            SendKind::Template { name, locale, .. } => (Some(name.clone()), Some(locale.clone())),
-            SendKind::Text { .. } => (None, None),
-        };
-        let stored = kind.to_content();
-        let phone_ref = &phone;
-        conn.transaction::<_, ToolError, _>(async |c| {
-            warden_core::customers::ensure(c, phone_ref).await?;
-            diesel::insert_into(messages::table)
-                .values((
-                    messages::id.eq(id),
-                    messages::customer_phone.eq(phone_ref.digits()),
-                    messages::channel.eq(channel),
-                    messages::direction.eq("outbound"),
-                    messages::message_type.eq(message_type.as_str()),
-                    messages::category.eq(category.as_str()),
-                    messages::status.eq(warden_store::models::message_status::SCHEDULED),
-                    messages::content.eq(&stored),
-                    messages::template_name.eq(&template_name),
-                    messages::template_locale.eq(&template_locale),
-                    messages::deliver_at.eq(deliver_at),
-                ))
-                .execute(c)
-                .await?;
-            warden_store::audit::record(
-                c,
-                ACTOR,
-                "message_scheduled",
-                "message",
-                &id.to_string(),
-                json!({
-                    "customer": phone_ref.digits(),
-                    "message_type": message_type.as_str(),
-                    "deliver_at": ts(deliver_at),
-                    "template": template_name,
-                }),
-            )
-            .await?;
-            Ok(())
-        })
-        .await?;
+        let id = warden_core::message_schedule::schedule_message(
+            self.core().pg(),
+            ScheduleMessage {
+                phone: phone.clone(),
+                channel: channel.to_string(),
+                kind,
+                message_type,
+                deliver_at,
+            },
+            ACTOR,
+        )
+        .await
+        .map_err(schedule_message_error)?;
         Ok(ScheduleMessageOut {
             message_id: id.to_string(),
             status: "scheduled".into(),
@@ -386,16 +352,15 @@ impl Gateway {
             ));
         }
         let raw_type = a.string("type", "broadcast, marketing or utility.")?;
-        let campaign_type = lower(&raw_type);
-        if !["broadcast", "marketing", "utility"].contains(&campaign_type.as_str()) {
-            return Err(ToolError::invalid(
+        let campaign_type = raw_type.parse::<CampaignType>().map_err(|_| {
+            ToolError::invalid(
                 format!(
                     "type {} is not one of broadcast, marketing, utility.",
                     echo(&raw_type)
                 ),
                 "Pass type as broadcast, marketing or utility.",
-            ));
-        }
+            )
+        })?;
         let template_name = a.string("template_name", "the name of an APPROVED template.")?;
         let at = a.timestamp("deliver_at")?;
         let deliver_at = future_time("deliver_at", at, Utc::now())?;
@@ -448,93 +413,26 @@ impl Gateway {
             )
         })?;
 
-        let mut conn = self.conn().await?;
-        let found = if impossible_template_name(&template_name) {
-            None
-        } else {
-            warden_core::templates::find(&mut conn, &template_name, &locale).await?
-        };
-        let Some(template) = found else {
-            return Err(ToolError::not_found(
-                no_template_message(&template_name, &locale),
-                "Pick an APPROVED template from list_templates, or create one with create_template and wait for approval.",
-            ));
-        };
-        if template.status != warden_core::templates::APPROVED {
-            return Err(ToolError::new(
-                code::TEMPLATE_NOT_APPROVED,
-                format!(
-                    "Template {} ({}) is {}, not APPROVED, so a campaign cannot use it.",
-                    echo(&template_name),
-                    echo(&locale),
-                    detail(&template.status)
-                ),
-                "Wait for the platform's approval (sync_template_status shows the latest status) or use an APPROVED template from list_templates.",
-            ));
-        }
-        warden_rules::templates::validate_variables(&template.body_text, &variables).map_err(|e| {
-            ToolError::invalid(
-                format!(
-                    "The variables do not match template {}: {}.",
-                    echo(&template_name),
-                    detail(e)
-                ),
-                "Pass variables as a JSON object with one value per {{n}} placeholder, e.g. {\"1\": \"friend\"}.",
-            )
-        })?;
-        let variables_obj: Map<String, Value> = variables
-            .iter()
-            .enumerate()
-            .map(|(i, v)| ((i + 1).to_string(), Value::String(v.clone())))
-            .collect();
-        let id = Uuid::now_v7();
-        let (name_ref, type_ref, tpl_ref, loc_ref, vars_ref, aud_ref) = (
-            &name,
-            &campaign_type,
-            &template_name,
-            &locale,
-            &Value::Object(variables_obj),
-            &audience,
-        );
-        conn.transaction::<_, ToolError, _>(async |c| {
-            diesel::insert_into(campaigns::table)
-                .values((
-                    campaigns::id.eq(id),
-                    campaigns::name.eq(name_ref),
-                    campaigns::campaign_type.eq(type_ref),
-                    campaigns::status.eq("scheduled"),
-                    campaigns::deliver_at.eq(deliver_at),
-                    campaigns::template_name.eq(tpl_ref),
-                    campaigns::locale.eq(loc_ref),
-                    campaigns::variables.eq(vars_ref),
-                    campaigns::audience_filter.eq(aud_ref),
-                ))
-                .execute(c)
-                .await?;
-            warden_store::audit::record(
-                c,
-                ACTOR,
-                "campaign_scheduled",
-                "campaign",
-                &id.to_string(),
-                json!({
-                    "name": name_ref,
-                    "type": type_ref,
-                    "template": tpl_ref,
-                    "locale": loc_ref,
-                    "deliver_at": ts(deliver_at),
-                    "audience_filter": aud_ref,
-                }),
-            )
-            .await?;
-            Ok(())
-        })
-        .await?;
+        let id = warden_core::campaign_create::schedule_campaign(
+            self.core().pg(),
+            NewCampaign {
+                name: name.clone(),
+                campaign_type,
+                template_name: template_name.clone(),
+                locale: locale.clone(),
+                variables,
+                audience_filter: audience,
+                deliver_at,
+            },
+            ACTOR,
+        )
+        .await
+        .map_err(schedule_campaign_error)?;
         Ok(ScheduleCampaignOut {
             campaign_id: id.to_string(),
             status: "scheduled".into(),
             name,
-            campaign_type,
+            campaign_type: campaign_type.as_str().to_string(),
             deliver_at: ts(deliver_at),
             template_name,
             locale,

@@ -1,5 +1,5 @@
 //! The tools, one module per group of the spec (each an rmcp router, combined in
-//! [`crate::server::Gateway::new`]):
+//! [`crate::gateway::Gateway::new`]):
 //! - [`v1`]: check_compliance, send_message, send_template, explain_error
 //! - [`read`] (A): check_conversation, check_frequency_cap, get_customer_context,
 //!   get_delivery_status, get_rate_limit, list_conversations, list_templates
@@ -23,8 +23,8 @@ use warden_rules::templates::MAX_NAME_CHARS;
 
 use crate::args::Args;
 use crate::error::{ToolError, ToolResult};
-use crate::server::Gateway;
-use crate::util::{echo, kind_message};
+use crate::gateway::Gateway;
+use crate::text::kind_message;
 
 impl Gateway {
     /// A pooled Postgres connection, or UNAVAILABLE.
@@ -103,28 +103,4 @@ pub(crate) fn template_name_arg(a: &Args, key: &str, hint: &str) -> ToolResult<S
         ));
     }
     Ok(name)
-}
-
-/// No template can have this name (it is longer than any template name may be), so a
-/// lookup need not ask the database.
-pub(crate) fn impossible_template_name(name: &str) -> bool {
-    name.chars().count() > MAX_NAME_CHARS
-}
-
-/// "There is no template named `x` in locale `en`.", noting the name limit when the name
-/// is longer than any template's.
-pub(crate) fn no_template_message(name: &str, locale: &str) -> String {
-    if impossible_template_name(name) {
-        format!(
-            "There is no template named {} in locale {}: template names have at most {MAX_NAME_CHARS} characters.",
-            echo(name),
-            echo(locale)
-        )
-    } else {
-        format!(
-            "There is no template named {} in locale {}.",
-            echo(name),
-            echo(locale)
-        )
-    }
 }

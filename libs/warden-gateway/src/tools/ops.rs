@@ -1,29 +1,24 @@
 //! Group E, operational: create_template, sync_webhooks, archive_chat.
 
-use chrono::{TimeDelta, Utc};
+use chrono::Utc;
 use diesel::prelude::*;
-use diesel_async::{AsyncConnection, RunQueryDsl};
+use diesel_async::RunQueryDsl;
 use rmcp::model::{CallToolResult, JsonObject};
 use rmcp::{tool, tool_router};
-use serde_json::json;
-use uuid::Uuid;
+use warden_core::conversation_archive::ArchiveError;
+use warden_core::reconcile::SyncReport;
+use warden_core::templates::{Submitted, SyncSource};
 use warden_rules::kinds::TemplateCategory;
-use warden_rules::window::WindowState;
-use warden_store::models::message_status::{QUEUED, SENDING, SENT};
-use warden_store::models::{Conversation, Template};
-use warden_store::schema::{conversations, messages, templates};
+use warden_store::models::Template;
+use warden_store::schema::templates;
 
 use crate::args::{Args, check_language};
 use crate::error::{ToolError, ToolResult, code};
+use crate::gateway::{ACTOR, Gateway};
 use crate::schema::{self, *};
-use crate::server::{ACTOR, Gateway};
-use crate::tools::actions::upsert_from_platform;
-use crate::util::{detail, echo, finish, kind_message, lower, ts};
-
-/// A queued row this old without a publish lost its publish (the send path publishes at once).
-const UNPUBLISHED_AFTER: TimeDelta = TimeDelta::seconds(30);
-/// Rows one sync_webhooks call settles at most (it can be called again).
-const RECONCILE_BATCH: i64 = 500;
+use crate::text::{detail, echo, kind_message};
+use crate::tools::actions::platform_template;
+use crate::util::{finish, lower, ts};
 
 #[tool_router(router = ops_tools, vis = "pub(crate)")]
 impl Gateway {
@@ -140,51 +135,19 @@ impl Gateway {
             Ok(c) => c,
             Err(e) => return Err(self.upstream_error("create the template", &e).await),
         };
-        let status = Some(created.status.trim().to_ascii_uppercase())
-            .filter(|s| !s.is_empty())
-            .unwrap_or_else(|| "PENDING".into());
         let platform_id = created.id.clone();
-        let (name_ref, lang_ref, body_ref, status_ref, pid_ref) =
-            (&name, &language, &body, &status, &platform_id);
-        let stored: ToolResult<Template> = async {
-            let mut conn = self.conn().await?;
-            conn.transaction::<_, ToolError, _>(async |c| {
-                // A decision webhook may have landed first: keep its status.
-                let row = diesel::insert_into(templates::table)
-                    .values((
-                        templates::name.eq(name_ref),
-                        templates::locale.eq(lang_ref),
-                        templates::category.eq(category.as_lower()),
-                        templates::status.eq(status_ref),
-                        templates::body_text.eq(body_ref),
-                        templates::platform_id.eq(pid_ref),
-                    ))
-                    .on_conflict((templates::name, templates::locale))
-                    .do_update()
-                    .set((
-                        templates::platform_id.eq(pid_ref),
-                        templates::body_text.eq(body_ref),
-                        templates::category.eq(category.as_lower()),
-                        templates::updated_at.eq(diesel::dsl::now),
-                    ))
-                    .returning(Template::as_returning())
-                    .get_result(c)
-                    .await?;
-                warden_store::audit::record(
-                    c,
-                    ACTOR,
-                    "template_created",
-                    "template",
-                    &format!("{name_ref}/{lang_ref}"),
-                    json!({"platform_id": pid_ref, "category": category.as_upper(), "status": row.status}),
-                )
-                .await?;
-                Ok(row)
-            })
-            .await
-        }
-        .await;
+        let submitted = Submitted {
+            name: name.clone(),
+            language: language.clone(),
+            category,
+            body_text: body,
+            status: created.status.clone(),
+            platform_id: platform_id.clone(),
+        };
+        let stored =
+            warden_core::templates::record_submitted(self.core().pg(), &submitted, ACTOR).await;
         let row = stored.map_err(|e| {
+            let e = ToolError::from(e);
             if e.code == code::UNAVAILABLE {
                 ToolError::new(
                     code::UNAVAILABLE,
@@ -223,33 +186,23 @@ impl Gateway {
         let (template_synced, templates_updated) = match self.platform().list_templates().await {
             Ok(remote) => {
                 let mut updated = 0i64;
-                let mut conn = self.conn().await?;
                 for local in &locals {
-                    let Some(info) = remote.iter().find(|r| {
-                        r.name == local.name && r.language.eq_ignore_ascii_case(&local.locale)
-                    }) else {
+                    let Some(info) = remote
+                        .iter()
+                        .map(platform_template)
+                        .find(|r| r.describes(local))
+                    else {
                         continue;
                     };
-                    let reason_changed = info
-                        .rejected_reason
-                        .as_deref()
-                        .filter(|r| !r.is_empty() && !r.eq_ignore_ascii_case("none"))
-                        != local.rejection_reason.as_deref();
-                    if info.status.eq_ignore_ascii_case(&local.status)
-                        && info.category.eq_ignore_ascii_case(&local.category)
-                        && !reason_changed
-                    {
+                    if !info.differs_from(local) {
                         continue;
                     }
-                    let (previous, row) =
-                        upsert_from_platform(&mut conn, info, &local.locale).await?;
-                    warden_store::audit::record(
-                        &mut conn,
+                    warden_core::templates::sync_from_platform(
+                        self.core().pg(),
+                        &info,
+                        &local.locale,
+                        SyncSource::SyncWebhooks,
                         ACTOR,
-                        "template_status_synced",
-                        "template",
-                        &format!("{}/{}", row.name, row.locale),
-                        json!({"from": previous, "to": row.status, "source": "sync_webhooks"}),
                     )
                     .await?;
                     updated += 1;
@@ -267,48 +220,13 @@ impl Gateway {
         };
 
         // 2. Sends stuck in `sending` after their lease ran out.
-        let stuck: Vec<(Uuid, Option<String>)> = {
-            let mut conn = self.conn().await?;
-            messages::table
-                .filter(messages::status.eq(SENDING))
-                .filter(messages::lease_until.lt(now))
-                .order(messages::lease_until.asc())
-                .limit(RECONCILE_BATCH)
-                .select((messages::id, messages::wamid))
-                .load(&mut conn)
-                .await?
-        };
-        let mut reconciled = 0i64;
-        let mut awaiting = 0i64;
-        for (id, wamid) in stuck {
-            match wamid {
-                // The platform accepted it (its id is on record): at least sent.
-                Some(w) => {
-                    let mut conn = self.conn().await?;
-                    if warden_core::outcomes::apply_status(&mut conn, id, SENT, now, Some(&w), None)
-                        .await?
-                    {
-                        reconciled += 1;
-                    }
-                }
-                // Outcome unknown: never resend blindly; the status webhook settles it.
-                None => awaiting += 1,
-            }
-        }
+        let expired = warden_core::reconcile::settle_expired_sends(self.core().pg(), now).await?;
+        let mut reconciled = expired.settled;
+        let awaiting = expired.awaiting_status;
 
         // 3. Accepted messages whose publish was lost (the relay's job, done now).
-        let unpublished: Vec<Uuid> = {
-            let mut conn = self.conn().await?;
-            messages::table
-                .filter(messages::status.eq(QUEUED))
-                .filter(messages::published_at.is_null())
-                .filter(messages::created_at.lt(now - UNPUBLISHED_AFTER))
-                .order(messages::created_at.asc())
-                .limit(RECONCILE_BATCH)
-                .select(messages::id)
-                .load(&mut conn)
-                .await?
-        };
+        let unpublished =
+            warden_core::reconcile::unpublished_messages(self.core().pg(), now).await?;
         let mut publish_failed = 0;
         for id in unpublished {
             match self.core().publish(id).await {
@@ -330,20 +248,17 @@ impl Gateway {
                 "{awaiting} send(s) have an unknown outcome; they settle when the platform's status webhook arrives and are never resent blindly."
             ));
         }
-        let mut conn = self.conn().await?;
-        warden_store::audit::record(
-            &mut conn,
-            ACTOR,
-            "webhooks_synced",
-            "account",
+        warden_core::reconcile::record_sync(
+            self.core().pg(),
             &self.core().settings().platform.account_id,
-            json!({
-                "template_synced": template_synced,
-                "templates_checked": locals.len(),
-                "templates_updated": templates_updated,
-                "messages_reconciled": reconciled,
-                "messages_awaiting_status": awaiting,
-            }),
+            SyncReport {
+                template_synced,
+                templates_checked: locals.len() as i64,
+                templates_updated,
+                messages_reconciled: reconciled,
+                messages_awaiting_status: awaiting,
+            },
+            ACTOR,
         )
         .await?;
         let note = if notes.is_empty() {
@@ -363,65 +278,29 @@ impl Gateway {
 
     async fn archive_chat_impl(&self, a: Args) -> ToolResult<ArchiveOut> {
         let id = a.uuid("conversation_id", "conversation id from list_conversations")?;
-        let mut conn = self.conn().await?;
-        let (row, already) = conn
-            .transaction::<_, ToolError, _>(async |c| {
-                let Some(current) = conversations::table
-                    .find(id)
-                    .select(Conversation::as_select())
-                    .for_update()
-                    .first(c)
-                    .await
-                    .optional()?
-                else {
-                    return Err(ToolError::not_found(
-                        format!("There is no conversation with id {id}."),
-                        "Take the id from list_conversations or check_conversation.",
-                    ));
-                };
-                let now = Utc::now();
-                let window = WindowState::at(current.last_inbound_at, now);
-                if window.open {
-                    let until = window.expires_at.map(ts).unwrap_or_default();
-                    return Err(ToolError::new(
-                        code::CONVERSATION_ACTIVE,
-                        format!(
-                            "The conversation's care window is still open for {} more seconds (until {until}), so it cannot be archived.",
-                            window.time_remaining_secs
-                        ),
-                        format!("Reply while the window is open, or archive it after {until}."),
-                    ));
-                }
-                if current.archived_at.is_some() {
-                    return Ok((current, true));
-                }
-                let row = diesel::update(conversations::table.find(id))
-                    .set((
-                        conversations::archived_at.eq(now),
-                        conversations::updated_at.eq(now),
-                    ))
-                    .returning(Conversation::as_returning())
-                    .get_result(c)
-                    .await?;
-                warden_store::audit::record(
-                    c,
-                    ACTOR,
-                    "conversation_archived",
-                    "conversation",
-                    &id.to_string(),
-                    json!({"customer": row.customer_phone, "from_type": row.conversation_type, "channel": row.channel}),
-                )
-                .await?;
-                Ok((row, false))
-            })
-            .await?;
-        drop(conn);
-        if !already {
-            self.core()
-                .windows()
-                .forget(&row.customer_phone, &row.channel)
-                .await;
-        }
+        let row = match self.core().archive_conversation(id).await {
+            Ok(archived) => archived.conversation,
+            Err(ArchiveError::NotFound(_)) => {
+                return Err(ToolError::not_found(
+                    format!("There is no conversation with id {id}."),
+                    "Take the id from list_conversations or check_conversation.",
+                ));
+            }
+            Err(ArchiveError::WindowOpen {
+                remaining_secs,
+                expires_at,
+            }) => {
+                let until = expires_at.map(ts).unwrap_or_default();
+                return Err(ToolError::new(
+                    code::CONVERSATION_ACTIVE,
+                    format!(
+                        "The conversation's care window is still open for {remaining_secs} more seconds (until {until}), so it cannot be archived."
+                    ),
+                    format!("Reply while the window is open, or archive it after {until}."),
+                ));
+            }
+            Err(ArchiveError::Db(e)) => return Err(e.into()),
+        };
         Ok(ArchiveOut {
             conversation_id: row.id.to_string(),
             status: "archived".into(),

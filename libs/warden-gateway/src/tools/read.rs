@@ -16,9 +16,10 @@ use warden_store::schema::{conversations, messages, templates};
 use crate::args::Args;
 use crate::args::MAX_LANGUAGE_CHARS;
 use crate::error::{ToolError, ToolResult, code};
+use crate::gateway::Gateway;
 use crate::schema::{self, *};
-use crate::server::Gateway;
-use crate::util::{bounded, check_len, echo, finish, lower, opt_ts, ts};
+use crate::text::echo;
+use crate::util::{bounded, check_len, finish, lower, opt_ts, ts};
 
 /// The longest status or category filter taken (the longest real value has 14 letters).
 const MAX_FILTER_CHARS: usize = 32;

@@ -8,10 +8,11 @@ use warden_rules::kinds::MessageType;
 
 use crate::args::Args;
 use crate::error::{ToolError, ToolResult};
+use crate::gateway::{ACTOR, Gateway};
 use crate::schema::{self, *};
-use crate::server::{ACTOR, Gateway};
-use crate::tools::{check_text, check_variables, impossible_template_name, parse_message_type};
-use crate::util::{detail, echo, finish};
+use crate::text::{detail, echo};
+use crate::tools::{check_text, check_variables, parse_message_type};
+use crate::util::finish;
 
 #[tool_router(router = v1_tools, vis = "pub(crate)")]
 impl Gateway {
@@ -155,7 +156,7 @@ impl Gateway {
         let locale = a.locale()?;
         let variables = parse_array_variables(&a)?;
         let channel = a.channel()?;
-        if impossible_template_name(&name) {
+        if warden_core::templates::impossible_name(&name) {
             // No template can have it: answer without asking the database.
             return Err(SendError::TemplateNotFound { name, locale }.into());
         }

@@ -1,8 +1,9 @@
-//! Template status events, applied by their own time through `warden_core::templates`.
+//! Template status events: what each platform event means for the stored template, stored
+//! through `warden_core::templates::record_status_event` (the one template-status upsert).
 
 use diesel::QueryResult;
 use diesel_async::AsyncPgConnection;
-use serde_json::json;
+use warden_core::templates::{StatusChange, StatusEvent};
 
 use super::ACTOR;
 use crate::events::TemplateEvent;
@@ -29,32 +30,39 @@ fn template_move(t: &TemplateEvent) -> TemplateMove<'_> {
     }
 }
 
+/// Store a template status event through the core's one template-status upsert (by the
+/// event's own time, one locale rule) inside the caller's transaction. Returns whether a
+/// stored template changed.
 pub(super) async fn apply_template(
     c: &mut AsyncPgConnection,
     t: &TemplateEvent,
 ) -> QueryResult<bool> {
-    let movement = template_move(t);
-    let (status, reason, only_from) = match movement {
+    let (status, reason, only_from) = match template_move(t) {
         TemplateMove::Set(status, reason) => (Some(status), reason, None),
         TemplateMove::Unarchive => (Some("APPROVED"), None, Some("ARCHIVED")),
         TemplateMove::Note => (None, None, None),
     };
     let platform_id = Some(t.template_id.as_str()).filter(|id| !id.is_empty() && *id != "0");
-    let rows = warden_core::templates::apply_status_change(
-        c,
-        &warden_core::templates::StatusChange {
+    let locales = [t.language.as_str()];
+    let event = StatusEvent {
+        event: &t.event,
+        language: &t.language,
+        reported_reason: t.reason.as_deref(),
+        reported_template_id: &t.template_id,
+        change: StatusChange {
             name: &t.name,
-            language: &t.language,
+            locales: &locales,
             status,
             reason,
             category: t.category.as_deref(),
             platform_id,
+            body_text: None,
             only_from,
             at: t.at,
         },
-    )
-    .await?;
-    if rows.is_empty() {
+    };
+    let changed = warden_core::templates::record_status_event(c, &event, ACTOR).await?;
+    if changed.is_empty() {
         tracing::info!(
             template = %t.name,
             language = %t.language,
@@ -63,23 +71,6 @@ pub(super) async fn apply_template(
         );
         return Ok(false);
     }
-    let entity = format!("{}:{}", t.name, t.language);
-    warden_store::audit::record(
-        c,
-        ACTOR,
-        "template_status_updated",
-        "template",
-        &entity,
-        json!({
-            "event": t.event,
-            "status": status,
-            "reason": t.reason,
-            "platform_id": t.template_id,
-            "template_ids": rows,
-            "event_at": t.at,
-        }),
-    )
-    .await?;
     tracing::info!(template = %t.name, language = %t.language, event = %t.event, "template status updated");
     Ok(true)
 }

@@ -1,0 +1,194 @@
+//! schedule_campaign: a template campaign recorded for a future time. The scheduler's
+//! fan-out sends it at `deliver_at`, each recipient through the one send path.
+
+use std::convert::Infallible;
+use std::sync::Arc;
+
+use chrono::{DateTime, SecondsFormat, Utc};
+use diesel::prelude::*;
+use diesel_async::RunQueryDsl;
+use futures::FutureExt;
+use serde_json::{Map, Value, json};
+use uuid::Uuid;
+use warden_store::schema::campaigns;
+use warden_store::tx::{Abort, transact};
+use warden_store::{DbError, PgPool};
+
+use crate::db::infallible;
+
+/// What kind of campaign it is (stored in lower case).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CampaignType {
+    Broadcast,
+    Marketing,
+    Utility,
+}
+
+impl CampaignType {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CampaignType::Broadcast => "broadcast",
+            CampaignType::Marketing => "marketing",
+            CampaignType::Utility => "utility",
+        }
+    }
+}
+
+/// Not one of broadcast, marketing, utility.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown campaign type {0:?}")]
+pub struct UnknownCampaignType(pub String);
+
+impl std::str::FromStr for CampaignType {
+    type Err = UnknownCampaignType;
+
+    /// Any case, surrounding spaces ignored.
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "broadcast" => Ok(CampaignType::Broadcast),
+            "marketing" => Ok(CampaignType::Marketing),
+            "utility" => Ok(CampaignType::Utility),
+            _ => Err(UnknownCampaignType(s.to_string())),
+        }
+    }
+}
+
+/// A campaign to schedule (arguments already checked for shape).
+#[derive(Debug, Clone)]
+pub struct NewCampaign {
+    pub name: String,
+    pub campaign_type: CampaignType,
+    pub template_name: String,
+    pub locale: String,
+    /// One value per placeholder, `{{1}}` first; used for every recipient.
+    pub variables: Vec<String>,
+    /// A valid `warden_rules::audience::AudienceFilter` object.
+    pub audience_filter: Value,
+    pub deliver_at: DateTime<Utc>,
+}
+
+/// Why a campaign was not scheduled. Nothing was written.
+#[derive(Debug, thiserror::Error)]
+pub enum ScheduleCampaignError {
+    #[error("there is no template {name} in locale {locale}")]
+    TemplateNotFound { name: String, locale: String },
+    #[error("template {name} ({locale}) is {status}, not APPROVED")]
+    TemplateNotApproved {
+        name: String,
+        locale: String,
+        status: String,
+    },
+    #[error("the variables do not match template {name}: {reason}")]
+    Variables { name: String, reason: String },
+    #[error(transparent)]
+    Db(#[from] DbError),
+}
+
+/// schedule_campaign: the template must exist in that locale and be APPROVED, and the
+/// variables must fit its body; then the campaign is stored `scheduled` with its audit row,
+/// in one transaction. Returns the new campaign's id.
+pub async fn schedule_campaign(
+    pg: &PgPool,
+    new: NewCampaign,
+    actor: &'static str,
+) -> Result<Uuid, ScheduleCampaignError> {
+    let template = {
+        let mut conn = pg.get().await.map_err(DbError::from)?;
+        crate::templates::find(&mut conn, &new.template_name, &new.locale)
+            .await
+            .map_err(DbError::from)?
+    };
+    let Some(template) = template else {
+        return Err(ScheduleCampaignError::TemplateNotFound {
+            name: new.template_name,
+            locale: new.locale,
+        });
+    };
+    if template.status != crate::templates::APPROVED {
+        return Err(ScheduleCampaignError::TemplateNotApproved {
+            name: new.template_name,
+            locale: new.locale,
+            status: template.status,
+        });
+    }
+    warden_rules::templates::validate_variables(&template.body_text, &new.variables).map_err(
+        |e| ScheduleCampaignError::Variables {
+            name: new.template_name.clone(),
+            reason: e.to_string(),
+        },
+    )?;
+    let id = Uuid::now_v7();
+    let new = Arc::new(new);
+    let written = transact(pg, "schedule_campaign", move |c| {
+        let new = Arc::clone(&new);
+        async move {
+            let variables: Map<String, Value> = new
+                .variables
+                .iter()
+                .enumerate()
+                .map(|(i, v)| ((i + 1).to_string(), Value::String(v.clone())))
+                .collect();
+            diesel::insert_into(campaigns::table)
+                .values((
+                    campaigns::id.eq(id),
+                    campaigns::name.eq(&new.name),
+                    campaigns::campaign_type.eq(new.campaign_type.as_str()),
+                    campaigns::status.eq("scheduled"),
+                    campaigns::deliver_at.eq(new.deliver_at),
+                    campaigns::template_name.eq(&new.template_name),
+                    campaigns::locale.eq(&new.locale),
+                    campaigns::variables.eq(Value::Object(variables)),
+                    campaigns::audience_filter.eq(&new.audience_filter),
+                ))
+                .execute(c)
+                .await?;
+            warden_store::audit::record(
+                c,
+                actor,
+                "campaign_scheduled",
+                "campaign",
+                &id.to_string(),
+                json!({
+                    "name": new.name,
+                    "type": new.campaign_type.as_str(),
+                    "template": new.template_name,
+                    "locale": new.locale,
+                    "deliver_at": new.deliver_at.to_rfc3339_opts(SecondsFormat::AutoSi, true),
+                    "audience_filter": new.audience_filter,
+                }),
+            )
+            .await?;
+            Ok::<_, Abort<Infallible>>(())
+        }
+        .boxed()
+    })
+    .await;
+    infallible(written)?;
+    tracing::info!(campaign_id = %id, "campaign scheduled");
+    Ok(id)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn campaign_types_parse_in_any_case() {
+        assert_eq!(
+            " Marketing ".parse::<CampaignType>(),
+            Ok(CampaignType::Marketing)
+        );
+        assert_eq!(
+            "BROADCAST".parse::<CampaignType>(),
+            Ok(CampaignType::Broadcast)
+        );
+        assert!("promo".parse::<CampaignType>().is_err());
+        for t in [
+            CampaignType::Broadcast,
+            CampaignType::Marketing,
+            CampaignType::Utility,
+        ] {
+            assert_eq!(t.as_str().parse::<CampaignType>(), Ok(t));
+        }
+    }
+}

@@ -1,0 +1,150 @@
+//! schedule_message: one message recorded `scheduled` for later. Only opt-out is checked
+//! now; the scheduler sends it at `deliver_at` through the one send path, which runs the
+//! full compliance decision again.
+
+use std::convert::Infallible;
+use std::sync::Arc;
+
+use chrono::{DateTime, SecondsFormat, Utc};
+use diesel::prelude::*;
+use diesel_async::RunQueryDsl;
+use futures::FutureExt;
+use serde_json::json;
+use uuid::Uuid;
+use warden_rules::compliance::Decision;
+use warden_rules::kinds::{ContentKind, MessageType, TemplateCategory};
+use warden_rules::phone::PhoneNumber;
+use warden_store::models::message_status;
+use warden_store::schema::messages;
+use warden_store::tx::Abort;
+use warden_store::{DbError, PgPool};
+
+use crate::SendKind;
+use crate::db::infallible;
+
+/// A message to schedule (arguments already checked for shape).
+#[derive(Debug, Clone)]
+pub struct ScheduleMessage {
+    pub phone: PhoneNumber,
+    pub channel: String,
+    pub kind: SendKind,
+    /// The caller's label, stored as given; the content decides the rules.
+    pub message_type: MessageType,
+    pub deliver_at: DateTime<Utc>,
+}
+
+/// Why a message was not scheduled. Nothing was written.
+#[derive(Debug, thiserror::Error)]
+pub enum ScheduleMessageError {
+    #[error("there is no template {name} in locale {locale}")]
+    TemplateNotFound { name: String, locale: String },
+    #[error("the variables do not match template {name}: {reason}")]
+    Variables { name: String, reason: String },
+    /// The customer opted out of what the content is (the refusal says what to do).
+    #[error("{}", .0.human_explanation)]
+    OptedOut(Decision),
+    #[error(transparent)]
+    Db(#[from] DbError),
+}
+
+/// schedule_message: a template must exist in its locale with variables that fit it; the
+/// content's category (text is free-form whatever `message_type` says, a template counts
+/// by its stored category) must not be one the customer opted out of. Then the customer
+/// (created on first sight), the `scheduled` message and its audit row are written in one
+/// transaction. Returns the message id.
+pub async fn schedule_message(
+    pg: &PgPool,
+    req: ScheduleMessage,
+    actor: &'static str,
+) -> Result<Uuid, ScheduleMessageError> {
+    let mut conn = pg.get().await.map_err(DbError::from)?;
+    let template_category = match &req.kind {
+        SendKind::Text { .. } => None,
+        SendKind::Template {
+            name,
+            locale,
+            variables,
+        } => {
+            let Some(t) = crate::templates::find(&mut conn, name, locale)
+                .await
+                .map_err(DbError::from)?
+            else {
+                return Err(ScheduleMessageError::TemplateNotFound {
+                    name: name.clone(),
+                    locale: locale.clone(),
+                });
+            };
+            warden_rules::templates::validate_variables(&t.body_text, variables).map_err(|e| {
+                ScheduleMessageError::Variables {
+                    name: name.clone(),
+                    reason: e.to_string(),
+                }
+            })?;
+            t.category.parse::<TemplateCategory>().ok()
+        }
+    };
+    let category = match template_category {
+        Some(t) => ContentKind::Template(t),
+        None => ContentKind::FreeForm,
+    }
+    .category();
+    // Opt-out is the one check at scheduling time; the rest runs at dispatch.
+    if let Some(customer) = crate::customers::find(&mut conn, &req.phone)
+        .await
+        .map_err(DbError::from)?
+        && let Some(refusal) = warden_rules::compliance::opt_out_refusal(
+            category,
+            !customer.opt_in_marketing,
+            !customer.opt_in_utility,
+        )
+    {
+        return Err(ScheduleMessageError::OptedOut(refusal));
+    }
+    let id = Uuid::now_v7();
+    let req = Arc::new(req);
+    let written = warden_store::tx::transact_on(&mut conn, "schedule_message", move |c| {
+        let req = Arc::clone(&req);
+        async move {
+            let (template_name, template_locale) = match &req.kind {
+                SendKind::Template { name, locale, .. } => (Some(name), Some(locale)),
+                SendKind::Text { .. } => (None, None),
+            };
+            crate::customers::ensure(c, &req.phone).await?;
+            diesel::insert_into(messages::table)
+                .values((
+                    messages::id.eq(id),
+                    messages::customer_phone.eq(req.phone.digits()),
+                    messages::channel.eq(&req.channel),
+                    messages::direction.eq("outbound"),
+                    messages::message_type.eq(req.message_type.as_str()),
+                    messages::category.eq(category.as_str()),
+                    messages::status.eq(message_status::SCHEDULED),
+                    messages::content.eq(req.kind.to_content()),
+                    messages::template_name.eq(template_name),
+                    messages::template_locale.eq(template_locale),
+                    messages::deliver_at.eq(req.deliver_at),
+                ))
+                .execute(c)
+                .await?;
+            warden_store::audit::record(
+                c,
+                actor,
+                "message_scheduled",
+                "message",
+                &id.to_string(),
+                json!({
+                    "customer": req.phone.digits(),
+                    "message_type": req.message_type.as_str(),
+                    "deliver_at": req.deliver_at.to_rfc3339_opts(SecondsFormat::AutoSi, true),
+                    "template": template_name,
+                }),
+            )
+            .await?;
+            Ok::<_, Abort<Infallible>>(())
+        }
+        .boxed()
+    })
+    .await;
+    infallible(written)?;
+    Ok(id)
+}

@@ -1,0 +1,45 @@
+//! The gateway's state: what every tool handler reaches through `self`. Built in
+//! [`crate::server`], which combines the tool routers.
+
+use std::sync::Arc;
+
+use rmcp::handler::server::router::tool::ToolRouter;
+use warden_core::Core;
+use warden_platform::PlatformClient;
+
+/// Who the gateway's audit rows and sends are attributed to.
+pub const ACTOR: &str = "mcp-gateway";
+
+pub(crate) struct Inner {
+    pub core: Core,
+    pub platform: PlatformClient,
+}
+
+/// The MCP server. Cheap to clone; one per session.
+#[derive(Clone)]
+pub struct Gateway {
+    pub(crate) inner: Arc<Inner>,
+    pub(crate) tool_router: ToolRouter<Gateway>,
+}
+
+impl Gateway {
+    pub(crate) fn core(&self) -> &Core {
+        &self.inner.core
+    }
+
+    pub(crate) fn platform(&self) -> &PlatformClient {
+        &self.inner.platform
+    }
+
+    /// The names of every tool, sorted (for tests and `--help`-style listings).
+    pub fn tool_names(&self) -> Vec<String> {
+        let mut names: Vec<String> = self
+            .tool_router
+            .list_all()
+            .into_iter()
+            .map(|t| t.name.to_string())
+            .collect();
+        names.sort();
+        names
+    }
+}
