@@ -16,7 +16,7 @@ use diesel::prelude::*;
 use diesel::upsert::excluded;
 use diesel_async::{AsyncConnection, AsyncPgConnection, RunQueryDsl};
 use indicatif::{ProgressBar, ProgressStyle};
-use warden_rules::import::{ImportError, ImportFormat, ImportRow, csv_rows, jsonl_rows};
+use warden_rules::import::{ImportError, ImportFormat, ImportRow, RowError, csv_rows, jsonl_rows};
 use warden_store::schema::customers;
 
 /// Rows per INSERT: large enough to amortise round trips, small enough for bounded memory.
@@ -96,7 +96,7 @@ pub async fn import_reader<R: Read>(
     let started = Instant::now();
     let mut summary = ImportSummary::default();
     let mut batch: Vec<(u64, ImportRow)> = Vec::with_capacity(BATCH);
-    let rows: Box<dyn Iterator<Item = (u64, Result<ImportRow, String>)>> = match format {
+    let rows: Box<dyn Iterator<Item = (u64, Result<ImportRow, RowError>)>> = match format {
         ImportFormat::Csv => Box::new(csv_rows(reader)?),
         ImportFormat::JsonLines => Box::new(jsonl_rows(reader)),
     };
