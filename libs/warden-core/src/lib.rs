@@ -7,10 +7,12 @@
 pub mod campaigns;
 pub mod conversations;
 pub mod customers;
+pub mod deps;
 pub mod inbound;
 pub mod knowledge;
 pub mod outcomes;
 pub mod platform_errors;
+pub mod policy_file;
 pub mod recheck;
 pub mod send;
 pub mod templates;
@@ -25,7 +27,6 @@ use warden_rules::compliance::{ComplianceInput, Decision, FrequencyStatus};
 use warden_rules::kinds::{Category, ContentKind};
 use warden_rules::phone::PhoneNumber;
 use warden_rules::policy::PolicySet;
-use warden_service::{Dependencies, RedisPool};
 use warden_settings::Settings;
 use warden_store::models::{Conversation, Customer};
 use warden_store::schema::message_frequencies;
@@ -34,6 +35,7 @@ use warden_store::{DbError, PgPool};
 use warden_stream::DeliveryStream;
 
 pub use conversations::{ConversationView, WindowCache};
+pub use deps::{Dependencies, RedisPool};
 pub use recheck::Recheck;
 pub use send::{Accepted, RefusalMode, SendError, SendKind, SendRequest};
 
