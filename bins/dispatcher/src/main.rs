@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 
 use clap::Parser;
-use warden_service::Needs;
+use warden_service::{Failure, Needs, StartError, exit};
 
 const BINARY: &str = "dispatcher";
 
@@ -17,6 +17,9 @@ struct Args {
     /// Optional TOML config file; environment variables override it.
     #[arg(long, env = "WARDEN_CONFIG")]
     config: Option<PathBuf>,
+    /// Print the effective settings (secrets redacted) and exit.
+    #[arg(long)]
+    print_config: bool,
 }
 
 fn dispatcher_variables() -> String {
@@ -30,14 +33,26 @@ fn dispatcher_variables() -> String {
 
 #[tokio::main]
 async fn main() {
-    let args = Args::parse();
-    let (settings, _telemetry) = warden_service::bootstrap(BINARY, args.config.as_deref());
-    // The dispatcher's own variables are checked before any dependency is reached.
-    if let Err(e) = warden_dispatcher::DispatcherConfig::from_env(&settings) {
-        warden_service::die(BINARY, warden_service::exit::CONFIG, e);
+    if let Err(e) = run(Args::parse()).await {
+        let code = match e.failure() {
+            Failure::Config => exit::CONFIG,
+            Failure::Dependency => exit::DEPENDENCY,
+        };
+        warden_service::report(BINARY, code, &e);
+        std::process::exit(code);
     }
+}
+
+async fn run(args: Args) -> Result<(), StartError> {
+    // The dispatcher's own variables are part of the settings: checked before any
+    // dependency is reached.
+    let settings = warden_service::load_settings(args.config.as_deref())?;
+    if args.print_config {
+        print!("{}", settings.print_config());
+        return Ok(());
+    }
+    let _telemetry = warden_service::telemetry(BINARY, &settings)?;
     let deps = warden_service::start(
-        BINARY,
         settings,
         Needs {
             // Redis is optional: the bucket falls back to a local limit while it is down
@@ -49,8 +64,6 @@ async fn main() {
             pool_size: 24,
         },
     )
-    .await;
-    if let Err(e) = warden_dispatcher::run(BINARY, deps).await {
-        warden_service::die(BINARY, warden_service::exit::DEPENDENCY, format!("{e:#}"));
-    }
+    .await?;
+    warden_dispatcher::run(deps).await
 }

@@ -5,7 +5,7 @@
 use std::path::PathBuf;
 
 use clap::Parser;
-use warden_service::Needs;
+use warden_service::{Failure, Needs, StartError, exit};
 
 const BINARY: &str = "mcp-gateway";
 
@@ -21,14 +21,31 @@ struct Args {
     /// Optional TOML config file; environment variables override it.
     #[arg(long, env = "WARDEN_CONFIG")]
     config: Option<PathBuf>,
+    /// Print the effective settings (secrets redacted) on stdout and exit (no MCP session).
+    #[arg(long)]
+    print_config: bool,
 }
 
 #[tokio::main]
 async fn main() {
-    let args = Args::parse();
-    let (settings, _telemetry) = warden_service::bootstrap(BINARY, args.config.as_deref());
+    if let Err(e) = run(Args::parse()).await {
+        let code = match e.failure() {
+            Failure::Config => exit::CONFIG,
+            Failure::Dependency => exit::DEPENDENCY,
+        };
+        warden_service::report(BINARY, code, &e);
+        std::process::exit(code);
+    }
+}
+
+async fn run(args: Args) -> Result<(), StartError> {
+    let settings = warden_service::load_settings(args.config.as_deref())?;
+    if args.print_config {
+        print!("{}", settings.print_config());
+        return Ok(());
+    }
+    let _telemetry = warden_service::telemetry(BINARY, &settings)?;
     let deps = warden_service::start(
-        BINARY,
         settings,
         Needs {
             redis: true,
@@ -36,8 +53,6 @@ async fn main() {
             pool_size: 8,
         },
     )
-    .await;
-    if let Err(e) = warden_gateway::run(deps).await {
-        warden_service::die(BINARY, warden_service::exit::DEPENDENCY, format!("{e:#}"));
-    }
+    .await?;
+    Ok(warden_gateway::run(deps).await?)
 }

@@ -5,8 +5,26 @@ use std::net::TcpListener;
 use std::process::ExitCode;
 use warden_sim::SimConfig;
 
+/// platform-sim: a local, in-memory stand-in for the messaging platform API (served under any `/vNN.0/` version prefix).
+#[derive(Parser)]
+#[command(name = "platform-sim", version, about, long_about = None)]
+struct Args {
+    #[command(flatten)]
+    config: SimConfig,
+    /// Print the effective settings (secrets redacted) and exit.
+    #[arg(long)]
+    print_config: bool,
+}
+
 fn main() -> ExitCode {
-    let config = SimConfig::parse();
+    let Args {
+        config,
+        print_config,
+    } = Args::parse();
+    if print_config {
+        print!("{}", config.print_config());
+        return ExitCode::SUCCESS;
+    }
     init_logging();
     // One crypto provider for every rustls user in the process (reqwest needs it).
     let _ = rustls::crypto::ring::default_provider().install_default();

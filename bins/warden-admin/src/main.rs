@@ -3,8 +3,8 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use clap::{Parser, Subcommand};
-use warden_service::{die, exit};
+use clap::{CommandFactory, Parser, Subcommand};
+use warden_service::{Failure, StartError, exit};
 
 const BINARY: &str = "warden-admin";
 
@@ -15,8 +15,11 @@ struct Args {
     /// Optional TOML config file; environment variables override it.
     #[arg(long, env = "WARDEN_CONFIG", global = true)]
     config: Option<PathBuf>,
+    /// Print the effective settings (secrets redacted) and exit.
+    #[arg(long)]
+    print_config: bool,
     #[command(subcommand)]
-    command: Command,
+    command: Option<Command>,
 }
 
 #[derive(Subcommand)]
@@ -56,32 +59,49 @@ enum PoliciesCommand {
 
 #[tokio::main]
 async fn main() {
-    let args = Args::parse();
-    if let Command::Policies {
+    if let Err(e) = run(Args::parse()).await {
+        let code = match e.failure() {
+            Failure::Config => exit::CONFIG,
+            Failure::Dependency => exit::DEPENDENCY,
+        };
+        warden_service::report(BINARY, code, &e);
+        std::process::exit(code);
+    }
+}
+
+async fn run(args: Args) -> Result<(), StartError> {
+    if let Some(Command::Policies {
         command: PoliciesCommand::Check { file },
-    } = &args.command
+    }) = &args.command
     {
         // Needs no settings or database: usable in CI on a policy change alone.
-        match warden_service::policies::load(file) {
-            Ok((_, seeds)) => {
-                for seed in &seeds {
-                    let state = if seed.enabled { "enabled" } else { "disabled" };
-                    eprintln!("{}: {} ({state})", seed.id, seed.policy_type);
-                }
-                eprintln!("{}: {} policies, valid", file.display(), seeds.len());
-                return;
-            }
-            Err(e) => die(BINARY, exit::CONFIG, e),
+        let (_, seeds) = warden_service::policies::load(file).map_err(StartError::config)?;
+        for seed in &seeds {
+            let state = if seed.enabled { "enabled" } else { "disabled" };
+            eprintln!("{}: {} ({state})", seed.id, seed.policy_type);
         }
+        eprintln!("{}: {} policies, valid", file.display(), seeds.len());
+        return Ok(());
     }
-    let (settings, _telemetry) = warden_service::bootstrap(BINARY, args.config.as_deref());
-    match args.command {
+    let settings = warden_service::load_settings(args.config.as_deref())?;
+    if args.print_config {
+        print!("{}", settings.print_config());
+        return Ok(());
+    }
+    let Some(command) = args.command else {
+        Args::command()
+            .error(
+                clap::error::ErrorKind::MissingSubcommand,
+                "a subcommand is required",
+            )
+            .exit();
+    };
+    let _telemetry = warden_service::telemetry(BINARY, &settings)?;
+    match command {
         Command::Migrate => {
             let (_, seeds) = warden_service::policies::load(&settings.policies_path)
-                .unwrap_or_else(|e| die(BINARY, exit::CONFIG, format!("POLICIES_PATH: {e}")));
-            let report = warden_store::prepare(&settings.database, seeds)
-                .await
-                .unwrap_or_else(|e| die(BINARY, exit::DEPENDENCY, e));
+                .map_err(StartError::Policies)?;
+            let report = warden_store::prepare(&settings.database, seeds).await?;
             eprintln!(
                 "database {} is up to date: {} migrations applied now, {} error codes, {} pricing rows, {} policies",
                 settings.database.display_target(),
@@ -95,7 +115,6 @@ async fn main() {
             command: CustomersCommand::Import { file },
         } => {
             let deps = warden_service::start(
-                BINARY,
                 settings,
                 warden_service::Needs {
                     redis: false,
@@ -103,20 +122,21 @@ async fn main() {
                     pool_size: 1,
                 },
             )
-            .await;
+            .await?;
             let mut conn = deps
                 .pg
                 .dedicated_connection()
                 .await
-                .unwrap_or_else(|e| die(BINARY, exit::DEPENDENCY, format!("postgres: {e}")));
+                .map_err(|e| anyhow::anyhow!("postgres: {e}"))?;
             let mut stderr = std::io::stderr();
-            match warden_import::import_file(&mut conn, &file, &mut stderr).await {
-                Ok(summary) => eprintln!("{}: {summary}", file.display()),
-                Err(e) => die(BINARY, exit::DEPENDENCY, format!("{}: {e}", file.display())),
-            }
+            let summary = warden_import::import_file(&mut conn, &file, &mut stderr)
+                .await
+                .map_err(|e| anyhow::anyhow!("{}: {e}", file.display()))?;
+            eprintln!("{}: {summary}", file.display());
             // Let the pool close its connections before exit.
             tokio::time::sleep(Duration::from_millis(10)).await;
         }
         Command::Policies { .. } => unreachable!("handled before settings are loaded"),
     }
+    Ok(())
 }

@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 
 use clap::Parser;
-use warden_service::Needs;
+use warden_service::{Failure, Needs, StartError, exit};
 
 const BINARY: &str = "webhook";
 
@@ -17,16 +17,33 @@ struct Args {
     /// Optional TOML config file; environment variables override it.
     #[arg(long, env = "WARDEN_CONFIG")]
     config: Option<PathBuf>,
+    /// Print the effective settings (secrets redacted) and exit.
+    #[arg(long)]
+    print_config: bool,
 }
 
 #[tokio::main]
 async fn main() {
-    let args = Args::parse();
-    let (settings, _telemetry) = warden_service::bootstrap(BINARY, args.config.as_deref());
+    if let Err(e) = run(Args::parse()).await {
+        let code = match e.failure() {
+            Failure::Config => exit::CONFIG,
+            Failure::Dependency => exit::DEPENDENCY,
+        };
+        warden_service::report(BINARY, code, &e);
+        std::process::exit(code);
+    }
+}
+
+async fn run(args: Args) -> Result<(), StartError> {
+    let settings = warden_service::load_settings(args.config.as_deref())?;
+    if args.print_config {
+        print!("{}", settings.print_config());
+        return Ok(());
+    }
+    let _telemetry = warden_service::telemetry(BINARY, &settings)?;
     // A configuration error (exit 2) is reported before any dependency is dialled.
-    warden_webhook::require_secret(BINARY, &settings);
+    warden_webhook::require_secret(&settings).map_err(StartError::config)?;
     let deps = warden_service::start(
-        BINARY,
         settings,
         Needs {
             redis: true,
@@ -38,8 +55,6 @@ async fn main() {
             pool_size: 2,
         },
     )
-    .await;
-    if let Err(e) = warden_webhook::run(BINARY, deps).await {
-        warden_service::die(BINARY, warden_service::exit::DEPENDENCY, format!("{e:#}"));
-    }
+    .await?;
+    warden_webhook::run(deps).await
 }

@@ -7,6 +7,7 @@ use std::sync::LazyLock;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
+use crate::deps::RedisPool;
 use chrono::{DateTime, TimeDelta, TimeZone, Utc};
 use diesel::prelude::*;
 use diesel_async::{AsyncPgConnection, RunQueryDsl};
@@ -14,7 +15,6 @@ use serde::Serialize;
 use uuid::Uuid;
 use warden_rules::phone::PhoneNumber;
 use warden_rules::window;
-use warden_service::RedisPool;
 use warden_store::models::Conversation;
 use warden_store::schema::conversations;
 

@@ -140,52 +140,19 @@ pub struct RetryPolicy {
 impl Default for RetryPolicy {
     /// The dispatcher's defaults.
     fn default() -> Self {
-        RetryPolicy {
-            max_attempts: 8,
-            backoff_base: Duration::from_secs(1),
-            backoff_cap: Duration::from_secs(300),
-        }
+        RetryPolicy::from_settings(&warden_settings::Dispatch::default())
     }
 }
 
 impl RetryPolicy {
-    /// The dispatcher's variables (`DISPATCH_MAX_ATTEMPTS`, `DISPATCH_BACKOFF_BASE`,
-    /// `DISPATCH_BACKOFF_CAP`), so both paths share one bound; `Err` names a bad one.
-    pub fn from_env() -> Result<Self, RetryPolicyError> {
-        Self::from_vars(|k| std::env::var(k).ok())
-    }
-
-    pub fn from_vars(get: impl Fn(&str) -> Option<String>) -> Result<Self, RetryPolicyError> {
-        let mut p = RetryPolicy::default();
-        let get = |k: &str| {
-            get(k)
-                .map(|v| v.trim().to_string())
-                .filter(|v| !v.is_empty())
-        };
-        if let Some(v) = get("DISPATCH_MAX_ATTEMPTS") {
-            p.max_attempts = v
-                .parse::<i32>()
-                .ok()
-                .filter(|n| *n >= 1)
-                .ok_or_else(|| RetryPolicyError::MaxAttempts(v.clone()))?;
+    /// The dispatcher's knobs (`DISPATCH_MAX_ATTEMPTS`, `DISPATCH_BACKOFF_BASE`,
+    /// `DISPATCH_BACKOFF_CAP`, validated by the settings tree), so both paths share one bound.
+    pub fn from_settings(dispatch: &warden_settings::Dispatch) -> Self {
+        RetryPolicy {
+            max_attempts: dispatch.max_attempts,
+            backoff_base: dispatch.backoff_base,
+            backoff_cap: dispatch.backoff_cap,
         }
-        for (k, d) in [
-            ("DISPATCH_BACKOFF_BASE", &mut p.backoff_base),
-            ("DISPATCH_BACKOFF_CAP", &mut p.backoff_cap),
-        ] {
-            if let Some(v) = get(k) {
-                *d = warden_settings::parse_duration(&v).map_err(|e| {
-                    RetryPolicyError::Duration {
-                        variable: k,
-                        reason: e.to_string(),
-                    }
-                })?;
-            }
-        }
-        if p.backoff_cap < p.backoff_base {
-            return Err(RetryPolicyError::CapBelowBase);
-        }
-        Ok(p)
     }
 
     /// The `n`th retry's delay (1-based): exponential with equal jitter, between half and
@@ -344,28 +311,31 @@ mod tests {
 
     #[test]
     fn retry_policy_reads_the_dispatchers_variables() {
-        let vars = |pairs: &'static [(&'static str, &'static str)]| {
-            move |k: &str| {
-                pairs
-                    .iter()
-                    .find(|(n, _)| *n == k)
-                    .map(|(_, v)| v.to_string())
-            }
+        let settings = |pairs: &[(&str, &str)]| {
+            let env = pairs
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect();
+            warden_settings::Settings::from_sources(None, &env)
         };
         assert_eq!(
-            RetryPolicy::from_vars(vars(&[])).unwrap(),
+            RetryPolicy::from_settings(&settings(&[]).unwrap().dispatch),
             RetryPolicy::default()
         );
-        let p = RetryPolicy::from_vars(vars(&[
-            ("DISPATCH_MAX_ATTEMPTS", "3"),
-            ("DISPATCH_BACKOFF_BASE", "100ms"),
-            ("DISPATCH_BACKOFF_CAP", "1s"),
-        ]))
-        .unwrap();
+        assert_eq!(RetryPolicy::default().max_attempts, 8);
+        let p = RetryPolicy::from_settings(
+            &settings(&[
+                ("DISPATCH_MAX_ATTEMPTS", "3"),
+                ("DISPATCH_BACKOFF_BASE", "100ms"),
+                ("DISPATCH_BACKOFF_CAP", "1s"),
+            ])
+            .unwrap()
+            .dispatch,
+        );
         assert_eq!(p.max_attempts, 3);
         assert_eq!(p.backoff(1, 0.0), Duration::from_millis(50));
         assert_eq!(p.backoff(1, 1.0), Duration::from_millis(100));
         assert_eq!(p.backoff(20, 1.0), Duration::from_secs(1));
-        assert!(RetryPolicy::from_vars(vars(&[("DISPATCH_MAX_ATTEMPTS", "0")])).is_err());
+        assert!(settings(&[("DISPATCH_MAX_ATTEMPTS", "0")]).is_err());
     }
 }

@@ -103,7 +103,7 @@ impl SendKind {
                 check(locale, TextKind::Plain)
                     .map_err(|e| SendError::InvalidArgument(format!("the locale {e}")))?;
                 warden_rules::templates::check_parameters(variables)
-                    .map_err(SendError::InvalidVariables)
+                    .map_err(|e| SendError::InvalidVariables(e.to_string()))
             }
         }
     }
@@ -523,7 +523,7 @@ impl Core {
             });
         }
         warden_rules::templates::validate_variables(&template.body_text, variables)
-            .map_err(SendError::InvalidVariables)?;
+            .map_err(|e| SendError::InvalidVariables(e.to_string()))?;
         let category = template.category.parse::<TemplateCategory>().map_err(|e| {
             SendError::InvalidArgument(format!("template `{name}` has a bad category: {e}"))
         })?;

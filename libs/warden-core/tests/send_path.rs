@@ -7,12 +7,12 @@ use std::time::Duration;
 use chrono::{TimeDelta, Utc};
 use diesel::prelude::*;
 use diesel_async::RunQueryDsl;
+use warden_core::Dependencies;
 use warden_core::customers::{self, OptScope};
 use warden_core::{Core, RefusalMode, SendError, SendKind, SendRequest, conversations};
 use warden_rules::keywords::OptChange;
 use warden_rules::kinds::MessageType;
 use warden_rules::phone::{PhoneNumber, canonicalize};
-use warden_service::Dependencies;
 use warden_store::schema::{audit_logs, messages, templates};
 use warden_store::testing::TestDatabase;
 
@@ -52,7 +52,7 @@ impl Drop for Harness {
 }
 
 async fn harness(with_nats: bool, redis_addr: Option<&str>) -> Harness {
-    warden_service::install_crypto_provider();
+    warden_telemetry::install_crypto_provider();
     let db = TestDatabase::create();
     let mut settings = db.settings.clone();
     let stream_name = format!("T_{}", uuid::Uuid::new_v4().simple()).to_uppercase();
@@ -67,7 +67,7 @@ async fn harness(with_nats: bool, redis_addr: Option<&str>) -> Harness {
     let pg = warden_store::connect(&settings.database, 12, Duration::from_secs(5))
         .await
         .unwrap();
-    let redis = warden_service::redis_pool::connect(&settings.redis, Duration::from_millis(100))
+    let redis = warden_core::deps::connect_redis(&settings.redis, Duration::from_millis(100))
         .await
         .ok();
     let stream = if with_nats {

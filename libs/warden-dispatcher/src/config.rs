@@ -1,67 +1,13 @@
-//! The dispatcher's knobs: RATE_LIMIT_MPS from the settings tree, the rest from its own
-//! environment variables (all optional, defaults below).
+//! The dispatcher's run-time configuration: its knobs come from the settings tree
+//! (`warden_settings::Dispatch`, validated when the process loads its settings), plus what
+//! only a running replica has (its owner id, the consumer name).
 
-use std::collections::HashMap;
 use std::time::Duration;
 
-use warden_settings::{Settings, parse_duration};
+use warden_settings::Settings;
 
 /// Environment variables the dispatcher reads besides the shared settings.
-pub const VARIABLES: &[(&str, &str)] = &[
-    (
-        "DISPATCHER_REPLICAS",
-        "replicas sharing the bucket; the Redis-down fallback limits each to RATE_LIMIT_MPS / replicas (default 1)",
-    ),
-    (
-        "DISPATCH_CONCURRENCY",
-        "messages processed at once per replica (default 64)",
-    ),
-    (
-        "PAIR_RATE_INTERVAL",
-        "at most one message per recipient per interval; later ones are held, not failed (default 6s; 0 disables)",
-    ),
-    (
-        "DISPATCH_MAX_ATTEMPTS",
-        "platform calls per message before a retryable error ends it `failed` (default 8)",
-    ),
-    (
-        "DISPATCH_LEASE",
-        "how long a claimed message counts as in flight; never less than PLATFORM_TIMEOUT + 5s, so a live call always holds its claim (default 60s)",
-    ),
-    (
-        "DISPATCH_ACK_WAIT",
-        "JetStream ack wait of the consumer (default 30s)",
-    ),
-    (
-        "DISPATCH_MAX_ACK_PENDING",
-        "JetStream max ack pending of the consumer (default 1000)",
-    ),
-    (
-        "DISPATCH_BACKOFF_BASE",
-        "first retry delay; doubles per retry, with jitter (default 1s)",
-    ),
-    ("DISPATCH_BACKOFF_CAP", "longest retry delay (default 5m)"),
-    (
-        "DISPATCH_UNKNOWN_SETTLE",
-        "outcome unknown (a timeout, or a claim whose dispatcher died): wait at least this long for its status webhook before sending again (default 30s)",
-    ),
-    (
-        "DISPATCH_UNKNOWN_MAX_WAIT",
-        "an unknown outcome is resent once later status webhooks arrived without its own; with no such evidence, after this long once webhooks are quiet (default 15m)",
-    ),
-    (
-        "DISPATCH_SWEEP_INTERVAL",
-        "how often each replica sweeps `sending` rows whose lease ended and settles them by the same rule, also when no stream message drives them any more (default 5s; 0 disables)",
-    ),
-    (
-        "DISPATCH_DRAIN_TIMEOUT",
-        "on SIGTERM, how long in-flight sends may take to finish (default 20s)",
-    ),
-    (
-        "PLATFORM_TIMEOUT",
-        "whole-request timeout of a platform call (default 10s)",
-    ),
-];
+pub use warden_settings::DISPATCH_VARIABLES as VARIABLES;
 
 /// A claim outlives its platform call by at least this much (claim to call, recording).
 pub const LEASE_MARGIN: Duration = Duration::from_secs(5);
@@ -99,103 +45,37 @@ pub struct DispatcherConfig {
 }
 
 impl DispatcherConfig {
-    /// Defaults with RATE_LIMIT_MPS from `settings`.
+    /// The documented defaults with RATE_LIMIT_MPS from `settings` (tests start here).
     pub fn defaults(settings: &Settings) -> Self {
+        Self::with(settings, &warden_settings::Dispatch::default())
+    }
+
+    /// The knobs `settings` carries (defaults, config file, environment).
+    pub fn from_settings(settings: &Settings) -> Self {
+        Self::with(settings, &settings.dispatch)
+    }
+
+    fn with(settings: &Settings, d: &warden_settings::Dispatch) -> Self {
         Self {
             mps: settings.rate_limit_mps,
-            replicas: 1,
-            concurrency: 64,
-            pair_interval: Duration::from_secs(6),
-            max_attempts: 8,
-            lease: Duration::from_secs(60),
-            ack_wait: Duration::from_secs(30),
-            max_ack_pending: 1000,
-            backoff_base: Duration::from_secs(1),
-            backoff_cap: Duration::from_secs(300),
-            unknown_settle: Duration::from_secs(30),
-            unknown_max_wait: Duration::from_secs(900),
-            sweep_interval: Duration::from_secs(5),
-            drain_timeout: Duration::from_secs(20),
-            platform_timeout: Duration::from_secs(10),
+            replicas: d.replicas,
+            concurrency: d.concurrency,
+            pair_interval: d.pair_interval,
+            max_attempts: d.max_attempts,
+            lease: d.lease,
+            ack_wait: d.ack_wait,
+            max_ack_pending: d.max_ack_pending,
+            backoff_base: d.backoff_base,
+            backoff_cap: d.backoff_cap,
+            unknown_settle: d.unknown_settle,
+            unknown_max_wait: d.unknown_max_wait,
+            sweep_interval: d.sweep_interval,
+            drain_timeout: d.drain_timeout,
+            platform_timeout: d.platform_timeout,
             bucket_channel: None,
             consumer: CONSUMER_NAME.to_owned(),
-            owner: default_owner(),
+            owner: default_owner(settings.hostname.as_deref()),
         }
-    }
-
-    /// Defaults overridden by the process environment; `Err` names the bad variable.
-    pub fn from_env(settings: &Settings) -> Result<Self, String> {
-        let env: HashMap<String, String> = std::env::vars().collect();
-        Self::from_vars(settings, &env)
-    }
-
-    pub fn from_vars(settings: &Settings, env: &HashMap<String, String>) -> Result<Self, String> {
-        let mut c = Self::defaults(settings);
-        let get = |k: &str| env.get(k).map(|v| v.trim()).filter(|v| !v.is_empty());
-        let duration = |k: &str, d: &mut Duration| -> Result<(), String> {
-            if let Some(v) = get(k) {
-                *d = parse_duration(v).map_err(|e| format!("{k}: {e}"))?;
-            }
-            Ok(())
-        };
-        fn number<T: std::str::FromStr + PartialOrd>(
-            k: &str,
-            raw: Option<&str>,
-            min: T,
-            out: &mut T,
-        ) -> Result<(), String> {
-            if let Some(v) = raw {
-                match v.parse::<T>() {
-                    Ok(n) if n >= min => *out = n,
-                    _ => return Err(format!("{k}: `{v}` is not a whole number in range")),
-                }
-            }
-            Ok(())
-        }
-        c.replicas = warden_ratelimit::parse_replicas(get("DISPATCHER_REPLICAS"))?;
-        number(
-            "DISPATCH_CONCURRENCY",
-            get("DISPATCH_CONCURRENCY"),
-            1,
-            &mut c.concurrency,
-        )?;
-        number(
-            "DISPATCH_MAX_ATTEMPTS",
-            get("DISPATCH_MAX_ATTEMPTS"),
-            1,
-            &mut c.max_attempts,
-        )?;
-        number(
-            "DISPATCH_MAX_ACK_PENDING",
-            get("DISPATCH_MAX_ACK_PENDING"),
-            1,
-            &mut c.max_ack_pending,
-        )?;
-        duration("PAIR_RATE_INTERVAL", &mut c.pair_interval)?;
-        duration("DISPATCH_LEASE", &mut c.lease)?;
-        duration("DISPATCH_ACK_WAIT", &mut c.ack_wait)?;
-        duration("DISPATCH_BACKOFF_BASE", &mut c.backoff_base)?;
-        duration("DISPATCH_BACKOFF_CAP", &mut c.backoff_cap)?;
-        duration("DISPATCH_UNKNOWN_SETTLE", &mut c.unknown_settle)?;
-        duration("DISPATCH_UNKNOWN_MAX_WAIT", &mut c.unknown_max_wait)?;
-        duration("DISPATCH_SWEEP_INTERVAL", &mut c.sweep_interval)?;
-        duration("DISPATCH_DRAIN_TIMEOUT", &mut c.drain_timeout)?;
-        duration("PLATFORM_TIMEOUT", &mut c.platform_timeout)?;
-        if c.ack_wait < Duration::from_secs(1) {
-            return Err("DISPATCH_ACK_WAIT: must be at least 1s".into());
-        }
-        if c.lease < Duration::from_secs(1) {
-            return Err("DISPATCH_LEASE: must be at least 1s".into());
-        }
-        if c.platform_timeout.is_zero() {
-            return Err("PLATFORM_TIMEOUT: must be more than 0".into());
-        }
-        if c.backoff_cap < c.backoff_base {
-            return Err(
-                "DISPATCH_BACKOFF_CAP: must not be shorter than DISPATCH_BACKOFF_BASE".into(),
-            );
-        }
-        Ok(c)
     }
 
     /// The lease a claim takes: DISPATCH_LEASE, but never shorter than a whole platform
@@ -222,10 +102,9 @@ impl DispatcherConfig {
 }
 
 /// `<host>-<pid>-<random>`: unique per process, readable in `lease_owner`.
-fn default_owner() -> String {
-    let host = std::env::var("HOSTNAME")
-        .ok()
-        .filter(|h| !h.is_empty())
+fn default_owner(hostname: Option<&str>) -> String {
+    let host = hostname
+        .map(str::to_owned)
         .or_else(|| {
             std::fs::read_to_string("/proc/sys/kernel/hostname")
                 .ok()
@@ -241,22 +120,21 @@ fn default_owner() -> String {
 
 #[cfg(test)]
 mod tests {
+    use std::collections::HashMap;
+
     use super::*;
 
-    fn settings() -> Settings {
-        Settings::from_sources(None, &HashMap::new()).unwrap()
-    }
-
-    fn vars(pairs: &[(&str, &str)]) -> HashMap<String, String> {
-        pairs
+    fn config(pairs: &[(&str, &str)]) -> DispatcherConfig {
+        let env: HashMap<String, String> = pairs
             .iter()
             .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect()
+            .collect();
+        DispatcherConfig::from_settings(&Settings::from_sources(None, &env).unwrap())
     }
 
     #[test]
     fn defaults_follow_the_brief() {
-        let c = DispatcherConfig::from_vars(&settings(), &HashMap::new()).unwrap();
+        let c = config(&[]);
         assert_eq!(c.mps, 80);
         assert_eq!(c.replicas, 1);
         assert_eq!(c.pair_interval, Duration::from_secs(6));
@@ -270,40 +148,25 @@ mod tests {
 
     #[test]
     fn a_claim_always_outlives_its_call() {
-        let c = DispatcherConfig::from_vars(
-            &settings(),
-            &vars(&[("DISPATCH_LEASE", "2s"), ("PLATFORM_TIMEOUT", "10s")]),
-        )
-        .unwrap();
+        let c = config(&[("DISPATCH_LEASE", "2s"), ("PLATFORM_TIMEOUT", "10s")]);
         assert_eq!(c.claim_lease(), Duration::from_secs(15));
-        let c =
-            DispatcherConfig::from_vars(&settings(), &vars(&[("DISPATCH_LEASE", "90s")])).unwrap();
+        let c = config(&[("DISPATCH_LEASE", "90s")]);
         assert_eq!(c.claim_lease(), Duration::from_secs(90));
     }
 
     #[test]
-    fn overrides_and_bad_values() {
-        let c = DispatcherConfig::from_vars(
-            &settings(),
-            &vars(&[
-                ("PAIR_RATE_INTERVAL", "0"),
-                ("DISPATCH_MAX_ATTEMPTS", "3"),
-                ("DISPATCHER_REPLICAS", "2"),
-                ("DISPATCH_BACKOFF_BASE", "100ms"),
-            ]),
-        )
-        .unwrap();
+    fn overrides_come_from_the_settings_tree() {
+        let c = config(&[
+            ("PAIR_RATE_INTERVAL", "0"),
+            ("DISPATCH_MAX_ATTEMPTS", "3"),
+            ("DISPATCHER_REPLICAS", "2"),
+            ("DISPATCH_BACKOFF_BASE", "100ms"),
+            ("HOSTNAME", "node-7"),
+        ]);
         assert_eq!(c.pair_interval, Duration::ZERO);
         assert_eq!(c.max_attempts, 3);
         assert_eq!(c.replicas, 2);
         assert_eq!(c.backoff_base, Duration::from_millis(100));
-        let err =
-            DispatcherConfig::from_vars(&settings(), &vars(&[("DISPATCH_MAX_ATTEMPTS", "0")]))
-                .unwrap_err();
-        assert!(err.starts_with("DISPATCH_MAX_ATTEMPTS"), "{err}");
-        let err =
-            DispatcherConfig::from_vars(&settings(), &vars(&[("PAIR_RATE_INTERVAL", "soon")]))
-                .unwrap_err();
-        assert!(err.starts_with("PAIR_RATE_INTERVAL"), "{err}");
+        assert!(c.owner.starts_with("node-7-"), "{}", c.owner);
     }
 }

@@ -33,7 +33,7 @@ use futures::StreamExt;
 use tokio::sync::Semaphore;
 use tokio::task::{JoinHandle, JoinSet};
 use warden_ratelimit::{PairLimiter, TokenBucket};
-use warden_service::{Dependencies, admin};
+use warden_service::{Dependencies, StartError, admin};
 use warden_stream::DeliveryStream;
 
 pub use config::{CONSUMER_NAME, DispatcherConfig, VARIABLES};
@@ -349,7 +349,7 @@ fn health_check(deps: &Dependencies) -> admin::HealthCheck {
             (pg.as_ref())().await?;
             match nats.as_ref().map(|c| c.connection_state()) {
                 Some(async_nats::connection::State::Connected) => Ok(()),
-                Some(state) => Err(format!("nats: {state:?}")),
+                Some(state) => Err(format!("nats: {state:?}").into()),
                 None => Err("nats: not configured".into()),
             }
         })
@@ -357,15 +357,16 @@ fn health_check(deps: &Dependencies) -> admin::HealthCheck {
 }
 
 /// Serve `/health` and `/metrics`, dispatch until SIGTERM/SIGINT, then stop cleanly.
-pub async fn run(binary: &'static str, deps: Dependencies) -> anyhow::Result<()> {
-    let settings = deps.settings.clone();
-    let config = DispatcherConfig::from_env(&settings)
-        .unwrap_or_else(|e| warden_service::die(binary, warden_service::exit::CONFIG, e));
+pub async fn run(deps: Dependencies) -> Result<(), StartError> {
     let listener = admin::bind(
-        binary,
         "ADMIN_HTTP_PORT",
-        settings.admin_port.unwrap_or(DEFAULT_ADMIN_PORT),
-    );
+        deps.settings.admin_port.unwrap_or(DEFAULT_ADMIN_PORT),
+    )?;
+    serve(listener, deps).await.map_err(StartError::Failed)
+}
+
+async fn serve(listener: std::net::TcpListener, deps: Dependencies) -> anyhow::Result<()> {
+    let config = DispatcherConfig::from_settings(&deps.settings);
     tracing::info!(addr = %listener.local_addr()?, "admin HTTP listening");
     let server = admin::serve(listener, health_check(&deps))?;
     let handle = server.handle();

@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 use chrono::{SecondsFormat, TimeZone, Utc};
 use serde::Serialize;
 
-use crate::health::{CALL_TIMEOUT, Health};
+use crate::health::{Health, RedisCallError, timed};
 use crate::metrics::WAIT_SECONDS;
 use crate::{RateLimitError, RedisPool, bucket_key};
 
@@ -109,23 +109,16 @@ pub async fn state(
         ));
     }
     let key = bucket_key(channel);
-    let call = async {
-        let mut conn = redis.get().await.map_err(|e| e.to_string())?;
-        PEEK.key(&key)
+    let reply = timed(async {
+        let mut conn = redis.get().await?;
+        Ok(PEEK
+            .key(&key)
             .arg(mps)
             .invoke_async::<Vec<i64>>(&mut *conn)
-            .await
-            .map_err(|e| e.to_string())
-    };
-    let reply = match tokio::time::timeout(CALL_TIMEOUT, call).await {
-        Ok(Ok(r)) => r,
-        Ok(Err(e)) => return Err(RateLimitError::Unavailable(e)),
-        Err(_) => {
-            return Err(RateLimitError::Unavailable(format!(
-                "no answer within {CALL_TIMEOUT:?}"
-            )));
-        }
-    };
+            .await?)
+    })
+    .await
+    .map_err(|e| RateLimitError::Unavailable(e.to_string()))?;
     let [_exists, tokens_milli, used, last_ms, _now_ms] = reply[..] else {
         return Err(RateLimitError::Unavailable(format!(
             "unexpected script reply {reply:?}"
@@ -346,7 +339,7 @@ impl TokenBucket {
             match self.take_redis(pool, want).await {
                 Ok(take) => return take,
                 Err(reason) => {
-                    self.inner.health.failed(&reason);
+                    self.inner.health.failed(&reason.to_string());
                 }
             }
         }
@@ -377,27 +370,29 @@ impl TokenBucket {
         self.inner.local.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    async fn take_redis(&self, pool: &RedisPool, want: u32) -> Result<(u32, Duration), String> {
-        let call = async {
-            let mut conn = pool.get().await.map_err(|e| e.to_string())?;
-            TAKE.key(&self.inner.key)
+    async fn take_redis(
+        &self,
+        pool: &RedisPool,
+        want: u32,
+    ) -> Result<(u32, Duration), RedisCallError> {
+        let reply = timed(async {
+            let mut conn = pool.get().await?;
+            Ok(TAKE
+                .key(&self.inner.key)
                 .arg(self.inner.mps)
                 .arg(KEY_TTL_MS)
                 .arg(want)
                 .invoke_async::<Vec<i64>>(&mut *conn)
-                .await
-                .map_err(|e| e.to_string())
-        };
-        let reply = tokio::time::timeout(CALL_TIMEOUT, call)
-            .await
-            .map_err(|_| format!("no answer within {CALL_TIMEOUT:?}"))??;
+                .await?)
+        })
+        .await?;
         match reply[..] {
             [0, wait_us, ..] => Ok((0, Duration::from_micros(wait_us.max(1) as u64))),
             [granted, ..] if granted > 0 => Ok((
                 u32::try_from(granted).unwrap_or(1).min(want),
                 Duration::ZERO,
             )),
-            _ => Err(format!("unexpected script reply {reply:?}")),
+            _ => Err(RedisCallError::Reply(reply)),
         }
     }
 }

@@ -107,17 +107,33 @@ async fn probe(health: Weak<Health>) {
     }
 }
 
-pub(crate) async fn ping(pool: &RedisPool) -> Result<(), String> {
-    let attempt = async {
-        let mut conn = pool.get().await.map_err(|e| e.to_string())?;
-        redis::cmd("PING")
-            .query_async::<String>(&mut *conn)
-            .await
-            .map(|_| ())
-            .map_err(|e| e.to_string())
-    };
-    match tokio::time::timeout(CALL_TIMEOUT, attempt).await {
-        Ok(r) => r,
-        Err(_) => Err(format!("no answer within {CALL_TIMEOUT:?}")),
-    }
+/// Why a call to Redis failed (the limiters then fall back).
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum RedisCallError {
+    #[error("{0}")]
+    Pool(#[from] bb8::RunError<redis::RedisError>),
+    #[error("{0}")]
+    Redis(#[from] redis::RedisError),
+    #[error("no answer within {0:?}")]
+    Timeout(Duration),
+    #[error("unexpected script reply {0:?}")]
+    Reply(Vec<i64>),
+}
+
+/// Run `call` with the limiters' [`CALL_TIMEOUT`].
+pub(crate) async fn timed<T>(
+    call: impl std::future::Future<Output = Result<T, RedisCallError>>,
+) -> Result<T, RedisCallError> {
+    tokio::time::timeout(CALL_TIMEOUT, call)
+        .await
+        .map_err(|_| RedisCallError::Timeout(CALL_TIMEOUT))?
+}
+
+pub(crate) async fn ping(pool: &RedisPool) -> Result<(), RedisCallError> {
+    timed(async {
+        let mut conn = pool.get().await?;
+        redis::cmd("PING").query_async::<String>(&mut *conn).await?;
+        Ok(())
+    })
+    .await
 }

@@ -25,12 +25,8 @@ use std::time::Duration;
 pub use bucket::{BucketState, Take, TokenBucket, state};
 pub use pair::PairLimiter;
 
-/// The Redis pool type Warden's processes share (same as `warden_service::RedisPool`).
+/// The Redis pool type Warden's processes share (same as `warden_core::RedisPool`).
 pub type RedisPool = bb8::Pool<bb8_redis::RedisConnectionManager>;
-
-/// Environment variable naming how many dispatcher replicas share the bucket; the local
-/// fallback bucket of each gets `MPS / replicas`.
-pub const REPLICAS_VAR: &str = "DISPATCHER_REPLICAS";
 
 /// The Redis key of a channel's bucket.
 pub fn bucket_key(channel: &str) -> String {
@@ -65,24 +61,6 @@ pub fn lazy_pool(redis_url: &str) -> Result<RedisPool, RateLimitError> {
         .build_unchecked(manager))
 }
 
-/// `DISPATCHER_REPLICAS` as a number >= 1 (default 1); `Err` names the bad value.
-pub fn parse_replicas(raw: Option<&str>) -> Result<u32, String> {
-    match raw.map(str::trim).filter(|s| !s.is_empty()) {
-        None => Ok(1),
-        Some(s) => match s.parse::<u32>() {
-            Ok(n) if n >= 1 => Ok(n),
-            _ => Err(format!(
-                "{REPLICAS_VAR}: `{s}` is not a whole number of at least 1"
-            )),
-        },
-    }
-}
-
-/// [`parse_replicas`] of the process environment.
-pub fn replicas_from_env() -> Result<u32, String> {
-    parse_replicas(std::env::var(REPLICAS_VAR).ok().as_deref())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -94,18 +72,5 @@ mod tests {
             pair_key("whatsapp", "628123"),
             "warden:pair:whatsapp:628123"
         );
-    }
-
-    #[test]
-    fn replicas_parse() {
-        assert_eq!(parse_replicas(None), Ok(1));
-        assert_eq!(parse_replicas(Some(" ")), Ok(1));
-        assert_eq!(parse_replicas(Some("3")), Ok(3));
-        assert!(
-            parse_replicas(Some("0"))
-                .unwrap_err()
-                .contains("DISPATCHER_REPLICAS")
-        );
-        assert!(parse_replicas(Some("two")).is_err());
     }
 }

@@ -9,7 +9,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, LazyLock, Mutex};
 use std::time::{Duration, Instant};
 
-use crate::health::{CALL_TIMEOUT, Health};
+use crate::health::{Health, RedisCallError, timed};
 use crate::{RedisPool, TokenBucket, pair_key};
 
 /// KEYS[1] slot; ARGV[1] holder; ARGV[2] interval ms. Returns 0 when taken, else the ms
@@ -110,7 +110,7 @@ impl PairLimiter {
                 Ok(0) => return Ok(()),
                 Ok(wait) => return Err(Duration::from_millis(wait.max(1) as u64)),
                 Err(reason) => {
-                    self.inner.health.failed(&reason);
+                    self.inner.health.failed(&reason.to_string());
                 }
             }
         }
@@ -122,7 +122,7 @@ impl PairLimiter {
         if let Some(pool) = self.inner.health.redis() {
             let key = pair_key(&self.inner.channel, recipient);
             if let Err(reason) = call(pool, &RELEASE, &key, holder, 0).await {
-                self.inner.health.failed(&reason);
+                self.inner.health.failed(&reason.to_string());
             } else {
                 return;
             }
@@ -141,7 +141,7 @@ impl PairLimiter {
             match call(pool, &BACK_OFF, &key, holder, duration_ms(for_at_least)).await {
                 Ok(_) => return,
                 Err(reason) => {
-                    self.inner.health.failed(&reason);
+                    self.inner.health.failed(&reason.to_string());
                 }
             }
         }
@@ -190,20 +190,17 @@ async fn call(
     key: &str,
     holder: &str,
     ms: u64,
-) -> Result<i64, String> {
-    let fut = async {
-        let mut conn = pool.get().await.map_err(|e| e.to_string())?;
-        script
+) -> Result<i64, RedisCallError> {
+    timed(async {
+        let mut conn = pool.get().await?;
+        Ok(script
             .key(key)
             .arg(holder)
             .arg(ms)
             .invoke_async::<i64>(&mut *conn)
-            .await
-            .map_err(|e| e.to_string())
-    };
-    tokio::time::timeout(CALL_TIMEOUT, fut)
-        .await
-        .map_err(|_| format!("no answer within {CALL_TIMEOUT:?}"))?
+            .await?)
+    })
+    .await
 }
 
 #[cfg(test)]

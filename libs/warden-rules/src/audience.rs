@@ -13,7 +13,7 @@
 use chrono::{DateTime, TimeDelta, Utc};
 use serde::{Deserialize, Serialize};
 
-use crate::phone::{PhoneNumber, canonicalize};
+use crate::phone::{PhoneError, PhoneNumber, canonicalize};
 
 /// Which opt-in a recipient must have.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
@@ -53,7 +53,44 @@ struct RawFilter {
 }
 
 /// Why `""`, `"null"` and `null` are not filters.
-const NOT_A_FILTER: &str = "audience_filter is empty or null, which selects nobody; leave audience_filter out (or pass {}) for every customer";
+/// Why an audience filter is refused; the text says what to fix.
+// Each variant is documented by its message.
+#[allow(missing_docs)]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum AudienceError {
+    #[error(
+        "audience_filter is empty or null, which selects nobody; leave audience_filter out (or pass {{}}) for every customer"
+    )]
+    NotAFilter,
+    #[error("audience_filter is not valid JSON: {0}")]
+    NotJson(String),
+    #[error("audience_filter must be a JSON object")]
+    NotAnObject,
+    #[error("audience_filter has unknown key {key:?}; allowed keys: {}", KEYS.join(", "))]
+    UnknownKey { key: String },
+    #[error("audience_filter.{key} is null; leave the key out rather than set it to null")]
+    NullKey { key: String },
+    #[error(
+        "audience_filter.{key} is an empty list: an empty list selects nobody; leave the key out"
+    )]
+    EmptyList { key: String },
+    #[error("audience_filter.{key} must be {want}, got {got}")]
+    WrongType {
+        key: String,
+        want: &'static str,
+        got: String,
+    },
+    #[error("audience_filter: {0}")]
+    Shape(String),
+    #[error("audience_filter.customer_ids entry {id:?}: {source}")]
+    CustomerId { id: String, source: PhoneError },
+    #[error("audience_filter.opt_in must be \"marketing\" or \"utility\", got {got:?}")]
+    OptIn { got: String },
+    #[error("audience_filter.active_within_days must be a non-negative whole number, got {got}")]
+    ActiveWithinDays { got: String },
+    #[error("audience_filter.{key} has an empty tag")]
+    EmptyTag { key: &'static str },
+}
 
 const KEYS: [&str; 5] = [
     "include_tags",
@@ -78,13 +115,13 @@ pub struct Candidate<'a> {
     pub last_interaction: Option<DateTime<Utc>>,
 }
 
-fn clean_tags(key: &str, tags: Option<Vec<String>>) -> Result<Vec<String>, String> {
+fn clean_tags(key: &'static str, tags: Option<Vec<String>>) -> Result<Vec<String>, AudienceError> {
     let mut out: Vec<String> = Vec::new();
     for t in tags.unwrap_or_default() {
         // Tags are stored lower-cased: `VIP` selects customers tagged `vip`.
         let t = crate::tags::normalize(&t);
         if t.is_empty() {
-            return Err(format!("audience_filter.{key} has an empty tag"));
+            return Err(AudienceError::EmptyTag { key });
         }
         if !out.contains(&t) {
             out.push(t);
@@ -96,38 +133,33 @@ fn clean_tags(key: &str, tags: Option<Vec<String>>) -> Result<Vec<String>, Strin
 impl AudienceFilter {
     /// Parses the tool parameter (a JSON string). Blank or `null` is refused: leave the
     /// parameter out (or pass `{}`) for every customer.
-    pub fn from_json_str(text: &str) -> Result<AudienceFilter, String> {
+    pub fn from_json_str(text: &str) -> Result<AudienceFilter, AudienceError> {
         if text.trim().is_empty() {
-            return Err(NOT_A_FILTER.into());
+            return Err(AudienceError::NotAFilter);
         }
-        let value: serde_json::Value = serde_json::from_str(text)
-            .map_err(|e| format!("audience_filter is not valid JSON: {e}"))?;
+        let value: serde_json::Value =
+            serde_json::from_str(text).map_err(|e| AudienceError::NotJson(e.to_string()))?;
         Self::from_value(&value)
     }
 
     /// Parses an already decoded JSON value (an object; `null` is refused).
-    pub fn from_value(value: &serde_json::Value) -> Result<AudienceFilter, String> {
+    pub fn from_value(value: &serde_json::Value) -> Result<AudienceFilter, AudienceError> {
         let map = match value {
-            serde_json::Value::Null => return Err(NOT_A_FILTER.into()),
+            serde_json::Value::Null => return Err(AudienceError::NotAFilter),
             serde_json::Value::Object(map) => map,
-            _ => return Err("audience_filter must be a JSON object".into()),
+            _ => return Err(AudienceError::NotAnObject),
         };
         if let Some(unknown) = map.keys().find(|k| !KEYS.contains(&k.as_str())) {
-            return Err(format!(
-                "audience_filter has unknown key {unknown:?}; allowed keys: {}",
-                KEYS.join(", ")
-            ));
+            return Err(AudienceError::UnknownKey {
+                key: unknown.clone(),
+            });
         }
         for (key, v) in map {
             if v.is_null() {
-                return Err(format!(
-                    "audience_filter.{key} is null; leave the key out rather than set it to null"
-                ));
+                return Err(AudienceError::NullKey { key: key.clone() });
             }
             if v.as_array().is_some_and(|items| items.is_empty()) {
-                return Err(format!(
-                    "audience_filter.{key} is an empty list: an empty list selects nobody; leave the key out"
-                ));
+                return Err(AudienceError::EmptyList { key: key.clone() });
             }
             let ok = match key.as_str() {
                 "opt_in" => v.is_null() || v.is_string(),
@@ -144,15 +176,21 @@ impl AudienceFilter {
                 } else {
                     "a list of strings"
                 };
-                return Err(format!("audience_filter.{key} must be {want}, got {v}"));
+                return Err(AudienceError::WrongType {
+                    key: key.clone(),
+                    want,
+                    got: v.to_string(),
+                });
             }
         }
-        let raw: RawFilter =
-            serde_json::from_value(value.clone()).map_err(|e| format!("audience_filter: {e}"))?;
+        let raw: RawFilter = serde_json::from_value(value.clone())
+            .map_err(|e| AudienceError::Shape(e.to_string()))?;
         let mut customer_ids: Vec<PhoneNumber> = Vec::new();
         for id in raw.customer_ids.unwrap_or_default() {
-            let p = canonicalize(&id)
-                .map_err(|e| format!("audience_filter.customer_ids entry {id:?}: {e}"))?;
+            let p = canonicalize(&id).map_err(|source| AudienceError::CustomerId {
+                id: id.clone(),
+                source,
+            })?;
             if !customer_ids.contains(&p) {
                 customer_ids.push(p);
             }
@@ -162,10 +200,9 @@ impl AudienceFilter {
             Some(s) if s == "marketing" => Some(OptInKind::Marketing),
             Some(s) if s == "utility" => Some(OptInKind::Utility),
             Some(_) => {
-                return Err(format!(
-                    "audience_filter.opt_in must be \"marketing\" or \"utility\", got {:?}",
-                    raw.opt_in.unwrap_or_default()
-                ));
+                return Err(AudienceError::OptIn {
+                    got: raw.opt_in.unwrap_or_default(),
+                });
             }
         };
         let active_within_days = match raw.active_within_days {
@@ -173,9 +210,7 @@ impl AudienceFilter {
             Some(v) => Some(
                 v.as_u64()
                     .and_then(|n| u32::try_from(n).ok())
-                    .ok_or_else(|| {
-                        format!("audience_filter.active_within_days must be a non-negative whole number, got {v}")
-                    })?,
+                    .ok_or_else(|| AudienceError::ActiveWithinDays { got: v.to_string() })?,
             ),
         };
         Ok(AudienceFilter {
@@ -272,19 +307,25 @@ mod tests {
     #[test]
     fn empty_lists_and_null_never_mean_everyone() {
         for t in ["", "  ", "null", " null "] {
-            let e = AudienceFilter::from_json_str(t).unwrap_err();
+            let e = AudienceFilter::from_json_str(t).unwrap_err().to_string();
             assert!(e.contains("selects nobody"), "{t:?}: {e}");
         }
         for key in ["customer_ids", "include_tags", "exclude_tags"] {
-            let e = AudienceFilter::from_json_str(&format!(r#"{{"{key}": []}}"#)).unwrap_err();
+            let e = AudienceFilter::from_json_str(&format!(r#"{{"{key}": []}}"#))
+                .unwrap_err()
+                .to_string();
             assert!(
                 e.contains("an empty list selects nobody; leave the key out"),
                 "{key}: {e}"
             );
-            let e = AudienceFilter::from_json_str(&format!(r#"{{"{key}": null}}"#)).unwrap_err();
+            let e = AudienceFilter::from_json_str(&format!(r#"{{"{key}": null}}"#))
+                .unwrap_err()
+                .to_string();
             assert!(e.contains("leave the key out"), "{key}: {e}");
         }
-        let e = AudienceFilter::from_json_str(r#"{"opt_in": null}"#).unwrap_err();
+        let e = AudienceFilter::from_json_str(r#"{"opt_in": null}"#)
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("leave the key out"), "{e}");
         assert!(AudienceFilter::from_value(&serde_json::Value::Null).is_err());
     }
@@ -329,7 +370,7 @@ mod tests {
             ("{", "not valid JSON"),
         ];
         for (text, want) in cases {
-            let e = AudienceFilter::from_json_str(text).unwrap_err();
+            let e = AudienceFilter::from_json_str(text).unwrap_err().to_string();
             assert!(e.contains(want), "{text}: {e}");
         }
     }

@@ -121,6 +121,58 @@ fn one_line(s: &str) -> String {
     s.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
+/// What is wrong inside one policy (or with one of its values); the [`PolicyError`] that
+/// carries it names the policy.
+// Each variant is documented by its message.
+#[allow(missing_docs)]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum PolicyReason {
+    #[error(
+        "unknown type {name:?} (expected quiet_hours, frequency_limit, tag_exclusion or country_block)"
+    )]
+    UnknownType { name: String },
+    #[error("`{field}` must be a time HH:MM from 00:00 to 23:59 (end may be 24:00), got {text:?}")]
+    Clock { field: String, text: String },
+    #[error(
+        "unknown timezone {name:?}; use an IANA time zone name such as Asia/Jakarta, Europe/London or UTC"
+    )]
+    Timezone { name: String },
+    #[error(
+        "`window` must be a duration such as 24h, 30m, 7d or 3600s (at most 366d), got {text:?}"
+    )]
+    Window { text: String },
+    #[error("`{field}` entries must be text, got {got}")]
+    EntryNotText { field: String, got: String },
+    #[error("missing `{field}` (e.g. {example})")]
+    Missing { field: String, example: String },
+    #[error("`{field}` must be {hint}, got {got}")]
+    WrongType {
+        field: String,
+        hint: String,
+        got: String,
+    },
+    #[error("`{field}` must be a list like {example}, got {got}")]
+    NotAList {
+        field: String,
+        example: String,
+        got: String,
+    },
+    #[error("`{field}` must not be empty (e.g. {example})")]
+    EmptyList { field: String, example: String },
+    #[error("`{field}` has an empty entry")]
+    EmptyEntry { field: String },
+    #[error("`enabled` must be true or false, got {got}")]
+    Enabled { got: String },
+    #[error("`message_types`: {0}")]
+    MessageType(String),
+    #[error("`max` must be a whole number of at least 1, got {got}")]
+    Max { got: String },
+    #[error(
+        "`prefixes` entry {prefix:?} must be the leading digits of E.164 numbers (e.g. \"1\" or \"44\"), without a leading 0"
+    )]
+    Prefix { prefix: String },
+}
+
 /// The four policy types.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum PolicyType {
@@ -172,15 +224,13 @@ impl fmt::Display for PolicyType {
 }
 
 impl FromStr for PolicyType {
-    type Err = String;
+    type Err = PolicyReason;
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         Self::ALL
             .into_iter()
             .find(|t| t.as_str() == s)
-            .ok_or_else(|| {
-                format!(
-                    "unknown type {s:?} (expected quiet_hours, frequency_limit, tag_exclusion or country_block)"
-                )
+            .ok_or_else(|| PolicyReason::UnknownType {
+                name: s.to_string(),
             })
     }
 }
@@ -204,7 +254,7 @@ const MINUTES_PER_DAY: u16 = 24 * 60;
 impl QuietHours {
     /// Builds quiet hours from `HH:MM` texts and an IANA zone name.
     /// `end` may be `24:00` (end of day); `start` may not.
-    pub fn new(start: &str, end: &str, timezone: &str) -> Result<Self, String> {
+    pub fn new(start: &str, end: &str, timezone: &str) -> Result<Self, PolicyReason> {
         Ok(Self {
             start: parse_clock("start", start, false)?,
             end: parse_clock("end", end, true)?,
@@ -256,11 +306,10 @@ impl QuietHours {
     }
 }
 
-fn parse_clock(field: &str, text: &str, allow_24: bool) -> Result<u16, String> {
-    let bad = || {
-        format!(
-            "`{field}` must be a time HH:MM from 00:00 to 23:59 (end may be 24:00), got {text:?}"
-        )
+fn parse_clock(field: &str, text: &str, allow_24: bool) -> Result<u16, PolicyReason> {
+    let bad = || PolicyReason::Clock {
+        field: field.to_string(),
+        text: text.to_string(),
     };
     let (h, m) = text.trim().split_once(':').ok_or_else(bad)?;
     let digits = |s: &str, min: usize, max: usize| {
@@ -281,21 +330,19 @@ fn format_clock(minutes: u16) -> String {
     format!("{:02}:{:02}", minutes / 60, minutes % 60)
 }
 
-fn parse_timezone(name: &str) -> Result<Tz, String> {
-    name.trim().parse::<Tz>().map_err(|_| {
-        format!(
-            "unknown timezone {name:?}; use an IANA time zone name such as Asia/Jakarta, Europe/London or UTC"
-        )
-    })
+fn parse_timezone(name: &str) -> Result<Tz, PolicyReason> {
+    name.trim()
+        .parse::<Tz>()
+        .map_err(|_| PolicyReason::Timezone {
+            name: name.to_string(),
+        })
 }
 
 /// Parses a rolling-window length: a positive whole number and a unit, `s`, `m`,
 /// `h` or `d` (`3600s`, `30m`, `24h`, `7d`), at most 366 days.
-pub fn parse_window(text: &str) -> Result<TimeDelta, String> {
-    let bad = || {
-        format!(
-            "`window` must be a duration such as 24h, 30m, 7d or 3600s (at most 366d), got {text:?}"
-        )
+pub fn parse_window(text: &str) -> Result<TimeDelta, PolicyReason> {
+    let bad = || PolicyReason::Window {
+        text: text.to_string(),
     };
     let t = text.trim();
     let unit = t.chars().last().ok_or_else(bad)?;
@@ -422,48 +469,64 @@ fn show(v: &Value) -> String {
     }
 }
 
-fn scalar_text(field: &str, v: &Value) -> Result<String, String> {
+fn scalar_text(field: &str, v: &Value) -> Result<String, PolicyReason> {
     match v {
         Value::String(s) => Ok(s.clone()),
         Value::Number(n) => Ok(n.to_string()),
-        other => Err(format!(
-            "`{field}` entries must be text, got {}",
-            show(other)
-        )),
+        other => Err(PolicyReason::EntryNotText {
+            field: field.to_string(),
+            got: show(other),
+        }),
     }
 }
 
-fn required<'a>(field: &str, v: &'a Option<Value>, example: &str) -> Result<&'a Value, String> {
-    v.as_ref()
-        .ok_or_else(|| format!("missing `{field}` (e.g. {example})"))
+fn required<'a>(
+    field: &str,
+    v: &'a Option<Value>,
+    example: &str,
+) -> Result<&'a Value, PolicyReason> {
+    v.as_ref().ok_or_else(|| PolicyReason::Missing {
+        field: field.to_string(),
+        example: example.to_string(),
+    })
 }
 
-fn string_field(field: &str, v: &Value, hint: &str) -> Result<String, String> {
+fn string_field(field: &str, v: &Value, hint: &str) -> Result<String, PolicyReason> {
     match v {
         Value::String(s) => Ok(s.clone()),
-        other => Err(format!("`{field}` must be {hint}, got {}", show(other))),
+        other => Err(PolicyReason::WrongType {
+            field: field.to_string(),
+            hint: hint.to_string(),
+            got: show(other),
+        }),
     }
 }
 
-fn list_field(field: &str, v: &Value, example: &str) -> Result<Vec<String>, String> {
+fn list_field(field: &str, v: &Value, example: &str) -> Result<Vec<String>, PolicyReason> {
     let items = match v {
         Value::Sequence(items) => items,
         other => {
-            return Err(format!(
-                "`{field}` must be a list like {example}, got {}",
-                show(other)
-            ));
+            return Err(PolicyReason::NotAList {
+                field: field.to_string(),
+                example: example.to_string(),
+                got: show(other),
+            });
         }
     };
     if items.is_empty() {
-        return Err(format!("`{field}` must not be empty (e.g. {example})"));
+        return Err(PolicyReason::EmptyList {
+            field: field.to_string(),
+            example: example.to_string(),
+        });
     }
     let mut out: Vec<String> = Vec::with_capacity(items.len());
     for item in items {
         let text = scalar_text(field, item)?;
         let text = text.trim().to_string();
         if text.is_empty() {
-            return Err(format!("`{field}` has an empty entry"));
+            return Err(PolicyReason::EmptyEntry {
+                field: field.to_string(),
+            });
         }
         if !out.contains(&text) {
             out.push(text);
@@ -589,7 +652,7 @@ impl Policy {
                         .into(),
                 ));
             }
-            Some(Value::String(s)) => s.parse::<PolicyType>().map_err(fail)?,
+            Some(Value::String(s)) => s.parse::<PolicyType>().map_err(|e| fail(e.to_string()))?,
             Some(other) => {
                 return Err(fail(format!("`type` must be text, got {}", show(other))));
             }
@@ -622,19 +685,14 @@ impl Policy {
         }
         let raw: RawPolicy =
             serde_yaml::from_value(value.clone()).map_err(|e| fail(e.to_string()))?;
-        Self::from_raw(id.clone(), ptype, raw).map_err(fail)
+        Self::from_raw(id.clone(), ptype, raw).map_err(|e| fail(e.to_string()))
     }
 
-    fn from_raw(id: String, ptype: PolicyType, raw: RawPolicy) -> Result<Policy, String> {
+    fn from_raw(id: String, ptype: PolicyType, raw: RawPolicy) -> Result<Policy, PolicyReason> {
         let enabled = match &raw.enabled {
             None => true,
             Some(Value::Bool(b)) => *b,
-            Some(other) => {
-                return Err(format!(
-                    "`enabled` must be true or false, got {}",
-                    show(other)
-                ));
-            }
+            Some(other) => return Err(PolicyReason::Enabled { got: show(other) }),
         };
         let message_types = match &raw.message_types {
             None => None,
@@ -644,7 +702,7 @@ impl Policy {
                 for name in names {
                     let c = name
                         .parse::<Category>()
-                        .map_err(|e| format!("`message_types`: {e}"))?;
+                        .map_err(|e| PolicyReason::MessageType(e.to_string()))?;
                     if !types.contains(&c) {
                         types.push(c);
                     }
@@ -654,7 +712,7 @@ impl Policy {
         };
         let rule = match ptype {
             PolicyType::QuietHours => {
-                let text = |field: &str, example: &str| -> Result<String, String> {
+                let text = |field: &str, example: &str| -> Result<String, PolicyReason> {
                     let v = match field {
                         "start" => &raw.start,
                         "end" => &raw.end,
@@ -676,11 +734,8 @@ impl Policy {
                         .map(|n| n as u32),
                     _ => None,
                 }
-                .ok_or_else(|| {
-                    format!(
-                        "`max` must be a whole number of at least 1, got {}",
-                        raw.max.as_ref().map(show).unwrap_or_default()
-                    )
+                .ok_or_else(|| PolicyReason::Max {
+                    got: raw.max.as_ref().map(show).unwrap_or_default(),
                 })?;
                 let window = match &raw.window {
                     None => DEFAULT_WINDOW,
@@ -706,9 +761,7 @@ impl Policy {
                         || !digits.bytes().all(|b| b.is_ascii_digit())
                         || digits.starts_with('0')
                     {
-                        return Err(format!(
-                            "`prefixes` entry {p:?} must be the leading digits of E.164 numbers (e.g. \"1\" or \"44\"), without a leading 0"
-                        ));
+                        return Err(PolicyReason::Prefix { prefix: p });
                     }
                     if !prefixes.iter().any(|x: &String| x == digits) {
                         prefixes.push(digits.to_string());

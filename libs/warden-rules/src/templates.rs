@@ -52,6 +52,54 @@ pub fn placeholders(body: &str) -> Vec<u32> {
     out
 }
 
+/// Why template text or variables are not usable; the text says what was expected.
+// Each variant is documented by its message.
+#[allow(missing_docs)]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum TemplateError {
+    #[error("the template has no placeholders, so it takes no variables, but {given} were given")]
+    TakesNoVariables { given: usize },
+    #[error(
+        "the template has placeholder {{{{1}}}}, so it needs exactly 1 variable, but {given} were given"
+    )]
+    NeedsOneVariable { given: usize },
+    #[error(
+        "the template has placeholders {{{{1}}}} to {{{{{expected}}}}}, so it needs exactly {expected} variables, but {given} were given"
+    )]
+    NeedsVariables { expected: usize, given: usize },
+    #[error("variable {{{{{n}}}}} is empty; give a value for every placeholder")]
+    EmptyVariable { n: usize },
+    #[error("variable {{{{{n}}}}} {source}")]
+    BadVariable {
+        n: usize,
+        source: crate::text::TextError,
+    },
+    #[error("template name is empty")]
+    EmptyName,
+    #[error("template name has {count} characters; at most {MAX_NAME_CHARS} are allowed")]
+    NameTooLong { count: usize },
+    #[error(
+        "template name contains {c:?}; use only lower-case letters, digits and underscores (e.g. order_update_2)"
+    )]
+    NameCharacter { c: char },
+    #[error("template body is empty")]
+    EmptyBody,
+    #[error("template body has {count} characters; at most {MAX_BODY_CHARS} are allowed")]
+    BodyTooLong { count: usize },
+    #[error(
+        "template placeholders must be numbered {{{{1}}}}, {{{{2}}}}, ... without gaps; {{{{{missing}}}}} is missing"
+    )]
+    PlaceholderGap { missing: u32 },
+    #[error("variable {{{{{n}}}}} must be text, a number or a boolean")]
+    VariableNotText { n: usize },
+    #[error("variables key {key:?} must be a placeholder number like \"1\"")]
+    VariablesKey { key: String },
+    #[error("variables must be numbered 1 to {count} without gaps or repeats; {n} is out of place")]
+    VariablesOutOfPlace { count: usize, n: usize },
+    #[error("variables must be a JSON array or an object keyed by placeholder number")]
+    VariablesShape,
+}
+
 /// How many variables a send must give: the highest placeholder number (0 for none).
 pub fn required_variable_count(body: &str) -> usize {
     scan(body).map(|(n, _)| n as usize).max().unwrap_or(0)
@@ -59,39 +107,28 @@ pub fn required_variable_count(body: &str) -> usize {
 
 /// Checks that `variables` fill `body` exactly: one non-blank value per placeholder
 /// number. The message says what was expected and what was given.
-pub fn validate_variables(body: &str, variables: &[String]) -> Result<(), String> {
+pub fn validate_variables(body: &str, variables: &[String]) -> Result<(), TemplateError> {
     let expected = required_variable_count(body);
-    if variables.len() != expected {
+    let given = variables.len();
+    if given != expected {
         return Err(match expected {
-            0 => format!(
-                "the template has no placeholders, so it takes no variables, but {} were given",
-                variables.len()
-            ),
-            1 => format!(
-                "the template has placeholder {{{{1}}}}, so it needs exactly 1 variable, but {} were given",
-                variables.len()
-            ),
-            n => format!(
-                "the template has placeholders {{{{1}}}} to {{{{{n}}}}}, so it needs exactly {n} variables, but {} were given",
-                variables.len()
-            ),
+            0 => TemplateError::TakesNoVariables { given },
+            1 => TemplateError::NeedsOneVariable { given },
+            expected => TemplateError::NeedsVariables { expected, given },
         });
     }
     if let Some(i) = variables.iter().position(|v| v.trim().is_empty()) {
-        return Err(format!(
-            "variable {{{{{}}}}} is empty; give a value for every placeholder",
-            i + 1
-        ));
+        return Err(TemplateError::EmptyVariable { n: i + 1 });
     }
     check_parameters(variables)
 }
 
 /// Every value is text the platform takes inside a template parameter (no control
 /// character, newline or tab, at most four spaces in a row).
-pub fn check_parameters(variables: &[String]) -> Result<(), String> {
+pub fn check_parameters(variables: &[String]) -> Result<(), TemplateError> {
     for (i, v) in variables.iter().enumerate() {
         crate::text::check(v, crate::text::TextKind::TemplateParameter)
-            .map_err(|e| format!("variable {{{{{}}}}} {e}", i + 1))?;
+            .map_err(|source| TemplateError::BadVariable { n: i + 1, source })?;
     }
     Ok(())
 }
@@ -114,46 +151,38 @@ pub fn render(body: &str, variables: &[String]) -> String {
 
 /// Checks a template name: 1 to 512 characters of lower-case letters, digits and
 /// underscores, as the platform requires.
-pub fn validate_template_name(name: &str) -> Result<(), String> {
+pub fn validate_template_name(name: &str) -> Result<(), TemplateError> {
     let count = name.chars().count();
     if count == 0 {
-        return Err("template name is empty".into());
+        return Err(TemplateError::EmptyName);
     }
     if count > MAX_NAME_CHARS {
-        return Err(format!(
-            "template name has {count} characters; at most {MAX_NAME_CHARS} are allowed"
-        ));
+        return Err(TemplateError::NameTooLong { count });
     }
     if let Some(c) = name
         .chars()
         .find(|c| !(c.is_ascii_lowercase() || c.is_ascii_digit() || *c == '_'))
     {
-        return Err(format!(
-            "template name contains {c:?}; use only lower-case letters, digits and underscores (e.g. order_update_2)"
-        ));
+        return Err(TemplateError::NameCharacter { c });
     }
     Ok(())
 }
 
 /// Checks a template body: 1 to 1024 characters, not blank, and placeholders numbered
 /// 1, 2, ... without gaps (the platform refuses `{{1}} {{3}}`).
-pub fn validate_template_body(body: &str) -> Result<(), String> {
+pub fn validate_template_body(body: &str) -> Result<(), TemplateError> {
     let count = body.chars().count();
     if body.trim().is_empty() {
-        return Err("template body is empty".into());
+        return Err(TemplateError::EmptyBody);
     }
     if count > MAX_BODY_CHARS {
-        return Err(format!(
-            "template body has {count} characters; at most {MAX_BODY_CHARS} are allowed"
-        ));
+        return Err(TemplateError::BodyTooLong { count });
     }
     let numbers = placeholders(body);
     for (i, n) in numbers.iter().enumerate() {
         let want = i as u32 + 1;
         if *n != want {
-            return Err(format!(
-                "template placeholders must be numbered {{{{1}}}}, {{{{2}}}}, ... without gaps; {{{{{want}}}}} is missing"
-            ));
+            return Err(TemplateError::PlaceholderGap { missing: want });
         }
     }
     Ok(())
@@ -163,14 +192,14 @@ pub fn validate_template_body(body: &str) -> Result<(), String> {
 /// send_template) or an object keyed by placeholder number (`{"1": "Ana"}`, campaigns).
 /// Strings, numbers and booleans become text; object keys must be 1..=n without gaps.
 /// `null` means no variables.
-pub fn parse_variables(value: &serde_json::Value) -> Result<Vec<String>, String> {
+pub fn parse_variables(value: &serde_json::Value) -> Result<Vec<String>, TemplateError> {
     use serde_json::Value as J;
-    let text = |v: &J, at: &str| -> Result<String, String> {
+    let text = |v: &J, n: usize| -> Result<String, TemplateError> {
         match v {
             J::String(s) => Ok(s.clone()),
             J::Number(n) => Ok(n.to_string()),
             J::Bool(b) => Ok(b.to_string()),
-            _ => Err(format!("variable {at} must be text, a number or a boolean")),
+            _ => Err(TemplateError::VariableNotText { n }),
         }
     };
     match value {
@@ -178,29 +207,31 @@ pub fn parse_variables(value: &serde_json::Value) -> Result<Vec<String>, String>
         J::Array(items) => items
             .iter()
             .enumerate()
-            .map(|(i, v)| text(v, &format!("{{{{{}}}}}", i + 1)))
+            .map(|(i, v)| text(v, i + 1))
             .collect(),
         J::Object(map) => {
             let mut numbered = Vec::with_capacity(map.len());
             for (k, v) in map {
-                let n: usize = k.trim().parse().ok().filter(|n| *n >= 1).ok_or_else(|| {
-                    format!("variables key {k:?} must be a placeholder number like \"1\"")
-                })?;
-                numbered.push((n, text(v, &format!("{{{{{n}}}}}"))?));
+                let n: usize = k
+                    .trim()
+                    .parse()
+                    .ok()
+                    .filter(|n| *n >= 1)
+                    .ok_or_else(|| TemplateError::VariablesKey { key: k.clone() })?;
+                numbered.push((n, text(v, n)?));
             }
             numbered.sort_by_key(|(n, _)| *n);
             for (i, (n, _)) in numbered.iter().enumerate() {
                 if *n != i + 1 {
-                    return Err(format!(
-                        "variables must be numbered 1 to {} without gaps or repeats; {} is out of place",
-                        numbered.len(),
-                        n
-                    ));
+                    return Err(TemplateError::VariablesOutOfPlace {
+                        count: numbered.len(),
+                        n: *n,
+                    });
                 }
             }
             Ok(numbered.into_iter().map(|(_, v)| v).collect())
         }
-        _ => Err("variables must be a JSON array or an object keyed by placeholder number".into()),
+        _ => Err(TemplateError::VariablesShape),
     }
 }
 
@@ -233,19 +264,25 @@ mod tests {
     fn variables_must_match() {
         let body = "Hi {{1}}, your code is {{2}}.";
         assert!(validate_variables(body, &v(&["Ana", "42"])).is_ok());
-        let e = validate_variables(body, &v(&["Ana"])).unwrap_err();
+        let e = validate_variables(body, &v(&["Ana"]))
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("exactly 2") && e.contains("1 were given"), "{e}");
-        let e = validate_variables(body, &v(&["a", "b", "c"])).unwrap_err();
+        let e = validate_variables(body, &v(&["a", "b", "c"]))
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("3 were given"), "{e}");
         assert!(validate_variables("plain", &[]).is_ok());
         assert!(
             validate_variables("plain", &v(&["x"]))
                 .unwrap_err()
+                .to_string()
                 .contains("no placeholders")
         );
         assert!(
             validate_variables("{{1}}", &v(&[" "]))
                 .unwrap_err()
+                .to_string()
                 .contains("{{1}} is empty")
         );
     }
@@ -269,10 +306,16 @@ mod tests {
         assert!(
             validate_template_name(&"a".repeat(513))
                 .unwrap_err()
+                .to_string()
                 .contains("513")
         );
         assert!(validate_template_name("").is_err());
-        assert!(validate_template_name("Order").unwrap_err().contains("'O'"));
+        assert!(
+            validate_template_name("Order")
+                .unwrap_err()
+                .to_string()
+                .contains("'O'")
+        );
         assert!(validate_template_name("order-update").is_err());
         assert!(validate_template_name("order update").is_err());
         assert!(validate_template_body("Hi {{1}}").is_ok());
@@ -280,17 +323,20 @@ mod tests {
         assert!(
             validate_template_body(&"é".repeat(1025))
                 .unwrap_err()
+                .to_string()
                 .contains("1025")
         );
         assert!(validate_template_body("   ").is_err());
         assert!(
             validate_template_body("{{1}} {{3}}")
                 .unwrap_err()
+                .to_string()
                 .contains("{{2}} is missing")
         );
         assert!(
             validate_template_body("{{2}}")
                 .unwrap_err()
+                .to_string()
                 .contains("{{1}} is missing")
         );
     }
@@ -311,6 +357,7 @@ mod tests {
         assert!(
             parse_variables(&json!({"x": "a"}))
                 .unwrap_err()
+                .to_string()
                 .contains("\"x\"")
         );
         assert!(parse_variables(&json!({"0": "a"})).is_err());

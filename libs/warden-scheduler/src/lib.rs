@@ -58,7 +58,7 @@ use chrono::{DateTime, Utc};
 use tokio::sync::Notify;
 use uuid::Uuid;
 use warden_core::{Core, CoreError, gauges};
-use warden_service::{Dependencies, admin};
+use warden_service::{Dependencies, StartError, admin};
 use warden_settings::Settings;
 
 pub use error::{PhaseError, TickError};
@@ -112,6 +112,7 @@ impl Config {
     pub fn from_settings(settings: &Settings) -> Config {
         Config {
             poll_interval: settings.scheduler_poll_interval,
+            owner: default_owner(settings.hostname.as_deref()),
             ..Config::default()
         }
     }
@@ -121,7 +122,7 @@ impl Default for Config {
     fn default() -> Self {
         Config {
             poll_interval: Duration::from_secs(2),
-            owner: default_owner(),
+            owner: default_owner(None),
             lease: Duration::from_secs(60),
             message_batch: 200,
             max_message_batches: 50,
@@ -136,11 +137,11 @@ impl Default for Config {
     }
 }
 
-/// `<host>-<pid>-<random>`: unique per process, readable in `lease_owner`.
-pub fn default_owner() -> String {
-    let host = std::env::var("HOSTNAME")
-        .ok()
-        .filter(|h| !h.is_empty())
+/// `<host>-<pid>-<random>`: unique per process, readable in `lease_owner`. `hostname` is
+/// the settings' `HOSTNAME`; without it, /etc/hostname.
+pub fn default_owner(hostname: Option<&str>) -> String {
+    let host = hostname
+        .map(str::to_string)
         .or_else(|| {
             std::fs::read_to_string("/etc/hostname")
                 .ok()
@@ -404,13 +405,16 @@ pub fn start_with(
 
 /// The `scheduler` binary: serve `/health` and `/metrics`, poll until SIGTERM/SIGINT,
 /// then finish the sends in flight, release leases and exit.
-pub async fn run(binary: &'static str, deps: Dependencies) -> anyhow::Result<()> {
-    let settings = deps.settings.clone();
+pub async fn run(deps: Dependencies) -> Result<(), StartError> {
     let listener = admin::bind(
-        binary,
         "ADMIN_HTTP_PORT",
-        settings.admin_port.unwrap_or(DEFAULT_ADMIN_PORT),
-    );
+        deps.settings.admin_port.unwrap_or(DEFAULT_ADMIN_PORT),
+    )?;
+    serve(listener, deps).await.map_err(StartError::Failed)
+}
+
+async fn serve(listener: std::net::TcpListener, deps: Dependencies) -> anyhow::Result<()> {
+    let settings = deps.settings.clone();
     tracing::info!(addr = %listener.local_addr()?, "admin HTTP listening");
     metrics::init();
     // The scheduler's own pool: larger, and without the per-checkout `SELECT 1` (see `pool`).

@@ -12,9 +12,26 @@ use actix_web::dev::{ServiceRequest, ServiceResponse};
 use actix_web::middleware::{Next, from_fn};
 use actix_web::{App, HttpResponse, HttpServer, web};
 
-/// A health probe: Ok when the process can do its work, Err(reason) otherwise.
+/// Why a process cannot do its work (the body of a 503 from `/health`).
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct Unhealthy(pub String);
+
+impl From<String> for Unhealthy {
+    fn from(reason: String) -> Self {
+        Unhealthy(reason)
+    }
+}
+
+impl From<&str> for Unhealthy {
+    fn from(reason: &str) -> Self {
+        Unhealthy(reason.to_string())
+    }
+}
+
+/// A health probe: Ok when the process can do its work, Err(why) otherwise.
 pub type HealthCheck =
-    Arc<dyn Fn() -> Pin<Box<dyn Future<Output = Result<(), String>> + Send>> + Send + Sync>;
+    Arc<dyn Fn() -> Pin<Box<dyn Future<Output = Result<(), Unhealthy>> + Send>> + Send + Sync>;
 
 /// Count and time every request by its route pattern (not the raw path: bounded labels).
 pub async fn track_requests(
@@ -50,7 +67,7 @@ async fn health(check: web::Data<HealthCheck>) -> HttpResponse {
             tracing::warn!(%reason, "health check failed");
             HttpResponse::ServiceUnavailable()
                 .content_type("text/plain")
-                .body(reason)
+                .body(reason.0)
         }
     }
 }
@@ -77,21 +94,22 @@ pub fn postgres_check(pg: warden_store::PgPool) -> HealthCheck {
     Arc::new(move || {
         let pg = pg.clone();
         Box::pin(async move {
-            let mut conn = pg.get().await.map_err(|e| format!("postgres: {e}"))?;
+            let mut conn = pg
+                .get()
+                .await
+                .map_err(|e| Unhealthy(format!("postgres: {e}")))?;
             warden_store::pool::ping(&mut conn)
                 .await
-                .map_err(|e| format!("postgres: {e}"))
+                .map_err(|e| Unhealthy(format!("postgres: {e}")))
         })
     })
 }
 
-/// Bind `0.0.0.0:port` or exit with one line naming the variable.
-pub fn bind(binary: &str, variable: &str, port: u16) -> TcpListener {
-    TcpListener::bind(("0.0.0.0", port)).unwrap_or_else(|e| {
-        crate::die(
-            binary,
-            crate::exit::DEPENDENCY,
-            format!("{variable}: cannot listen on port {port}: {e}"),
-        )
+/// Bind `0.0.0.0:port`; the error names the variable that chose the port.
+pub fn bind(variable: &'static str, port: u16) -> Result<TcpListener, crate::StartError> {
+    TcpListener::bind(("0.0.0.0", port)).map_err(|source| crate::StartError::Listen {
+        variable,
+        port,
+        source,
     })
 }

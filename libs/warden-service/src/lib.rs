@@ -1,8 +1,10 @@
-//! What every Warden binary does before its real work: load settings (exit 2 on a bad
-//! value), start telemetry, reach Postgres/Redis/NATS (exit 1 with one clear line when one
-//! is unreachable), run migrations and seeds, and later stop cleanly on SIGTERM/SIGINT.
+//! Start-up wiring shared by every binary, above the core: load settings, start telemetry,
+//! reach Postgres/Redis/NATS, run migrations and seeds, and later stop cleanly on
+//! SIGTERM/SIGINT. Nothing here exits the process: failures are a [`StartError`], whose
+//! [`Failure`] kind the binaries turn into their exit codes.
 
 pub mod admin;
+mod error;
 pub mod platform;
 pub mod policies;
 pub mod redis_pool;
@@ -11,15 +13,15 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
-use warden_rules::policy::PolicySet;
 use warden_settings::Settings;
-use warden_store::PgPool;
 use warden_stream::DeliveryStream;
 use warden_telemetry::TelemetryGuard;
 
-pub use redis_pool::RedisPool;
+pub use error::{Failure, StartError};
+pub use warden_core::{Dependencies, RedisPool};
+pub use warden_telemetry::install_crypto_provider;
 
-/// Exit codes shared by every binary.
+/// Exit codes shared by every binary (README "Processes"); the binaries choose them.
 pub mod exit {
     /// Bad or missing configuration (a variable or the policy file).
     pub const CONFIG: i32 = 2;
@@ -27,33 +29,24 @@ pub mod exit {
     pub const DEPENDENCY: i32 = 1;
 }
 
-/// Print one line to stderr and exit. Used before and instead of a panic backtrace.
-pub fn die(binary: &str, code: i32, message: impl std::fmt::Display) -> ! {
-    let line = message
-        .to_string()
-        .split_whitespace()
-        .collect::<Vec<_>>()
-        .join(" ");
-    tracing::error!(binary, exit_code = code, "{line}");
-    eprintln!("{binary}: {line}");
-    std::process::exit(code)
-}
-
-/// rustls needs exactly one crypto provider; reqwest and async-nats would each bring one.
-pub fn install_crypto_provider() {
-    let _ = rustls::crypto::ring::default_provider().install_default();
-}
-
-/// Settings and telemetry: the first two steps of every `main`.
-pub fn bootstrap(
-    binary: &'static str,
-    config_file: Option<&Path>,
-) -> (Arc<Settings>, TelemetryGuard) {
+/// The settings tree (defaults, `config_file`, environment), every problem reported.
+pub fn load_settings(config_file: Option<&Path>) -> Result<Arc<Settings>, StartError> {
     install_crypto_provider();
-    let settings = Settings::load(config_file).unwrap_or_else(|e| die(binary, exit::CONFIG, e));
-    let guard = warden_telemetry::init(binary, settings.otlp_endpoint.as_deref())
-        .unwrap_or_else(|e| die(binary, exit::CONFIG, format!("telemetry: {e}")));
-    (Arc::new(settings), guard)
+    Ok(Arc::new(Settings::load(config_file)?))
+}
+
+/// JSON logs on stderr and, when configured, OTLP traces.
+pub fn telemetry(binary: &'static str, settings: &Settings) -> Result<TelemetryGuard, StartError> {
+    warden_telemetry::init(binary, settings.otlp_endpoint.as_deref()).map_err(StartError::Telemetry)
+}
+
+/// Print `error` as the operator sees it: one line per problem, each `binary: problem`
+/// (to stderr and to the log). The binary then exits with the code it chose.
+pub fn report(binary: &str, code: i32, error: &StartError) {
+    for line in error.lines() {
+        tracing::error!(binary, exit_code = code, "{line}");
+        eprintln!("{binary}: {line}");
+    }
 }
 
 /// Which dependencies a process needs at start-up.
@@ -64,28 +57,15 @@ pub struct Needs {
     pub pool_size: u32,
 }
 
-/// The connected dependencies of a process (the app state's raw parts).
-#[derive(Clone)]
-pub struct Dependencies {
-    pub settings: Arc<Settings>,
-    pub pg: PgPool,
-    pub redis: Option<RedisPool>,
-    pub stream: Option<DeliveryStream>,
-    pub policies: Arc<PolicySet>,
-}
-
-/// Load the policy file, reach every dependency, migrate and seed. Exits the process with
-/// one line on any failure, so binaries never show a panic for an operator's mistake.
-pub async fn start(binary: &'static str, settings: Arc<Settings>, needs: Needs) -> Dependencies {
-    let (policies, seeds) = policies::load(&settings.policies_path)
-        .unwrap_or_else(|e| die(binary, exit::CONFIG, format!("POLICIES_PATH: {e}")));
+/// Load the policy file, reach every dependency, migrate and seed. Each failure is one
+/// [`StartError`] naming what failed, so binaries never show a panic for an operator's
+/// mistake.
+pub async fn start(settings: Arc<Settings>, needs: Needs) -> Result<Dependencies, StartError> {
+    let (policies, seeds) =
+        policies::load(&settings.policies_path).map_err(StartError::Policies)?;
     let wait = Duration::from_secs(10);
-    let pg = warden_store::connect(&settings.database, needs.pool_size, wait)
-        .await
-        .unwrap_or_else(|e| die(binary, exit::DEPENDENCY, e));
-    let report = warden_store::prepare(&settings.database, seeds)
-        .await
-        .unwrap_or_else(|e| die(binary, exit::DEPENDENCY, e));
+    let pg = warden_store::connect(&settings.database, needs.pool_size, wait).await?;
+    let report = warden_store::prepare(&settings.database, seeds).await?;
     tracing::info!(
         migrations_applied = report.migrations_applied,
         error_codes = report.error_codes,
@@ -94,30 +74,22 @@ pub async fn start(binary: &'static str, settings: Arc<Settings>, needs: Needs) 
         "database ready"
     );
     let redis = if needs.redis {
-        Some(
-            redis_pool::connect(&settings.redis, wait)
-                .await
-                .unwrap_or_else(|e| die(binary, exit::DEPENDENCY, e)),
-        )
+        Some(redis_pool::connect(&settings.redis, wait).await?)
     } else {
         None
     };
     let stream = if needs.nats {
-        Some(
-            DeliveryStream::connect(&settings)
-                .await
-                .unwrap_or_else(|e| die(binary, exit::DEPENDENCY, e)),
-        )
+        Some(DeliveryStream::connect(&settings).await?)
     } else {
         None
     };
-    Dependencies {
+    Ok(Dependencies {
         settings,
         pg,
         redis,
         stream,
         policies: Arc::new(policies),
-    }
+    })
 }
 
 /// Resolves on SIGTERM or SIGINT.

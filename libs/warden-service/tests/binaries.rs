@@ -214,3 +214,73 @@ fn every_binary_answers_help() {
         assert!(!out.stdout.is_empty());
     }
 }
+
+#[test]
+fn every_binary_prints_its_config_with_secrets_redacted() {
+    for name in [
+        "webhook",
+        "dispatcher",
+        "scheduler",
+        "warden-admin",
+        "platform-sim",
+        "mcp-gateway",
+    ] {
+        let out = Command::new(bin(name))
+            .arg("--print-config")
+            .env("DB_PASSWORD", "db-secret-1")
+            .env("PLATFORM_ACCESS_TOKEN", "token-secret-2")
+            .env("PLATFORM_APP_SECRET", "app-secret-3")
+            // Nothing listens there: printing must not dial anything.
+            .env("DB_PORT", "1")
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            out.status.success(),
+            "{name} --print-config: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        for secret in ["db-secret-1", "token-secret-2", "app-secret-3"] {
+            assert!(
+                !stdout.contains(secret),
+                "{name} leaked {secret}:\n{stdout}"
+            );
+        }
+        assert!(
+            stdout.contains("platform_access_token = \"<redacted>\""),
+            "{name}:\n{stdout}"
+        );
+        if name != "platform-sim" {
+            assert!(
+                stdout.contains("db_password = \"<redacted>\""),
+                "{name}:\n{stdout}"
+            );
+            assert!(stdout.contains("db_port = 1"), "{name}:\n{stdout}");
+            assert!(
+                stdout.contains("dispatch_max_attempts = 8"),
+                "{name}:\n{stdout}"
+            );
+        }
+    }
+}
+
+#[test]
+fn every_bad_setting_is_reported_on_its_own_line() {
+    let out = Command::new(bin("dispatcher"))
+        .env("TIER", "gold")
+        .env("DISPATCH_LEASE", "soon")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let plain: Vec<&str> = stderr.lines().filter(|l| !l.starts_with('{')).collect();
+    assert_eq!(
+        plain,
+        [
+            "dispatcher: TIER: `gold` is not a tier; use `oss` or `pro`",
+            "dispatcher: DISPATCH_LEASE: `soon` is not a duration like 30s, 500ms, 2m or 1h",
+        ],
+        "{stderr}"
+    );
+}

@@ -2,13 +2,28 @@
 //!
 //! Sources, later wins: built-in defaults (CONTRACT.md), an optional TOML config file
 //! (keys are the environment variable names in lower case, e.g. `db_host = "..."`), then
-//! the environment. Every bad value is reported as one line naming the variable, and the
-//! binaries turn a [`SettingsError`] into exit code 2.
+//! the environment. Every bad value is one line naming the variable, all of them reported
+//! by one load ([`SettingsError`]); the binaries turn it into exit code 2.
+//! [`Settings::print_config`] shows the effective values with secrets redacted
+//! (`--print-config` on every binary). Nothing else in the workspace reads the environment.
+
+mod dispatch;
+mod duration;
+mod error;
+mod print;
+mod source;
 
 use std::collections::HashMap;
 use std::fmt;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
+
+pub use dispatch::{DISPATCH_VARIABLES, Dispatch};
+pub use duration::{format_duration, parse_duration};
+pub use error::{DurationError, Problem, Problems, SettingsError};
+pub use print::{REDACTED, is_secret};
+
+use source::Source;
 
 /// The single messaging channel (CONTRACT.md: not configurable).
 pub const DEFAULT_CHANNEL: &str = "whatsapp";
@@ -57,21 +72,6 @@ pub const VARIABLES: &[&str] = &[
     "RATE_LIMIT_MPS",
     "OTEL_EXPORTER_OTLP_ENDPOINT",
 ];
-
-#[derive(Debug, thiserror::Error, PartialEq, Eq)]
-pub enum SettingsError {
-    #[error("{variable}: {reason}")]
-    Invalid { variable: String, reason: String },
-    #[error("config file {path}: {reason}")]
-    File { path: String, reason: String },
-}
-
-fn invalid(variable: &str, reason: impl Into<String>) -> SettingsError {
-    SettingsError::Invalid {
-        variable: variable.to_string(),
-        reason: reason.into(),
-    }
-}
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Tier {
@@ -221,13 +221,16 @@ pub struct Settings {
     pub scheduler_poll_interval: Duration,
     pub rate_limit_mps: u32,
     pub otlp_endpoint: Option<String>,
+    /// The dispatcher's knobs (its retry bound is the webhook's too).
+    pub dispatch: Dispatch,
+    /// The host name (`HOSTNAME`), part of the lease owner ids; `None` when unset.
+    pub hostname: Option<String>,
 }
 
 impl Settings {
     /// Load from the process environment and an optional config file.
     pub fn load(config_file: Option<&Path>) -> Result<Self, SettingsError> {
-        let env: HashMap<String, String> = std::env::vars().collect();
-        Self::from_sources(config_file, &env)
+        Self::from_sources(config_file, &process_env())
     }
 
     /// The channel every tool defaults to.
@@ -244,26 +247,33 @@ impl Settings {
         )
     }
 
+    /// Defaults, then `config_file`, then `env`. Every bad variable is reported (one
+    /// [`Problem`] each), not just the first.
     pub fn from_sources(
         config_file: Option<&Path>,
         env: &HashMap<String, String>,
     ) -> Result<Self, SettingsError> {
         let file = match config_file {
-            Some(path) => read_file(path)?,
+            Some(path) => source::read_file(path, is_variable)?,
             None => HashMap::new(),
         };
-        let src = Source { file, env };
+        let mut src = Source::new(file, env);
+        let settings = Self::read(&mut src);
+        src.finish(settings)
+    }
 
+    fn read(src: &mut Source<'_>) -> Settings {
         let sslmode = match src.get("DB_SSLMODE").as_deref().unwrap_or("prefer") {
             "disable" => SslMode::Disable,
             "prefer" | "allow" => SslMode::Prefer,
             other => {
-                return Err(invalid(
+                src.problem(
                     "DB_SSLMODE",
                     format!(
                         "`{other}` is not supported; use `disable` or `prefer` (TLS to Postgres is not built in, terminate it with a proxy)"
                     ),
-                ));
+                );
+                SslMode::Prefer
             }
         };
         let tier = match src
@@ -275,22 +285,20 @@ impl Settings {
             "oss" => Tier::Oss,
             "pro" => Tier::Pro,
             other => {
-                return Err(invalid(
+                src.problem(
                     "TIER",
                     format!("`{other}` is not a tier; use `oss` or `pro`"),
-                ));
+                );
+                Tier::Oss
             }
         };
         let redis_addr = src.string("REDIS_ADDR", "127.0.0.1:6379");
         if !redis_addr.contains(':') {
-            return Err(invalid(
-                "REDIS_ADDR",
-                format!("`{redis_addr}` is not host:port"),
-            ));
+            src.problem("REDIS_ADDR", format!("`{redis_addr}` is not host:port"));
         }
         let nats_url = src.string("NATS_URL", "nats://127.0.0.1:4222");
         if nats_url.trim().is_empty() {
-            return Err(invalid("NATS_URL", "must not be empty"));
+            src.problem("NATS_URL", "must not be empty");
         }
         let delivery_stream = src.string("DELIVERY_STREAM", "DELIVERY");
         if delivery_stream.is_empty()
@@ -298,45 +306,49 @@ impl Settings {
                 .chars()
                 .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
         {
-            return Err(invalid(
+            src.problem(
                 "DELIVERY_STREAM",
                 format!("`{delivery_stream}` must be letters, digits, `_` or `-`"),
-            ));
+            );
         }
         let api_url = src.string("PLATFORM_API_URL", "http://127.0.0.1:8089");
         if !(api_url.starts_with("http://") || api_url.starts_with("https://")) {
-            return Err(invalid(
+            src.problem(
                 "PLATFORM_API_URL",
                 format!("`{api_url}` must start with http:// or https://"),
-            ));
+            );
         }
         let api_version = src.string("PLATFORM_API_VERSION", DEFAULT_API_VERSION);
         if !is_api_version(&api_version) {
-            return Err(invalid(
+            src.problem(
                 "PLATFORM_API_VERSION",
                 format!(
                     "`{api_version}` is not an API version; use `vNN.0`, e.g. `{DEFAULT_API_VERSION}`"
                 ),
-            ));
+            );
         }
-        let rate_limit_mps = src.number::<u32>("RATE_LIMIT_MPS", 80)?;
+        let rate_limit_mps = src.number::<u32>("RATE_LIMIT_MPS", 80);
         if rate_limit_mps == 0 {
-            return Err(invalid("RATE_LIMIT_MPS", "must be at least 1"));
+            src.problem("RATE_LIMIT_MPS", "must be at least 1");
         }
-        let db_port = src.number::<u16>("DB_PORT", 5432)?;
+        let db_port = src.number::<u16>("DB_PORT", 5432);
+        let default_poll = Duration::from_secs(2);
         let poll = src.string("SCHEDULER_POLL_INTERVAL", "2s");
-        let scheduler_poll_interval =
-            parse_duration(&poll).map_err(|reason| invalid("SCHEDULER_POLL_INTERVAL", reason))?;
-        if scheduler_poll_interval.is_zero() {
-            return Err(invalid(
-                "SCHEDULER_POLL_INTERVAL",
-                "must be greater than zero",
-            ));
-        }
+        let scheduler_poll_interval = match parse_duration(&poll) {
+            Ok(d) if d.is_zero() => {
+                src.problem("SCHEDULER_POLL_INTERVAL", "must be greater than zero");
+                default_poll
+            }
+            Ok(d) => d,
+            Err(e) => {
+                src.problem("SCHEDULER_POLL_INTERVAL", e.to_string());
+                default_poll
+            }
+        };
 
-        Ok(Settings {
-            http_port: src.number::<u16>("SERVER_HTTP_PORT", 8080)?,
-            admin_port: src.optional_number::<u16>("ADMIN_HTTP_PORT")?,
+        Settings {
+            http_port: src.number::<u16>("SERVER_HTTP_PORT", 8080),
+            admin_port: src.optional_number::<u16>("ADMIN_HTTP_PORT"),
             mcp_name: src.string("SERVER_MCP_NAME", "warden"),
             mcp_version: src.string("SERVER_MCP_VERSION", env!("CARGO_PKG_VERSION")),
             tier,
@@ -351,7 +363,7 @@ impl Settings {
             redis: Redis {
                 addr: redis_addr,
                 password: src.string("REDIS_PASSWORD", ""),
-                db: src.number::<u8>("REDIS_DB", 0)?,
+                db: src.number::<u8>("REDIS_DB", 0),
             },
             nats_url,
             delivery_stream,
@@ -371,107 +383,24 @@ impl Settings {
             otlp_endpoint: src
                 .get("OTEL_EXPORTER_OTLP_ENDPOINT")
                 .filter(|s| !s.is_empty()),
-        })
-    }
-}
-
-struct Source<'a> {
-    file: HashMap<String, String>,
-    env: &'a HashMap<String, String>,
-}
-
-impl Source<'_> {
-    fn get(&self, variable: &str) -> Option<String> {
-        self.env
-            .get(variable)
-            .cloned()
-            .or_else(|| self.file.get(&variable.to_ascii_lowercase()).cloned())
-    }
-    fn string(&self, variable: &str, default: &str) -> String {
-        self.get(variable).unwrap_or_else(|| default.to_string())
-    }
-    fn optional_number<T: std::str::FromStr>(
-        &self,
-        variable: &str,
-    ) -> Result<Option<T>, SettingsError> {
-        match self.get(variable) {
-            None => Ok(None),
-            Some(raw) if raw.trim().is_empty() => Ok(None),
-            Some(raw) => raw.trim().parse::<T>().map(Some).map_err(|_| {
-                invalid(
-                    variable,
-                    format!(
-                        "`{raw}` is not a valid number (expected {})",
-                        number_hint::<T>()
-                    ),
-                )
-            }),
+            dispatch: Dispatch::read(src),
+            // The environment only: it names this host, not the deployment.
+            hostname: src.env_only("HOSTNAME").filter(|h| !h.is_empty()),
         }
     }
-    fn number<T: std::str::FromStr>(&self, variable: &str, default: T) -> Result<T, SettingsError> {
-        Ok(self.optional_number(variable)?.unwrap_or(default))
-    }
 }
 
-fn number_hint<T>() -> &'static str {
-    match std::any::type_name::<T>() {
-        "u16" => "an integer from 0 to 65535",
-        "u8" => "an integer from 0 to 255",
-        _ => "a non-negative integer",
-    }
+/// Whether `key` (any case) is a variable of the tree, i.e. a valid config file key.
+fn is_variable(key: &str) -> bool {
+    VARIABLES
+        .iter()
+        .chain(DISPATCH_VARIABLES.iter().map(|(name, _)| name))
+        .any(|v| v.eq_ignore_ascii_case(key))
 }
 
-fn read_file(path: &Path) -> Result<HashMap<String, String>, SettingsError> {
-    let file_err = |reason: String| SettingsError::File {
-        path: path.display().to_string(),
-        reason,
-    };
-    if !path.is_file() {
-        return Err(file_err("not found".into()));
-    }
-    let cfg = config::Config::builder()
-        .add_source(config::File::from(path).format(config::FileFormat::Toml))
-        .build()
-        .map_err(|e| file_err(e.to_string()))?;
-    let table = cfg
-        .try_deserialize::<HashMap<String, config::Value>>()
-        .map_err(|e| file_err(e.to_string()))?;
-    let mut out = HashMap::new();
-    for (key, value) in table {
-        let key = key.to_ascii_lowercase();
-        if !VARIABLES.iter().any(|v| v.eq_ignore_ascii_case(&key)) {
-            return Err(file_err(format!("unknown key `{key}`")));
-        }
-        let text = value
-            .into_string()
-            .map_err(|e| file_err(format!("`{key}`: {e}")))?;
-        out.insert(key, text);
-    }
-    Ok(out)
-}
-
-/// Parse `30s`, `500ms`, `2m`, `1h`, `1d`, or a bare number of seconds.
-pub fn parse_duration(raw: &str) -> Result<Duration, String> {
-    let s = raw.trim();
-    let split = s
-        .find(|c: char| !c.is_ascii_digit() && c != '.')
-        .unwrap_or(s.len());
-    let (num, unit) = s.split_at(split);
-    let value: f64 = num
-        .parse()
-        .map_err(|_| format!("`{raw}` is not a duration like 30s, 500ms, 2m or 1h"))?;
-    let secs = match unit.trim() {
-        "" | "s" => value,
-        "ms" => value / 1000.0,
-        "m" => value * 60.0,
-        "h" => value * 3600.0,
-        "d" => value * 86400.0,
-        _ => return Err(format!("`{raw}` has an unknown unit; use ms, s, m, h or d")),
-    };
-    if !secs.is_finite() || secs < 0.0 {
-        return Err(format!("`{raw}` is not a valid duration"));
-    }
-    Ok(Duration::from_secs_f64(secs))
+/// The process environment (the one place Warden reads it).
+pub fn process_env() -> HashMap<String, String> {
+    std::env::vars().collect()
 }
 
 /// Percent-encode a URL component (user, password, database name).
@@ -582,16 +511,6 @@ mod tests {
     }
 
     #[test]
-    fn durations() {
-        assert_eq!(parse_duration("30s").unwrap(), Duration::from_secs(30));
-        assert_eq!(parse_duration("500ms").unwrap(), Duration::from_millis(500));
-        assert_eq!(parse_duration("2m").unwrap(), Duration::from_secs(120));
-        assert_eq!(parse_duration("5").unwrap(), Duration::from_secs(5));
-        assert!(parse_duration("").is_err());
-        assert!(parse_duration("1y").is_err());
-    }
-
-    #[test]
     fn urls_encode_credentials_and_debug_hides_them() {
         let s = Settings::from_sources(
             None,
@@ -603,5 +522,186 @@ mod tests {
         let dbg = format!("{s:?}");
         assert!(!dbg.contains("p@ss"));
         assert!(!dbg.contains("dev-access-token"));
+    }
+
+    #[test]
+    fn every_bad_variable_is_one_line() {
+        let err = Settings::from_sources(
+            None,
+            &env(&[
+                ("SERVER_HTTP_PORT", "eighty"),
+                ("TIER", "gold"),
+                ("DISPATCH_MAX_ATTEMPTS", "0"),
+                ("PAIR_RATE_INTERVAL", "soon"),
+            ]),
+        )
+        .unwrap_err();
+        assert_eq!(
+            err.problems(),
+            vec![
+                "TIER: `gold` is not a tier; use `oss` or `pro`",
+                "SERVER_HTTP_PORT: `eighty` is not a valid number (expected an integer from 0 to 65535)",
+                "DISPATCH_MAX_ATTEMPTS: `0` is not a whole number in range",
+                "PAIR_RATE_INTERVAL: `soon` is not a duration like 30s, 500ms, 2m or 1h",
+            ]
+        );
+        assert_eq!(err.to_string().lines().count(), 4);
+    }
+
+    #[test]
+    fn dispatch_defaults_and_overrides() {
+        let s = Settings::from_sources(None, &env(&[])).unwrap();
+        assert_eq!(s.dispatch, Dispatch::default());
+        assert_eq!(s.dispatch.max_attempts, 8);
+        assert_eq!(s.dispatch.pair_interval, Duration::from_secs(6));
+        assert_eq!(s.dispatch.unknown_max_wait, Duration::from_secs(900));
+        let s = Settings::from_sources(
+            None,
+            &env(&[
+                ("PAIR_RATE_INTERVAL", "0"),
+                ("DISPATCH_MAX_ATTEMPTS", " 3 "),
+                ("DISPATCHER_REPLICAS", "2"),
+                ("DISPATCH_BACKOFF_BASE", "100ms"),
+                ("DISPATCH_CONCURRENCY", ""),
+            ]),
+        )
+        .unwrap();
+        assert_eq!(s.dispatch.pair_interval, Duration::ZERO);
+        assert_eq!(s.dispatch.max_attempts, 3);
+        assert_eq!(s.dispatch.replicas, 2);
+        assert_eq!(s.dispatch.backoff_base, Duration::from_millis(100));
+        assert_eq!(s.dispatch.concurrency, 64);
+    }
+
+    #[test]
+    fn dispatch_messages_keep_their_wording() {
+        for (pairs, line) in [
+            (
+                vec![("DISPATCHER_REPLICAS", "0")],
+                "DISPATCHER_REPLICAS: `0` is not a whole number of at least 1",
+            ),
+            (
+                vec![("DISPATCH_ACK_WAIT", "500ms")],
+                "DISPATCH_ACK_WAIT: must be at least 1s",
+            ),
+            (
+                vec![("DISPATCH_LEASE", "0")],
+                "DISPATCH_LEASE: must be at least 1s",
+            ),
+            (
+                vec![("PLATFORM_TIMEOUT", "0s")],
+                "PLATFORM_TIMEOUT: must be more than 0",
+            ),
+            (
+                vec![
+                    ("DISPATCH_BACKOFF_BASE", "10m"),
+                    ("DISPATCH_BACKOFF_CAP", "1m"),
+                ],
+                "DISPATCH_BACKOFF_CAP: must not be shorter than DISPATCH_BACKOFF_BASE",
+            ),
+            (
+                vec![("SCHEDULER_POLL_INTERVAL", "0s")],
+                "SCHEDULER_POLL_INTERVAL: must be greater than zero",
+            ),
+        ] {
+            let err = Settings::from_sources(None, &env(&pairs)).unwrap_err();
+            assert_eq!(err.to_string(), line);
+        }
+    }
+
+    #[test]
+    fn config_file_takes_dispatch_keys() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("warden.toml");
+        std::fs::write(
+            &path,
+            "dispatch_lease = \"90s\"\ndispatch_concurrency = 8\n",
+        )
+        .unwrap();
+        let s =
+            Settings::from_sources(Some(&path), &env(&[("DISPATCH_CONCURRENCY", "16")])).unwrap();
+        assert_eq!(s.dispatch.lease, Duration::from_secs(90));
+        assert_eq!(s.dispatch.concurrency, 16);
+    }
+
+    #[test]
+    fn hostname_comes_from_the_environment_only() {
+        let s = Settings::from_sources(None, &env(&[("HOSTNAME", "node-7")])).unwrap();
+        assert_eq!(s.hostname.as_deref(), Some("node-7"));
+        let s = Settings::from_sources(None, &env(&[("HOSTNAME", "")])).unwrap();
+        assert_eq!(s.hostname, None);
+    }
+
+    #[test]
+    fn print_config_redacts_secrets() {
+        let s = Settings::from_sources(
+            None,
+            &env(&[
+                ("DB_PASSWORD", "db-pw-1"),
+                ("REDIS_PASSWORD", "redis-pw-2"),
+                ("PLATFORM_ACCESS_TOKEN", "tok-3"),
+                ("PLATFORM_WEBHOOK_VERIFY_TOKEN", "verify-4"),
+                ("PLATFORM_APP_SECRET", "app-secret-5"),
+                ("DB_HOST", "db.internal"),
+            ]),
+        )
+        .unwrap();
+        let text = s.print_config();
+        for secret in ["db-pw-1", "redis-pw-2", "tok-3", "verify-4", "app-secret-5"] {
+            assert!(!text.contains(secret), "{secret} leaked:\n{text}");
+        }
+        for line in [
+            "db_password = \"<redacted>\"",
+            "redis_password = \"<redacted>\"",
+            "platform_access_token = \"<redacted>\"",
+            "platform_webhook_verify_token = \"<redacted>\"",
+            "platform_app_secret = \"<redacted>\"",
+            "db_host = \"db.internal\"",
+            "server_http_port = 8080",
+            "dispatch_backoff_cap = \"5m\"",
+        ] {
+            assert!(text.lines().any(|l| l == line), "{line} missing:\n{text}");
+        }
+        for variable in [
+            "DB_PASSWORD",
+            "PLATFORM_ACCESS_TOKEN",
+            "PLATFORM_APP_SECRET",
+            "X_TOKEN",
+        ] {
+            assert!(is_secret(variable), "{variable}");
+        }
+        assert!(!is_secret("DB_HOST"));
+        // Unset ones are comments; an empty password is not hidden.
+        let text = Settings::from_sources(None, &env(&[]))
+            .unwrap()
+            .print_config();
+        assert!(text.contains("# platform_app_secret is not set"), "{text}");
+        assert!(text.lines().any(|l| l == "redis_password = \"\""), "{text}");
+    }
+
+    #[test]
+    fn printed_config_reads_back_as_the_same_settings() {
+        let s = Settings::from_sources(
+            None,
+            &env(&[
+                ("DB_HOST", "db \"quoted\" host"),
+                ("SCHEDULER_POLL_INTERVAL", "500ms"),
+                ("ADMIN_HTTP_PORT", "9191"),
+                ("DISPATCH_UNKNOWN_MAX_WAIT", "1h"),
+            ]),
+        )
+        .unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("printed.toml");
+        // Secrets are redacted: drop their lines, the defaults fill them in again.
+        let printed: String = s
+            .print_config()
+            .lines()
+            .filter(|l| !l.contains(REDACTED))
+            .map(|l| format!("{l}\n"))
+            .collect();
+        std::fs::write(&path, printed).unwrap();
+        let back = Settings::from_sources(Some(&path), &env(&[])).unwrap();
+        assert_eq!(back.print_config(), s.print_config());
     }
 }

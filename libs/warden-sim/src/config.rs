@@ -98,6 +98,62 @@ impl Default for SimConfig {
 }
 
 impl SimConfig {
+    /// The effective settings as `key = value` lines (the variable names in lower case),
+    /// secrets redacted (`platform-sim --print-config`).
+    pub fn print_config(&self) -> String {
+        let text = |v: &str| format!("{v:?}");
+        let secret = |variable: &str, v: &str| {
+            if warden_settings::is_secret(variable) && !v.is_empty() {
+                text(warden_settings::REDACTED)
+            } else {
+                text(v)
+            }
+        };
+        let duration = |d: Duration| text(&warden_settings::format_duration(d));
+        let entries = [
+            ("SIM_HTTP_HOST", text(&self.http_host)),
+            ("SIM_HTTP_PORT", self.http_port.to_string()),
+            (
+                "SIM_WEBHOOK_URL",
+                self.webhook_target().map_or_else(String::new, text),
+            ),
+            (
+                "SIM_TEMPLATES",
+                self.templates
+                    .as_ref()
+                    .map_or_else(String::new, |p| text(&p.display().to_string())),
+            ),
+            ("SIM_APPROVAL_DELAY", duration(self.approval_delay)),
+            (
+                "PLATFORM_ACCESS_TOKEN",
+                secret("PLATFORM_ACCESS_TOKEN", &self.access_token),
+            ),
+            (
+                "PLATFORM_APP_SECRET",
+                secret("PLATFORM_APP_SECRET", &self.app_secret),
+            ),
+            ("PLATFORM_PHONE_NUMBER_ID", text(&self.phone_number_id)),
+            ("PLATFORM_ACCOUNT_ID", text(&self.waba_id)),
+            ("SIM_DISPLAY_PHONE_NUMBER", text(&self.display_phone_number)),
+            ("SIM_WEBHOOK_QUEUE", self.webhook_queue.to_string()),
+            ("SIM_WEBHOOK_BATCH", self.webhook_batch.to_string()),
+            ("SIM_WEBHOOK_RETRY_FOR", duration(self.webhook_retry_for)),
+            ("SIM_WORKERS", self.workers.to_string()),
+        ];
+        let mut out = String::from(
+            "# Effective platform-sim settings: defaults, then the environment, then flags.\n",
+        );
+        for (variable, value) in entries {
+            let key = variable.to_ascii_lowercase();
+            if value.is_empty() {
+                out.push_str(&format!("# {key} is not set\n"));
+            } else {
+                out.push_str(&format!("{key} = {value}\n"));
+            }
+        }
+        out
+    }
+
     /// The webhook URL, treating an empty variable as unset.
     pub fn webhook_target(&self) -> Option<&str> {
         self.webhook_url
@@ -107,8 +163,19 @@ impl SimConfig {
     }
 }
 
+/// Why a sim duration flag did not parse.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum DurationError {
+    #[error("invalid duration {0:?} (use e.g. 500ms, 2s, 1m)")]
+    NotADuration(String),
+    #[error("invalid duration unit {unit:?} in {raw:?}")]
+    UnknownUnit { unit: String, raw: String },
+    #[error("invalid duration {0:?}")]
+    OutOfRange(String),
+}
+
 /// `1500ms`, `2s`, `1.5s`, `5m`, `1h`, or a bare number of seconds.
-pub fn parse_duration(s: &str) -> Result<Duration, String> {
+pub fn parse_duration(s: &str) -> Result<Duration, DurationError> {
     let t = s.trim();
     let split = t
         .find(|c: char| !(c.is_ascii_digit() || c == '.'))
@@ -116,17 +183,22 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
     let (num, unit) = t.split_at(split);
     let n: f64 = num
         .parse()
-        .map_err(|_| format!("invalid duration {s:?} (use e.g. 500ms, 2s, 1m)"))?;
+        .map_err(|_| DurationError::NotADuration(s.to_string()))?;
     let secs = match unit.trim() {
         "" | "s" | "sec" | "secs" => n,
         "ms" => n / 1000.0,
         "us" => n / 1_000_000.0,
         "m" | "min" => n * 60.0,
         "h" => n * 3600.0,
-        other => return Err(format!("invalid duration unit {other:?} in {s:?}")),
+        other => {
+            return Err(DurationError::UnknownUnit {
+                unit: other.to_string(),
+                raw: s.to_string(),
+            });
+        }
     };
     if !secs.is_finite() || secs < 0.0 {
-        return Err(format!("invalid duration {s:?}"));
+        return Err(DurationError::OutOfRange(s.to_string()));
     }
     Ok(Duration::from_secs_f64(secs))
 }
@@ -145,6 +217,27 @@ mod tests {
         assert_eq!(parse_duration("0s").unwrap(), Duration::ZERO);
         assert!(parse_duration("fast").is_err());
         assert!(parse_duration("2 weeks").is_err());
+    }
+
+    #[test]
+    fn print_config_redacts_the_secrets() {
+        let config = SimConfig {
+            access_token: "tok-1".into(),
+            app_secret: "secret-2".into(),
+            ..SimConfig::default()
+        };
+        let text = config.print_config();
+        assert!(
+            !text.contains("tok-1") && !text.contains("secret-2"),
+            "{text}"
+        );
+        assert!(
+            text.contains("platform_app_secret = \"<redacted>\""),
+            "{text}"
+        );
+        assert!(text.contains("sim_http_port = 8089"), "{text}");
+        assert!(text.contains("sim_approval_delay = \"2s\""), "{text}");
+        assert!(text.contains("# sim_webhook_url is not set"), "{text}");
     }
 
     #[test]

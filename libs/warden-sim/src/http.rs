@@ -139,8 +139,13 @@ fn bad_request(msg: impl std::fmt::Display) -> HttpResponse {
     HttpResponse::BadRequest().json(json!({ "error": msg.to_string() }))
 }
 
-fn control_json<T: DeserializeOwned>(body: &[u8]) -> Result<T, String> {
-    serde_json::from_slice(body).map_err(|e| format!("invalid JSON body: {e}"))
+/// A control endpoint's body that is not the JSON it takes.
+#[derive(Debug, thiserror::Error)]
+#[error("invalid JSON body: {0}")]
+struct BadControlBody(#[from] serde_json::Error);
+
+fn control_json<T: DeserializeOwned>(body: &[u8]) -> Result<T, BadControlBody> {
+    Ok(serde_json::from_slice(body)?)
 }
 
 fn ok() -> HttpResponse {

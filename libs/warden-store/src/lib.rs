@@ -13,4 +13,5 @@ pub mod tx;
 
 pub use error::DbError;
 pub use pool::{PgConn, PgPool, StoreError, connect};
-pub use startup::{PolicySeed, SeedReport, prepare};
+pub use seeds::PolicySeed;
+pub use startup::{SeedReport, prepare};

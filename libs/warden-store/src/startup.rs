@@ -8,22 +8,12 @@ use diesel_migrations::{EmbeddedMigrations, MigrationHarness, embed_migrations};
 use warden_settings::Database;
 
 use crate::pool::{StoreError, error_chain, one_line};
-use crate::seeds;
+use crate::seeds::{self, PolicySeed};
 
 pub const MIGRATIONS: EmbeddedMigrations = embed_migrations!("../../migrations");
 
 /// Arbitrary constant identifying Warden's start-up lock ("WARDEN" in ASCII).
 const STARTUP_LOCK_KEY: i64 = 0x5741_5244_454E;
-
-/// One policy from the policy file, in the form the policies table stores.
-#[derive(Clone, Debug)]
-pub struct PolicySeed {
-    pub id: String,
-    pub policy_type: String,
-    pub message_types: Vec<String>,
-    pub enabled: bool,
-    pub definition: serde_json::Value,
-}
 
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct SeedReport {

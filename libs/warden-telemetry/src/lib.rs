@@ -32,10 +32,26 @@ impl Drop for TelemetryGuard {
     }
 }
 
+/// rustls needs exactly one process-wide crypto provider; reqwest (the OTLP exporter, the
+/// platform client) and async-nats would each bring one. Idempotent.
+pub fn install_crypto_provider() {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+}
+
 /// Install the global subscriber. `otlp_endpoint` enables trace export (the exporter reads
 /// `OTEL_EXPORTER_OTLP_ENDPOINT` itself and appends `/v1/traces`).
 pub fn init(service: &'static str, otlp_endpoint: Option<&str>) -> anyhow::Result<TelemetryGuard> {
-    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
+    init_with_default_filter(service, otlp_endpoint, "info")
+}
+
+/// [`init`] with another log filter when `RUST_LOG` is unset (benches log `warn`).
+pub fn init_with_default_filter(
+    service: &'static str,
+    otlp_endpoint: Option<&str>,
+    default_filter: &str,
+) -> anyhow::Result<TelemetryGuard> {
+    let filter =
+        EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(default_filter));
     let logs = tracing_subscriber::fmt::layer()
         .json()
         .flatten_event(true)

@@ -46,6 +46,9 @@ pub struct MissingSecret;
 
 impl AppState {
     pub fn new(core: Core) -> Result<Self, MissingSecret> {
+        crate::ingest::use_retry_policy(warden_core::platform_errors::RetryPolicy::from_settings(
+            &core.settings().dispatch,
+        ));
         let platform = &core.settings().platform;
         let secret = platform.app_secret.as_deref().ok_or(MissingSecret)?;
         Ok(AppState {
@@ -216,7 +219,7 @@ async fn health(state: web::Data<AppState>) -> HttpResponse {
         Ok(()) => text(HttpResponse::Ok(), "OK"),
         Err(reason) => {
             tracing::warn!(%reason, "health check failed");
-            text(HttpResponse::ServiceUnavailable(), reason)
+            text(HttpResponse::ServiceUnavailable(), reason.0)
         }
     }
 }

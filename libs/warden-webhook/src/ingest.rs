@@ -136,15 +136,17 @@ impl BatchState {
     }
 }
 
-/// The dispatcher's retry bound and backoff (its variables, read once).
+static RETRY_POLICY: OnceLock<RetryPolicy> = OnceLock::new();
+
+/// The dispatcher's retry bound and backoff, from the process's settings (the first
+/// [`use_retry_policy`] wins; defaults before any).
 fn retry_policy() -> &'static RetryPolicy {
-    static POLICY: OnceLock<RetryPolicy> = OnceLock::new();
-    POLICY.get_or_init(|| {
-        RetryPolicy::from_env().unwrap_or_else(|e| {
-            tracing::warn!(error = %e, "bad retry setting; using the dispatcher's defaults");
-            RetryPolicy::default()
-        })
-    })
+    RETRY_POLICY.get_or_init(RetryPolicy::default)
+}
+
+/// Take the retry bound from the settings (`AppState::new` does, once per process).
+pub fn use_retry_policy(policy: RetryPolicy) {
+    let _ = RETRY_POLICY.set(policy);
 }
 
 /// Store `events` (distinct keys, in the order the platform sent them) in one transaction.

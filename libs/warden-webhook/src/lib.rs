@@ -23,16 +23,17 @@ use std::net::TcpListener;
 use actix_web::middleware::from_fn;
 use actix_web::{App, HttpServer};
 use warden_core::Core;
-use warden_service::{Dependencies, admin};
+use warden_service::{Dependencies, StartError, admin};
 use warden_settings::Settings;
 
 pub use http::{ACK, AppState, MAX_BODY_BYTES, MissingSecret, app_config};
 
-/// Exit with code 2 and one line when `PLATFORM_APP_SECRET` is missing. Call it before
+/// `PLATFORM_APP_SECRET` must be set (a configuration error, exit code 2). Check it before
 /// connecting to anything, so the operator sees the configuration error first.
-pub fn require_secret(binary: &str, settings: &Settings) {
-    if settings.platform.app_secret.is_none() {
-        warden_service::die(binary, warden_service::exit::CONFIG, MissingSecret);
+pub fn require_secret(settings: &Settings) -> Result<(), MissingSecret> {
+    match settings.platform.app_secret {
+        Some(_) => Ok(()),
+        None => Err(MissingSecret),
     }
 }
 
@@ -66,9 +67,9 @@ pub async fn serve(listener: TcpListener, deps: Dependencies) -> anyhow::Result<
 }
 
 /// Serve the webhook endpoints on SERVER_HTTP_PORT until SIGTERM/SIGINT. Refuses to start
-/// (exit 2) without `PLATFORM_APP_SECRET`.
-pub async fn run(binary: &'static str, deps: Dependencies) -> anyhow::Result<()> {
-    require_secret(binary, &deps.settings);
-    let listener = admin::bind(binary, "SERVER_HTTP_PORT", deps.settings.http_port);
-    serve(listener, deps).await
+/// without `PLATFORM_APP_SECRET` (a configuration error).
+pub async fn run(deps: Dependencies) -> Result<(), StartError> {
+    require_secret(&deps.settings).map_err(StartError::config)?;
+    let listener = admin::bind("SERVER_HTTP_PORT", deps.settings.http_port)?;
+    serve(listener, deps).await.map_err(StartError::Failed)
 }

@@ -9,9 +9,9 @@ use std::time::{Duration, Instant};
 use chrono::{TimeDelta, Utc};
 use diesel::prelude::*;
 use diesel_async::RunQueryDsl;
+use warden_core::Dependencies;
 use warden_core::{Core, RefusalMode, SendKind, SendRequest, conversations, customers};
 use warden_rules::kinds::MessageType;
-use warden_service::Dependencies;
 use warden_store::schema::templates;
 use warden_store::testing::TestDatabase;
 
@@ -45,7 +45,7 @@ fn summary(name: &str, mut micros: Vec<f64>) -> serde_json::Value {
 
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() -> anyhow::Result<()> {
-    warden_service::install_crypto_provider();
+    warden_telemetry::install_crypto_provider();
     let n: usize = std::env::args()
         .nth(1)
         .and_then(|a| a.parse().ok())
@@ -53,15 +53,12 @@ async fn main() -> anyhow::Result<()> {
     let db = TestDatabase::create();
     let mut settings = db.settings.clone();
     settings.delivery_stream = format!("BENCH_{}", uuid::Uuid::new_v4().simple()).to_uppercase();
-    let policies_path =
-        std::env::var("POLICIES_PATH").unwrap_or_else(|_| "policies/default.yaml".into());
-    let (policies, seeds) = warden_service::policies::load(std::path::Path::new(&policies_path))
-        .map_err(anyhow::Error::msg)?;
+    let (policies, seeds) = warden_core::policy_file::load(&settings.policies_path)?;
     warden_store::prepare(&settings.database, seeds).await?;
     let deps = Dependencies {
         pg: warden_store::connect(&settings.database, 8, Duration::from_secs(5)).await?,
         redis: Some(
-            warden_service::redis_pool::connect(&settings.redis, Duration::from_secs(2))
+            warden_core::deps::connect_redis(&settings.redis, Duration::from_secs(2))
                 .await
                 .map_err(anyhow::Error::msg)?,
         ),

@@ -46,7 +46,7 @@ struct Opts {
 fn parse_opts() -> Result<Opts, String> {
     let mut url = None;
     let mut secret = None;
-    let mut database_url = std::env::var("DATABASE_URL").ok();
+    let mut database_url = None;
     let mut posts = 1000usize;
     let mut concurrency = DEFAULT_CONCURRENCY;
     let mut seed = 1u64;

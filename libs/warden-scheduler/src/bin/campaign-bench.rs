@@ -142,11 +142,7 @@ fn main() -> anyhow::Result<()> {
 
 fn tracing_subscriber_init() {
     // Quiet by default: warnings only (RUST_LOG overrides).
-    if std::env::var_os("RUST_LOG").is_none() {
-        // SAFETY: single-threaded at this point (before the runtime starts).
-        unsafe { std::env::set_var("RUST_LOG", "warn") };
-    }
-    let _ = warden_telemetry::init("campaign-bench", None);
+    let _ = warden_telemetry::init_with_default_filter("campaign-bench", None, "warn");
 }
 
 async fn bench(args: &Args, db: &TestDatabase) -> anyhow::Result<()> {

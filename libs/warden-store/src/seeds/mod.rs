@@ -8,7 +8,16 @@ use diesel::prelude::*;
 use diesel::upsert::excluded;
 
 use crate::schema::{conversation_pricing, error_knowledge_base, policies};
-use crate::startup::PolicySeed;
+
+/// One policy from the policy file, in the form the policies table stores.
+#[derive(Clone, Debug)]
+pub struct PolicySeed {
+    pub id: String,
+    pub policy_type: String,
+    pub message_types: Vec<String>,
+    pub enabled: bool,
+    pub definition: serde_json::Value,
+}
 
 /// Upsert the error knowledge base; returns the number of codes.
 pub fn seed_errors(conn: &mut impl Connection<Backend = diesel::pg::Pg>) -> QueryResult<usize> {

@@ -62,8 +62,7 @@ pub struct Stack {
 fn bounds_of(env: &BTreeMap<String, String>) -> anyhow::Result<Bounds> {
     let env: std::collections::HashMap<String, String> = env.clone().into_iter().collect();
     let settings = warden_settings::Settings::from_sources(None, &env)?;
-    let cfg = warden_dispatcher::DispatcherConfig::from_vars(&settings, &env)
-        .map_err(|e| anyhow::anyhow!(e))?;
+    let cfg = warden_dispatcher::DispatcherConfig::from_settings(&settings);
     let unknown_outcome = warden_dispatcher::sweep::settle_bound(&cfg);
     Ok(Bounds {
         unknown_outcome,
@@ -209,7 +208,7 @@ impl Stack {
             nats: true,
             pool_size: 16,
         };
-        let deps = warden_service::start("fault-drills", Arc::new(settings), needs).await;
+        let deps = warden_service::start(Arc::new(settings), needs).await?;
         Ok(Core::new(deps, "fault-drill"))
     }
 
