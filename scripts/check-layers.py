@@ -44,11 +44,17 @@ LAYERS = [
     ("wiring", ["warden-service"]),
     # The domain: the only writer of domain state.
     ("core", ["warden-core"]),
+    # What tests share (a database per test, waiting, processes): see TEST_SUPPORT.
+    ("test-support", ["warden-test-support"]),
     # Postgres, JetStream, Redis.
     ("infrastructure", ["warden-store", "warden-stream", "warden-ratelimit"]),
     # Pure rules, the platform's wire types and client, settings, telemetry.
     ("foundation", ["warden-rules", "warden-platform", "warden-settings", "warden-telemetry"]),
 ]
+
+# Test-only crates: any crate's tests may use them (a dev-dependency from any layer), no
+# crate may ship with them (never a normal or build dependency).
+TEST_SUPPORT = {"warden-test-support"}
 
 # Crates allowed to use diesel's write API in src/.
 WRITERS = {"warden-store", "warden-core"}
@@ -105,7 +111,14 @@ def check_edges(metadata):
                 continue
             seen.add((name, kind))
             theirs, their_layer = ranks[name]
-            # Lower layers have higher indexes. Tests may also use their own layer.
+            # Lower layers have higher indexes. Tests may also use their own layer, and the
+            # test-support crates from anywhere (but nothing may ship with them).
+            if name in TEST_SUPPORT:
+                if kind != "dev":
+                    problems.append(
+                        f"{crate} ({layer}) -> {name}: a test-support crate may only be a dev-dependency"
+                    )
+                continue
             allowed = theirs > mine or (kind == "dev" and theirs == mine and name != crate)
             if not allowed:
                 what = "dev-dependency" if kind == "dev" else "dependency"

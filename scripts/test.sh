@@ -7,6 +7,9 @@ say() { printf '\n[test] %s\n' "$*"; }
 
 command -v cargo-nextest >/dev/null || { say "installing cargo-nextest"; cargo install --locked cargo-nextest; }
 
+say "layering: crate dependencies follow the layer table, only store and core write (scripts/check-layers.py)"
+python3 scripts/check-layers.py
+
 say "Python test dependency (the official MCP SDK, scripts/pydeps.sh)"
 scripts/pydeps.sh
 
