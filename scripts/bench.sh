@@ -31,7 +31,7 @@ trap cleanup EXIT
 
 say "building release binaries and benches"
 cargo build --release --bins
-cargo build --release -p warden-dispatcher --example dispatch_bench
+cargo build --release -p warden-bench --bins
 built=$(date +%s)
 
 load_start=$(load)
@@ -69,7 +69,7 @@ bench_webhook() {
   cleanup
   return $rc
 }
-bench_dispatcher() { limit 180 "$REL/examples/dispatch_bench" | tee "$OUT/dispatcher.txt"; }
+bench_dispatcher() { limit 180 "$REL/dispatch_bench" | tee "$OUT/dispatcher.txt"; }
 bench_campaign() {
   limit 240 "$REL/campaign-bench" --recipients 100000 --json "$OUT/campaign.json" | tee "$OUT/campaign.txt"
 }

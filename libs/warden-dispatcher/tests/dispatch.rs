@@ -7,6 +7,7 @@ use std::time::{Duration, Instant};
 
 use common::{Harness, unique_phone};
 use serde_json::json;
+use warden_test_support::wait;
 
 const WAIT: Duration = Duration::from_secs(20);
 
@@ -244,11 +245,10 @@ async fn a_halt_error_pauses_campaigns_and_their_messages_stay_queued() {
         )
         .await;
     h.publish(held, &to).await;
-    let deadline = Instant::now() + WAIT;
-    while h.stream_messages().await > 0 && Instant::now() < deadline {
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    assert_eq!(h.stream_messages().await, 0);
+    wait::until(WAIT, "the stream to drain", || async {
+        h.stream_messages().await == 0
+    })
+    .await;
     assert_eq!(h.row(held).await.status, "queued");
     assert_eq!(h.sim.count(held), 0);
     stop.send(()).unwrap();
@@ -322,6 +322,16 @@ async fn cancelled_campaign_messages_fail_without_a_send() {
     h.cleanup().await;
 }
 
+/// Wait until the dispatcher has held stream messages (looked at them and decided "not
+/// now") at least `n` times in all: the later event after which a test looks for what must
+/// not have happened.
+async fn wait_held(d: &warden_dispatcher::Dispatcher, n: u64, what: &str) {
+    wait::until(Duration::from_secs(30), what, || async {
+        d.stats().held >= n
+    })
+    .await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn redeliveries_are_never_sent_again_and_dead_claims_wait_for_their_webhook() {
     let h = Harness::new(500).await;
@@ -363,11 +373,12 @@ async fn redeliveries_are_never_sent_again_and_dead_claims_wait_for_their_webhoo
     // 2. Settle period long over and no status webhook, but no webhook has come since the
     //    claim either (they may lag): held. Once statuses emitted after the claim arrive
     //    without its own, the platform never took it, so it goes out, once.
+    let held_before = d.stats().held;
     let never_reached = dead_claim("1 minute").await;
     // 3. Lease just ended: held for the settle period; its status webhook comes meanwhile
     //    (written here as the webhook would), so it is never sent again.
     let reached = dead_claim("0 seconds").await;
-    tokio::time::sleep(Duration::from_millis(500)).await;
+    wait_held(&d, held_before + 2, "both dead claims to be held").await;
     h.sql(&format!(
         "UPDATE messages SET status = 'sent', wamid = 'wamid.{reached}', sent_at = now(),
                 lease_until = NULL, lease_owner = NULL
@@ -404,11 +415,17 @@ async fn redeliveries_are_never_sent_again_and_dead_claims_wait_for_their_webhoo
          WHERE id = '{busy}'"
     ))
     .await;
+    let held_before = d.stats().held;
     h.publish(busy, &busy_to).await;
-    tokio::time::sleep(Duration::from_secs(1)).await;
+    // The next hold is the live claim's (the dead claims come back after the 4 s settle).
+    wait_held(&d, held_before + 1, "the live claim to be held").await;
     assert_eq!(h.sim.count(busy), 0, "not sent while another claim lives");
 
-    tokio::time::sleep(Duration::from_secs(6)).await;
+    // Five holds since then: the live claim has at most three before the dead claim's
+    // second look (in flight; when its lease ends; a settle period later), so the first
+    // dead claim was looked at again at least twice, past its settle period, with
+    // webhooks still lagging.
+    wait_held(&d, held_before + 5, "the dead claim to be held again").await;
     assert_eq!(
         h.sim.count(never_reached),
         0,
@@ -422,11 +439,10 @@ async fn redeliveries_are_never_sent_again_and_dead_claims_wait_for_their_webhoo
     .await;
     h.wait_status(never_reached, &["sent"], WAIT).await;
     h.wait_status(busy, &["sent"], WAIT).await;
-    let deadline = Instant::now() + WAIT;
-    while h.stream_messages().await > 0 && Instant::now() < deadline {
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    assert_eq!(h.stream_messages().await, 0);
+    wait::until(WAIT, "the stream to drain", || async {
+        h.stream_messages().await == 0
+    })
+    .await;
     assert_eq!(h.sim.count(id), 1, "redelivery not sent again");
     assert_eq!(h.sim.count(never_reached), 1, "dead claim resent once");
     assert_eq!(h.row(never_reached).await.attempt, 2);
@@ -617,11 +633,10 @@ async fn stopping_finishes_the_sends_in_flight() {
     let ids = publish_many(&h, 5).await;
     let (d, stop) = h.dispatcher(h.config()).await;
     // Wait until the calls are in flight, then stop.
-    let deadline = Instant::now() + WAIT;
-    while h.count_where("status = 'sending'").await < 5 {
-        assert!(Instant::now() < deadline, "sends did not start");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    wait::until(WAIT, "the sends to start", || async {
+        h.count_where("status = 'sending'").await >= 5
+    })
+    .await;
     stop.send(()).unwrap();
     d.join().await.unwrap();
     for id in ids {
@@ -683,15 +698,16 @@ async fn a_timed_out_call_waits_for_its_webhook_and_is_never_sent_twice() {
     h.publish(id, &to).await;
 
     // The dispatcher gives up after 300 ms: outcome unknown, the lease ends at once.
-    let deadline = Instant::now() + WAIT;
-    while d.stats().retried == 0 {
-        assert!(Instant::now() < deadline, "the call did not time out");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    wait::until(WAIT, "the call to time out", || async {
+        d.stats().retried > 0
+    })
+    .await;
     h.sim.state.set_latency_ms(0);
     // Several settle periods with no status webhook and no sign that webhooks flow: the
-    // platform may have it, so nothing is sent again.
-    tokio::time::sleep(Duration::from_secs(4)).await;
+    // platform may have it, so nothing is sent again. Each look at it is a hold (the only
+    // message here): four more are four settle periods later.
+    let held_before = d.stats().held;
+    wait_held(&d, held_before + 4, "four more looks at the timed-out call").await;
     let reached = h.sim.count(id);
     assert!(reached <= 1);
     assert_eq!(h.row(id).await.status, "sending", "held, not requeued");
@@ -712,11 +728,10 @@ async fn a_timed_out_call_waits_for_its_webhook_and_is_never_sent_twice() {
     )
     .await;
     h.wait_status(id, &["sent"], WAIT).await;
-    let deadline = Instant::now() + WAIT;
-    while h.stream_messages().await > 0 && Instant::now() < deadline {
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    assert_eq!(h.stream_messages().await, 0);
+    wait::until(WAIT, "the stream to drain", || async {
+        h.stream_messages().await == 0
+    })
+    .await;
     assert_eq!(h.sim.count(id), 1, "exactly one send reached the platform");
     assert_eq!(h.sim.stats().duplicates, 0);
     stop.send(()).unwrap();

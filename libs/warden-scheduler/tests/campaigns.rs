@@ -215,10 +215,17 @@ async fn pause_stops_sends_at_once_and_resume_continues_where_it_left() {
         "UPDATE campaigns SET status = 'paused', paused_at = now() WHERE id = '{id}'"
     ))
     .await;
-    // At most the sends in flight finish after the pause.
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    // At most the sends in flight finish after the pause: the fan-out releases the lease
+    // once they have.
+    wait_for(
+        Duration::from_secs(10),
+        "the lease to be released on pause",
+        || async { h.campaign_row(id).await.lease_owner.is_none() },
+    )
+    .await;
     let at_pause = h.campaign_messages(id).await;
-    tokio::time::sleep(Duration::from_secs(1)).await;
+    // Later polls of the same scheduler (besides its own loop) send nothing.
+    h.ticks_enqueue_nothing(running.scheduler(), 3).await;
     assert_eq!(
         h.campaign_messages(id).await,
         at_pause,
@@ -305,21 +312,23 @@ async fn cancel_stops_the_rest_and_fails_what_was_not_sent() {
         },
     )
     .await;
-    tokio::time::sleep(Duration::from_millis(500)).await;
-    let total = h.campaign_messages(id).await;
-    tokio::time::sleep(Duration::from_millis(500)).await;
-    assert_eq!(
-        h.campaign_messages(id).await,
-        total,
-        "nothing sent after cancel"
-    );
-    assert!(total < 1500, "cancelled mid-run ({total})");
+    // The fan-out counts the never-queued recipients as cancelled once the sends in
+    // flight have finished.
     wait_for(
         Duration::from_secs(10),
         "the never-queued recipients to be counted as cancelled",
         || async { h.campaign_row(id).await.audience_done },
     )
     .await;
+    let total = h.campaign_messages(id).await;
+    // Later polls of the same scheduler (besides its own loop) send nothing.
+    h.ticks_enqueue_nothing(running.scheduler(), 3).await;
+    assert_eq!(
+        h.campaign_messages(id).await,
+        total,
+        "nothing sent after cancel"
+    );
+    assert!(total < 1500, "cancelled mid-run ({total})");
     let c = h.campaign_row(id).await;
     assert_eq!(c.status, "cancelled");
     let cancelled = h
@@ -481,7 +490,8 @@ async fn shutdown_mid_campaign_stops_promptly_and_another_scheduler_finishes() {
         !c.audience_done && at_stop < 1500,
         "stopped mid-run ({at_stop})"
     );
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    // The loop has ended; no write of it is still on its way to the database.
+    h.wait_database_quiet().await;
     assert_eq!(h.campaign_messages(id).await, at_stop);
     // Every accepted message was published before the stop.
     assert_eq!(h.stream_messages().await as i64, at_stop);

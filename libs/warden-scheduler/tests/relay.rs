@@ -104,21 +104,32 @@ async fn lost_stream_messages_are_republished_but_not_those_still_in_the_stream(
     let s = Scheduler::new(h.core.clone(), config);
     s.tick().await.expect("tick");
     assert_eq!(h.stream_messages().await, 20);
-    // Still in the stream (no dispatcher has taken them): old, but not lost.
-    tokio::time::sleep(Duration::from_millis(600)).await;
+    // Still in the stream (no dispatcher has taken them): old, but not lost. (Older than
+    // `relay_stale_after`, and the check's own interval, half of it, has passed too.)
+    h.wait_published_older_than(Duration::from_millis(600))
+        .await;
     let r = s.tick().await.expect("tick");
     assert_eq!(r.relay_published, 0, "{r:?}");
     // The stream loses them (acknowledged without a send, or a lost stream): republished
     // under new de-duplication ids, so JetStream takes them although it still remembers
-    // the first publishes.
+    // the first publishes. The next poll whose lost-message check runs (at most every
+    // half `relay_stale_after`) republishes all of them.
     h.purge_stream().await;
     assert_eq!(h.stream_messages().await, 0);
-    tokio::time::sleep(Duration::from_millis(600)).await;
-    let r = s.tick().await.expect("tick");
+    let r = warden_test_support::wait::until_some(
+        Duration::from_secs(10),
+        "a poll that republishes the lost messages",
+        || async {
+            let r = s.tick().await.expect("tick");
+            (r.relay_published > 0).then_some(r)
+        },
+    )
+    .await;
     assert_eq!(r.relay_published, 20, "{r:?}");
     h.assert_stream_once_each(20).await;
     // Republished once: the next check finds them in the stream again.
-    tokio::time::sleep(Duration::from_millis(600)).await;
+    h.wait_published_older_than(Duration::from_millis(600))
+        .await;
     let r = s.tick().await.expect("tick");
     assert_eq!(r.relay_published, 0, "{r:?}");
 }

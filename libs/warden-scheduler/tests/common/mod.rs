@@ -346,6 +346,49 @@ impl Harness {
         Background { tx, running }
     }
 
+    /// Polls `n` more times with `s`, asserting that none of them enqueued a recipient
+    /// (the later event after which "nothing more was sent" can be checked).
+    pub async fn ticks_enqueue_nothing(&self, s: &Scheduler, n: usize) {
+        for _ in 0..n {
+            let r = s.tick().await.expect("tick");
+            assert_eq!(r.recipients_enqueued, 0, "{r:?}");
+        }
+    }
+
+    /// Wait until no statement other than this one runs in the test's database: every
+    /// write in flight has committed (or failed).
+    pub async fn wait_database_quiet(&self) {
+        wait_for(
+            Duration::from_secs(10),
+            "the writes in flight to finish",
+            || async {
+                self.count(
+                    "SELECT count(*) AS n FROM pg_stat_activity WHERE datname = current_database()
+                     AND state <> 'idle' AND pid <> pg_backend_pid()",
+                )
+                .await
+                    == 0
+            },
+        )
+        .await;
+    }
+
+    /// Wait until the database says every message of the test was published at least
+    /// `age` ago (an age the relay's checks measure).
+    pub async fn wait_published_older_than(&self, age: Duration) {
+        let q = format!(
+            "SELECT count(*) AS n FROM messages WHERE published_at IS NULL
+             OR published_at > now() - interval '{} milliseconds'",
+            age.as_millis()
+        );
+        wait_for(
+            Duration::from_secs(10),
+            "the published messages to be old enough",
+            || async { self.count(&q).await == 0 },
+        )
+        .await;
+    }
+
     /// Wait until the campaign has written at least `n` messages.
     pub async fn wait_under_way(&self, id: Uuid, n: i64, timeout: Duration) {
         wait_for(timeout, "the campaign to be under way", || async {
@@ -362,6 +405,11 @@ pub struct Background {
 }
 
 impl Background {
+    /// The polling scheduler itself, so a test can drive more polls of it with `tick()`.
+    pub fn scheduler(&self) -> &Scheduler {
+        &self.running.scheduler
+    }
+
     /// Signal shutdown and wait for the loop to end.
     pub async fn stop(self) {
         let _ = self.tx.send(());
@@ -395,23 +443,8 @@ pub fn test_config(owner: &str) -> Config {
     }
 }
 
-/// Poll `check` until it is true or `timeout` passes.
-pub async fn wait_for<F, Fut>(timeout: Duration, what: &str, mut check: F)
-where
-    F: FnMut() -> Fut,
-    Fut: std::future::Future<Output = bool>,
-{
-    let deadline = tokio::time::Instant::now() + timeout;
-    loop {
-        if check().await {
-            return;
-        }
-        if tokio::time::Instant::now() >= deadline {
-            panic!("timed out waiting for {what}");
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-}
+/// Poll a condition until it holds, failing the test after a deadline.
+pub use warden_test_support::wait::until as wait_for;
 
 pub fn template_content(name: &str, vars: &[&str]) -> serde_json::Value {
     serde_json::json!({"type": "template", "template": {"name": name, "locale": "en", "variables": vars}})

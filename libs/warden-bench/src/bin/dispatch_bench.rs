@@ -12,11 +12,11 @@
 //! The report also carries this process's peak RSS (VmHWM): dispatcher and platform-sim.
 //!
 //! ```text
-//! cargo run --release -p warden-dispatcher --example dispatch_bench -- --help
+//! cargo run --release -p warden-bench --bin dispatch_bench -- --help
 //! ```
 //! Figures are printed and written to `target/bench/dispatcher.json`.
 
-#[path = "../tests/common/mod.rs"]
+#[path = "../../../warden-dispatcher/tests/common/mod.rs"]
 mod common;
 
 use std::time::{Duration, Instant};

@@ -1,6 +1,6 @@
 //! Measures one full compliance check (cache hit, policies loaded, frequency count) and
 //! one accepted send (row + stream ack) against the real services.
-//! `cargo run --release -p warden-core --bin check-bench [-- N]`; prints a JSON line too
+//! `cargo run --release -p warden-bench --bin check-bench [-- N]`; prints a JSON line too
 //! (with this process's peak RSS).
 
 use std::sync::Arc;

@@ -10,7 +10,7 @@
 //! Also writes the figures (and this process's peak RSS) as JSON, by default to
 //! `target/bench/sim.json`.
 //!
-//! `cargo run --release -p warden-sim --bin sim-bench -- [--sends N] [--concurrency C]
+//! `cargo run --release -p warden-bench --bin sim-bench -- [--sends N] [--concurrency C]
 //!     [--json PATH | --no-json]`
 
 use std::collections::BTreeMap;

@@ -8,7 +8,7 @@
 //! Postgres insert rate for N message-like rows measured in the same run.
 //!
 //! ```text
-//! cargo run --release -p warden-scheduler --bin campaign-bench -- [--recipients 100000]
+//! cargo run --release -p warden-bench --bin campaign-bench -- [--recipients 100000]
 //!     [--concurrency 32] [--page-size 1000] [--json target/bench/campaign.json]
 //! ```
 //! Connection settings come from the usual environment (DB_*, REDIS_ADDR, NATS_URL).
