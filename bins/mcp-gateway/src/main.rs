@@ -41,7 +41,9 @@ async fn main() {
 async fn run(args: Args) -> Result<(), StartError> {
     let settings = warden_service::load_settings(args.config.as_deref())?;
     if args.print_config {
-        print!("{}", settings.print_config());
+        // The gateway's stdout carries only MCP messages, even in this mode: an agent host
+        // that passes the flag by mistake must not read settings as protocol.
+        eprint!("{}", settings.print_config());
         return Ok(());
     }
     let _telemetry = warden_service::telemetry(BINARY, &settings)?;

@@ -235,12 +235,18 @@ fn every_binary_prints_its_config_with_secrets_redacted() {
             .stdin(Stdio::null())
             .output()
             .unwrap();
-        let stdout = String::from_utf8_lossy(&out.stdout);
         assert!(
             out.status.success(),
             "{name} --print-config: {}",
             String::from_utf8_lossy(&out.stderr)
         );
+        // mcp-gateway prints to stderr: its stdout is reserved for MCP messages.
+        let stdout = if name == "mcp-gateway" {
+            assert!(out.stdout.is_empty(), "mcp-gateway wrote to stdout");
+            String::from_utf8_lossy(&out.stderr)
+        } else {
+            String::from_utf8_lossy(&out.stdout)
+        };
         for secret in ["db-secret-1", "token-secret-2", "app-secret-3"] {
             assert!(
                 !stdout.contains(secret),
