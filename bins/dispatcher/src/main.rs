@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 
 use clap::Parser;
-use warden_service::{Failure, Needs, StartError, exit};
+use warden_service::{Needs, StartError};
 
 const BINARY: &str = "dispatcher";
 
@@ -34,10 +34,7 @@ fn dispatcher_variables() -> String {
 #[tokio::main]
 async fn main() {
     if let Err(e) = run(Args::parse()).await {
-        let code = match e.failure() {
-            Failure::Config => exit::CONFIG,
-            Failure::Dependency => exit::DEPENDENCY,
-        };
+        let code = e.failure().exit_code();
         warden_service::report(BINARY, code, &e);
         std::process::exit(code);
     }

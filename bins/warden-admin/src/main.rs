@@ -4,7 +4,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::{CommandFactory, Parser, Subcommand};
-use warden_service::{Failure, StartError, exit};
+use warden_service::StartError;
 
 const BINARY: &str = "warden-admin";
 
@@ -60,10 +60,7 @@ enum PoliciesCommand {
 #[tokio::main]
 async fn main() {
     if let Err(e) = run(Args::parse()).await {
-        let code = match e.failure() {
-            Failure::Config => exit::CONFIG,
-            Failure::Dependency => exit::DEPENDENCY,
-        };
+        let code = e.failure().exit_code();
         warden_service::report(BINARY, code, &e);
         std::process::exit(code);
     }

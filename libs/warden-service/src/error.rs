@@ -16,6 +16,16 @@ pub enum Failure {
     Dependency,
 }
 
+impl Failure {
+    /// The exit code a binary uses for it (README: 2 configuration, 1 dependency).
+    pub fn exit_code(self) -> i32 {
+        match self {
+            Failure::Config => crate::exit::CONFIG,
+            Failure::Dependency => crate::exit::DEPENDENCY,
+        }
+    }
+}
+
 #[derive(Debug, thiserror::Error)]
 pub enum StartError {
     #[error("{0}")]
