@@ -30,7 +30,6 @@ pub mod retries;
 pub mod scheduled;
 pub mod send;
 pub mod sql;
-mod statement;
 pub mod statuses;
 pub mod templates;
 

@@ -31,7 +31,7 @@ use warden_rules::campaign_status::CampaignStatus;
 use warden_store::PgPool;
 use warden_stream::DeliveryJob;
 
-use crate::{Core, CoreError, statement};
+use crate::{Core, CoreError, db};
 
 /// Publishes awaiting their ack at once (JetStream pipelines them on one connection).
 const IN_FLIGHT: usize = 256;
@@ -215,7 +215,7 @@ pub async fn publish(core: &Core, rows: Vec<Pending>) -> Result<usize, CoreError
 }
 
 async fn mark_published(pg: &PgPool, ids: &[Uuid]) -> Result<usize, CoreError> {
-    statement::execute(pg, "outbox_mark_published", || {
+    db::execute(pg, "outbox_mark_published", || {
         diesel::sql_query("UPDATE messages SET published_at = now() WHERE id = ANY($1)")
             .into_boxed()
             .bind::<Array<SqlUuid>, _>(ids.to_vec())

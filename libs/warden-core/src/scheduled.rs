@@ -23,7 +23,7 @@ use warden_store::models::message_status::FAILED;
 use warden_store::tx::transact;
 
 use crate::knowledge::ErrorInfo;
-use crate::{Core, CoreError, RefusalMode, SendError, SendKind, SendRequest, statement};
+use crate::{Core, CoreError, RefusalMode, SendError, SendKind, SendRequest, db};
 
 /// A claimed due row, as stored.
 #[derive(diesel::QueryableByName, Debug, Clone)]
@@ -88,7 +88,7 @@ pub async fn claim_due(
     lease: Duration,
     limit: i64,
 ) -> Result<Vec<DueMessage>, CoreError> {
-    statement::load(pg, "scheduled_claim", || {
+    db::load(pg, "scheduled_claim", || {
         diesel::sql_query(
             "UPDATE messages SET lease_owner = $1, lease_until = now() + make_interval(secs => $2)
              WHERE id IN (
@@ -120,7 +120,7 @@ pub async fn release_owned(pg: &PgPool, owner: &str) -> Result<usize, CoreError>
 }
 
 async fn release_where(pg: &PgPool, owner: &str, ids: Option<&[Uuid]>) -> Result<usize, CoreError> {
-    statement::execute(pg, "scheduled_release", || {
+    db::execute(pg, "scheduled_release", || {
         diesel::sql_query(
             "UPDATE messages SET lease_until = NULL, lease_owner = NULL
              WHERE lease_owner = $1 AND status = 'scheduled'

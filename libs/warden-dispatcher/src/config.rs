@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use warden_settings::Settings;
+use warden_settings::{Dispatch, Settings};
 
 /// Environment variables the dispatcher reads besides the shared settings.
 pub use warden_settings::DISPATCH_VARIABLES as VARIABLES;
@@ -19,22 +19,8 @@ pub const CONSUMER_NAME: &str = "dispatcher";
 pub struct DispatcherConfig {
     /// Token bucket capacity and refill per second (RATE_LIMIT_MPS).
     pub mps: u32,
-    pub replicas: u32,
-    pub concurrency: usize,
-    pub pair_interval: Duration,
-    pub max_attempts: i32,
-    pub lease: Duration,
-    pub ack_wait: Duration,
-    pub max_ack_pending: i64,
-    pub backoff_base: Duration,
-    pub backoff_cap: Duration,
-    pub unknown_settle: Duration,
-    /// A dead claim is resent after this long even with no sign that webhooks flow.
-    pub unknown_max_wait: Duration,
-    /// Period of the unknown-outcome sweep ([`crate::sweep`]); zero: no sweep.
-    pub sweep_interval: Duration,
-    pub drain_timeout: Duration,
-    pub platform_timeout: Duration,
+    /// The knobs of the settings tree (`DISPATCH_*`, `PLATFORM_TIMEOUT`, ...).
+    pub dispatch: Dispatch,
     /// The bucket's channel; `None` is the service's channel (`whatsapp`). Tests use a
     /// private one so they do not share a bucket.
     pub bucket_channel: Option<String>,
@@ -47,31 +33,18 @@ pub struct DispatcherConfig {
 impl DispatcherConfig {
     /// The documented defaults with RATE_LIMIT_MPS from `settings` (tests start here).
     pub fn defaults(settings: &Settings) -> Self {
-        Self::with(settings, &warden_settings::Dispatch::default())
+        Self::with(settings, Dispatch::default())
     }
 
     /// The knobs `settings` carries (defaults, config file, environment).
     pub fn from_settings(settings: &Settings) -> Self {
-        Self::with(settings, &settings.dispatch)
+        Self::with(settings, settings.dispatch.clone())
     }
 
-    fn with(settings: &Settings, d: &warden_settings::Dispatch) -> Self {
+    fn with(settings: &Settings, dispatch: Dispatch) -> Self {
         Self {
             mps: settings.rate_limit_mps,
-            replicas: d.replicas,
-            concurrency: d.concurrency,
-            pair_interval: d.pair_interval,
-            max_attempts: d.max_attempts,
-            lease: d.lease,
-            ack_wait: d.ack_wait,
-            max_ack_pending: d.max_ack_pending,
-            backoff_base: d.backoff_base,
-            backoff_cap: d.backoff_cap,
-            unknown_settle: d.unknown_settle,
-            unknown_max_wait: d.unknown_max_wait,
-            sweep_interval: d.sweep_interval,
-            drain_timeout: d.drain_timeout,
-            platform_timeout: d.platform_timeout,
+            dispatch,
             bucket_channel: None,
             consumer: CONSUMER_NAME.to_owned(),
             owner: default_owner(settings.hostname.as_deref()),
@@ -82,14 +55,16 @@ impl DispatcherConfig {
     /// call plus [`LEASE_MARGIN`]. A lease that ended while its call was still running
     /// would let the call's row be taken for a dead claim and resent beside it.
     pub fn claim_lease(&self) -> Duration {
-        self.lease.max(self.platform_timeout + LEASE_MARGIN)
+        self.dispatch
+            .lease
+            .max(self.dispatch.platform_timeout + LEASE_MARGIN)
     }
 
     /// How dead claims are settled (see [`crate::plan::UnknownOutcome`]).
     pub fn unknown_outcome(&self) -> crate::plan::UnknownOutcome {
         crate::plan::UnknownOutcome {
-            settle: self.unknown_settle,
-            max_wait: self.unknown_max_wait,
+            settle: self.dispatch.unknown_settle,
+            max_wait: self.dispatch.unknown_max_wait,
         }
     }
 
@@ -136,14 +111,14 @@ mod tests {
     fn defaults_follow_the_brief() {
         let c = config(&[]);
         assert_eq!(c.mps, 80);
-        assert_eq!(c.replicas, 1);
-        assert_eq!(c.pair_interval, Duration::from_secs(6));
-        assert_eq!(c.max_attempts, 8);
-        assert_eq!(c.ack_wait, Duration::from_secs(30));
+        assert_eq!(c.dispatch.replicas, 1);
+        assert_eq!(c.dispatch.pair_interval, Duration::from_secs(6));
+        assert_eq!(c.dispatch.max_attempts, 8);
+        assert_eq!(c.dispatch.ack_wait, Duration::from_secs(30));
         assert_eq!(c.consumer, "dispatcher");
         assert_eq!(c.bucket_channel(), "whatsapp");
         assert!(!c.owner.is_empty());
-        assert_eq!(c.sweep_interval, Duration::from_secs(5));
+        assert_eq!(c.dispatch.sweep_interval, Duration::from_secs(5));
     }
 
     #[test]
@@ -163,10 +138,10 @@ mod tests {
             ("DISPATCH_BACKOFF_BASE", "100ms"),
             ("HOSTNAME", "node-7"),
         ]);
-        assert_eq!(c.pair_interval, Duration::ZERO);
-        assert_eq!(c.max_attempts, 3);
-        assert_eq!(c.replicas, 2);
-        assert_eq!(c.backoff_base, Duration::from_millis(100));
+        assert_eq!(c.dispatch.pair_interval, Duration::ZERO);
+        assert_eq!(c.dispatch.max_attempts, 3);
+        assert_eq!(c.dispatch.replicas, 2);
+        assert_eq!(c.dispatch.backoff_base, Duration::from_millis(100));
         assert!(c.owner.starts_with("node-7-"), "{}", c.owner);
     }
 }

@@ -185,7 +185,7 @@ pub(crate) async fn handle(ctx: Arc<Ctx>, msg: jetstream::Message) {
     let verdict = with_heartbeat(
         process(&ctx, &msg).instrument(span.clone()),
         &msg,
-        ctx.cfg.ack_wait,
+        ctx.cfg.dispatch.ack_wait,
     )
     .await;
     let acked = match verdict {
@@ -312,7 +312,9 @@ async fn note_unknown(ctx: &Ctx, row: &DeliveryRow, planned: &Plan) {
 
 /// See [`Plan::Resend`]: release the dead claim, then send it from the released row.
 async fn resend_dead_claim(ctx: &Ctx, mut row: DeliveryRow, why: Why) -> Verdict {
-    match delivery::release_dead_claim(&ctx.pg, row.id, ctx.cfg.unknown_settle, why, ACTOR).await {
+    match delivery::release_dead_claim(&ctx.pg, row.id, ctx.cfg.dispatch.unknown_settle, why, ACTOR)
+        .await
+    {
         Ok(true) => {
             unknown::record(Event::Resent(why), row.id, ACTOR, "stream message");
             // What the release wrote; no need to read the row back.
@@ -588,7 +590,7 @@ async fn retry(
     err: &PlatformError,
 ) -> Verdict {
     let holder = row.id.to_string();
-    if attempt >= ctx.cfg.max_attempts {
+    if attempt >= ctx.cfg.dispatch.max_attempts {
         tracing::warn!(attempt, error = %err, "retryable failure, but the attempts are spent");
         let info = warden_core::platform_errors::exhausted(&f.info, attempt);
         return fail(ctx, row, &info, &SideEffect::None, f.code).await;
@@ -596,9 +598,9 @@ async fn retry(
     let cfg = &ctx.cfg;
     // The one backoff formula, shared with retries decided by status webhook.
     let policy = RetryPolicy {
-        max_attempts: cfg.max_attempts,
-        backoff_base: cfg.backoff_base,
-        backoff_cap: cfg.backoff_cap,
+        max_attempts: cfg.dispatch.max_attempts,
+        backoff_base: cfg.dispatch.backoff_base,
+        backoff_cap: cfg.dispatch.backoff_cap,
     };
     let mut delay = policy.backoff(row.retry_count + 1, rand::random::<f64>());
     if f.outcome_unknown {
@@ -621,18 +623,18 @@ async fn retry(
                     ACTOR,
                     "the platform call timed out or was cut",
                 );
-                Verdict::Nak(cfg.unknown_settle)
+                Verdict::Nak(cfg.dispatch.unknown_settle)
             }
             // Settled meanwhile, or another replica took the claim over: never ack blindly.
             Ok(false) => redecide_without_sending(ctx, row.id).await,
             Err(e) => {
                 tracing::error!(error = %e, "could not end the lease; the message stays `sending` until it ends");
-                Verdict::Nak(cfg.unknown_settle)
+                Verdict::Nak(cfg.dispatch.unknown_settle)
             }
         };
     }
     if f.consequence.pair_rate {
-        delay = delay.max(cfg.pair_interval.max(Duration::from_secs(6)));
+        delay = delay.max(cfg.dispatch.pair_interval.max(Duration::from_secs(6)));
         ctx.pair.back_off(&row.customer_phone, &holder, delay).await;
     }
     let requeued = persist("requeue", || {

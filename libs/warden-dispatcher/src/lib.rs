@@ -97,11 +97,11 @@ pub async fn start(
         redis.clone(),
         config.bucket_channel(),
         config.mps,
-        config.replicas,
+        config.dispatch.replicas,
     );
-    let pair = PairLimiter::sharing(&bucket, config.pair_interval);
+    let pair = PairLimiter::sharing(&bucket, config.dispatch.pair_interval);
     let p = &deps.settings.platform;
-    let platform = warden_service::platform::client(p, Some(config.platform_timeout))
+    let platform = warden_service::platform::client(p, Some(config.dispatch.platform_timeout))
         .map_err(|e| anyhow::anyhow!("PLATFORM_API_URL: {e}"))?;
     let stats = Arc::new(Stats::default());
     let outcomes_pg = relaxed_pool(&deps).await;
@@ -110,12 +110,12 @@ pub async fn start(
         consumer = %config.consumer,
         owner = %config.owner,
         mps = config.mps,
-        replicas = config.replicas,
-        concurrency = config.concurrency,
-        pair_interval_ms = config.pair_interval.as_millis() as u64,
-        max_attempts = config.max_attempts,
+        replicas = config.dispatch.replicas,
+        concurrency = config.dispatch.concurrency,
+        pair_interval_ms = config.dispatch.pair_interval.as_millis() as u64,
+        max_attempts = config.dispatch.max_attempts,
         lease_ms = config.claim_lease().as_millis() as u64,
-        sweep_interval_ms = config.sweep_interval.as_millis() as u64,
+        sweep_interval_ms = config.dispatch.sweep_interval.as_millis() as u64,
         bucket = %bucket.key(),
         "dispatcher consuming"
     );
@@ -129,7 +129,7 @@ pub async fn start(
         config,
         Arc::clone(&stats),
     ));
-    let sweeper = (!ctx.cfg.sweep_interval.is_zero()).then(|| {
+    let sweeper = (!ctx.cfg.dispatch.sweep_interval.is_zero()).then(|| {
         tokio::spawn(sweep::run(
             deps.pg.clone(),
             stream.clone(),
@@ -221,10 +221,10 @@ pub async fn ensure_consumer(
         description: Some("Warden dispatchers: rate-limited delivery to the platform".into()),
         deliver_policy: DeliverPolicy::All,
         ack_policy: AckPolicy::Explicit,
-        ack_wait: config.ack_wait,
+        ack_wait: config.dispatch.ack_wait,
         max_deliver: -1,
         filter_subject: stream.subjects(),
-        max_ack_pending: config.max_ack_pending,
+        max_ack_pending: config.dispatch.max_ack_pending,
         ..Default::default()
     };
     let mut existing: PullConsumer = js_stream
@@ -259,7 +259,7 @@ async fn pull_loop(
     consumer: PullConsumer,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> anyhow::Result<()> {
-    let concurrency = ctx.cfg.concurrency;
+    let concurrency = ctx.cfg.dispatch.concurrency;
     let permits = Arc::new(Semaphore::new(concurrency));
     let mut tasks = JoinSet::new();
     tokio::pin!(shutdown);
@@ -323,7 +323,7 @@ async fn pull_loop(
         in_flight,
         "stopping: no more pulls, finishing in-flight sends"
     );
-    let drained = tokio::time::timeout(ctx.cfg.drain_timeout, async {
+    let drained = tokio::time::timeout(ctx.cfg.dispatch.drain_timeout, async {
         while tasks.join_next().await.is_some() {}
     })
     .await;
@@ -358,10 +358,7 @@ fn health_check(deps: &Dependencies) -> admin::HealthCheck {
 
 /// Serve `/health` and `/metrics`, dispatch until SIGTERM/SIGINT, then stop cleanly.
 pub async fn run(deps: Dependencies) -> Result<(), StartError> {
-    let listener = admin::bind(
-        "ADMIN_HTTP_PORT",
-        deps.settings.admin_port.unwrap_or(DEFAULT_ADMIN_PORT),
-    )?;
+    let listener = admin::listener(&deps.settings, DEFAULT_ADMIN_PORT)?;
     serve(listener, deps).await.map_err(StartError::Failed)
 }
 

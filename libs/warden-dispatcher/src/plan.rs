@@ -159,15 +159,18 @@ fn transport_info(code: i32, category: &str, explanation: &str, can_retry: bool)
     }
 }
 
-/// The error of a message whose campaign was cancelled before it went out (the same words
+/// The error of a message whose campaign was cancelled before it went out (the words
 /// the scheduler uses when it fails a cancelled campaign's queued messages in bulk).
 pub fn cancelled_campaign() -> ErrorInfo {
+    use warden_core::fanout::cancelled::{
+        CANCELLED_ACTION, CANCELLED_CATEGORY, CANCELLED_EXPLANATION,
+    };
     ErrorInfo {
         code: 0,
-        category: "campaign".to_owned(),
+        category: CANCELLED_CATEGORY.to_owned(),
         can_retry: false,
-        human_explanation: "campaign cancelled: the campaign was cancelled before this message was sent, so it was not sent.".to_owned(),
-        suggested_action: "Nothing to do for this message; schedule a new campaign to reach this customer.".to_owned(),
+        human_explanation: CANCELLED_EXPLANATION.to_owned(),
+        suggested_action: CANCELLED_ACTION.to_owned(),
     }
 }
 

@@ -61,7 +61,7 @@ impl Sweep {
     pub fn new(cfg: &DispatcherConfig) -> Sweep {
         Sweep {
             unknown: cfg.unknown_outcome(),
-            grace: cfg.ack_wait + cfg.unknown_settle,
+            grace: cfg.dispatch.ack_wait + cfg.dispatch.unknown_settle,
         }
     }
 
@@ -114,10 +114,10 @@ impl Sweep {
     }
 }
 
-/// Sweep every `cfg.sweep_interval` until the task is aborted (the dispatcher stops it).
+/// Sweep every `cfg.dispatch.sweep_interval` until the task is aborted (the dispatcher stops it).
 pub(crate) async fn run(pg: PgPool, stream: DeliveryStream, cfg: Arc<DispatcherConfig>) {
     let sweep = Sweep::new(&cfg);
-    let mut tick = tokio::time::interval(cfg.sweep_interval);
+    let mut tick = tokio::time::interval(cfg.dispatch.sweep_interval);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         tick.tick().await;
@@ -140,7 +140,12 @@ pub(crate) async fn run(pg: PgPool, stream: DeliveryStream, cfg: Arc<DispatcherC
 /// when no status webhook comes: the lease, the max wait (never less than the settle
 /// period), plus one sweep interval to notice it. The drills derive their bounds from it.
 pub fn settle_bound(cfg: &DispatcherConfig) -> Duration {
-    cfg.claim_lease() + cfg.unknown_max_wait.max(cfg.unknown_settle) + cfg.sweep_interval
+    cfg.claim_lease()
+        + cfg
+            .dispatch
+            .unknown_max_wait
+            .max(cfg.dispatch.unknown_settle)
+        + cfg.dispatch.sweep_interval
 }
 
 #[cfg(test)]
@@ -152,13 +157,13 @@ mod tests {
         let settings =
             warden_settings::Settings::from_sources(None, &HashMap::new()).expect("defaults");
         let mut cfg = DispatcherConfig::defaults(&settings);
-        cfg.lease = Duration::from_secs(5);
-        cfg.platform_timeout = Duration::from_secs(10);
-        cfg.unknown_settle = Duration::from_secs(5);
-        cfg.unknown_max_wait = Duration::from_secs(20);
-        cfg.sweep_interval = Duration::from_secs(2);
+        cfg.dispatch.lease = Duration::from_secs(5);
+        cfg.dispatch.platform_timeout = Duration::from_secs(10);
+        cfg.dispatch.unknown_settle = Duration::from_secs(5);
+        cfg.dispatch.unknown_max_wait = Duration::from_secs(20);
+        cfg.dispatch.sweep_interval = Duration::from_secs(2);
         assert_eq!(settle_bound(&cfg), Duration::from_secs(15 + 20 + 2));
         let s = Sweep::new(&cfg);
-        assert_eq!(s.grace, cfg.ack_wait + cfg.unknown_settle);
+        assert_eq!(s.grace, cfg.dispatch.ack_wait + cfg.dispatch.unknown_settle);
     }
 }

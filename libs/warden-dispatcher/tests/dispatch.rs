@@ -99,7 +99,7 @@ async fn spent_attempts_end_failed_with_the_last_error() {
     h.sim.fault(&to, 131000, 500, 100);
     let id = h.insert_text(&to).await;
     let mut cfg = h.config();
-    cfg.max_attempts = 3;
+    cfg.dispatch.max_attempts = 3;
     let (d, stop) = h.dispatcher(cfg).await;
     h.publish(id, &to).await;
     let row = h.wait_status(id, &["failed"], WAIT).await;
@@ -336,8 +336,8 @@ async fn wait_held(d: &warden_dispatcher::Dispatcher, n: u64, what: &str) {
 async fn redeliveries_are_never_sent_again_and_dead_claims_wait_for_their_webhook() {
     let h = Harness::new(500).await;
     let mut cfg = h.config();
-    cfg.unknown_settle = Duration::from_secs(4);
-    cfg.unknown_max_wait = Duration::from_secs(3600);
+    cfg.dispatch.unknown_settle = Duration::from_secs(4);
+    cfg.dispatch.unknown_max_wait = Duration::from_secs(3600);
     let (d, stop) = h.dispatcher(cfg).await;
 
     // 1. Sent once, then the same job arrives again (another publish id): no second send.
@@ -481,7 +481,7 @@ async fn pair_rate_delays_a_second_message_to_the_same_recipient() {
     let second = h.insert_text(&to).await;
     let other = h.insert_text(&unique_phone()).await;
     let mut cfg = h.config();
-    cfg.pair_interval = Duration::from_millis(1500);
+    cfg.dispatch.pair_interval = Duration::from_millis(1500);
     let (d, stop) = h.dispatcher(cfg).await;
     h.publish(first, &to).await;
     h.publish(second, &to).await;
@@ -523,7 +523,7 @@ async fn pair_rate_error_backs_off_that_recipient_only() {
     h.sim.fault(&to, 131056, 400, 1);
     let id = h.insert_text(&to).await;
     let mut cfg = h.config();
-    cfg.pair_interval = Duration::from_millis(1000);
+    cfg.dispatch.pair_interval = Duration::from_millis(1000);
     let (d, stop) = h.dispatcher(cfg).await;
     let started = Instant::now();
     h.publish(id, &to).await;
@@ -579,7 +579,7 @@ async fn two_dispatchers_share_one_bucket() {
     let started = Instant::now();
     // Small in-flight windows, so neither replica pulls the whole backlog at once.
     let mut cfg = h.config();
-    cfg.concurrency = 8;
+    cfg.dispatch.concurrency = 8;
     let (a, stop_a) = h.dispatcher(cfg.clone()).await;
     let (b, stop_b) = h.dispatcher(cfg).await;
     wait_all_sent(&h, n, Duration::from_secs(30)).await;
@@ -686,11 +686,11 @@ async fn the_consumer_is_durable_explicit_ack_and_shared() {
         async_nats::jetstream::consumer::AckPolicy::Explicit
     );
     assert_eq!(i1.config.filter_subject, h.stream.subjects());
-    assert_eq!(i1.config.ack_wait, cfg.ack_wait);
+    assert_eq!(i1.config.ack_wait, cfg.dispatch.ack_wait);
     assert_eq!(i1.config.max_ack_pending, 1000);
     // A changed ack wait is applied to the existing consumer.
     let mut cfg2 = cfg.clone();
-    cfg2.ack_wait = Duration::from_secs(7);
+    cfg2.dispatch.ack_wait = Duration::from_secs(7);
     let mut c3 = warden_dispatcher::ensure_consumer(&h.stream, &cfg2)
         .await
         .unwrap();
@@ -705,9 +705,9 @@ async fn the_consumer_is_durable_explicit_ack_and_shared() {
 async fn a_timed_out_call_waits_for_its_webhook_and_is_never_sent_twice() {
     let h = Harness::new(500).await;
     let mut cfg = h.config();
-    cfg.platform_timeout = Duration::from_millis(300);
-    cfg.unknown_settle = Duration::from_secs(1);
-    cfg.unknown_max_wait = Duration::from_secs(3600);
+    cfg.dispatch.platform_timeout = Duration::from_millis(300);
+    cfg.dispatch.unknown_settle = Duration::from_secs(1);
+    cfg.dispatch.unknown_max_wait = Duration::from_secs(3600);
     h.sim.state.set_latency_ms(1200);
     let (d, stop) = h.dispatcher(cfg).await;
     let to = unique_phone();

@@ -77,10 +77,10 @@ fn unknown_events(event: &str) -> u64 {
 async fn the_sweep_settles_sending_rows_no_stream_message_drives() {
     let h = Harness::new(500).await;
     let mut cfg = h.config();
-    cfg.unknown_settle = Duration::from_secs(1);
-    cfg.unknown_max_wait = Duration::from_secs(4);
-    cfg.ack_wait = Duration::from_secs(2);
-    cfg.sweep_interval = Duration::from_millis(300);
+    cfg.dispatch.unknown_settle = Duration::from_secs(1);
+    cfg.dispatch.unknown_max_wait = Duration::from_secs(4);
+    cfg.dispatch.ack_wait = Duration::from_secs(2);
+    cfg.dispatch.sweep_interval = Duration::from_millis(300);
 
     // Quiet: nothing was sent after it, so no webhook evidence will ever come.
     let quiet = dead_claim(&h, 1).await;
@@ -173,8 +173,8 @@ async fn the_sweep_settles_sending_rows_no_stream_message_drives() {
 async fn replicas_sweeping_at_once_resend_each_row_once() {
     let h = Harness::new(500).await;
     let mut cfg = h.config();
-    cfg.unknown_settle = Duration::from_secs(1);
-    cfg.unknown_max_wait = Duration::from_secs(2);
+    cfg.dispatch.unknown_settle = Duration::from_secs(1);
+    cfg.dispatch.unknown_max_wait = Duration::from_secs(2);
     let mut ids = Vec::new();
     for _ in 0..40 {
         ids.push(dead_claim(&h, 10).await);
@@ -237,10 +237,10 @@ async fn a_delivery_that_lost_its_claim_puts_the_message_back() {
     let h = Harness::new(500).await;
     let mut cfg = h.config();
     // The dispatcher's own path only: no sweep to rescue the row.
-    cfg.sweep_interval = Duration::ZERO;
-    cfg.platform_timeout = Duration::from_millis(800);
-    cfg.unknown_settle = Duration::from_secs(1);
-    cfg.unknown_max_wait = Duration::from_secs(3600);
+    cfg.dispatch.sweep_interval = Duration::ZERO;
+    cfg.dispatch.platform_timeout = Duration::from_millis(800);
+    cfg.dispatch.unknown_settle = Duration::from_secs(1);
+    cfg.dispatch.unknown_max_wait = Duration::from_secs(3600);
     h.sim.state.set_latency_ms(4000);
     let (d, stop) = h.dispatcher(cfg.clone()).await;
     let to = unique_phone();
@@ -314,8 +314,8 @@ async fn a_delivery_that_lost_its_claim_puts_the_message_back() {
 async fn the_max_wait_waits_for_a_draining_webhook_backlog() {
     let h = Harness::new(500).await;
     let mut cfg = h.config();
-    cfg.unknown_settle = Duration::from_secs(1);
-    cfg.unknown_max_wait = Duration::from_secs(2);
+    cfg.dispatch.unknown_settle = Duration::from_secs(1);
+    cfg.dispatch.unknown_max_wait = Duration::from_secs(2);
     let id = dead_claim(&h, 10).await;
     // Webhooks arriving, still a minute behind the claim: the trigger stamps advanced_at.
     h.sql(

@@ -243,7 +243,8 @@ fn transport_error(e: reqwest::Error) -> PlatformError {
     }
 }
 
-fn error_chain(e: &dyn std::error::Error) -> String {
+/// An error and its sources, joined with `: ` (what a log line or an answer shows).
+pub fn error_chain(e: &dyn std::error::Error) -> String {
     let mut s = e.to_string();
     let mut src = e.source();
     while let Some(inner) = src {

@@ -327,6 +327,25 @@ pub struct FrequencyStatus {
     pub limit: Option<FrequencyLimit>,
 }
 
+impl FrequencyStatus {
+    /// Not capped: `remaining` of the cap in force, or no cap at all.
+    fn not_capped(remaining: Option<(u32, FrequencyLimit)>) -> Self {
+        let (remaining, limit) = match remaining {
+            Some((n, limit)) => (Some(n), Some(limit)),
+            None => (None, None),
+        };
+        FrequencyStatus {
+            is_capped: false,
+            reason: String::new(),
+            suggested_action: String::new(),
+            reset_hint: None,
+            next_slot_at: None,
+            remaining,
+            limit,
+        }
+    }
+}
+
 /// The frequency-cap status of a customer for `category` (check_frequency_cap uses
 /// marketing). `recent_count` is the number of accepted messages inside the window;
 /// `oldest_in_window` the acceptance time of the oldest of them, from which the time
@@ -339,27 +358,11 @@ pub fn frequency_status(
     now: DateTime<Utc>,
 ) -> FrequencyStatus {
     let Some(limit) = policies.frequency_limit(category) else {
-        return FrequencyStatus {
-            is_capped: false,
-            reason: String::new(),
-            suggested_action: String::new(),
-            reset_hint: None,
-            next_slot_at: None,
-            remaining: None,
-            limit: None,
-        };
+        return FrequencyStatus::not_capped(None);
     };
     let remaining = limit.max.saturating_sub(recent_count);
     if remaining > 0 {
-        return FrequencyStatus {
-            is_capped: false,
-            reason: String::new(),
-            suggested_action: String::new(),
-            reset_hint: None,
-            next_slot_at: None,
-            remaining: Some(remaining),
-            limit: Some(limit),
-        };
+        return FrequencyStatus::not_capped(Some((remaining, limit)));
     }
     let next_slot_at = oldest_in_window.map(|t| {
         t.checked_add_signed(limit.window)

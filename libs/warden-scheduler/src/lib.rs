@@ -406,10 +406,7 @@ pub fn start_with(
 /// The `scheduler` binary: serve `/health` and `/metrics`, poll until SIGTERM/SIGINT,
 /// then finish the sends in flight, release leases and exit.
 pub async fn run(deps: Dependencies) -> Result<(), StartError> {
-    let listener = admin::bind(
-        "ADMIN_HTTP_PORT",
-        deps.settings.admin_port.unwrap_or(DEFAULT_ADMIN_PORT),
-    )?;
+    let listener = admin::listener(&deps.settings, DEFAULT_ADMIN_PORT)?;
     serve(listener, deps).await.map_err(StartError::Failed)
 }
 

@@ -113,3 +113,14 @@ pub fn bind(variable: &'static str, port: u16) -> Result<TcpListener, crate::Sta
         source,
     })
 }
+
+/// The admin listener of a process: `ADMIN_HTTP_PORT` from `settings`, else `default_port`.
+pub fn listener(
+    settings: &warden_settings::Settings,
+    default_port: u16,
+) -> Result<TcpListener, crate::StartError> {
+    bind(
+        "ADMIN_HTTP_PORT",
+        settings.admin_port.unwrap_or(default_port),
+    )
+}

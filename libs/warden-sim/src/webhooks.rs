@@ -201,7 +201,7 @@ impl Sender {
                     (400..500).contains(&status) && status != 408 && status != 429
                 }
                 Err(e) => {
-                    tracing::warn!(error = %error_chain(&e), attempt, url = %self.url,
+                    tracing::warn!(error = %warden_platform::client::error_chain(&e), attempt, url = %self.url,
                         "webhook receiver unreachable; will retry");
                     false
                 }
@@ -217,17 +217,6 @@ impl Sender {
             backoff = (backoff * 2).min(MAX_BACKOFF);
         }
     }
-}
-
-fn error_chain(e: &dyn std::error::Error) -> String {
-    let mut s = e.to_string();
-    let mut src = e.source();
-    while let Some(inner) = src {
-        s.push_str(": ");
-        s.push_str(&inner.to_string());
-        src = inner.source();
-    }
-    s
 }
 
 fn truncate(s: &str, max: usize) -> &str {

@@ -322,8 +322,8 @@ async fn start_dispatcher(
     };
     let mut config = warden_dispatcher::DispatcherConfig::defaults(&settings);
     config.bucket_channel = Some(format!("t-{}", Uuid::new_v4().simple()));
-    config.pair_interval = Duration::ZERO;
-    config.ack_wait = Duration::from_secs(5);
+    config.dispatch.pair_interval = Duration::ZERO;
+    config.dispatch.ack_wait = Duration::from_secs(5);
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
     let dispatcher = warden_dispatcher::start(deps, config, async move {
         let _ = stopped.await;

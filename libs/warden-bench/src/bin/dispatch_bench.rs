@@ -104,9 +104,9 @@ async fn throughput(args: &Args) -> serde_json::Value {
         "throughput: {n} queued messages inserted in {insert_s:.1} s, published in {publish_s:.1} s"
     );
     let mut cfg = h.config();
-    cfg.concurrency = args.concurrency;
+    cfg.dispatch.concurrency = args.concurrency;
     // The production default: every message takes its recipient's pair slot in Redis.
-    cfg.pair_interval = Duration::from_secs(6);
+    cfg.dispatch.pair_interval = Duration::from_secs(6);
     let started = Instant::now();
     let (d, stop) = h.dispatcher(cfg).await;
     let mut at_platform = None;
@@ -242,8 +242,8 @@ async fn accuracy(args: &Args) -> serde_json::Value {
     let drainer = TokenBucket::new(h.deps.redis.clone(), &h.bucket_channel, mps, 1);
     while drainer.try_acquire().await == Take::Granted {}
     let mut cfg = h.config();
-    cfg.concurrency = args.concurrency;
-    cfg.pair_interval = Duration::from_secs(6);
+    cfg.dispatch.concurrency = args.concurrency;
+    cfg.dispatch.pair_interval = Duration::from_secs(6);
     let (d, stop) = h.dispatcher(cfg).await;
     tokio::time::sleep(Duration::from_secs(args.warmup_secs)).await;
     let redis = h.deps.redis.clone().unwrap();

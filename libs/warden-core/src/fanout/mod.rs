@@ -31,7 +31,7 @@ use warden_rules::campaign_status::CampaignStatus;
 use warden_store::PgPool;
 use warden_store::tx::transact;
 
-use crate::{CoreError, statement};
+use crate::{CoreError, db};
 
 pub use audience::{AudiencePage, count_remaining, load_page};
 pub use recipients::{RecipientOutcome, RecipientPlan, send_recipient};
@@ -186,7 +186,7 @@ pub async fn claim(
         CampaignStatus::Sending,
         CampaignStatus::Cancelled,
     ]);
-    let rows: Vec<ClaimedRow> = statement::load(pg, "campaign_claim", || {
+    let rows: Vec<ClaimedRow> = db::load(pg, "campaign_claim", || {
         diesel::sql_query(
             "UPDATE campaigns SET lease_owner = $1, lease_until = now() + make_interval(secs => $2)
              WHERE id = (SELECT id FROM campaigns
@@ -251,7 +251,7 @@ async fn progress(
     last: Option<&str>,
     enqueued: usize,
 ) -> Result<Option<CampaignStatus>, CoreError> {
-    let rows: Vec<StatusRow> = statement::load(pg, what, || {
+    let rows: Vec<StatusRow> = db::load(pg, what, || {
         diesel::sql_query(
             "UPDATE campaigns SET lease_until = now() + make_interval(secs => $3),
                     audience_cursor = coalesce($4, audience_cursor),
@@ -276,7 +276,7 @@ async fn progress(
 
 /// Give the campaign's lease back (another scheduler may take it at once).
 pub async fn release(pg: &PgPool, id: Uuid, owner: &str) -> Result<(), CoreError> {
-    statement::execute(pg, "campaign_release", || {
+    db::execute(pg, "campaign_release", || {
         diesel::sql_query(
             "UPDATE campaigns SET lease_until = NULL, lease_owner = NULL WHERE id = $1 AND lease_owner = $2",
         )
@@ -290,7 +290,7 @@ pub async fn release(pg: &PgPool, id: Uuid, owner: &str) -> Result<(), CoreError
 
 /// Give back every campaign lease `owner` holds (shutdown). Returns how many.
 pub async fn release_owned(pg: &PgPool, owner: &str) -> Result<usize, CoreError> {
-    statement::execute(pg, "campaign_release_all", || {
+    db::execute(pg, "campaign_release_all", || {
         diesel::sql_query(
             "UPDATE campaigns SET lease_until = NULL, lease_owner = NULL WHERE lease_owner = $1",
         )

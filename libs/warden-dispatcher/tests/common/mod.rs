@@ -146,12 +146,12 @@ impl Harness {
     pub fn config(&self) -> DispatcherConfig {
         let mut c = DispatcherConfig::defaults(&self.settings);
         c.bucket_channel = Some(self.bucket_channel.clone());
-        c.pair_interval = Duration::ZERO;
-        c.backoff_base = Duration::from_millis(200);
-        c.backoff_cap = Duration::from_secs(2);
-        c.unknown_settle = Duration::from_secs(1);
-        c.ack_wait = Duration::from_secs(5);
-        c.drain_timeout = Duration::from_secs(10);
+        c.dispatch.pair_interval = Duration::ZERO;
+        c.dispatch.backoff_base = Duration::from_millis(200);
+        c.dispatch.backoff_cap = Duration::from_secs(2);
+        c.dispatch.unknown_settle = Duration::from_secs(1);
+        c.dispatch.ack_wait = Duration::from_secs(5);
+        c.dispatch.drain_timeout = Duration::from_secs(10);
         c
     }
 

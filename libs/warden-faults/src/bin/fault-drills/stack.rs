@@ -66,7 +66,7 @@ fn bounds_of(env: &BTreeMap<String, String>) -> anyhow::Result<Bounds> {
     let unknown_outcome = warden_dispatcher::sweep::settle_bound(&cfg);
     Ok(Bounds {
         unknown_outcome,
-        stall: unknown_outcome * 2 + cfg.ack_wait,
+        stall: unknown_outcome * 2 + cfg.dispatch.ack_wait,
     })
 }
 
