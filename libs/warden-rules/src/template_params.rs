@@ -720,7 +720,7 @@ mod tests {
                 json!({"type": t.clone(), "index": i, "sub_type": t, "parameters": [{"type": "text", "text": c.clone()}]}),
                 json!({"type": "button", "index": i.to_string(), "sub_type": "url", "parameters": [{"type": "image", "image": {"link": c.clone()}}]}),
             ];
-            let _ = resolve(&full(), &[c.clone()], &comps);
+            let _ = resolve(&full(), std::slice::from_ref(&c), &comps);
         }
 
         #[test]
