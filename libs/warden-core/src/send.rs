@@ -843,4 +843,52 @@ mod tests {
         // Two publishers racing on the same row state share the id (the stream keeps one).
         assert_eq!(dedupe_id(id, 0, Some(at)), dedupe_id(id, 0, Some(at)));
     }
+
+    #[test]
+    fn the_platforms_template_body_is_stored_as_it_came() {
+        let components = json!([
+            {"type": "header", "parameters": [{"type": "image", "image": {"link": "https://x.example/a.jpg"}}]},
+            {"type": "body", "parameters": [{"type": "text", "text": "A1"}]},
+            {"type": "button", "sub_type": "url", "index": "0", "parameters": [{"type": "text", "text": "A1"}]}
+        ]);
+        let content = json!({"type": "template", "template": {"name": "order_shipped",
+                             "language": {"code": "en"}, "components": components}});
+        let kind = SendKind::from_content(&content).unwrap();
+        let SendKind::Template {
+            name,
+            locale,
+            variables,
+            components: c,
+        } = &kind
+        else {
+            panic!("not a template: {kind:?}");
+        };
+        assert_eq!((name.as_str(), locale.as_str()), ("order_shipped", "en"));
+        assert!(variables.is_empty());
+        assert_eq!(json!(c), components);
+        assert_eq!(SendKind::from_content(&kind.to_content()).unwrap(), kind);
+        // Named values travel as a named body component.
+        let named = json!({"type": "template", "template": {"name": "w", "locale": "en",
+                           "variables": {"first_name": "Ana"}}});
+        let SendKind::Template { components, .. } = SendKind::from_content(&named).unwrap() else {
+            panic!("not a template");
+        };
+        assert_eq!(
+            components[0]["parameters"][0]["parameter_name"],
+            "first_name"
+        );
+        // A body-only send is stored exactly as before.
+        let plain = SendKind::Template {
+            name: "t".into(),
+            locale: "en".into(),
+            variables: vec!["a".into()],
+            components: Vec::new(),
+        };
+        assert_eq!(
+            plain.to_content(),
+            json!({"type": "template", "template": {"name": "t", "locale": "en", "variables": ["a"]}})
+        );
+        let bad = json!({"type": "template", "template": {"name": "t", "components": {}}});
+        assert_eq!(SendKind::from_content(&bad), Err(ContentError::Components));
+    }
 }
