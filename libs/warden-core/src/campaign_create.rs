@@ -62,6 +62,10 @@ pub struct NewCampaign {
     pub locale: String,
     /// One value per placeholder, `{{1}}` first; used for every recipient.
     pub variables: Vec<String>,
+    /// Named body values (a named template); then `variables` is empty.
+    pub named_variables: Vec<(String, String)>,
+    /// Header and button parameters (platform shape); empty when none.
+    pub components: Vec<Value>,
     /// A valid `warden_rules::audience::AudienceFilter` object.
     pub audience_filter: Value,
     pub deliver_at: DateTime<Utc>,
@@ -111,23 +115,42 @@ pub async fn schedule_campaign(
             status: template.status,
         });
     }
-    warden_rules::templates::validate_variables(&template.body_text, &new.variables).map_err(
-        |e| ScheduleCampaignError::Variables {
+    let spec =
+        crate::templates::spec_of(&template).map_err(|e| ScheduleCampaignError::Variables {
             name: new.template_name.clone(),
             reason: e.to_string(),
-        },
-    )?;
+        })?;
+    let mut all = new.components.clone();
+    if !new.named_variables.is_empty() {
+        all.push(warden_rules::template_params::named_body_component(
+            &new.named_variables,
+        ));
+    }
+    warden_rules::template_params::resolve(&spec, &new.variables, &all).map_err(|e| {
+        ScheduleCampaignError::Variables {
+            name: new.template_name.clone(),
+            reason: e.to_string(),
+        }
+    })?;
     let id = Uuid::now_v7();
     let new = Arc::new(new);
     let written = transact(pg, "schedule_campaign", move |c| {
         let new = Arc::clone(&new);
         async move {
-            let variables: Map<String, Value> = new
+            let mut variables: Map<String, Value> = new
                 .variables
                 .iter()
                 .enumerate()
                 .map(|(i, v)| ((i + 1).to_string(), Value::String(v.clone())))
                 .collect();
+            // A named template's values keep their names (get_campaign shows them so).
+            variables.extend(
+                new.named_variables
+                    .iter()
+                    .map(|(n, v)| (n.clone(), Value::String(v.clone()))),
+            );
+            let components =
+                (!new.components.is_empty()).then(|| Value::Array(new.components.clone()));
             diesel::insert_into(campaigns::table)
                 .values((
                     campaigns::id.eq(id),
@@ -139,6 +162,7 @@ pub async fn schedule_campaign(
                     campaigns::locale.eq(&new.locale),
                     campaigns::variables.eq(Value::Object(variables)),
                     campaigns::audience_filter.eq(&new.audience_filter),
+                    campaigns::components.eq(components),
                 ))
                 .execute(c)
                 .await?;

@@ -54,16 +54,18 @@ pub enum ScheduleMessageError {
 /// transaction. Returns the message id.
 pub async fn schedule_message(
     pg: &PgPool,
-    req: ScheduleMessage,
+    mut req: ScheduleMessage,
     actor: &'static str,
 ) -> Result<Uuid, ScheduleMessageError> {
     let mut conn = pg.get().await.map_err(DbError::from)?;
+    let mut canonical = None;
     let template_category = match &req.kind {
         SendKind::Text { .. } => None,
         SendKind::Template {
             name,
             locale,
             variables,
+            components,
         } => {
             let Some(t) = crate::templates::find(&mut conn, name, locale)
                 .await
@@ -74,15 +76,35 @@ pub async fn schedule_message(
                     locale: locale.clone(),
                 });
             };
-            warden_rules::templates::validate_variables(&t.body_text, variables).map_err(|e| {
-                ScheduleMessageError::Variables {
+            let spec =
+                crate::templates::spec_of(&t).map_err(|e| ScheduleMessageError::Variables {
                     name: name.clone(),
                     reason: e.to_string(),
-                }
-            })?;
+                })?;
+            let resolved = warden_rules::template_params::resolve(&spec, variables, components)
+                .map_err(|e| ScheduleMessageError::Variables {
+                    name: name.clone(),
+                    reason: e.to_string(),
+                })?;
+            // Stored as the checked platform components (see `Core::send`).
+            if !components.is_empty() {
+                canonical = Some(resolved);
+            }
             t.category.parse::<TemplateCategory>().ok()
         }
     };
+    if let (
+        Some(resolved),
+        SendKind::Template {
+            variables,
+            components,
+            ..
+        },
+    ) = (canonical, &mut req.kind)
+    {
+        *components = resolved;
+        variables.clear();
+    }
     let category = match template_category {
         Some(t) => ContentKind::Template(t),
         None => ContentKind::FreeForm,

@@ -29,6 +29,7 @@ use warden_rules::compliance::{Decision, ReasonCode};
 use warden_rules::kinds::{Category, ContentKind, MessageType, TemplateCategory};
 use warden_rules::message_status::MessageStatus;
 use warden_rules::phone::PhoneNumber;
+use warden_rules::template_params::{Variables, named_body_component};
 use warden_store::models::Message;
 use warden_store::schema::messages;
 use warden_store::tx::{Abort, TxError, transact_on};
@@ -64,7 +65,11 @@ pub enum SendKind {
     Template {
         name: String,
         locale: String,
+        /// Positional body values.
         variables: Vec<String>,
+        /// Header, body (named values) and button parameters in the platform's shape;
+        /// empty for a body-only send. Checked against the stored template.
+        components: Vec<Value>,
     },
 }
 
@@ -77,10 +82,15 @@ impl SendKind {
                 name,
                 locale,
                 variables,
-            } => json!({
-                "type": "template",
-                "template": {"name": name, "locale": locale, "variables": variables},
-            }),
+                components,
+            } => {
+                let mut t = json!({"name": name, "locale": locale, "variables": variables});
+                // Only when given, so a body-only send is stored exactly as before.
+                if !components.is_empty() {
+                    t["components"] = json!(components);
+                }
+                json!({"type": "template", "template": t})
+            }
         }
     }
 
@@ -97,6 +107,7 @@ impl SendKind {
                 name,
                 locale,
                 variables,
+                ..
             } => {
                 check(name, TextKind::Plain)
                     .map_err(|e| SendError::InvalidArgument(format!("the template name {e}")))?;
@@ -136,15 +147,30 @@ impl SendKind {
                     .or_else(|| t.get("language"))
                     .and_then(|l| l.as_str().or_else(|| l.get("code").and_then(Value::as_str)))
                     .unwrap_or("en");
+                // The platform's own shape carries `components`; ours `variables` (by
+                // position, or an object of named values, which travels as a body component).
+                let mut components = match t.get("components") {
+                    None | Some(Value::Null) => Vec::new(),
+                    Some(Value::Array(c)) => c.clone(),
+                    Some(_) => return Err(ContentError::Components),
+                };
                 let variables = match t.get("variables") {
                     None | Some(Value::Null) => Vec::new(),
-                    Some(v) => warden_rules::templates::parse_variables(v)
-                        .map_err(|e| ContentError::Variables(e.to_string()))?,
+                    Some(v) => match warden_rules::template_params::parse_any_variables(v)
+                        .map_err(|e| ContentError::Variables(e.to_string()))?
+                    {
+                        Variables::Positional(v) => v,
+                        Variables::Named(named) => {
+                            components.push(named_body_component(&named));
+                            Vec::new()
+                        }
+                    },
                 };
                 Ok(SendKind::Template {
                     name: name.to_string(),
                     locale: locale.to_string(),
                     variables,
+                    components,
                 })
             }
             Some(other) => Err(ContentError::UnsupportedType(other.to_owned())),
@@ -165,6 +191,8 @@ pub enum ContentError {
     /// The template's `variables` are not a list of values (or numbered values).
     #[error("{0}")]
     Variables(String),
+    #[error("template.components must be a JSON array of header, body and button components")]
+    Components,
     #[error("content type `{0}` is not supported; use `text` or `template`")]
     UnsupportedType(String),
     #[error("content needs a `type` (`text` or `template`)")]
@@ -369,7 +397,7 @@ impl Core {
 
     async fn send_inner(
         &self,
-        req: SendRequest,
+        mut req: SendRequest,
         span: &tracing::Span,
     ) -> Result<Accepted, SendError> {
         warden_rules::kinds::parse_channel(Some(&req.channel))
@@ -383,7 +411,23 @@ impl Core {
 
         // Template checks come first: they are about the request, not the customer.
         let template_category = match self.check_template(&mut conn, &req).await {
-            Ok(cat) => cat,
+            Ok((cat, resolved)) => {
+                // A send with components is stored as the checked platform components, so
+                // the dispatcher sends exactly what was checked.
+                if let (
+                    Some(resolved),
+                    SendKind::Template {
+                        variables,
+                        components,
+                        ..
+                    },
+                ) = (resolved, &mut req.kind)
+                {
+                    *components = resolved;
+                    variables.clear();
+                }
+                cat
+            }
             Err(err) if req.refusal == RefusalMode::RecordFailed => {
                 let decision = local_refusal(err.code(), err.to_string(), err.suggested_action());
                 let message_id = self.record_refusal(&mut conn, &req, &decision).await?;
@@ -500,14 +544,15 @@ impl Core {
         &self,
         conn: &mut AsyncPgConnection,
         req: &SendRequest,
-    ) -> Result<Option<TemplateCategory>, SendError> {
+    ) -> Result<(Option<TemplateCategory>, Option<Vec<Value>>), SendError> {
         let SendKind::Template {
             name,
             locale,
             variables,
+            components,
         } = &req.kind
         else {
-            return Ok(None);
+            return Ok((None, None));
         };
         let Some(template) = templates::find(conn, name, locale).await? else {
             return Err(SendError::TemplateNotFound {
@@ -522,12 +567,22 @@ impl Core {
                 status: template.status,
             });
         }
-        warden_rules::templates::validate_variables(&template.body_text, variables)
-            .map_err(|e| SendError::InvalidVariables(e.to_string()))?;
+        let spec = templates::spec_of(&template).map_err(|e| {
+            SendError::InvalidArgument(format!("template `{name}` has unreadable components: {e}"))
+        })?;
+        let resolved = warden_rules::template_params::resolve(&spec, variables, components)
+            .map_err(|e| {
+                // A body-only template keeps its old answer; others point at the components.
+                if spec.is_body_only() && components.is_empty() {
+                    SendError::InvalidVariables(e.to_string())
+                } else {
+                    SendError::InvalidArgument(format!("template `{name}` ({locale}): {e}"))
+                }
+            })?;
         let category = template.category.parse::<TemplateCategory>().map_err(|e| {
             SendError::InvalidArgument(format!("template `{name}` has a bad category: {e}"))
         })?;
-        Ok(Some(category))
+        Ok((Some(category), (!components.is_empty()).then_some(resolved)))
     }
 
     /// RecordFailed mode: the refusal ends the message `failed` with a compliance error
@@ -787,5 +842,53 @@ mod tests {
         assert_ne!(dedupe_id(id, 0, Some(at)), dedupe_id(id, 0, None));
         // Two publishers racing on the same row state share the id (the stream keeps one).
         assert_eq!(dedupe_id(id, 0, Some(at)), dedupe_id(id, 0, Some(at)));
+    }
+
+    #[test]
+    fn the_platforms_template_body_is_stored_as_it_came() {
+        let components = json!([
+            {"type": "header", "parameters": [{"type": "image", "image": {"link": "https://x.example/a.jpg"}}]},
+            {"type": "body", "parameters": [{"type": "text", "text": "A1"}]},
+            {"type": "button", "sub_type": "url", "index": "0", "parameters": [{"type": "text", "text": "A1"}]}
+        ]);
+        let content = json!({"type": "template", "template": {"name": "order_shipped",
+                             "language": {"code": "en"}, "components": components}});
+        let kind = SendKind::from_content(&content).unwrap();
+        let SendKind::Template {
+            name,
+            locale,
+            variables,
+            components: c,
+        } = &kind
+        else {
+            panic!("not a template: {kind:?}");
+        };
+        assert_eq!((name.as_str(), locale.as_str()), ("order_shipped", "en"));
+        assert!(variables.is_empty());
+        assert_eq!(json!(c), components);
+        assert_eq!(SendKind::from_content(&kind.to_content()).unwrap(), kind);
+        // Named values travel as a named body component.
+        let named = json!({"type": "template", "template": {"name": "w", "locale": "en",
+                           "variables": {"first_name": "Ana"}}});
+        let SendKind::Template { components, .. } = SendKind::from_content(&named).unwrap() else {
+            panic!("not a template");
+        };
+        assert_eq!(
+            components[0]["parameters"][0]["parameter_name"],
+            "first_name"
+        );
+        // A body-only send is stored exactly as before.
+        let plain = SendKind::Template {
+            name: "t".into(),
+            locale: "en".into(),
+            variables: vec!["a".into()],
+            components: Vec::new(),
+        };
+        assert_eq!(
+            plain.to_content(),
+            json!({"type": "template", "template": {"name": "t", "locale": "en", "variables": ["a"]}})
+        );
+        let bad = json!({"type": "template", "template": {"name": "t", "components": {}}});
+        assert_eq!(SendKind::from_content(&bad), Err(ContentError::Components));
     }
 }

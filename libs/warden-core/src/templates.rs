@@ -14,6 +14,7 @@ use futures::FutureExt;
 use serde_json::json;
 use uuid::Uuid;
 use warden_rules::kinds::TemplateCategory;
+use warden_rules::template_spec::{SpecError, TemplateSpec};
 use warden_rules::templates::MAX_NAME_CHARS;
 use warden_store::models::Template;
 use warden_store::schema::templates;
@@ -434,6 +435,20 @@ pub struct Submitted {
     /// The status the platform answered with (any case; empty means PENDING).
     pub status: String,
     pub platform_id: String,
+    /// The components as submitted (platform shape); None for a body-only template.
+    pub components: Option<serde_json::Value>,
+    /// `positional` or `named`; None for positional.
+    pub parameter_format: Option<String>,
+}
+
+/// What a stored template is made of (header, body, footer, buttons, parameter format).
+/// A template stored before components were kept is its body alone.
+pub fn spec_of(t: &Template) -> Result<TemplateSpec, SpecError> {
+    TemplateSpec::from_components(
+        t.components.as_ref().unwrap_or(&serde_json::Value::Null),
+        t.parameter_format.as_deref(),
+        &t.body_text,
+    )
 }
 
 /// Record a template the platform accepted for review, with its audit row. A decision
@@ -458,11 +473,15 @@ pub async fn record_submitted(
                     templates::status.eq(&status),
                     templates::body_text.eq(&s.body_text),
                     templates::platform_id.eq(&s.platform_id),
+                    templates::components.eq(&s.components),
+                    templates::parameter_format.eq(&s.parameter_format),
                 ))
                 .on_conflict((templates::name, templates::locale))
                 .do_update()
                 .set((
                     templates::platform_id.eq(&s.platform_id),
+                    templates::components.eq(&s.components),
+                    templates::parameter_format.eq(&s.parameter_format),
                     templates::body_text.eq(&s.body_text),
                     templates::category.eq(s.category.as_lower()),
                     templates::updated_at.eq(diesel::dsl::now),
@@ -504,6 +523,8 @@ mod tests {
             rejection_reason: reason.map(String::from),
             created_at: now,
             updated_at: now,
+            components: None,
+            parameter_format: None,
         }
     }
 

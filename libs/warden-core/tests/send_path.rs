@@ -126,6 +126,7 @@ fn template_send(phone: &PhoneNumber, name: &str, mode: RefusalMode) -> SendRequ
             name: name.into(),
             locale: "en".into(),
             variables: vec!["Ana".into()],
+            components: vec![],
         },
         message_type: MessageType::Template,
         campaign_id: None,
@@ -323,6 +324,7 @@ async fn template_problems_are_named() {
         name: "receipt".into(),
         locale: "en".into(),
         variables: vec![],
+        components: vec![],
     };
     assert_eq!(
         h.core.send(bad).await.unwrap_err().code(),

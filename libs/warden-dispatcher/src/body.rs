@@ -32,6 +32,7 @@ pub fn build(m: &Stored<'_>) -> Result<SendRequest, ContentError> {
                 name: name.to_owned(),
                 locale: m.template_locale.unwrap_or("en").to_owned(),
                 variables: Vec::new(),
+                components: Vec::new(),
             },
             _ => return Err(reason),
         },
@@ -42,7 +43,22 @@ pub fn build(m: &Stored<'_>) -> Result<SendRequest, ContentError> {
             name,
             locale,
             variables,
-        } => SendRequest::template(m.to, name, locale, variables),
+            components,
+        } if components.is_empty() => SendRequest::template(m.to, name, locale, variables),
+        // Stored as the checked platform components (header, body, buttons in order).
+        SendKind::Template {
+            name,
+            locale,
+            components,
+            ..
+        } => {
+            let components = components
+                .into_iter()
+                .map(serde_json::from_value)
+                .collect::<Result<Vec<_>, _>>()
+                .map_err(|_| ContentError::Components)?;
+            SendRequest::template_with_components(m.to, name, locale, components)
+        }
     };
     Ok(req.with_callback_data(m.message_id))
 }
@@ -103,6 +119,21 @@ mod tests {
             .map(|p| p.text.clone().unwrap())
             .collect();
         assert_eq!(params, ["a", "b"]);
+    }
+
+    #[test]
+    fn stored_components_are_sent_as_they_are() {
+        let components = json!([
+            {"type": "header", "parameters": [{"type": "image", "image": {"link": "https://x.example/a.jpg"}}]},
+            {"type": "body", "parameters": [{"type": "text", "parameter_name": "first_name", "text": "Ana"}]},
+            {"type": "button", "sub_type": "url", "index": "0", "parameters": [{"type": "text", "text": "A1"}]},
+            {"type": "button", "sub_type": "copy_code", "index": "1", "parameters": [{"type": "coupon_code", "coupon_code": "SAVE"}]}
+        ]);
+        let c = json!({"type": "template",
+                       "template": {"name": "promo", "locale": "en", "variables": [], "components": components}});
+        let body = serde_json::to_value(build(&stored(&c)).unwrap()).unwrap();
+        assert_eq!(body["template"]["components"], components);
+        assert_eq!(body["template"]["language"]["code"], "en");
     }
 
     #[test]

@@ -65,6 +65,7 @@ pub async fn drive(core: Core, load: Arc<Load>, total: usize, rate: f64, prefix:
                     name: TEMPLATE.0.into(),
                     locale: TEMPLATE.1.into(),
                     variables: vec![format!("#{i}")],
+                    components: vec![],
                 },
                 message_type: MessageType::Template,
                 campaign_id: None,

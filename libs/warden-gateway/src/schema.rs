@@ -58,8 +58,10 @@ pub struct SendTemplateIn {
     /// Template language code such as "en", "id" or "pt_BR"; default "en".
     #[schemars(extend("default" = "en"))]
     pub locale: Option<String>,
-    /// JSON array (as a string) of values for the template's {{1}}, {{2}}, ... placeholders, in order, e.g. "[\"Ana\", \"#1234\"]". Omit for a template without placeholders.
+    /// JSON array (as a string) of values for the template's {{1}}, {{2}}, ... placeholders, in order, e.g. "[\"Ana\", \"#1234\"]"; for a named template a JSON object keyed by parameter name, e.g. "{\"first_name\": \"Ana\"}". Omit for a template without placeholders.
     pub variables: Option<String>,
+    /// JSON array (as a string) of template components in the platform's shape, for a template with a media or variable header or with URL/copy-code/OTP buttons, e.g. "[{\"type\": \"header\", \"parameters\": [{\"type\": \"image\", \"image\": {\"link\": \"https://...\"}}]}, {\"type\": \"button\", \"sub_type\": \"url\", \"index\": \"0\", \"parameters\": [{\"type\": \"text\", \"text\": \"A1\"}]}]". Body values may be given here instead of in variables. Checked against the template's components (list_templates shows them).
+    pub components: Option<String>,
     /// Messaging channel; only "whatsapp" exists and it is the default.
     #[schemars(extend("default" = "whatsapp"))]
     pub channel: Option<String>,
@@ -181,8 +183,10 @@ pub struct ScheduleCampaignIn {
     /// The template's language code such as "en", "id" or "pt_BR"; default "en".
     #[schemars(extend("default" = "en"))]
     pub locale: Option<String>,
-    /// JSON object (as a string) keyed by placeholder number, e.g. "{\"1\": \"friend\"}", filling the template's {{1}}, {{2}}, ... for every recipient.
+    /// JSON object (as a string) keyed by placeholder number, e.g. "{\"1\": \"friend\"}", filling the template's {{1}}, {{2}}, ... for every recipient; for a named template keyed by parameter name, e.g. "{\"first_name\": \"friend\"}".
     pub variables: Option<String>,
+    /// JSON array (as a string) of template components in the platform's shape, for a template with a media or variable header or with URL/copy-code/OTP buttons, e.g. "[{\"type\": \"header\", \"parameters\": [{\"type\": \"image\", \"image\": {\"link\": \"https://...\"}}]}, {\"type\": \"button\", \"sub_type\": \"url\", \"index\": \"0\", \"parameters\": [{\"type\": \"text\", \"text\": \"A1\"}]}]". Body values may be given here instead of in variables. Checked against the template's components (list_templates shows them).
+    pub components: Option<String>,
     /// JSON object (as a string) choosing recipients; every key optional: include_tags (any of), exclude_tags, customer_ids, opt_in ("marketing" or "utility"), active_within_days. "{}" or omitted means every known customer.
     pub audience_filter: Option<String>,
 }
@@ -232,9 +236,19 @@ pub struct CreateTemplateIn {
     pub category: String,
     /// Language code, e.g. "en" or "en_US".
     pub language: String,
-    /// The body, at most 1024 characters, with numbered placeholders {{1}}, {{2}}, ... without gaps.
+    /// The body, at most 1024 characters, with numbered placeholders {{1}}, {{2}}, ... without gaps (or {{first_name}}-style names when parameter_format is named).
     #[schemars(length(max = 1024))]
     pub body_text: String,
+    /// JSON object (as a string): {"format": "TEXT"|"IMAGE"|"VIDEO"|"DOCUMENT"|"LOCATION", "text": "..."}; text only for TEXT, at most 60 characters with at most 1 variable.
+    pub header: Option<String>,
+    /// Footer text, at most 60 characters, no variables.
+    #[schemars(length(max = 60))]
+    pub footer: Option<String>,
+    /// JSON array (as a string) of buttons, at most 10: {"type": "QUICK_REPLY", "text"}, {"type": "URL", "text", "url"} (url may end in {{1}}; at most 2), {"type": "PHONE_NUMBER", "text", "phone_number"} (at most 1), {"type": "COPY_CODE", "text", "example"}, {"type": "OTP", "otp_type"} (AUTHENTICATION only). Quick replies must sit together; button text at most 25 characters.
+    pub buttons: Option<String>,
+    /// "positional" ({{1}}, the default) or "named" ({{first_name}}: lower-case letters, digits and underscores).
+    #[schemars(extend("default" = "positional"))]
+    pub parameter_format: Option<String>,
 }
 
 #[derive(JsonSchema)]
@@ -441,6 +455,10 @@ pub struct TemplateItem {
     pub category: String,
     pub status: String,
     pub body_text: String,
+    /// "positional" or "named".
+    pub parameter_format: String,
+    /// The template's components as created (HEADER, BODY, FOOTER, BUTTONS), in the platform's shape.
+    pub components: Vec<serde_json::Value>,
 }
 
 #[derive(Serialize, JsonSchema)]

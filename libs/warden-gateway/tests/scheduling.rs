@@ -61,7 +61,8 @@ async fn schedule_message_writes_a_scheduled_row_in_the_send_paths_shape() {
         warden_core::SendKind::Template {
             name: "order".into(),
             locale: "en".into(),
-            variables: vec!["#7".into()]
+            variables: vec!["#7".into()],
+            components: vec![],
         }
         .to_content()
     );

@@ -117,8 +117,17 @@ impl PlatformClient {
         body_text: &str,
     ) -> Result<CreateTemplateResponse, PlatformError> {
         let body = CreateTemplateRequest::new(name, language, category, body_text);
+        self.submit_template(&body).await
+    }
+
+    /// `POST /{waba-id}/message_templates` with a full request (header, footer, buttons,
+    /// parameter format).
+    pub async fn submit_template(
+        &self,
+        body: &CreateTemplateRequest,
+    ) -> Result<CreateTemplateResponse, PlatformError> {
         let url = self.url(&[&self.config.waba_id, "message_templates"], &[])?;
-        self.call(Method::POST, url, Some(&body)).await
+        self.call(Method::POST, url, Some(body)).await
     }
 
     /// The template of that name and language, `None` when the platform has none.

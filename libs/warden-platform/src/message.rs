@@ -90,6 +90,27 @@ impl SendRequest {
         }
     }
 
+    /// A template message with its full `components` (header, body, buttons) in the
+    /// platform's shape, as `warden_rules::template_params::resolve` builds them.
+    pub fn template_with_components(
+        to: impl Into<String>,
+        name: impl Into<String>,
+        language: impl Into<String>,
+        components: Vec<Component>,
+    ) -> Self {
+        Self {
+            template: Some(TemplateMessage {
+                name: name.into(),
+                language: Language {
+                    code: language.into(),
+                    policy: None,
+                },
+                components,
+            }),
+            ..Self::base(to, "template")
+        }
+    }
+
     /// Sets `biz_opaque_callback_data` (Warden puts its message_id there).
     pub fn with_callback_data(mut self, data: impl Into<String>) -> Self {
         self.biz_opaque_callback_data = Some(data.into());
@@ -151,14 +172,19 @@ pub struct Component {
     pub parameters: Vec<Parameter>,
 }
 
-/// One parameter. Only `text` is modelled; other kinds (currency, date_time, image)
-/// still count as a parameter.
+/// One parameter. `text` (and a named template's `parameter_name`) is modelled; the
+/// other kinds' fields (`image`, `coupon_code`, `payload`, `location`, ...) are kept as
+/// they came in `other`.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Parameter {
     #[serde(rename = "type", default)]
     pub kind: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parameter_name: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub text: Option<String>,
+    #[serde(flatten)]
+    pub other: serde_json::Map<String, serde_json::Value>,
 }
 
 impl Parameter {
@@ -166,6 +192,7 @@ impl Parameter {
         Self {
             kind: "text".to_owned(),
             text: Some(value.into()),
+            ..Self::default()
         }
     }
 }

@@ -16,6 +16,9 @@ pub struct CreateTemplateRequest {
     pub category: String,
     #[serde(default)]
     pub components: Vec<TemplateComponent>,
+    /// `positional` (the platform's default when absent) or `named`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parameter_format: Option<String>,
 }
 
 impl CreateTemplateRequest {
@@ -36,7 +39,9 @@ impl CreateTemplateRequest {
                 format: None,
                 text: Some(body_text.to_owned()),
                 example,
+                buttons: None,
             }],
+            parameter_format: None,
         }
     }
 
@@ -57,6 +62,9 @@ pub struct TemplateComponent {
     pub text: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub example: Option<Value>,
+    /// BUTTONS: `[{type, text, url?, phone_number?, example?, otp_type?}]`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub buttons: Option<Value>,
 }
 
 /// The answer to a template creation.

@@ -38,6 +38,8 @@ pub mod phone;
 pub mod policy;
 pub mod recheck;
 pub mod tags;
+pub mod template_params;
+pub mod template_spec;
 pub mod templates;
 pub mod text;
 pub mod window;

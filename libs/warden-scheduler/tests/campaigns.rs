@@ -393,6 +393,7 @@ async fn a_fan_out_cut_short_resumes_without_second_messages() {
                     name: "spring_sale".into(),
                     locale: "en".into(),
                     variables: vec!["20%".into()],
+                    components: vec![],
                 },
                 message_type: warden_rules::kinds::MessageType::Template,
                 campaign_id: Some(id),

@@ -2,7 +2,7 @@
 //! control endpoints.
 
 use crate::state::{Accepted, Refusal, Sim};
-use crate::templates::{CATEGORIES, Template, name_problem};
+use crate::templates::{CATEGORIES, Template, check_components, name_problem, named_params};
 use actix_web::dev::Service;
 use actix_web::http::header::{AUTHORIZATION, CONTENT_TYPE};
 use actix_web::{HttpRequest, HttpResponse, guard, web};
@@ -13,7 +13,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use warden_platform::lenient;
 use warden_platform::message::{SendContact, SendRequest, SendResponse, SentMessage};
-use warden_platform::template::{CreateTemplateRequest, placeholders};
+use warden_platform::template::{CreateTemplateRequest, TemplateComponent, placeholders};
 
 /// The platform's own cap on a text body.
 const MAX_TEXT_BODY: usize = 4096;
@@ -291,17 +291,8 @@ fn handle_send(sim: &Sim, send: SendRequest) -> Result<SendResponse, Refusal> {
                     ));
                 }
             }
-            let given = tm.body_parameters().len();
-            if given != t.params {
-                return Err(Refusal::new(
-                    400,
-                    132000,
-                    format!(
-                        "body: number of localizable_params ({given}) does not match the \
-                         expected number of params ({})",
-                        t.params
-                    ),
-                ));
+            if let Err((code, details)) = t.check_send(tm) {
+                return Err(Refusal::new(400, code, details));
             }
             (t.pricing_category(), true)
         }
@@ -319,6 +310,10 @@ fn handle_send(sim: &Sim, send: SendRequest) -> Result<SendResponse, Refusal> {
         callback: send.biz_opaque_callback_data,
         pricing_category: category,
         billable,
+        template: send
+            .template
+            .as_ref()
+            .and_then(|t| serde_json::to_value(t).ok()),
     })?;
     Ok(SendResponse {
         messaging_product: "whatsapp".to_owned(),
@@ -372,10 +367,27 @@ async fn create_template(
             "BODY text is longer than {MAX_TEMPLATE_BODY} characters"
         ));
     }
-    let params = match placeholders(text) {
-        Ok(p) => p.len(),
-        Err(e) => return invalid(format!("BODY text: {e}")),
+    let named = create
+        .parameter_format
+        .as_deref()
+        .is_some_and(|f| f.eq_ignore_ascii_case("named"));
+    let params = if named {
+        named_params(text).len()
+    } else {
+        match placeholders(text) {
+            Ok(p) => p.len(),
+            Err(e) => return invalid(format!("BODY text: {e}")),
+        }
     };
+    let extra: Vec<TemplateComponent> = create
+        .components
+        .iter()
+        .filter(|c| !c.kind.eq_ignore_ascii_case("body"))
+        .cloned()
+        .collect();
+    if let Err(problem) = check_components(&extra) {
+        return invalid(problem);
+    }
     let template = {
         let mut reg = sim.templates.write().unwrap_or_else(|p| p.into_inner());
         if reg.contains(&create.name, &create.language) {
@@ -401,6 +413,8 @@ async fn create_template(
             body: text.to_owned(),
             params,
             reason: None,
+            components: extra,
+            named: named.then(|| named_params(text)),
         };
         reg.insert(t.clone());
         t

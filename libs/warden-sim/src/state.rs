@@ -116,6 +116,9 @@ pub struct MessageStat {
     pub count: u64,
     pub wamid: String,
     pub recipient: String,
+    /// The `template` object of the latest template send, as received (tests check the body).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub template: Option<serde_json::Value>,
 }
 
 #[derive(Default)]
@@ -167,6 +170,8 @@ pub struct Accepted<'a> {
     pub callback: Option<String>,
     pub pricing_category: &'a str,
     pub billable: bool,
+    /// The template object of a template send.
+    pub template: Option<serde_json::Value>,
 }
 
 /// The outcome of an accepted send.
@@ -223,6 +228,8 @@ impl Sim {
                     body: s.body,
                     params: s.params,
                     reason: None,
+                    components: Vec::new(),
+                    named: None,
                 });
             }
         }
@@ -338,6 +345,7 @@ impl Sim {
                     Some(m) => {
                         m.count += 1;
                         m.wamid.clone_from(&wamid);
+                        m.template.clone_from(&a.template);
                         true
                     }
                     None => {
@@ -347,6 +355,7 @@ impl Sim {
                                 count: 1,
                                 wamid: wamid.clone(),
                                 recipient: a.to_digits.clone(),
+                                template: a.template.clone(),
                             },
                         );
                         false

@@ -1,8 +1,10 @@
 //! The sim's template registry and the template set it starts with.
 
 use serde::Deserialize;
+use serde_json::Value;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
+use warden_platform::message::{Component, Parameter, TemplateMessage};
 use warden_platform::template::{TemplateComponent, TemplateInfo, placeholders};
 
 /// The repo's default set, used when the file is not where the working directory
@@ -24,6 +26,10 @@ pub struct Template {
     /// Distinct `{{n}}` in the body: the body parameters a send must carry.
     pub params: usize,
     pub reason: Option<String>,
+    /// HEADER, FOOTER and BUTTONS as created (the BODY is `body`).
+    pub components: Vec<TemplateComponent>,
+    /// A named template's body parameter names (`parameter_format: NAMED`); None: positional.
+    pub named: Option<Vec<String>>,
 }
 
 impl Template {
@@ -43,12 +49,15 @@ impl Template {
             status: self.status.clone(),
             category: self.category.clone(),
             id: self.id.clone(),
-            components: vec![TemplateComponent {
+            components: std::iter::once(TemplateComponent {
                 kind: "BODY".to_owned(),
                 format: None,
                 text: Some(self.body.clone()),
                 example: None,
-            }],
+                buttons: None,
+            })
+            .chain(self.components.iter().cloned())
+            .collect(),
             rejected_reason: Some(self.reason.clone().unwrap_or_else(|| "NONE".to_owned())),
         }
     }
@@ -222,6 +231,218 @@ pub fn name_problem(name: &str) -> Option<&'static str> {
         Some("name may only hold lower case letters, digits and underscores")
     } else {
         None
+    }
+}
+
+/// `{{name}}` parameters of a named template's text, distinct, in first-use order.
+pub fn named_params(text: &str) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    let mut rest = text;
+    while let Some(start) = rest.find("{{") {
+        let after = &rest[start + 2..];
+        let Some(end) = after.find("}}") else { break };
+        let name = after[..end].trim();
+        if !name.is_empty() && !out.iter().any(|n| n == name) {
+            out.push(name.to_owned());
+        }
+        rest = &after[end + 2..];
+    }
+    out
+}
+
+/// The platform's create-time limits on HEADER, FOOTER and BUTTONS (the sim's own reading
+/// of them, independent of Warden's validators).
+pub fn check_components(components: &[TemplateComponent]) -> Result<(), String> {
+    for c in components {
+        match c.kind.to_ascii_uppercase().as_str() {
+            "HEADER" => {
+                let format = c.format.as_deref().unwrap_or("").to_ascii_uppercase();
+                if !["TEXT", "IMAGE", "VIDEO", "DOCUMENT", "LOCATION"].contains(&format.as_str()) {
+                    return Err(format!("HEADER format {format:?} is not supported"));
+                }
+                if format == "TEXT" && c.text.as_deref().is_none_or(|t| t.chars().count() > 60) {
+                    return Err("HEADER text is required and at most 60 characters".into());
+                }
+            }
+            "FOOTER" => {
+                if c.text.as_deref().is_none_or(|t| t.chars().count() > 60) {
+                    return Err("FOOTER text is required and at most 60 characters".into());
+                }
+            }
+            "BUTTONS" => {
+                let buttons = c
+                    .buttons
+                    .as_ref()
+                    .and_then(Value::as_array)
+                    .ok_or("BUTTONS needs buttons")?;
+                let count = |t: &str| {
+                    buttons
+                        .iter()
+                        .filter(|b| b["type"].as_str() == Some(t))
+                        .count()
+                };
+                if buttons.len() > 10 || count("URL") > 2 || count("PHONE_NUMBER") > 1 {
+                    return Err(
+                        "too many buttons: at most 10, of which 2 URL and 1 PHONE_NUMBER".into(),
+                    );
+                }
+            }
+            other => return Err(format!("component type {other:?} is not supported")),
+        }
+    }
+    Ok(())
+}
+
+fn header_of(components: &[Component]) -> Option<&Component> {
+    components
+        .iter()
+        .find(|c| c.kind.eq_ignore_ascii_case("header"))
+}
+
+fn button_at(components: &[Component], index: usize) -> Option<&Component> {
+    components.iter().find(|c| {
+        c.kind.eq_ignore_ascii_case("button")
+            && c.index.as_deref().and_then(|i| i.trim().parse().ok()) == Some(index)
+    })
+}
+
+/// A parameter of type `want` carrying its value (`text`, or the object of that name).
+fn param_is(p: &Parameter, want: &str) -> bool {
+    p.kind.eq_ignore_ascii_case(want)
+        && match want {
+            "text" => p.text.is_some(),
+            _ => p.other.contains_key(want),
+        }
+}
+
+const COUNT: i64 = 132000;
+const FORMAT: i64 = 132012;
+const VALUE: i64 = 131009;
+
+impl Template {
+    /// Checks a send's parameters against the template as created, as the platform does:
+    /// 132000 when a component's parameter count is wrong, 132012 when a parameter has the
+    /// wrong type (text where an image is expected, a positional value for a named
+    /// template), 131009 when a media parameter has no link or id.
+    pub fn check_send(&self, tm: &TemplateMessage) -> Result<(), (i64, String)> {
+        let body = tm.body_parameters();
+        if body.len() != self.params {
+            return Err((
+                COUNT,
+                format!(
+                    "body: number of localizable_params ({}) does not match the expected number of params ({})",
+                    body.len(),
+                    self.params
+                ),
+            ));
+        }
+        if let Some(names) = &self.named {
+            for p in body {
+                match p.parameter_name.as_deref() {
+                    Some(n) if names.iter().any(|m| m == n) => {}
+                    _ => {
+                        return Err((
+                            FORMAT,
+                            format!(
+                                "body: parameter_name must be one of {names:?} for a named template"
+                            ),
+                        ));
+                    }
+                }
+            }
+        }
+        let header = self
+            .components
+            .iter()
+            .find(|c| c.kind.eq_ignore_ascii_case("HEADER"));
+        let given = header_of(&tm.components);
+        match header {
+            None if given.is_some() => {
+                return Err((
+                    COUNT,
+                    "header: the template has no header parameters".into(),
+                ));
+            }
+            None => {}
+            Some(h) => {
+                let format = h.format.as_deref().unwrap_or("TEXT").to_ascii_lowercase();
+                let wants = format != "text" || h.text.as_deref().is_some_and(|t| t.contains("{{"));
+                let params = given.map(|c| c.parameters.as_slice()).unwrap_or(&[]);
+                if params.len() != usize::from(wants) {
+                    return Err((
+                        COUNT,
+                        format!(
+                            "header: number of parameters ({}) does not match the expected number ({})",
+                            params.len(),
+                            usize::from(wants)
+                        ),
+                    ));
+                }
+                if let Some(p) = params.first() {
+                    if !param_is(p, &format) {
+                        return Err((
+                            FORMAT,
+                            format!("header: expected a {format} parameter, got {:?}", p.kind),
+                        ));
+                    }
+                    if ["image", "video", "document"].contains(&format.as_str()) {
+                        let media = &p.other[&format];
+                        let has = |k: &str| {
+                            media
+                                .get(k)
+                                .and_then(Value::as_str)
+                                .is_some_and(|s| !s.is_empty())
+                        };
+                        if !has("link") && !has("id") {
+                            return Err((
+                                VALUE,
+                                format!("header: the {format} needs a link or an id"),
+                            ));
+                        }
+                    }
+                }
+            }
+        }
+        let buttons: Vec<Value> = self
+            .components
+            .iter()
+            .find(|c| c.kind.eq_ignore_ascii_case("BUTTONS"))
+            .and_then(|c| c.buttons.as_ref())
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default();
+        for (i, b) in buttons.iter().enumerate() {
+            let kind = b["type"].as_str().unwrap_or("").to_ascii_uppercase();
+            let want = match kind.as_str() {
+                "URL" if b["url"].as_str().is_some_and(|u| u.contains("{{")) => Some("text"),
+                "OTP" => Some("text"),
+                "COPY_CODE" => Some("coupon_code"),
+                _ => None,
+            };
+            let given = button_at(&tm.components, i);
+            match (want, given) {
+                (Some(want), Some(c)) => match c.parameters.as_slice() {
+                    [p] if param_is(p, want) => {}
+                    [p] => {
+                        return Err((
+                            FORMAT,
+                            format!("button {i}: expected a {want} parameter, got {:?}", p.kind),
+                        ));
+                    }
+                    ps => {
+                        return Err((
+                            COUNT,
+                            format!("button {i}: expected 1 parameter, got {}", ps.len()),
+                        ));
+                    }
+                },
+                (Some(want), None) => {
+                    return Err((COUNT, format!("button {i}: a {want} parameter is required")));
+                }
+                (None, _) => {}
+            }
+        }
+        Ok(())
     }
 }
 

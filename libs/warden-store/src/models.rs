@@ -119,6 +119,10 @@ pub struct Template {
     pub rejection_reason: Option<String>,
     pub created_at: DateTime<Utc>,
     pub updated_at: DateTime<Utc>,
+    /// Platform-shape components as created (HEADER, BODY, FOOTER, BUTTONS); None: body only.
+    pub components: Option<serde_json::Value>,
+    /// `positional` or `named`; None: positional.
+    pub parameter_format: Option<String>,
 }
 
 #[derive(Clone, Debug, Queryable, Selectable, Serialize)]

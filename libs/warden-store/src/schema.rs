@@ -46,6 +46,8 @@ diesel::table! {
         created_at -> Timestamptz,
         updated_at -> Timestamptz,
         status_event_at -> Nullable<Timestamptz>,
+        components -> Nullable<Jsonb>,
+        parameter_format -> Nullable<Text>,
     }
 }
 
@@ -74,6 +76,7 @@ diesel::table! {
         created_at -> Timestamptz,
         updated_at -> Timestamptz,
         cancelled_count -> Int4,
+        components -> Nullable<Jsonb>,
     }
 }
 

@@ -118,6 +118,7 @@ async fn main() -> anyhow::Result<()> {
                 name: "bench_receipt".into(),
                 locale: "en".into(),
                 variables: vec![i.to_string()],
+                components: vec![],
             },
             message_type: MessageType::Template,
             campaign_id: None,

@@ -127,6 +127,8 @@ struct ClaimedRow {
     audience_filter: serde_json::Value,
     #[diesel(sql_type = Nullable<Text>)]
     audience_cursor: Option<String>,
+    #[diesel(sql_type = Nullable<Jsonb>)]
+    components: Option<serde_json::Value>,
 }
 
 /// A campaign this scheduler holds the lease of.
@@ -142,6 +144,8 @@ pub struct ClaimedCampaign {
     pub audience_filter: serde_json::Value,
     /// The last phone of the last complete page (None: from the start).
     pub audience_cursor: Option<String>,
+    /// Template header/button parameters (platform shape), None when the campaign has none.
+    pub components: Option<serde_json::Value>,
 }
 
 /// Why a claimed campaign cannot run at all (it then ends `failed` with this reason).
@@ -162,13 +166,26 @@ impl ClaimedCampaign {
 
     /// What every recipient's send shares.
     pub fn plan(&self) -> Result<RecipientPlan, Unrunnable> {
-        let variables = warden_rules::templates::parse_variables(&self.variables)
-            .map_err(|e| Unrunnable::Variables(e.to_string()))?;
+        use warden_rules::template_params::{Variables, named_body_component, parse_any_variables};
+        let mut components = match &self.components {
+            Some(serde_json::Value::Array(c)) => c.clone(),
+            _ => Vec::new(),
+        };
+        let variables = match parse_any_variables(&self.variables)
+            .map_err(|e| Unrunnable::Variables(e.to_string()))?
+        {
+            Variables::Positional(v) => v,
+            Variables::Named(named) => {
+                components.push(named_body_component(&named));
+                Vec::new()
+            }
+        };
         Ok(RecipientPlan {
             campaign_id: self.id,
             template_name: self.template_name.clone(),
             locale: self.locale.clone(),
             variables,
+            components,
         })
     }
 }
@@ -196,7 +213,7 @@ pub async fn claim(
                          ORDER BY deliver_at, id
                          LIMIT 1
                          FOR UPDATE SKIP LOCKED)
-             RETURNING id, name, status, template_name, locale, variables, audience_filter, audience_cursor",
+             RETURNING id, name, status, template_name, locale, variables, audience_filter, audience_cursor, components",
         )
         .into_boxed()
         .bind::<Text, _>(lease.owner.clone())
@@ -217,6 +234,7 @@ pub async fn claim(
         variables: r.variables,
         audience_filter: r.audience_filter,
         audience_cursor: r.audience_cursor,
+        components: r.components,
     }))
 }
 

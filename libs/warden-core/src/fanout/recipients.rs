@@ -14,6 +14,8 @@ pub struct RecipientPlan {
     pub template_name: String,
     pub locale: String,
     pub variables: Vec<String>,
+    /// Header, named body and button parameters (platform shape).
+    pub components: Vec<serde_json::Value>,
 }
 
 /// What one recipient's send came to.
@@ -39,6 +41,7 @@ impl RecipientPlan {
                 name: self.template_name.clone(),
                 locale: self.locale.clone(),
                 variables: self.variables.clone(),
+                components: self.components.clone(),
             },
             message_type: MessageType::Template,
             campaign_id: Some(self.campaign_id),

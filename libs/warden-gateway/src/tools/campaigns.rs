@@ -21,7 +21,11 @@ use crate::error::{ToolError, ToolResult, code};
 use crate::gateway::{ACTOR, Gateway};
 use crate::schema::{self, *};
 use crate::text::{detail, echo, no_template_message};
-use crate::tools::{check_text, check_variables, parse_message_type};
+use crate::tools::{check_text, check_variables, parse_components, parse_message_type};
+use warden_rules::template_params::Variables;
+
+/// Longest `content.template.components` schedule_message stores (JSON characters).
+const MAX_COMPONENTS_CHARS: usize = 16 * 1024;
 use crate::util::{check_len, finish, opt_ts, ts};
 
 /// How far ahead a message or campaign may be scheduled.
@@ -39,7 +43,8 @@ impl Gateway {
         description = "Schedule one message for later. content is JSON with a type and a typed body: \
 {\"type\":\"text\",\"text\":{\"body\":\"...\"}} (free-form; message_type service) or \
 {\"type\":\"template\",\"template\":{\"name\":\"...\",\"language\":\"en\",\"variables\":[\"...\"]}} (message_type template, \
-marketing or utility). The rules follow the content, not message_type: text always needs the care window, a template \
+marketing or utility), or the platform's own template body {\"type\":\"template\",\"template\":{\"name\":\"...\",\"language\":{\"code\":\"en\"},\"components\":[...]}} \
+(header, body and button parameters, checked against the template's components). The rules follow the content, not message_type: text always needs the care window, a template \
 counts as its stored category. Only opt-out is checked now; the full compliance check (care window, cap, policies) runs again at \
 delivery, and a message refused then ends failed with the reason. Returns message_id (track it with get_delivery_status), \
 status \"scheduled\", deliver_at, customer_id. Errors: USER_OPTED_OUT (do not message them), INVALID_ARGUMENT (bad or \
@@ -58,7 +63,8 @@ past deliver_at, malformed content, variables not matching the template), NOT_FO
     #[tool(
         name = "schedule_campaign",
         description = "Pro tier. Schedule a template campaign to an audience at a future time. The template must exist and be \
-APPROVED; variables is a JSON object keyed by placeholder number ({\"1\": \"friend\"}) used for every recipient; \
+APPROVED; variables is a JSON object keyed by placeholder number ({\"1\": \"friend\"}) used for every recipient (a named template: keyed by name); components (the platform's header/body/button \
+parameters) for a template with a media or variable header or with URL/copy-code buttons; \
 audience_filter is a JSON object (include_tags, exclude_tags, customer_ids, opt_in, active_within_days; {} or no filter = \
 every known customer; an empty list or null selects nobody and is refused: leave the key out). At deliver_at each recipient goes through the same compliance checks as send_template; refused recipients count \
 as failed. Returns campaign_id (follow it with get_campaign), status \"scheduled\", name, type, deliver_at. Errors: \
@@ -287,7 +293,7 @@ impl Gateway {
         let phone = a.phone("customer_id")?;
         let raw_type = a.string("message_type", "marketing, utility, service or template.")?;
         let message_type = parse_message_type(&raw_type)?;
-        let content_hint = "JSON such as {\"type\":\"text\",\"text\":{\"body\":\"Hello\"}} or {\"type\":\"template\",\"template\":{\"name\":\"order_update\",\"language\":\"en\",\"variables\":[\"#1234\"]}}";
+        let content_hint = "JSON such as {\"type\":\"text\",\"text\":{\"body\":\"Hello\"}} or {\"type\":\"template\",\"template\":{\"name\":\"order_update\",\"language\":\"en\",\"variables\":[\"#1234\"]}} or the platform's own {\"type\":\"template\",\"template\":{\"name\":\"order_update\",\"language\":{\"code\":\"en\"},\"components\":[...]}}";
         let content = a.json("content", content_hint)?;
         let at = a.timestamp("deliver_at")?;
         let channel = a.channel()?;
@@ -301,8 +307,17 @@ impl Gateway {
         })?;
         match &kind {
             SendKind::Template {
-                locale, variables, ..
+                locale,
+                variables,
+                components,
+                ..
             } => {
+                check_len(
+                    "content.template.components",
+                    &Value::Array(components.clone()).to_string(),
+                    MAX_COMPONENTS_CHARS,
+                    "Give only the header, body and button parameters the template takes.",
+                )?;
                 check_language("content.template.language", locale)?;
                 check_variables("content.template.variables", variables)?;
             }
@@ -365,10 +380,11 @@ impl Gateway {
         let at = a.timestamp("deliver_at")?;
         let deliver_at = future_time("deliver_at", at, Utc::now())?;
         let locale = a.locale()?;
+        let components = parse_components(&a)?;
         let variables = match a.opt_json("variables", "a JSON object such as {\"1\": \"friend\"}")? {
-            None => Vec::new(),
+            None => Variables::Positional(Vec::new()),
             Some(v @ (Value::Object(_) | Value::Array(_))) => {
-                warden_rules::templates::parse_variables(&v).map_err(|e| {
+                warden_rules::template_params::parse_any_variables(&v).map_err(|e| {
                     ToolError::invalid(
                         format!("The parameter `variables` is not usable: {}.", detail(e)),
                         "Pass variables as a JSON object keyed by placeholder number, e.g. {\"1\": \"friend\", \"2\": \"20%\"}.",
@@ -399,7 +415,13 @@ impl Gateway {
                 "a JSON object such as {\"include_tags\": [\"vip\"]}",
             )?
             .unwrap_or_else(|| json!({}));
+        let (variables, named_variables) = match variables {
+            Variables::Positional(v) => (v, Vec::new()),
+            Variables::Named(n) => (Vec::new(), n),
+        };
         check_variables("variables", &variables)?;
+        let named_values: Vec<String> = named_variables.iter().map(|(_, v)| v.clone()).collect();
+        check_variables("variables", &named_values)?;
         check_len(
             "audience_filter",
             &audience.to_string(),
@@ -421,6 +443,8 @@ impl Gateway {
                 template_name: template_name.clone(),
                 locale: locale.clone(),
                 variables,
+                named_variables,
+                components,
                 audience_filter: audience,
                 deliver_at,
             },

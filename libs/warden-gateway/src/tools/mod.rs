@@ -104,3 +104,17 @@ pub(crate) fn template_name_arg(a: &Args, key: &str, hint: &str) -> ToolResult<S
     }
     Ok(name)
 }
+
+/// The optional `components` parameter of send_template and schedule_campaign: a JSON array
+/// of template components in the platform's shape (checked against the template later).
+pub(crate) fn parse_components(a: &Args) -> ToolResult<Vec<serde_json::Value>> {
+    let hint = "a JSON array of components such as [{\"type\": \"header\", \"parameters\": [{\"type\": \"image\", \"image\": {\"link\": \"https://...\"}}]}]";
+    match a.opt_json("components", hint)? {
+        None => Ok(Vec::new()),
+        Some(serde_json::Value::Array(items)) => Ok(items),
+        Some(_) => Err(ToolError::invalid(
+            "The parameter `components` must be a JSON array of header, body and button components.",
+            format!("Pass components as {hint}."),
+        )),
+    }
+}

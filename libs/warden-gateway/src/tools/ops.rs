@@ -8,7 +8,11 @@ use rmcp::{tool, tool_router};
 use warden_core::conversation_archive::ArchiveError;
 use warden_core::reconcile::SyncReport;
 use warden_core::templates::{Submitted, SyncSource};
+use warden_platform::template::CreateTemplateRequest;
 use warden_rules::kinds::TemplateCategory;
+use warden_rules::template_spec::{
+    ParameterFormat, SpecError, TemplateSpec, parse_buttons, parse_header,
+};
 use warden_store::models::Template;
 use warden_store::schema::templates;
 
@@ -26,7 +30,9 @@ impl Gateway {
         name = "create_template",
         description = "Submit a new message template to the platform for approval. Validated locally first: name (lower-case \
 letters, digits, underscores, at most 512), category (UTILITY, MARKETING, AUTHENTICATION), language code, body_text (at \
-most 1024 characters, placeholders {{1}}, {{2}}, ... without gaps). Returns template_name, locale, category, status \
+most 1024 characters, placeholders {{1}}, {{2}}, ... without gaps, or {{first_name}} names with parameter_format named), \
+and the optional header ({format, text?}; text at most 60 characters with at most 1 variable), footer (at most 60) and \
+buttons (at most 10; at most 2 URL, 1 PHONE_NUMBER, 1 COPY_CODE; quick replies together; OTP only for AUTHENTICATION). Returns template_name, locale, category, status \
 \"PENDING\", platform_id and a note: approval (or rejection) arrives later by webhook; list_templates or \
 sync_template_status show it, and only APPROVED templates can be sent. Errors: INVALID_ARGUMENT (fix the field named; \
 also when the name already exists in that language), UPSTREAM_ERROR (the platform refused; the message explains its \
@@ -113,6 +119,7 @@ impl Gateway {
                 "Fix `body_text` and call again.",
             )
         })?;
+        let spec = template_spec(&a, &body, category)?;
         {
             let mut conn = self.conn().await?;
             if let Some(t) = warden_core::templates::find(&mut conn, &name, &language).await? {
@@ -127,11 +134,25 @@ impl Gateway {
                 ));
             }
         }
-        let created = match self
-            .platform()
-            .create_template(&name, &language, category.as_upper(), &body)
-            .await
-        {
+        let request = if spec.is_body_only() {
+            CreateTemplateRequest::new(&name, &language, category.as_upper(), &body)
+        } else {
+            CreateTemplateRequest {
+                name: name.clone(),
+                language: language.clone(),
+                category: category.as_upper().to_owned(),
+                components: serde_json::from_value(serde_json::Value::Array(spec.to_components()))
+                    .map_err(|e| {
+                        ToolError::invalid(
+                            format!("The template components are not usable: {e}."),
+                            "Fix `header` or `buttons` and call again.",
+                        )
+                    })?,
+                parameter_format: (spec.parameter_format == ParameterFormat::Named)
+                    .then(|| spec.parameter_format.as_str().to_uppercase()),
+            }
+        };
+        let created = match self.platform().submit_template(&request).await {
             Ok(c) => c,
             Err(e) => return Err(self.upstream_error("create the template", &e).await),
         };
@@ -143,6 +164,10 @@ impl Gateway {
             body_text: body,
             status: created.status.clone(),
             platform_id: platform_id.clone(),
+            components: (!spec.is_body_only())
+                .then(|| serde_json::Value::Array(spec.to_components())),
+            parameter_format: (!spec.is_body_only())
+                .then(|| spec.parameter_format.as_str().to_owned()),
         };
         let stored =
             warden_core::templates::record_submitted(self.core().pg(), &submitted, ACTOR).await;
@@ -309,4 +334,44 @@ impl Gateway {
             archived_at: row.archived_at.map(ts).unwrap_or_default(),
         })
     }
+}
+
+/// create_template's header, footer, buttons and parameter_format, checked with the
+/// platform's rules (each refusal names the field and the limit).
+fn template_spec(a: &Args, body: &str, category: TemplateCategory) -> ToolResult<TemplateSpec> {
+    let invalid = |e: SpecError| {
+        let field = e.field.split(['.', '[']).next().unwrap_or("").to_owned();
+        ToolError::invalid(
+            format!("The template is not valid: {}.", detail(e)),
+            format!("Fix `{field}` and call again."),
+        )
+    };
+    let parameter_format =
+        ParameterFormat::parse(a.opt_string("parameter_format")?.as_deref()).map_err(invalid)?;
+    let header = a
+        .opt_json(
+            "header",
+            "a JSON object such as {\"format\": \"TEXT\", \"text\": \"Your order\"}",
+        )?
+        .map(|h| parse_header(&h))
+        .transpose()
+        .map_err(invalid)?;
+    let buttons = a
+        .opt_json(
+            "buttons",
+            "a JSON array such as [{\"type\": \"QUICK_REPLY\", \"text\": \"Yes\"}]",
+        )?
+        .map(|b| parse_buttons(&b))
+        .transpose()
+        .map_err(invalid)?
+        .unwrap_or_default();
+    let spec = TemplateSpec {
+        parameter_format,
+        header,
+        body: body.to_owned(),
+        footer: a.opt_string("footer")?,
+        buttons,
+    };
+    spec.validate(category).map_err(invalid)?;
+    Ok(spec)
 }

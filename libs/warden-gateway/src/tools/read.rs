@@ -518,6 +518,14 @@ impl Gateway {
             templates: rows
                 .into_iter()
                 .map(|t| TemplateItem {
+                    parameter_format: t
+                        .parameter_format
+                        .clone()
+                        .unwrap_or_else(|| "positional".into()),
+                    components: match &t.components {
+                        Some(serde_json::Value::Array(c)) => c.clone(),
+                        _ => vec![serde_json::json!({"type": "BODY", "text": t.body_text})],
+                    },
                     name: t.name,
                     locale: t.locale,
                     category: lower(&t.category),

@@ -11,8 +11,9 @@ use crate::error::{ToolError, ToolResult};
 use crate::gateway::{ACTOR, Gateway};
 use crate::schema::{self, *};
 use crate::text::{detail, echo};
-use crate::tools::{check_text, check_variables, parse_message_type};
+use crate::tools::{check_text, check_variables, parse_components, parse_message_type};
 use crate::util::finish;
+use warden_rules::template_params::Variables;
 
 #[tool_router(router = v1_tools, vis = "pub(crate)")]
 impl Gateway {
@@ -57,7 +58,8 @@ written; retry shortly).",
     #[tool(
         name = "send_template",
         description = "Send an APPROVED message template (works outside the care window). Give variables as a JSON array with one \
-value per {{n}} placeholder. Runs compliance (opt-outs, the marketing frequency cap, policies) by the template's category, \
+value per {{n}} placeholder (a named template: a JSON object keyed by name). A template with a media or variable header \
+or with URL/copy-code/OTP buttons also takes components (the platform's header/body/button parameters). Runs compliance (opt-outs, the marketing frequency cap, policies) by the template's category, \
 records the message and queues it. Returns status \"queued\" and message_id. Errors: NOT_FOUND (no template of that name \
 and locale: see list_templates), TEMPLATE_NOT_APPROVED (wait for approval; sync_template_status shows it), INVALID_ARGUMENT \
 (variables do not match the placeholders, or another bad parameter), USER_OPTED_OUT, FREQUENCY_CAP_EXCEEDED (wait: \
@@ -154,7 +156,7 @@ impl Gateway {
             "the name of an APPROVED template (see list_templates).",
         )?;
         let locale = a.locale()?;
-        let variables = parse_array_variables(&a)?;
+        let (variables, components) = template_values(&a)?;
         let channel = a.channel()?;
         if warden_core::templates::impossible_name(&name) {
             // No template can have it: answer without asking the database.
@@ -169,6 +171,7 @@ impl Gateway {
                     name,
                     locale,
                     variables,
+                    components,
                 },
                 message_type: MessageType::Template,
                 campaign_id: None,
@@ -220,16 +223,29 @@ impl Gateway {
 
 /// send_template's `variables`: a JSON array (an object keyed by placeholder number is
 /// accepted too).
-fn parse_array_variables(a: &Args) -> ToolResult<Vec<String>> {
+/// send_template's `variables` (positional values, or named values that travel as a body
+/// component) and `components`.
+fn template_values(a: &Args) -> ToolResult<(Vec<String>, Vec<serde_json::Value>)> {
+    let mut components = parse_components(a)?;
     let Some(value) = a.opt_json("variables", "a JSON array such as [\"Ana\", \"#1234\"]")? else {
-        return Ok(Vec::new());
+        return Ok((Vec::new(), components));
     };
-    let variables = warden_rules::templates::parse_variables(&value).map_err(|e| {
+    let variables = warden_rules::template_params::parse_any_variables(&value).map_err(|e| {
         ToolError::invalid(
             format!("The parameter `variables` is not usable: {}.", detail(e)),
-            "Pass variables as a JSON array with one value per {{n}} placeholder, e.g. [\"Ana\", \"#1234\"].",
+            "Pass variables as a JSON array with one value per {{n}} placeholder, e.g. [\"Ana\", \"#1234\"] (or, for a named template, an object such as {\"first_name\": \"Ana\"}).",
         )
     })?;
-    check_variables("variables", &variables)?;
-    Ok(variables)
+    match variables {
+        Variables::Positional(variables) => {
+            check_variables("variables", &variables)?;
+            Ok((variables, components))
+        }
+        Variables::Named(named) => {
+            let values: Vec<String> = named.iter().map(|(_, v)| v.clone()).collect();
+            check_variables("variables", &values)?;
+            components.push(warden_rules::template_params::named_body_component(&named));
+            Ok((Vec::new(), components))
+        }
+    }
 }

@@ -1,0 +1,733 @@
+//! What a template send gives for a template's variables, checked against the stored
+//! template ([`TemplateSpec`]) and turned into the platform's `template.components`.
+//!
+//! A send gives body values as `variables` (an array, or an object of numbered or named
+//! values) and/or `components` in the platform's shape (`header`, `body`, `button`
+//! parameters). [`resolve`] checks them all (a header image needs an image parameter, a URL
+//! button with a suffix needs its text, names and counts match) and answers the canonical
+//! components: header, body, then buttons by index. The same function builds the
+//! dispatcher's body, so what was checked is what is sent.
+
+use serde_json::{Value, json};
+
+use crate::template_spec::{
+    ButtonKind, HeaderFormat, ParameterFormat, TemplateSpec, is_param_name, named_params,
+};
+use crate::templates::{TemplateError, parse_variables, validate_variables};
+use crate::text::{TextKind, check};
+
+/// Why a send's template values do not fit the template; the text names what is missing
+/// or wrong.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct ParamError(pub String);
+
+fn perr(s: impl Into<String>) -> ParamError {
+    ParamError(s.into())
+}
+
+/// Template body values as given: by position or by name.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Variables {
+    /// `["Ana", "42"]` or `{"1": "Ana"}`.
+    Positional(Vec<String>),
+    /// `{"first_name": "Ana"}`, in the order given.
+    Named(Vec<(String, String)>),
+}
+
+/// Reads a `variables` parameter: an array or numbered object (positional, as before), or
+/// an object whose keys are all parameter names (named).
+pub fn parse_any_variables(value: &Value) -> Result<Variables, TemplateError> {
+    if let Value::Object(map) = value
+        && !map.is_empty()
+        && map.keys().all(|k| k.trim().parse::<usize>().is_err())
+        && map.keys().all(|k| is_param_name(k.trim()))
+    {
+        let mut out = Vec::with_capacity(map.len());
+        for (k, v) in map {
+            let text = match v {
+                Value::String(s) => s.clone(),
+                Value::Number(n) => n.to_string(),
+                Value::Bool(b) => b.to_string(),
+                _ => return Err(TemplateError::VariablesShape),
+            };
+            out.push((k.trim().to_owned(), text));
+        }
+        return Ok(Variables::Named(out));
+    }
+    parse_variables(value).map(Variables::Positional)
+}
+
+/// The platform `body` component carrying named values.
+pub fn named_body_component(values: &[(String, String)]) -> Value {
+    let parameters: Vec<Value> = values
+        .iter()
+        .map(|(n, v)| json!({"type": "text", "parameter_name": n, "text": v}))
+        .collect();
+    json!({"type": "body", "parameters": parameters})
+}
+
+fn text_param(p: &Value, what: &str) -> Result<String, ParamError> {
+    let ty = p.get("type").and_then(Value::as_str).unwrap_or("");
+    if !ty.eq_ignore_ascii_case("text") {
+        return Err(perr(format!(
+            "{what} must be a text parameter {{\"type\": \"text\", \"text\": \"...\"}}, not type {ty:?}"
+        )));
+    }
+    let text = p
+        .get("text")
+        .and_then(Value::as_str)
+        .ok_or_else(|| perr(format!("{what} needs its \"text\"")))?;
+    if text.trim().is_empty() {
+        return Err(perr(format!("{what} is empty; give a value")));
+    }
+    check(text, TextKind::TemplateParameter).map_err(|e| perr(format!("{what} {e}")))?;
+    Ok(text.to_owned())
+}
+
+fn parameters<'a>(c: &'a Value, what: &str) -> Result<&'a [Value], ParamError> {
+    match c.get("parameters") {
+        Some(Value::Array(a)) => Ok(a),
+        None | Some(Value::Null) => Ok(&[]),
+        Some(_) => Err(perr(format!("{what}.parameters must be an array"))),
+    }
+}
+
+/// Checks a media or location header parameter against the header's format.
+fn header_media(p: &Value, format: HeaderFormat) -> Result<Value, ParamError> {
+    let want = format.parameter_type();
+    let ty = p
+        .get("type")
+        .and_then(Value::as_str)
+        .unwrap_or("")
+        .to_ascii_lowercase();
+    if ty != want {
+        return Err(perr(format!(
+            "the template's header is {}, so the header parameter must be {{\"type\": \"{want}\", \"{want}\": {{...}}}}; got type {ty:?}",
+            format.as_upper()
+        )));
+    }
+    let inner = p
+        .get(want)
+        .and_then(Value::as_object)
+        .ok_or_else(|| perr(format!("the header parameter needs a \"{want}\" object")))?;
+    if format == HeaderFormat::Location {
+        for key in ["latitude", "longitude"] {
+            let ok = match inner.get(key) {
+                Some(Value::Number(_)) => true,
+                Some(Value::String(s)) => s.trim().parse::<f64>().is_ok(),
+                _ => false,
+            };
+            if !ok {
+                return Err(perr(format!(
+                    "the header location needs a numeric \"{key}\""
+                )));
+            }
+        }
+    } else {
+        let has = |k: &str| {
+            inner
+                .get(k)
+                .and_then(Value::as_str)
+                .is_some_and(|s| !s.trim().is_empty())
+        };
+        if !has("link") && !has("id") {
+            return Err(perr(format!(
+                "the header {want} needs a \"link\" (https URL) or an \"id\" (an uploaded media id)"
+            )));
+        }
+        if let Some(link) = inner.get("link").and_then(Value::as_str)
+            && !(link.starts_with("https://") || link.starts_with("http://"))
+        {
+            return Err(perr(format!(
+                "the header {want} link must start with https:// or http://"
+            )));
+        }
+    }
+    let mut out = json!({"type": want});
+    out[want] = Value::Object(inner.clone());
+    Ok(out)
+}
+
+/// Checks a send's values against `spec` and answers the platform `components` to send
+/// (header, body, buttons by index; empty when the template takes nothing). `variables`
+/// are positional body values; `components` the caller's platform-shape components (a
+/// named body travels there, see [`named_body_component`]).
+pub fn resolve(
+    spec: &TemplateSpec,
+    variables: &[String],
+    components: &[Value],
+) -> Result<Vec<Value>, ParamError> {
+    let mut header: Option<&Value> = None;
+    let mut body: Option<&Value> = None;
+    let mut buttons: Vec<(usize, &Value)> = Vec::new();
+    for (i, c) in components.iter().enumerate() {
+        let ty = c
+            .get("type")
+            .and_then(Value::as_str)
+            .ok_or_else(|| {
+                perr(format!(
+                    "components[{i}] needs a \"type\": header, body or button"
+                ))
+            })?
+            .to_ascii_lowercase();
+        let slot = match ty.as_str() {
+            "header" => &mut header,
+            "body" => &mut body,
+            "button" | "buttons" => {
+                let index = match c.get("index") {
+                    Some(Value::Number(n)) => n.as_u64().map(|n| n as usize),
+                    Some(Value::String(s)) => s.trim().parse().ok(),
+                    _ => None,
+                }
+                .ok_or_else(|| {
+                    perr(format!(
+                        "components[{i}] (a button) needs its \"index\", 0 for the first button"
+                    ))
+                })?;
+                if buttons.iter().any(|(j, _)| *j == index) {
+                    return Err(perr(format!("components give button index {index} twice")));
+                }
+                buttons.push((index, c));
+                continue;
+            }
+            other => {
+                return Err(perr(format!(
+                    "components[{i}] has type {other:?}; use header, body or button"
+                )));
+            }
+        };
+        if slot.is_some() {
+            return Err(perr(format!("components give the {ty} twice")));
+        }
+        *slot = Some(c);
+    }
+    let mut out = Vec::new();
+
+    // Header.
+    match (spec.header.as_ref(), header) {
+        (None, Some(_)) => {
+            return Err(perr(
+                "the template has no header, so components may not hold a header parameter",
+            ));
+        }
+        (Some(h), given) => match h.format {
+            HeaderFormat::Text => match (spec.header_variable(), given) {
+                (None, Some(_)) => {
+                    return Err(perr(
+                        "the template's header text has no variable, so it takes no header parameter",
+                    ));
+                }
+                (Some(name), Some(c)) => {
+                    let ps = parameters(c, "the header")?;
+                    if ps.len() != 1 {
+                        return Err(perr(format!(
+                            "the template's header has 1 variable, so the header takes exactly 1 parameter, but {} were given",
+                            ps.len()
+                        )));
+                    }
+                    let value = text_param(&ps[0], "the header parameter")?;
+                    let mut p = json!({"type": "text", "text": value});
+                    if let Some(name) = name {
+                        let given_name = ps[0].get("parameter_name").and_then(Value::as_str);
+                        if given_name != Some(name.as_str()) {
+                            return Err(perr(format!(
+                                "the header parameter must be named {name:?} (parameter_name), as in the template"
+                            )));
+                        }
+                        p["parameter_name"] = json!(name);
+                    }
+                    out.push(json!({"type": "header", "parameters": [p]}));
+                }
+                (Some(_), None) => {
+                    return Err(perr(
+                        "the template's header has a variable: add {\"type\": \"header\", \"parameters\": [{\"type\": \"text\", \"text\": \"...\"}]} to components",
+                    ));
+                }
+                (None, None) => {}
+            },
+            format => {
+                let want = format.parameter_type();
+                let Some(c) = given else {
+                    return Err(perr(format!(
+                        "the template's header is {}: add {{\"type\": \"header\", \"parameters\": [{{\"type\": \"{want}\", \"{want}\": {{\"link\": \"https://...\"}}}}]}} to components",
+                        format.as_upper()
+                    )));
+                };
+                let ps = parameters(c, "the header")?;
+                if ps.len() != 1 {
+                    return Err(perr(format!(
+                        "the header takes exactly 1 {want} parameter, but {} were given",
+                        ps.len()
+                    )));
+                }
+                out.push(json!({"type": "header", "parameters": [header_media(&ps[0], format)?]}));
+            }
+        },
+        (None, None) => {}
+    }
+
+    // Body.
+    if body.is_some() && !variables.is_empty() {
+        return Err(perr(
+            "give the body's values either in variables or in a body component, not both",
+        ));
+    }
+    let (positional, named): (Vec<String>, Vec<(String, String)>) = match body {
+        None => (variables.to_vec(), Vec::new()),
+        Some(c) => {
+            let ps = parameters(c, "the body")?;
+            let mut pos = Vec::new();
+            let mut named = Vec::new();
+            for (i, p) in ps.iter().enumerate() {
+                let value = text_param(p, &format!("body parameter {}", i + 1))?;
+                match p.get("parameter_name").and_then(Value::as_str) {
+                    Some(n) => named.push((n.to_owned(), value)),
+                    None => pos.push(value),
+                }
+            }
+            if !pos.is_empty() && !named.is_empty() {
+                return Err(perr(
+                    "body parameters are either all named (parameter_name) or all positional",
+                ));
+            }
+            (pos, named)
+        }
+    };
+    match spec.parameter_format {
+        ParameterFormat::Positional => {
+            if !named.is_empty() {
+                return Err(perr(
+                    "the template uses positional parameters ({{1}}, {{2}}, ...), so pass variables as a JSON array, not named values",
+                ));
+            }
+            validate_variables(&spec.body, &positional).map_err(|e| perr(e.to_string()))?;
+            if !positional.is_empty() {
+                let ps: Vec<Value> = positional
+                    .iter()
+                    .map(|v| json!({"type": "text", "text": v}))
+                    .collect();
+                out.push(json!({"type": "body", "parameters": ps}));
+            }
+        }
+        ParameterFormat::Named => {
+            let wanted = named_params(&spec.body);
+            if !positional.is_empty() {
+                return Err(perr(format!(
+                    "the template uses named parameters ({}), so pass variables as a JSON object keyed by those names",
+                    wanted
+                        .iter()
+                        .map(|n| format!("{{{{{n}}}}}"))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                )));
+            }
+            for (i, (n, _)) in named.iter().enumerate() {
+                if named[..i].iter().any(|(m, _)| m == n) {
+                    return Err(perr(format!("variable {n:?} is given twice")));
+                }
+                if !wanted.contains(n) {
+                    return Err(perr(format!("the template has no parameter {{{{{n}}}}}")));
+                }
+                if let Err(e) = check(&named[i].1, TextKind::TemplateParameter) {
+                    return Err(perr(format!("variable {n} {e}")));
+                }
+            }
+            if let Some(missing) = wanted.iter().find(|w| !named.iter().any(|(n, _)| n == *w)) {
+                return Err(perr(format!(
+                    "variable {missing:?} is missing; the template's body uses {{{{{missing}}}}}"
+                )));
+            }
+            if !named.is_empty() {
+                // In the template's order, so the same values always make the same body.
+                let ordered: Vec<(String, String)> = wanted
+                    .iter()
+                    .filter_map(|w| named.iter().find(|(n, _)| n == w).cloned())
+                    .collect();
+                out.push(named_body_component(&ordered));
+            }
+        }
+    }
+
+    // Buttons.
+    buttons.sort_by_key(|(i, _)| *i);
+    for (index, c) in &buttons {
+        let Some(b) = spec.buttons.get(*index) else {
+            return Err(perr(format!(
+                "components name button index {index}, but the template has {} button(s)",
+                spec.buttons.len()
+            )));
+        };
+        let given = c
+            .get("sub_type")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_ascii_lowercase();
+        if given != b.kind.sub_type() {
+            return Err(perr(format!(
+                "button {index} is {} in the template, so its sub_type must be {:?}, not {given:?}",
+                b.kind.as_upper(),
+                b.kind.sub_type()
+            )));
+        }
+    }
+    for (index, b) in spec.buttons.iter().enumerate() {
+        let given = buttons.iter().find(|(i, _)| *i == index).map(|(_, c)| *c);
+        let what = format!("button {index} ({})", b.kind.as_upper());
+        let param = match b.kind {
+            ButtonKind::Url if b.has_url_variable() => {
+                let c = given.ok_or_else(|| {
+                    perr(format!(
+                        "{what} has a URL ending in {{{{1}}}}: add {{\"type\": \"button\", \"sub_type\": \"url\", \"index\": \"{index}\", \"parameters\": [{{\"type\": \"text\", \"text\": \"...\"}}]}} to components"
+                    ))
+                })?;
+                let ps = parameters(c, &what)?;
+                if ps.len() != 1 {
+                    return Err(perr(format!(
+                        "{what} takes exactly 1 text parameter (the URL suffix), but {} were given",
+                        ps.len()
+                    )));
+                }
+                json!({"type": "text", "text": text_param(&ps[0], &format!("{what}'s parameter"))?})
+            }
+            ButtonKind::Otp => {
+                let c = given.ok_or_else(|| {
+                    perr(format!(
+                        "{what} needs the code: add {{\"type\": \"button\", \"sub_type\": \"url\", \"index\": \"{index}\", \"parameters\": [{{\"type\": \"text\", \"text\": \"<code>\"}}]}} to components"
+                    ))
+                })?;
+                let ps = parameters(c, &what)?;
+                if ps.len() != 1 {
+                    return Err(perr(format!(
+                        "{what} takes exactly 1 text parameter (the code), but {} were given",
+                        ps.len()
+                    )));
+                }
+                json!({"type": "text", "text": text_param(&ps[0], &format!("{what}'s parameter"))?})
+            }
+            ButtonKind::CopyCode => {
+                let c = given.ok_or_else(|| {
+                    perr(format!(
+                        "{what} needs the code to copy: add {{\"type\": \"button\", \"sub_type\": \"copy_code\", \"index\": \"{index}\", \"parameters\": [{{\"type\": \"coupon_code\", \"coupon_code\": \"...\"}}]}} to components"
+                    ))
+                })?;
+                let ps = parameters(c, &what)?;
+                let code = match ps {
+                    [p] if p.get("type").and_then(Value::as_str) == Some("coupon_code") => {
+                        p.get("coupon_code").and_then(Value::as_str).unwrap_or("")
+                    }
+                    _ => {
+                        return Err(perr(format!(
+                            "{what} takes exactly 1 parameter {{\"type\": \"coupon_code\", \"coupon_code\": \"...\"}}"
+                        )));
+                    }
+                };
+                if code.trim().is_empty()
+                    || code.chars().count() > crate::template_spec::MAX_COPY_CODE_CHARS
+                {
+                    return Err(perr(format!(
+                        "{what}'s coupon_code must be 1 to {} characters",
+                        crate::template_spec::MAX_COPY_CODE_CHARS
+                    )));
+                }
+                json!({"type": "coupon_code", "coupon_code": code})
+            }
+            ButtonKind::QuickReply => {
+                let Some(c) = given else { continue };
+                let ps = parameters(c, &what)?;
+                match ps {
+                    [p] if p.get("type").and_then(Value::as_str) == Some("payload")
+                        && p.get("payload").and_then(Value::as_str).is_some() =>
+                    {
+                        json!({"type": "payload", "payload": p["payload"]})
+                    }
+                    _ => {
+                        return Err(perr(format!(
+                            "{what} takes exactly 1 parameter {{\"type\": \"payload\", \"payload\": \"...\"}}"
+                        )));
+                    }
+                }
+            }
+            ButtonKind::Url | ButtonKind::PhoneNumber => {
+                if given.is_some() {
+                    return Err(perr(format!(
+                        "{what} takes no parameter (its URL or number is fixed)"
+                    )));
+                }
+                continue;
+            }
+        };
+        out.push(json!({
+            "type": "button",
+            "sub_type": b.kind.sub_type(),
+            "index": index.to_string(),
+            "parameters": [param],
+        }));
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::template_spec::{Header, parse_buttons};
+    use proptest::prelude::*;
+
+    fn full() -> TemplateSpec {
+        TemplateSpec {
+            parameter_format: ParameterFormat::Positional,
+            header: Some(Header {
+                format: HeaderFormat::Image,
+                text: None,
+            }),
+            body: "Order {{1}} ships {{2}}".into(),
+            footer: Some("Thanks".into()),
+            buttons: parse_buttons(&json!([
+                {"type": "URL", "text": "Track", "url": "https://x.example/t/{{1}}"},
+                {"type": "PHONE_NUMBER", "text": "Call", "phone_number": "+6212"},
+                {"type": "COPY_CODE", "text": "Copy", "example": "SAVE"},
+                {"type": "QUICK_REPLY", "text": "Ok"},
+            ]))
+            .unwrap(),
+        }
+    }
+
+    fn image() -> Value {
+        json!({"type": "header", "parameters": [{"type": "image", "image": {"link": "https://x.example/a.jpg"}}]})
+    }
+    fn url_button() -> Value {
+        json!({"type": "button", "sub_type": "url", "index": "0", "parameters": [{"type": "text", "text": "A1"}]})
+    }
+    fn code_button() -> Value {
+        json!({"type": "button", "sub_type": "copy_code", "index": 2, "parameters": [{"type": "coupon_code", "coupon_code": "SAVE10"}]})
+    }
+    fn vars() -> Vec<String> {
+        vec!["A1".into(), "today".into()]
+    }
+
+    #[test]
+    fn a_full_send_resolves_in_platform_order() {
+        let out = resolve(&full(), &vars(), &[code_button(), url_button(), image()]).unwrap();
+        assert_eq!(
+            json!(out),
+            json!([
+                {"type": "header", "parameters": [{"type": "image", "image": {"link": "https://x.example/a.jpg"}}]},
+                {"type": "body", "parameters": [{"type": "text", "text": "A1"}, {"type": "text", "text": "today"}]},
+                {"type": "button", "sub_type": "url", "index": "0", "parameters": [{"type": "text", "text": "A1"}]},
+                {"type": "button", "sub_type": "copy_code", "index": "2", "parameters": [{"type": "coupon_code", "coupon_code": "SAVE10"}]},
+            ])
+        );
+        // The same, with the body as a component, resolves the same.
+        let body = json!({"type": "body", "parameters": [{"type": "text", "text": "A1"}, {"type": "text", "text": "today"}]});
+        assert_eq!(
+            resolve(&full(), &[], &[image(), body, url_button(), code_button()]).unwrap(),
+            out
+        );
+        // Resolving the output again gives the output (what the dispatcher sends is what was checked).
+        assert_eq!(resolve(&full(), &[], &out).unwrap(), out);
+    }
+
+    #[test]
+    fn what_is_missing_is_named() {
+        let e = resolve(&full(), &vars(), &[url_button(), code_button()]).unwrap_err();
+        assert!(e.0.contains("header is IMAGE"), "{e}");
+        let e = resolve(&full(), &vars(), &[image(), code_button()]).unwrap_err();
+        assert!(
+            e.0.contains("button 0 (URL)") && e.0.contains("{{1}}"),
+            "{e}"
+        );
+        let e = resolve(&full(), &vars(), &[image(), url_button()]).unwrap_err();
+        assert!(e.0.contains("button 2 (COPY_CODE)"), "{e}");
+        let e = resolve(
+            &full(),
+            &vars()[..1],
+            &[image(), url_button(), code_button()],
+        )
+        .unwrap_err();
+        assert!(e.0.contains("exactly 2"), "{e}");
+        let text_header = json!({"type": "header", "parameters": [{"type": "text", "text": "x"}]});
+        let e = resolve(
+            &full(),
+            &vars(),
+            &[text_header, url_button(), code_button()],
+        )
+        .unwrap_err();
+        assert!(e.0.contains("must be {\"type\": \"image\""), "{e}");
+        let no_link = json!({"type": "header", "parameters": [{"type": "image", "image": {}}]});
+        assert!(resolve(&full(), &vars(), &[no_link, url_button(), code_button()]).is_err());
+        let phone =
+            json!({"type": "button", "sub_type": "phone_number", "index": 1, "parameters": []});
+        assert!(
+            resolve(
+                &full(),
+                &vars(),
+                &[image(), url_button(), code_button(), phone]
+            )
+            .unwrap_err()
+            .0
+            .contains("takes no parameter")
+        );
+        let wrong =
+            json!({"type": "button", "sub_type": "quick_reply", "index": 0, "parameters": []});
+        assert!(
+            resolve(&full(), &vars(), &[image(), wrong, code_button()])
+                .unwrap_err()
+                .0
+                .contains("sub_type must be \"url\"")
+        );
+        let out_of_range =
+            json!({"type": "button", "sub_type": "url", "index": 9, "parameters": []});
+        assert!(
+            resolve(
+                &full(),
+                &vars(),
+                &[image(), url_button(), code_button(), out_of_range]
+            )
+            .is_err()
+        );
+        let body = json!({"type": "body", "parameters": []});
+        assert!(
+            resolve(
+                &TemplateSpec {
+                    body: "Hi {{1}}".into(),
+                    ..Default::default()
+                },
+                &vars()[..1],
+                &[body]
+            )
+            .unwrap_err()
+            .0
+            .contains("not both")
+        );
+    }
+
+    #[test]
+    fn body_only_templates_behave_as_before() {
+        let spec = TemplateSpec {
+            body: "Hi {{1}}".into(),
+            ..Default::default()
+        };
+        assert_eq!(
+            json!(resolve(&spec, &["Ana".into()], &[]).unwrap()),
+            json!([{"type": "body", "parameters": [{"type": "text", "text": "Ana"}]}])
+        );
+        let plain = TemplateSpec {
+            body: "Hello".into(),
+            ..Default::default()
+        };
+        assert!(resolve(&plain, &[], &[]).unwrap().is_empty());
+        assert_eq!(
+            resolve(&spec, &[], &[]).unwrap_err().0,
+            validate_variables("Hi {{1}}", &[]).unwrap_err().to_string()
+        );
+        assert!(
+            resolve(&spec, &[], &[image()])
+                .unwrap_err()
+                .0
+                .contains("no header")
+        );
+    }
+
+    #[test]
+    fn named_and_positional_do_not_mix() {
+        let named = TemplateSpec {
+            parameter_format: ParameterFormat::Named,
+            body: "Hi {{first_name}}, order {{order_id}}".into(),
+            ..Default::default()
+        };
+        let values = vec![
+            ("order_id".to_owned(), "7".to_owned()),
+            ("first_name".to_owned(), "Ana".to_owned()),
+        ];
+        let out = resolve(&named, &[], &[named_body_component(&values)]).unwrap();
+        assert_eq!(out[0]["parameters"][0]["parameter_name"], "first_name");
+        let e = resolve(&named, &["Ana".into(), "7".into()], &[]).unwrap_err();
+        assert!(
+            e.0.contains("named parameters ({{first_name}}, {{order_id}})"),
+            "{e}"
+        );
+        let e = resolve(&named, &[], &[named_body_component(&values[..1])]).unwrap_err();
+        assert!(e.0.contains("\"first_name\" is missing"), "{e}");
+        let extra = [values.clone(), vec![("x".to_owned(), "1".to_owned())]].concat();
+        assert!(
+            resolve(&named, &[], &[named_body_component(&extra)])
+                .unwrap_err()
+                .0
+                .contains("no parameter {{x}}")
+        );
+        let positional = TemplateSpec {
+            body: "Hi {{1}}".into(),
+            ..Default::default()
+        };
+        let e = resolve(&positional, &[], &[named_body_component(&values)]).unwrap_err();
+        assert!(e.0.contains("positional"), "{e}");
+    }
+
+    #[test]
+    fn named_text_header() {
+        let spec = TemplateSpec {
+            parameter_format: ParameterFormat::Named,
+            header: Some(Header {
+                format: HeaderFormat::Text,
+                text: Some("For {{who}}".into()),
+            }),
+            body: "Hi".into(),
+            ..Default::default()
+        };
+        let h = json!({"type": "header", "parameters": [{"type": "text", "parameter_name": "who", "text": "Ana"}]});
+        assert!(resolve(&spec, &[], &[h]).is_ok());
+        let h = json!({"type": "header", "parameters": [{"type": "text", "text": "Ana"}]});
+        assert!(
+            resolve(&spec, &[], &[h])
+                .unwrap_err()
+                .0
+                .contains("named \"who\"")
+        );
+        assert!(
+            resolve(&spec, &[], &[])
+                .unwrap_err()
+                .0
+                .contains("header has a variable")
+        );
+    }
+
+    #[test]
+    fn variables_by_name_or_number() {
+        assert_eq!(
+            parse_any_variables(&json!({"first_name": "Ana", "n": 2})).unwrap(),
+            Variables::Named(vec![
+                ("first_name".into(), "Ana".into()),
+                ("n".into(), "2".into())
+            ])
+        );
+        assert_eq!(
+            parse_any_variables(&json!({"1": "a"})).unwrap(),
+            Variables::Positional(vec!["a".into()])
+        );
+        assert_eq!(
+            parse_any_variables(&json!(["a"])).unwrap(),
+            Variables::Positional(vec!["a".into()])
+        );
+        assert!(parse_any_variables(&json!({"1": "a", "name": "b"})).is_err());
+        assert!(parse_any_variables(&json!({"Name": "b"})).is_err());
+        assert!(parse_any_variables(&json!({"name": ["b"]})).is_err());
+    }
+
+    proptest! {
+        #[test]
+        fn resolve_never_panics(c in "\\PC{0,40}", i in 0u64..12, t in "[a-z_]{0,12}") {
+            let comps = vec![
+                json!({"type": t.clone(), "index": i, "sub_type": t, "parameters": [{"type": "text", "text": c.clone()}]}),
+                json!({"type": "button", "index": i.to_string(), "sub_type": "url", "parameters": [{"type": "image", "image": {"link": c.clone()}}]}),
+            ];
+            let _ = resolve(&full(), std::slice::from_ref(&c), &comps);
+        }
+
+        #[test]
+        fn resolved_components_resolve_to_themselves(a in "[a-zA-Z0-9]{1,10}", b in "[a-z]{1,10}", code in "[A-Z0-9]{1,15}") {
+            let code_button = json!({"type": "button", "sub_type": "copy_code", "index": 2, "parameters": [{"type": "coupon_code", "coupon_code": code}]});
+            let out = resolve(&full(), &[a.clone(), b], &[image(), url_button(), code_button]).unwrap();
+            prop_assert_eq!(resolve(&full(), &[], &out).unwrap(), out);
+        }
+    }
+}
