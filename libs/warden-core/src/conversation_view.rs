@@ -363,12 +363,13 @@ struct Count {
 
 /// Customers (not archived) of conversations on `channel` whose latest message that was
 /// said is theirs: the newest inbound rows since our last accepted outbound message.
+/// The platform's own `system` messages (e.g. a number change) wait for no answer.
 /// Most urgent first: open windows closing soonest, then closed ones, newest first.
 const INBOX_FROM: &str = "FROM conversations c \
     CROSS JOIN LATERAL ( \
         SELECT m.direction, m.created_at, m.content FROM messages m \
         WHERE m.customer_phone = c.customer_phone AND m.channel = c.channel \
-          AND m.status <> ALL($2) \
+          AND m.status <> ALL($2) AND m.message_type <> 'system' \
         ORDER BY m.created_at DESC, m.id DESC LIMIT 1) latest \
     WHERE c.channel = $1 AND c.archived_at IS NULL AND latest.direction = 'inbound'";
 
@@ -392,7 +393,7 @@ pub async fn inbox(
                 latest.content AS latest_content, \
                 (SELECT count(*) FROM messages u \
                   WHERE u.customer_phone = c.customer_phone AND u.channel = c.channel \
-                    AND u.direction = 'inbound' \
+                    AND u.direction = 'inbound' AND u.message_type <> 'system' \
                     AND u.created_at > COALESCE((SELECT max(o.created_at) FROM messages o \
                         WHERE o.customer_phone = c.customer_phone AND o.channel = c.channel \
                           AND o.direction = 'outbound' AND o.status <> ALL($2)), \
