@@ -204,6 +204,9 @@ impl fmt::Debug for Platform {
     }
 }
 
+/// POLICIES_PATH when not set (relative to the working directory).
+pub const DEFAULT_POLICIES_PATH: &str = "policies/default.yaml";
+
 #[derive(Clone, Debug)]
 pub struct Settings {
     pub http_port: u16,
@@ -218,6 +221,9 @@ pub struct Settings {
     pub delivery_stream: String,
     pub platform: Platform,
     pub policies_path: PathBuf,
+    /// POLICIES_PATH was given (environment or config file). When it was not and the
+    /// default file is absent, the built-in default policy file is used instead.
+    pub policies_path_set: bool,
     pub scheduler_poll_interval: Duration,
     pub rate_limit_mps: u32,
     pub otlp_endpoint: Option<String>,
@@ -377,7 +383,8 @@ impl Settings {
                     .string("PLATFORM_WEBHOOK_VERIFY_TOKEN", "dev-verify-token"),
                 app_secret: src.get("PLATFORM_APP_SECRET").filter(|s| !s.is_empty()),
             },
-            policies_path: PathBuf::from(src.string("POLICIES_PATH", "policies/default.yaml")),
+            policies_path: PathBuf::from(src.string("POLICIES_PATH", DEFAULT_POLICIES_PATH)),
+            policies_path_set: src.get("POLICIES_PATH").is_some(),
             scheduler_poll_interval,
             rate_limit_mps,
             otlp_endpoint: src

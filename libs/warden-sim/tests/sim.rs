@@ -329,6 +329,59 @@ async fn inbound_sends_a_signed_message_webhook() {
     assert_eq!(status, 400);
 }
 
+#[tokio::test]
+async fn inbound_of_any_type_and_read_receipts() {
+    let rx = receiver(0).await;
+    let sim = start_sim(config(Some(rx.url.clone()))).await;
+    let (status, v) = sim
+        .control(
+            "inbound",
+            &json!({"from": "62811000", "type": "image",
+                    "image": {"id": "77", "mime_type": "image/jpeg", "sha256": "h", "caption": "c"},
+                    "context": {"id": "wamid.OURS"}}),
+        )
+        .await;
+    assert_eq!(status, 200, "{v}");
+    assert_eq!(v["type"], "image");
+    let changes = rx.wait_for("typed inbound", |c| !c.is_empty()).await;
+    let Change::Messages(m) = &changes[0] else {
+        panic!("{changes:?}")
+    };
+    let msg = &m.messages[0];
+    assert_eq!(msg.kind, "image");
+    assert_eq!(msg.other["image"]["id"], "77");
+    assert_eq!(msg.other["context"]["id"], "wamid.OURS");
+    assert!(msg.text.is_none());
+    // A type without its object is refused.
+    let (status, _) = sim
+        .control("inbound", &json!({"from": "62811000", "type": "location"}))
+        .await;
+    assert_eq!(status, 400);
+
+    // Read receipts (with and without typing) are accepted and counted, not sends.
+    let (status, v) = sim
+        .send(&json!({"messaging_product": "whatsapp", "status": "read",
+                      "message_id": msg.id}))
+        .await;
+    assert_eq!((status, v.clone()), (200, json!({"success": true})), "{v}");
+    let (status, _) = sim
+        .send(&json!({"messaging_product": "whatsapp", "status": "read",
+                      "message_id": msg.id, "typing_indicator": {"type": "text"}}))
+        .await;
+    assert_eq!(status, 200);
+    let (status, v) = sim
+        .send(&json!({"messaging_product": "whatsapp", "status": "read"}))
+        .await;
+    assert_eq!(
+        (status, v["error"]["code"].clone()),
+        (400, json!(100)),
+        "{v}"
+    );
+    let stats = sim.stats().await;
+    assert_eq!(stats["marked_read"], 2, "{stats}");
+    assert_eq!(stats["total_sends"], 0, "{stats}");
+}
+
 fn template_updates(changes: &[Change]) -> Vec<warden_platform::webhook::TemplateStatusUpdate> {
     changes
         .iter()
@@ -854,7 +907,8 @@ async fn stats_have_exactly_the_contract_shape_and_reset_clears_them() {
             "duplicates",
             "by_message",
             "by_recipient",
-            "by_version"
+            "by_version",
+            "marked_read"
         ])
     );
     let entry = stats["by_message"]["m1"].as_object().unwrap();
@@ -865,7 +919,7 @@ async fn stats_have_exactly_the_contract_shape_and_reset_clears_them() {
     assert_eq!(status, 200);
     assert_eq!(
         sim.stats().await,
-        json!({"total_sends": 0, "duplicates": 0, "by_message": {}, "by_recipient": {}, "by_version": {}})
+        json!({"total_sends": 0, "duplicates": 0, "by_message": {}, "by_recipient": {}, "by_version": {}, "marked_read": 0})
     );
     // Faults were cleared too; templates were kept.
     assert_eq!(sim.send(&text("628124", "x", None)).await.0, 200);

@@ -221,3 +221,12 @@ diesel::allow_tables_to_appear_in_same_query!(
     account_quality_events,
     webhook_progress,
 );
+
+diesel::table! {
+    customer_number_changes (old_phone, new_phone) {
+        old_phone -> Text,
+        new_phone -> Text,
+        changed_at -> Timestamptz,
+        recorded_at -> Timestamptz,
+    }
+}
