@@ -53,6 +53,7 @@ pub fn env_of(settings: &Settings) -> Vec<(String, String)> {
 impl WebhookProc {
     /// Start `webhook` and wait until `/health` answers.
     pub fn start(settings: &Settings) -> WebhookProc {
+        let _ = rustls::crypto::ring::default_provider().install_default();
         let port = warden_test_support::free_port();
         let log = std::env::temp_dir().join(format!(
             "warden-live-webhook-{}.log",
