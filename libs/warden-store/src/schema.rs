@@ -110,6 +110,7 @@ diesel::table! {
         failed_at -> Nullable<Timestamptz>,
         created_at -> Timestamptz,
         updated_at -> Timestamptz,
+        redacted_at -> Nullable<Timestamptz>,
     }
 }
 
@@ -217,4 +218,13 @@ diesel::allow_tables_to_appear_in_same_query!(
     webhook_events,
     account_quality_events,
     webhook_progress,
+    suppressions,
 );
+
+diesel::table! {
+    suppressions (phone) {
+        phone -> Text,
+        reason -> Text,
+        created_at -> Timestamptz,
+    }
+}
