@@ -10,7 +10,7 @@ OUT=target/bench
 REL=target/release
 mkdir -p "$OUT"
 # Only this run's figures go into the summary.
-rm -f "$OUT"/{sim,check,stdio,webhook,dispatcher,campaign,summary}.json "$OUT"/*.txt "$OUT"/*.log
+rm -f "$OUT"/{sim,check,stdio,webhook,dispatcher,campaign,history,summary}.json "$OUT"/*.txt "$OUT"/*.log
 say() { printf '\n[bench] %s\n' "$*"; }
 free_port() { python3 -c 'import socket;s=socket.socket();s.bind(("127.0.0.1",0));print(s.getsockname()[1])'; }
 load() { cut -d' ' -f1-3 /proc/loadavg; }
@@ -70,22 +70,25 @@ bench_webhook() {
   return $rc
 }
 bench_dispatcher() { limit 180 "$REL/dispatch_bench" | tee "$OUT/dispatcher.txt"; }
+bench_history() { limit 180 "$REL/history-bench" 100000 >"$OUT/history.json"; }
 bench_campaign() {
   limit 240 "$REL/campaign-bench" --recipients 100000 --json "$OUT/campaign.json" | tee "$OUT/campaign.txt"
 }
 
-say "1/6 platform-sim throughput (sim-bench)"
+say "1/7 platform-sim throughput (sim-bench)"
 step sim bench_sim
-say "2/6 compliance core: one check, one accepted send (check-bench)"
+say "2/7 compliance core: one check, one accepted send (check-bench)"
 step check bench_check
-say "3/6 tool latency over stdio through mcp-gateway (stdio-bench)"
+say "3/7 tool latency over stdio through mcp-gateway (stdio-bench)"
 step stdio bench_stdio
-say "4/6 webhook ingest: single events and 100-event batches, raw Postgres reference (webhook-bench)"
+say "4/7 webhook ingest: single events and 100-event batches, raw Postgres reference (webhook-bench)"
 step webhook bench_webhook
-say "5/6 dispatcher: stream -> platform-sim throughput, raw Postgres reference, rate-limit accuracy (dispatch_bench)"
+say "5/7 dispatcher: stream -> platform-sim throughput, raw Postgres reference, rate-limit accuracy (dispatch_bench)"
 step dispatcher bench_dispatcher
-say "6/6 campaign fan-out: 100,000 recipients checked and enqueued, raw Postgres reference (campaign-bench)"
+say "6/7 campaign fan-out: 100,000 recipients checked and enqueued, raw Postgres reference (campaign-bench)"
 step campaign bench_campaign
+say "7/7 conversation history: first and deep page of a 100,000-message history (history-bench)"
+step history bench_history
 
 finished=$(date +%s)
 say "summary"
@@ -131,6 +134,7 @@ def mib(x):
 
 sim, check, stdio = load("sim.json"), load("check.json"), load("stdio.json")
 wh, disp, camp = load("webhook.json"), load("dispatcher.json"), load("campaign.json")
+hist = load("history.json")
 loads = {}
 try:
     for line in (out / "loads.txt").read_text().splitlines():
@@ -232,6 +236,14 @@ if camp:
         f"{num(camp['raw_insert_rows_per_second_batched'])} (1,000 per INSERT)", "campaign.json")
 else:
     missing("campaign fan-out", "campaign.json", "<= 20 s")
+for name in ("history first page", "history deep page"):
+    r = result(hist, name)
+    if r:
+        row(f"{name}, {num(hist['messages'])}-message history ({hist['page']} per page)",
+            f"p50 {r['p50_ms']:.2f} ms, p99 {r['p99_ms']:.2f} ms", "p99 <= 5 ms",
+            r["p99_ms"] <= 5.0, source="history.json")
+    else:
+        missing(name, "history.json", "p99 <= 5 ms")
 
 # Peak RSS (VmHWM) of each process the benches start.
 rss = [

@@ -114,8 +114,11 @@ async fn run(args: Args) -> Result<(), StartError> {
     let _telemetry = warden_service::telemetry(BINARY, &settings)?;
     match command {
         Command::Migrate => {
-            let (_, seeds) = warden_service::policies::load(&settings.policies_path)
-                .map_err(StartError::Policies)?;
+            let (_, seeds, _) = warden_service::policies::load_configured(
+                &settings.policies_path,
+                settings.policies_path_set,
+            )
+            .map_err(StartError::Policies)?;
             let report = warden_store::prepare(&settings.database, seeds).await?;
             eprintln!(
                 "database {} is up to date: {} migrations applied now, {} error codes, {} pricing rows, {} policies",

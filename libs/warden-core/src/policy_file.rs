@@ -24,7 +24,45 @@ pub fn load(path: &Path) -> Result<(PolicySet, Vec<PolicySeed>), PolicyFileError
         path: path.display().to_string(),
         source,
     })?;
-    let set = PolicySet::from_yaml(&text).map_err(|source| PolicyFileError::Invalid {
+    parse(path, &text)
+}
+
+/// The repository's `policies/default.yaml`, compiled in: used when POLICIES_PATH is not
+/// set and that relative path does not exist (a binary started from another directory,
+/// as agent hosts start mcp-gateway).
+pub const BUILTIN_DEFAULT: &str = include_str!("../../../policies/default.yaml");
+
+/// Where the policies in force came from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PolicySource {
+    File(std::path::PathBuf),
+    BuiltinDefault,
+}
+
+/// The policy file of `settings`: POLICIES_PATH when set (missing or invalid is an
+/// error); otherwise the default path when it exists, else [`BUILTIN_DEFAULT`]. Logs which.
+pub fn load_configured(
+    path: &Path,
+    explicitly_set: bool,
+) -> Result<(PolicySet, Vec<PolicySeed>, PolicySource), PolicyFileError> {
+    if explicitly_set || path.exists() {
+        let (set, seeds) = load(path)?;
+        tracing::info!(path = %path.display(), "policy file loaded");
+        return Ok((set, seeds, PolicySource::File(path.to_path_buf())));
+    }
+    let (set, seeds) = parse(
+        Path::new("<built-in policies/default.yaml>"),
+        BUILTIN_DEFAULT,
+    )?;
+    tracing::info!(
+        looked_for = %path.display(),
+        "POLICIES_PATH is not set and the default policy file is absent here: using the built-in default policies"
+    );
+    Ok((set, seeds, PolicySource::BuiltinDefault))
+}
+
+fn parse(path: &Path, text: &str) -> Result<(PolicySet, Vec<PolicySeed>), PolicyFileError> {
+    let set = PolicySet::from_yaml(text).map_err(|source| PolicyFileError::Invalid {
         path: path.display().to_string(),
         source,
     })?;

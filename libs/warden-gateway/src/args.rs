@@ -102,6 +102,27 @@ impl Args {
         }
     }
 
+    /// An optional boolean (`true`/`false`, or the strings "true"/"false").
+    pub fn opt_bool(&self, key: &str) -> ToolResult<Option<bool>> {
+        match self.raw(key) {
+            None => Ok(None),
+            Some(Value::Bool(b)) => Ok(Some(*b)),
+            Some(Value::String(s)) if s.trim().is_empty() => Ok(None),
+            Some(Value::String(s)) if s.trim().eq_ignore_ascii_case("true") => Ok(Some(true)),
+            Some(Value::String(s)) if s.trim().eq_ignore_ascii_case("false") => Ok(Some(false)),
+            Some(other) => Err(ToolError::invalid(
+                format!(
+                    "The parameter `{key}` must be true or false, got {}.",
+                    match other {
+                        Value::String(s) => echo(s),
+                        v => kind_of(v).to_string(),
+                    }
+                ),
+                format!("Pass `{key}` as true or false, or leave it out."),
+            )),
+        }
+    }
+
     /// An optional JSON parameter: a string holding JSON, or the JSON value itself.
     pub fn opt_json(&self, key: &str, what: &str) -> ToolResult<Option<Value>> {
         match self.raw(key) {

@@ -10,15 +10,75 @@ use rmcp::model::JsonObject;
 use schemars::JsonSchema;
 use serde::Serialize;
 
-/// inputSchema of `T` (object root, title/description stripped).
+/// inputSchema of `T` (object root, title/description stripped), standard JSON Schema only.
 pub fn input<T: JsonSchema + 'static>() -> Arc<JsonObject> {
-    rmcp::handler::server::tool::schema_for_input::<T>()
-        .unwrap_or_else(|e| panic!("input schema of {}: {e}", std::any::type_name::<T>()))
+    let schema = rmcp::handler::server::tool::schema_for_input::<T>()
+        .unwrap_or_else(|e| panic!("input schema of {}: {e}", std::any::type_name::<T>()));
+    standard(schema)
 }
 
-/// outputSchema of `T` (what its Serialize writes).
+/// outputSchema of `T` (what its Serialize writes), standard JSON Schema only.
 pub fn output<T: JsonSchema + 'static>() -> Arc<JsonObject> {
-    rmcp::handler::server::tool::schema_for_output::<T>()
+    standard(rmcp::handler::server::tool::schema_for_output::<T>())
+}
+
+/// The `format`s JSON Schema 2020-12 defines; validators (the MCP Inspector's among them)
+/// warn about any other.
+pub const STANDARD_FORMATS: &[&str] = &[
+    "date-time",
+    "date",
+    "time",
+    "duration",
+    "email",
+    "idn-email",
+    "hostname",
+    "idn-hostname",
+    "ipv4",
+    "ipv6",
+    "uri",
+    "uri-reference",
+    "iri",
+    "iri-reference",
+    "uuid",
+    "uri-template",
+    "json-pointer",
+    "relative-json-pointer",
+    "regex",
+];
+
+/// Every schema goes through here: schemars writes Rust-flavoured formats (`uint32`,
+/// `int64`, `double`, ...) that are not JSON Schema. They are dropped; an unsigned one
+/// becomes `minimum: 0` when no minimum is set, so the bound is kept in standard terms.
+fn standard(schema: Arc<JsonObject>) -> Arc<JsonObject> {
+    let mut obj = Arc::unwrap_or_clone(schema);
+    strip_formats(&mut obj);
+    Arc::new(obj)
+}
+
+fn strip_formats(obj: &mut JsonObject) {
+    let format = obj
+        .get("format")
+        .and_then(|f| f.as_str())
+        .map(str::to_owned);
+    if let Some(f) = format
+        && !STANDARD_FORMATS.contains(&f.as_str())
+    {
+        obj.remove("format");
+        if f.starts_with("uint") && !obj.contains_key("minimum") {
+            obj.insert("minimum".into(), serde_json::json!(0));
+        }
+    }
+    for v in obj.values_mut() {
+        strip_value(v);
+    }
+}
+
+fn strip_value(v: &mut serde_json::Value) {
+    match v {
+        serde_json::Value::Object(o) => strip_formats(o),
+        serde_json::Value::Array(a) => a.iter_mut().for_each(strip_value),
+        _ => {}
+    }
 }
 
 // ------------------------------------------------------------------------------- inputs

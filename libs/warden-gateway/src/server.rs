@@ -51,7 +51,8 @@ impl Gateway {
                 + Self::action_tools()
                 + Self::campaign_tools()
                 + Self::account_tools()
-                + Self::ops_tools(),
+                + Self::ops_tools()
+                + Self::listen_tools(),
         })
     }
 }

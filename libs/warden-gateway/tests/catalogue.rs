@@ -97,6 +97,15 @@ fn spec() -> HashMap<&'static str, (Vec<&'static str>, Vec<&'static str>)> {
         ("archive_chat", (vec!["conversation_id"], vec![])),
         ("get_campaign", (vec!["campaign_id"], vec![])),
         ("resume_campaign", (vec!["campaign_id"], vec![])),
+        (
+            "get_conversation_history",
+            (vec!["customer_id"], vec!["channel", "limit", "before"]),
+        ),
+        ("list_inbox", (vec![], vec!["channel", "limit", "offset"])),
+        (
+            "mark_as_read",
+            (vec!["message_id"], vec!["typing_indicator"]),
+        ),
     ])
 }
 
@@ -106,7 +115,12 @@ const NUMBER_PARAMS: &[(&str, &str)] = &[
     ("list_templates", "limit"),
     ("list_templates", "offset"),
     ("estimate_cost", "quantity"),
+    ("get_conversation_history", "limit"),
+    ("list_inbox", "limit"),
+    ("list_inbox", "offset"),
 ];
+
+const BOOL_PARAMS: &[(&str, &str)] = &[("mark_as_read", "typing_indicator")];
 
 const READ_ONLY: &[&str] = &[
     "check_compliance",
@@ -121,6 +135,8 @@ const READ_ONLY: &[&str] = &[
     "estimate_cost",
     "estimate_pricing",
     "get_campaign",
+    "get_conversation_history",
+    "list_inbox",
 ];
 
 fn types_of(schema: &Value) -> BTreeSet<String> {
@@ -134,6 +150,43 @@ fn types_of(schema: &Value) -> BTreeSet<String> {
     }
     out.remove("null");
     out
+}
+
+/// Every `format` in `schema` that JSON Schema 2020-12 does not define.
+fn nonstandard_formats(schema: &Value, out: &mut Vec<String>) {
+    const STANDARD: &[&str] = &[
+        "date-time",
+        "date",
+        "time",
+        "duration",
+        "email",
+        "idn-email",
+        "hostname",
+        "idn-hostname",
+        "ipv4",
+        "ipv6",
+        "uri",
+        "uri-reference",
+        "iri",
+        "iri-reference",
+        "uuid",
+        "uri-template",
+        "json-pointer",
+        "relative-json-pointer",
+        "regex",
+    ];
+    match schema {
+        Value::Object(o) => {
+            if let Some(Value::String(f)) = o.get("format")
+                && !STANDARD.contains(&f.as_str())
+            {
+                out.push(f.clone());
+            }
+            o.values().for_each(|v| nonstandard_formats(v, out));
+        }
+        Value::Array(a) => a.iter().for_each(|v| nonstandard_formats(v, out)),
+        _ => {}
+    }
 }
 
 fn by_name(tools: Vec<Tool>) -> HashMap<String, Value> {
@@ -157,7 +210,7 @@ async fn catalogue_schemas_annotations_and_server_info() {
     let expected: BTreeSet<&str> = spec.keys().copied().collect();
     assert_eq!(
         names, expected,
-        "exactly the 24 spec tools plus get_campaign and resume_campaign"
+        "exactly the 24 spec tools plus get_campaign, resume_campaign and the listen tools"
     );
 
     for (name, (req, opt)) in &spec {
@@ -182,7 +235,9 @@ async fn catalogue_schemas_annotations_and_server_info() {
                 "{name}.{p} has no description"
             );
             let found = types_of(prop);
-            if NUMBER_PARAMS.contains(&(*name, *p)) {
+            if BOOL_PARAMS.contains(&(*name, *p)) {
+                assert!(found.contains("boolean"), "{name}.{p}: {found:?}");
+            } else if NUMBER_PARAMS.contains(&(*name, *p)) {
                 assert!(
                     found.contains("integer") || found.contains("number"),
                     "{name}.{p}: {found:?}"
@@ -193,6 +248,15 @@ async fn catalogue_schemas_annotations_and_server_info() {
         }
         // outputSchema with an object root
         assert_eq!(t["outputSchema"]["type"], "object", "{name} outputSchema");
+        // standard JSON Schema only: no `uint32`-style formats (the MCP Inspector warns)
+        for key in ["inputSchema", "outputSchema"] {
+            let mut bad = Vec::new();
+            nonstandard_formats(&t[key], &mut bad);
+            assert!(
+                bad.is_empty(),
+                "{name} {key} has non-standard formats {bad:?}"
+            );
+        }
         // descriptions written for an agent: when, what comes back, what to do on errors
         let d = t["description"].as_str().unwrap_or_default();
         assert!(d.len() > 120, "{name}: description too thin: {d}");

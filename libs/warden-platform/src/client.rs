@@ -108,6 +108,16 @@ impl PlatformClient {
         self.call(Method::POST, url, Some(req)).await
     }
 
+    /// `POST /{phone-number-id}/messages` with `status: "read"`: marks a received message
+    /// read (and shows "typing…" when asked).
+    pub async fn mark_read(
+        &self,
+        receipt: &crate::receipt::ReadReceipt,
+    ) -> Result<crate::receipt::ReceiptResponse, PlatformError> {
+        let url = self.url(&[&self.config.phone_number_id, "messages"], &[])?;
+        self.call(Method::POST, url, Some(receipt)).await
+    }
+
     /// `POST /{waba-id}/message_templates` with one BODY component.
     pub async fn create_template(
         &self,

@@ -8,6 +8,7 @@ pub mod client;
 pub mod error;
 pub mod lenient;
 pub mod message;
+pub mod receipt;
 pub mod signature;
 pub mod template;
 pub mod webhook;

@@ -61,8 +61,9 @@ pub struct Needs {
 /// [`StartError`] naming what failed, so binaries never show a panic for an operator's
 /// mistake.
 pub async fn start(settings: Arc<Settings>, needs: Needs) -> Result<Dependencies, StartError> {
-    let (policies, seeds) =
-        policies::load(&settings.policies_path).map_err(StartError::Policies)?;
+    let (policies, seeds, _) =
+        policies::load_configured(&settings.policies_path, settings.policies_path_set)
+            .map_err(StartError::Policies)?;
     let wait = Duration::from_secs(10);
     let pg = warden_store::connect(&settings.database, needs.pool_size, wait).await?;
     let report = warden_store::prepare(&settings.database, seeds).await?;

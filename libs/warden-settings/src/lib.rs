@@ -207,6 +207,8 @@ impl fmt::Debug for Platform {
 
 /// MESSAGE_CONTENT_RETENTION when not set: 90 days.
 pub const DEFAULT_CONTENT_RETENTION: Duration = Duration::from_secs(90 * 86_400);
+/// POLICIES_PATH when not set (relative to the working directory).
+pub const DEFAULT_POLICIES_PATH: &str = "policies/default.yaml";
 
 #[derive(Clone, Debug)]
 pub struct Settings {
@@ -222,6 +224,9 @@ pub struct Settings {
     pub delivery_stream: String,
     pub platform: Platform,
     pub policies_path: PathBuf,
+    /// POLICIES_PATH was given (environment or config file). When it was not and the
+    /// default file is absent, the built-in default policy file is used instead.
+    pub policies_path_set: bool,
     pub scheduler_poll_interval: Duration,
     /// MESSAGE_CONTENT_RETENTION: message content older than this is redacted by the
     /// scheduler (type, status and timestamps stay).
@@ -397,7 +402,8 @@ impl Settings {
                     .string("PLATFORM_WEBHOOK_VERIFY_TOKEN", "dev-verify-token"),
                 app_secret: src.get("PLATFORM_APP_SECRET").filter(|s| !s.is_empty()),
             },
-            policies_path: PathBuf::from(src.string("POLICIES_PATH", "policies/default.yaml")),
+            policies_path: PathBuf::from(src.string("POLICIES_PATH", DEFAULT_POLICIES_PATH)),
+            policies_path_set: src.get("POLICIES_PATH").is_some(),
             scheduler_poll_interval,
             message_content_retention,
             rate_limit_mps,

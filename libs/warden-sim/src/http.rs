@@ -60,7 +60,7 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
         )
         .service(
             web::scope("/sim")
-                .route("/inbound", web::post().to(sim_inbound))
+                .route("/inbound", web::post().to(crate::listen::sim_inbound))
                 .route(
                     "/templates/{name}/{language}/decision",
                     web::post().to(sim_decision),
@@ -195,6 +195,9 @@ async fn send_message(
     }
     if let Some(delay) = sim.latency() {
         tokio::time::sleep(delay).await;
+    }
+    if let Some(resp) = crate::listen::receipt(&sim, &body) {
+        return resp;
     }
     let send: SendRequest = match serde_json::from_slice(&body) {
         Ok(s) => s,
@@ -553,32 +556,6 @@ async fn read_node(
 }
 
 // ---------------------------------------------------------------- control
-
-#[derive(Deserialize)]
-struct InboundReq {
-    #[serde(deserialize_with = "lenient::string")]
-    from: String,
-    text: String,
-    #[serde(default)]
-    name: Option<String>,
-    #[serde(default, deserialize_with = "lenient::opt_int")]
-    timestamp: Option<i64>,
-    #[serde(default)]
-    wamid: Option<String>,
-}
-
-async fn sim_inbound(sim: web::Data<Sim>, body: web::Bytes) -> HttpResponse {
-    let r: InboundReq = match control_json(&body) {
-        Ok(r) => r,
-        Err(e) => return bad_request(e),
-    };
-    let from = digits(&r.from);
-    if from.is_empty() {
-        return bad_request("from must hold a phone number");
-    }
-    let (wamid, queued) = sim.inbound(from.clone(), r.text, r.name, r.timestamp, r.wamid);
-    HttpResponse::Ok().json(json!({ "wamid": wamid, "from": from, "webhook_queued": queued }))
-}
 
 #[derive(Deserialize)]
 struct DecisionReq {

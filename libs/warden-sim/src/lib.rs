@@ -17,6 +17,7 @@
 
 pub mod config;
 pub mod http;
+pub mod listen;
 pub mod state;
 pub mod templates;
 pub mod webhooks;

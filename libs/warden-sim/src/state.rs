@@ -17,6 +17,15 @@ use warden_platform::webhook::{
     UserPreference, UserPreferencesValue,
 };
 
+/// What an inbound message says: its platform type, the text body of a `text` message,
+/// and every other field of the platform's message object (`image`, `context`, ...).
+#[derive(Debug, Clone, Default)]
+pub struct InboundContent {
+    pub kind: String,
+    pub text: Option<String>,
+    pub other: serde_json::Map<String, serde_json::Value>,
+}
+
 /// Key of a fault that applies to every recipient.
 pub const ANY_RECIPIENT: &str = "*";
 
@@ -126,6 +135,8 @@ struct Counters {
     by_recipient: HashMap<String, u64>,
     /// Platform calls per API version prefix (`v25.0` -> N), accepted or not.
     by_version: HashMap<String, u64>,
+    /// Read receipts (`status: "read"` calls) accepted.
+    marked_read: u64,
     faults: HashMap<String, Fault>,
     /// Callback data whose latest send the sim failed by status webhook: sending it
     /// again is the retry the failure asks for, not a duplicate.
@@ -141,6 +152,8 @@ pub struct Stats {
     pub by_recipient: HashMap<String, u64>,
     /// Platform calls per API version (an addition beyond the contract's keys).
     pub by_version: HashMap<String, u64>,
+    /// Read receipts accepted (`status: "read"`, with or without a typing indicator).
+    pub marked_read: u64,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -445,7 +458,13 @@ impl Sim {
             by_message: c.by_message.clone(),
             by_recipient: c.by_recipient.clone(),
             by_version: c.by_version.clone(),
+            marked_read: c.marked_read,
         }
+    }
+
+    /// Counts one accepted read receipt.
+    pub fn count_marked_read(&self) {
+        self.lock().marked_read += 1;
     }
 
     /// Counts one call to a platform path under API version `version` (`v25.0`).
@@ -486,12 +505,12 @@ impl Sim {
         }
     }
 
-    /// Queues an inbound text message webhook; returns its wamid and whether a
+    /// Queues an inbound message webhook (any type); returns its wamid and whether a
     /// webhook will be sent.
     pub fn inbound(
         &self,
         from: String,
-        text: String,
+        message: InboundContent,
         name: Option<String>,
         timestamp: Option<i64>,
         wamid: Option<String>,
@@ -513,9 +532,9 @@ impl Sim {
                 from,
                 id: wamid.clone(),
                 timestamp: timestamp.unwrap_or_else(unix_now),
-                kind: "text".to_owned(),
-                text: Some(TextBody { body: text }),
-                other: Default::default(),
+                kind: message.kind,
+                text: message.text.map(|body| TextBody { body }),
+                other: message.other,
             }],
             ..Default::default()
         });

@@ -8,10 +8,12 @@
 //!   pause_campaign, resume_campaign, get_campaign
 //! - [`account`] (D): get_account_quality, estimate_cost, estimate_pricing
 //! - [`ops`] (E): create_template, sync_webhooks, archive_chat
+//! - [`listen`]: get_conversation_history, list_inbox, mark_as_read
 
 pub(crate) mod account;
 pub(crate) mod actions;
 pub(crate) mod campaigns;
+pub(crate) mod listen;
 pub(crate) mod ops;
 pub(crate) mod read;
 pub(crate) mod v1;

@@ -174,7 +174,7 @@ fn eligible(d: Decision) -> Eligible {
 }
 
 /// limit (1..500, default 50) and offset (>= 0, default 0).
-fn page(a: &Args) -> ToolResult<(i64, i64)> {
+pub(crate) fn page(a: &Args) -> ToolResult<(i64, i64)> {
     let limit = match a.opt_int("limit")? {
         Some(l) => bounded("limit", l, 1, 500, "between 1 and 500 (default 50)")?,
         None => 50,
