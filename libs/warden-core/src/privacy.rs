@@ -1,7 +1,7 @@
 //! Privacy: content retention and forgetting a customer (CONTRACT.md "Conversations").
 //!
 //! - [`redact_older_than`]: the content of messages older than `MESSAGE_CONTENT_RETENTION`
-//!   is erased (`content` = `{}`, `redacted_at` set); type, status, timestamps, ids and
+//!   is erased (`content` keeps only `type` and the platform `timestamp`; `redacted_at` set); type, status, timestamps, ids and
 //!   error fields stay. Messages still on their way (scheduled, queued, sending) keep their
 //!   content until they settle: the dispatcher needs it.
 //! - [`forget`]: `warden-admin customers forget PHONE` erases every message's content and
@@ -18,13 +18,17 @@ use futures::FutureExt;
 use serde_json::json;
 use warden_rules::message_status::MessageStatus;
 use warden_rules::phone::PhoneNumber;
-use warden_store::schema::{customers, messages, suppressions};
+use warden_store::schema::{customers, suppressions};
 use warden_store::tx::{Abort, TxError, transact};
 use warden_store::{DbError, PgPool};
 
 /// The opt-change reason of a forgotten customer. It reads as the customer's own opt-out
 /// (`stop via ...`), so imports never lift it either.
 pub const FORGOTTEN_REASON: &str = "stop via forget";
+
+/// What erased content keeps: the message's type and the platform's timestamp (no
+/// content), so the normalised view still says what kind of message it was.
+const REDACTED_CONTENT: &str = "jsonb_strip_nulls(jsonb_build_object('type', content->'type', 'timestamp', content->'timestamp'))";
 
 /// Statuses whose messages are settled: their content is no longer needed to send them.
 const SETTLED: [MessageStatus; 5] = [
@@ -56,7 +60,7 @@ pub async fn redact_older_than(
     let result = transact(pg, "redact old content", move |c| {
         async move {
             // SKIP LOCKED: two schedulers split the work instead of waiting on each other.
-            let n = diesel::sql_query(
+            let n = diesel::sql_query(format!(
                 "WITH doomed AS (
                      SELECT id FROM messages
                       WHERE redacted_at IS NULL AND created_at < $1 AND status = ANY($2)
@@ -64,11 +68,11 @@ pub async fn redact_older_than(
                       LIMIT $3
                       FOR UPDATE SKIP LOCKED)
                  , done AS (
-                     UPDATE messages m SET content = '{}'::jsonb, redacted_at = now()
+                     UPDATE messages m SET content = {REDACTED_CONTENT}, redacted_at = now()
                        FROM doomed WHERE m.id = doomed.id
                      RETURNING 1)
-                 SELECT count(*) AS n FROM done",
-            )
+                 SELECT count(*) AS n FROM done"
+            ))
             .bind::<Timestamptz, _>(cutoff)
             .bind::<diesel::sql_types::Array<Text>, _>(settled())
             .bind::<BigInt, _>(batch)
@@ -163,15 +167,12 @@ async fn forget_in(
         .do_nothing()
         .execute(c)
         .await?;
-    let redacted = diesel::update(
-        messages::table
-            .filter(messages::customer_phone.eq(digits))
-            .filter(messages::redacted_at.is_null()),
-    )
-    .set((
-        messages::content.eq(json!({})),
-        messages::redacted_at.eq(now),
+    let redacted = diesel::sql_query(format!(
+        "UPDATE messages SET content = {REDACTED_CONTENT}, redacted_at = $2
+          WHERE customer_phone = $1 AND redacted_at IS NULL"
     ))
+    .bind::<Text, _>(digits)
+    .bind::<Timestamptz, _>(now)
     .execute(c)
     .await? as u64;
     warden_store::audit::record(

@@ -3,10 +3,12 @@
 
 use std::fmt;
 
+use chrono::Utc;
 use rmcp::model::{
-    ErrorData as McpError, ListResourceTemplatesResult, ListResourcesResult, Resource,
-    ResourceTemplate,
+    ErrorData as McpError, ListResourceTemplatesResult, ListResourcesResult, ReadResourceResult,
+    Resource, ResourceContents, ResourceTemplate,
 };
+use warden_core::{Core, CoreError, conversation_view};
 use warden_rules::phone;
 
 pub const INBOX_URI: &str = "warden://inbox";
@@ -87,6 +89,51 @@ fn percent_decode(s: &str) -> String {
         i += 1;
     }
     String::from_utf8_lossy(&out).into_owned()
+}
+
+/// The first page the tools answer by default (list_inbox, get_conversation_history).
+const FIRST_PAGE: i64 = 50;
+
+/// `resources/read`: the JSON the tools answer with their defaults (the same core calls),
+/// as one `application/json` text content.
+pub async fn read(
+    core: &Core,
+    uri: &str,
+    target: &ResourceUri,
+) -> Result<ReadResourceResult, McpError> {
+    let channel = warden_settings::DEFAULT_CHANNEL;
+    let mut conn = core
+        .pg()
+        .get()
+        .await
+        .map_err(|e| unavailable(CoreError::from(e)))?;
+    let json = match target {
+        ResourceUri::Inbox => {
+            let page = conversation_view::inbox(&mut conn, channel, FIRST_PAGE, 0, Utc::now())
+                .await
+                .map_err(unavailable)?;
+            serde_json::to_string(&page)
+        }
+        ResourceUri::Conversation(customer) => {
+            let page = conversation_view::history(&mut conn, customer, channel, FIRST_PAGE, None)
+                .await
+                .map_err(unavailable)?;
+            serde_json::to_string(&page)
+        }
+    }
+    .map_err(|e| McpError::internal_error(e.to_string(), None))?;
+    Ok(ReadResourceResult::new(vec![
+        ResourceContents::TextResourceContents {
+            uri: uri.to_string(),
+            mime_type: Some(JSON.into()),
+            text: json,
+            meta: None,
+        },
+    ]))
+}
+
+fn unavailable(e: CoreError) -> McpError {
+    McpError::internal_error(format!("cannot read the resource now: {e}"), None)
 }
 
 /// `resources/list`: the inbox (conversations are reached through the template).

@@ -4,8 +4,8 @@ use std::sync::Arc;
 
 use rmcp::model::{
     ErrorData as McpError, Implementation, ListResourceTemplatesResult, ListResourcesResult,
-    PaginatedRequestParams, ServerCapabilities, ServerConfig, SubscribeRequestParams,
-    SubscriptionFilter, UnsubscribeRequestParams,
+    PaginatedRequestParams, ReadResourceRequestParams, ReadResourceResponse, ServerCapabilities,
+    ServerConfig, SubscribeRequestParams, SubscriptionFilter, UnsubscribeRequestParams,
 };
 use rmcp::service::{RequestContext, SubscriptionContext};
 use rmcp::{RoleServer, ServerHandler, tool_handler};
@@ -81,6 +81,17 @@ impl ServerHandler for Gateway {
         _context: RequestContext<RoleServer>,
     ) -> Result<ListResourcesResult, McpError> {
         Ok(resources::list())
+    }
+
+    async fn read_resource(
+        &self,
+        request: ReadResourceRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceResponse, McpError> {
+        let target = ResourceUri::parse(&request.uri)?;
+        Ok(resources::read(self.core(), &request.uri, &target)
+            .await?
+            .into())
     }
 
     async fn list_resource_templates(

@@ -11,8 +11,8 @@ mod common;
 use std::time::{Duration, Instant};
 
 use rmcp::model::{
-    ProtocolVersion, ResourceUpdatedNotificationParam, ServerNotification, SubscribeRequestParams,
-    SubscriptionFilter, UnsubscribeRequestParams,
+    ProtocolVersion, ReadResourceRequestParams, ResourceContents, ResourceUpdatedNotificationParam,
+    ServerNotification, SubscribeRequestParams, SubscriptionFilter, UnsubscribeRequestParams,
 };
 use rmcp::service::{NotificationContext, RunningService};
 use rmcp::{ClientHandler, ClientServiceExt, RoleClient, ServiceExt};
@@ -143,6 +143,64 @@ async fn subscribers_hear_of_inbound_messages_and_status_changes_from_another_pr
     );
     let latency = got[0].1.duration_since(ana_at);
     eprintln!("inbound -> notification: {latency:?}");
+
+    // Reading the resources gives what the tools answer (same core calls, same JSON).
+    let read = |uri: String| {
+        let client = &client;
+        async move {
+            let res = client
+                .read_resource(ReadResourceRequestParams::new(uri.clone()))
+                .await
+                .unwrap_or_else(|e| panic!("resources/read {uri}: {e}"));
+            let [
+                ResourceContents::TextResourceContents {
+                    text, mime_type, ..
+                },
+            ] = res.contents.as_slice()
+            else {
+                panic!("one text content expected: {res:?}");
+            };
+            assert_eq!(mime_type.as_deref(), Some("application/json"));
+            serde_json::from_str::<serde_json::Value>(text).unwrap()
+        }
+    };
+    let tool = |name: &'static str, args: serde_json::Value| {
+        let client = &client;
+        async move {
+            let res = client
+                .call_tool(
+                    rmcp::model::CallToolRequestParams::new(name)
+                        .with_arguments(args.as_object().cloned().unwrap()),
+                )
+                .await
+                .unwrap();
+            res.structured_content.unwrap()
+        }
+    };
+    let history = read(ana_uri.clone()).await;
+    assert_eq!(history["messages"][0]["text"], "hello from ana");
+    assert_eq!(
+        history,
+        tool("get_conversation_history", json!({"customer_id": ana})).await
+    );
+    let inbox = read("warden://inbox".into()).await;
+    let listed = tool("list_inbox", json!({})).await;
+    let customers = |v: &serde_json::Value| {
+        v["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|i| i["customer_id"].clone())
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(customers(&inbox), customers(&listed));
+    assert_eq!(inbox["total"], 2);
+    assert!(
+        client
+            .read_resource(ReadResourceRequestParams::new("warden://nope"))
+            .await
+            .is_err()
+    );
 
     // An outbound message to Ana (her window is open) and its status webhook.
     let sent = client

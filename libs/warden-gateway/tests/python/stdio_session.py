@@ -42,11 +42,13 @@ ALL_TOOLS = {
     "sync_template_status", "schedule_message", "schedule_campaign", "cancel_campaign",
     "pause_campaign", "get_account_quality", "estimate_cost", "estimate_pricing",
     "create_template", "sync_webhooks", "archive_chat", "get_campaign", "resume_campaign",
+    "get_conversation_history", "list_inbox", "mark_as_read",
 }
 READ_ONLY = {
     "check_compliance", "explain_error", "check_conversation", "check_frequency_cap",
     "get_customer_context", "get_delivery_status", "get_rate_limit", "list_conversations",
     "list_templates", "estimate_cost", "estimate_pricing", "get_campaign",
+    "get_conversation_history", "list_inbox",
 }
 UNKNOWN_ID = "00000000-0000-4000-8000-000000000000"
 
@@ -238,6 +240,11 @@ async def live_session(binary: str, env: dict[str, str]) -> None:
                 assert sorted(u for u, _ in got) == [conv, "warden://inbox"], got
                 latency = max(0.0, max(t for _, t in got) - at)
                 print(f"live updates: webhook 200 -> notification {latency * 1000:.1f} ms")
+                read = await session.read_resource(conv)
+                history = json.loads(read.contents[0].text)
+                assert history["messages"][0]["text"] == "hello", history
+                inbox = json.loads((await session.read_resource("warden://inbox")).contents[0].text)
+                assert ana in [i["customer_id"] for i in inbox["items"]], inbox
 
                 await session.unsubscribe_resource(conv)
                 await asyncio.to_thread(post_inbound, url, secret, phone_number_id, ana, "again")
