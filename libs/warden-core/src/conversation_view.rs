@@ -143,7 +143,8 @@ fn public_status(status: &str) -> &str {
 /// One page of the history of `phone` on `channel`: at most `limit` messages older than
 /// `before` (a message_id of this conversation), newest first. Keyset pagination on
 /// `messages_history_idx` (customer, channel, created_at, id), so a deep page costs what
-/// the first does. `before` unknown or of another customer: `NotFound`.
+/// the first does. After a number change the earlier numbers' messages are part of it.
+/// `before` unknown or of another customer: `NotFound`.
 pub async fn history(
     c: &mut AsyncPgConnection,
     phone: &str,
@@ -151,12 +152,15 @@ pub async fn history(
     limit: i64,
     before: Option<Uuid>,
 ) -> Result<HistoryPage, CoreError> {
+    // A customer who changed number: their history continues the earlier numbers'.
+    let mut phones = crate::number_change::earlier_numbers(c, phone).await?;
+    phones.push(phone.to_string());
     let cursor = match before {
         None => None,
         Some(id) => {
             let at: Option<DateTime<Utc>> = messages::table
                 .filter(messages::id.eq(id))
-                .filter(messages::customer_phone.eq(phone))
+                .filter(messages::customer_phone.eq_any(&phones))
                 .filter(messages::channel.eq(channel))
                 .select(messages::created_at)
                 .first(c)
@@ -172,11 +176,18 @@ pub async fn history(
             }
         }
     };
-    let mut q = messages::table
-        .filter(messages::customer_phone.eq(phone))
+    let mut q = if phones.len() == 1 {
+        messages::table
+            .filter(messages::customer_phone.eq(phone))
+            .into_boxed()
+    } else {
+        messages::table
+            .filter(messages::customer_phone.eq_any(&phones))
+            .into_boxed()
+    };
+    q = q
         .filter(messages::channel.eq(channel))
-        .filter(messages::status.ne_all(NOT_SAID))
-        .into_boxed();
+        .filter(messages::status.ne_all(NOT_SAID));
     if let Some((at, id)) = cursor {
         q = q.filter(
             diesel::dsl::sql::<Bool>("(messages.created_at, messages.id) < (")

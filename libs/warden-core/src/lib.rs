@@ -21,6 +21,7 @@ pub mod inbound_batch;
 pub mod knowledge;
 pub mod message_schedule;
 pub mod message_view;
+pub mod number_change;
 pub mod outbox;
 pub mod outcomes;
 pub mod platform_errors;

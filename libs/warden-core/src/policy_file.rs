@@ -82,3 +82,32 @@ fn parse(path: &Path, text: &str) -> Result<(PolicySet, Vec<PolicySeed>), Policy
         .collect();
     Ok((set, seeds))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn builtin_default_only_when_unset_and_absent() {
+        let absent = Path::new("/nonexistent/warden/policies/default.yaml");
+        let (set, seeds, source) = load_configured(absent, false).expect("built-in default");
+        assert_eq!(source, PolicySource::BuiltinDefault);
+        // The same policies as the shipped file.
+        let shipped = Path::new(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../policies/default.yaml"
+        ));
+        let (from_file, file_seeds, file_source) = load_configured(shipped, false).unwrap();
+        assert_eq!(file_source, PolicySource::File(shipped.to_path_buf()));
+        assert_eq!(set.policies().len(), from_file.policies().len());
+        assert_eq!(
+            seeds.iter().map(|s| &s.id).collect::<Vec<_>>(),
+            file_seeds.iter().map(|s| &s.id).collect::<Vec<_>>()
+        );
+        // Set explicitly and missing: still an error (the binaries exit 2).
+        assert!(matches!(
+            load_configured(absent, true),
+            Err(PolicyFileError::Read { .. })
+        ));
+    }
+}

@@ -457,3 +457,59 @@ async fn inbox_reply_and_mark_as_read() {
         .await;
     assert!(e["message"].as_str().unwrap().contains("offset"), "{e}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_changed_number_inherits_opt_outs_and_continues_the_history() {
+    let h = Harness::with(Opts {
+        sim: true,
+        nats: false,
+        ..Opts::default()
+    })
+    .await;
+    let url = webhook(&h);
+    let (old, new) = (phone(), phone());
+    let first = wamid();
+    deliver(
+        &url,
+        vec![message(&old, &first, "text", json!({"body": "before"}))],
+    )
+    .await;
+    h.opt_out(&old, false).await; // marketing only
+    deliver(
+        &url,
+        vec![message(
+            &old,
+            &wamid(),
+            "system",
+            json!({"body": format!("User A changed from {old} to {new}"),
+                   "new_wa_id": new, "type": "user_changed_number"}),
+        )],
+    )
+    .await;
+    let later = wamid();
+    deliver(
+        &url,
+        vec![message(&new, &later, "text", json!({"body": "after"}))],
+    )
+    .await;
+
+    let ctx = h
+        .ok("get_customer_context", json!({"customer_id": new}))
+        .await;
+    assert_eq!(ctx["opt_in"]["marketing"], false, "inherited: {ctx}");
+    assert_eq!(
+        ctx["opt_in"]["utility"], true,
+        "never stricter than the old: {ctx}"
+    );
+    let hist = history(&h, &new, json!({})).await;
+    let kinds: Vec<&str> = hist["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["type"].as_str().unwrap())
+        .collect();
+    assert_eq!(kinds, ["text", "system", "text"], "{hist}");
+    assert_eq!(by_wamid(&hist, &later)["text"], "after");
+    assert_eq!(by_wamid(&hist, &first)["text"], "before");
+    assert_eq!(h.audits("customer_number_changed").await, 1);
+}

@@ -228,3 +228,12 @@ diesel::table! {
         created_at -> Timestamptz,
     }
 }
+
+diesel::table! {
+    customer_number_changes (old_phone, new_phone) {
+        old_phone -> Text,
+        new_phone -> Text,
+        changed_at -> Timestamptz,
+        recorded_at -> Timestamptz,
+    }
+}

@@ -54,7 +54,7 @@ use warden_store::DbError;
 use warden_store::models::Conversation;
 use warden_store::tx::{self, Abort, TxError, transact};
 
-use crate::events::{Event, EventBody, EventKind, PreferenceEvent, StatusEvent};
+use crate::events::{Event, EventBody, EventKind, InboundEvent, PreferenceEvent, StatusEvent};
 use crate::metrics;
 use template::apply_template;
 
@@ -447,6 +447,9 @@ async fn apply_batch(
         let applied = match &event.body {
             EventBody::Inbound(i) => {
                 state.hint_inbound.insert(i.phone.digits().to_string());
+                if i.message_type == "system" {
+                    changed_number(c, i).await?;
+                }
                 if let Some(change) = i.keyword {
                     customers::apply_opt_change(
                         c,
@@ -499,6 +502,21 @@ async fn apply_batch(
         }
     }
     platform_events::record_quality(c, &quality).await?;
+    Ok(())
+}
+
+/// A "user changed number" system message (sent from the old number, naming the new
+/// one): the new number inherits the old one's opt-outs and continues its history.
+async fn changed_number(c: &mut AsyncPgConnection, i: &InboundEvent) -> QueryResult<()> {
+    let Some(new) = warden_core::message_view::normalise(&i.content).new_number else {
+        return Ok(());
+    };
+    match warden_rules::phone::canonicalize(&new) {
+        Ok(new) => {
+            warden_core::number_change::link(c, &i.phone, &new, i.at, ACTOR).await?;
+        }
+        Err(_) => tracing::info!(wamid = %i.wamid, "number change names no valid new number"),
+    }
     Ok(())
 }
 

@@ -18,6 +18,8 @@ use crate::schema;
 use crate::tools::read::page;
 use crate::util::bounded;
 
+/// Schema only: the arguments are read leniently by [`Args`].
+#[allow(dead_code)]
 #[derive(JsonSchema)]
 pub struct HistoryIn {
     /// The customer's phone number with country code, e.g. "+6281234567890".
@@ -32,6 +34,8 @@ pub struct HistoryIn {
     pub before: Option<String>,
 }
 
+/// Schema only: the arguments are read leniently by [`Args`].
+#[allow(dead_code)]
 #[derive(JsonSchema)]
 pub struct InboxIn {
     /// Messaging channel; only "whatsapp" exists and it is the default.
@@ -45,6 +49,8 @@ pub struct InboxIn {
     pub offset: Option<u32>,
 }
 
+/// Schema only: the arguments are read leniently by [`Args`].
+#[allow(dead_code)]
 #[derive(JsonSchema)]
 pub struct MarkReadIn {
     /// The message_id of the customer's (inbound) message, from get_conversation_history.
