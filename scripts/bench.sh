@@ -10,7 +10,7 @@ OUT=target/bench
 REL=target/release
 mkdir -p "$OUT"
 # Only this run's figures go into the summary.
-rm -f "$OUT"/{sim,check,stdio,webhook,dispatcher,campaign,history,summary}.json "$OUT"/*.txt "$OUT"/*.log
+rm -f "$OUT"/{sim,check,stdio,webhook,dispatcher,campaign,history,live,summary}.json "$OUT"/*.txt "$OUT"/*.log
 say() { printf '\n[bench] %s\n' "$*"; }
 free_port() { python3 -c 'import socket;s=socket.socket();s.bind(("127.0.0.1",0));print(s.getsockname()[1])'; }
 load() { cut -d' ' -f1-3 /proc/loadavg; }
@@ -69,26 +69,44 @@ bench_webhook() {
   cleanup
   return $rc
 }
+bench_live() {
+  # Live updates across processes: webhook POST -> 200 -> notification on a subscribed
+  # mcp-gateway's stdio (the hint crosses NATS). Same checks as bench_webhook.
+  db="bench_live_$$"
+  psql_admin "CREATE DATABASE $db" || return 1
+  local port rc=0
+  port=$(free_port)
+  DB_NAME=$db SERVER_HTTP_PORT=$port PLATFORM_APP_SECRET=bench-secret POLICIES_PATH=policies/default.yaml RUST_LOG=warn \
+    "$REL/webhook" 2>"$OUT/live-webhook.log" &
+  wh=$!
+  for _ in $(seq 1 100); do curl -fs "http://127.0.0.1:$port/health" >/dev/null 2>&1 && break; sleep 0.2; done
+  DB_NAME=$db POLICIES_PATH=policies/default.yaml limit 120 "$REL/live-bench" "$REL/mcp-gateway" \
+    "http://127.0.0.1:$port/webhook" bench-secret 500 >"$OUT/live.json" || rc=$?
+  cleanup
+  return $rc
+}
 bench_dispatcher() { limit 180 "$REL/dispatch_bench" | tee "$OUT/dispatcher.txt"; }
 bench_history() { limit 180 "$REL/history-bench" 100000 >"$OUT/history.json"; }
 bench_campaign() {
   limit 240 "$REL/campaign-bench" --recipients 100000 --json "$OUT/campaign.json" | tee "$OUT/campaign.txt"
 }
 
-say "1/7 platform-sim throughput (sim-bench)"
+say "1/8 platform-sim throughput (sim-bench)"
 step sim bench_sim
-say "2/7 compliance core: one check, one accepted send (check-bench)"
+say "2/8 compliance core: one check, one accepted send (check-bench)"
 step check bench_check
-say "3/7 tool latency over stdio through mcp-gateway (stdio-bench)"
+say "3/8 tool latency over stdio through mcp-gateway (stdio-bench)"
 step stdio bench_stdio
-say "4/7 webhook ingest: single events and 100-event batches, raw Postgres reference (webhook-bench)"
+say "4/8 webhook ingest: single events and 100-event batches, raw Postgres reference (webhook-bench)"
 step webhook bench_webhook
-say "5/7 dispatcher: stream -> platform-sim throughput, raw Postgres reference, rate-limit accuracy (dispatch_bench)"
+say "5/8 dispatcher: stream -> platform-sim throughput, raw Postgres reference, rate-limit accuracy (dispatch_bench)"
 step dispatcher bench_dispatcher
-say "6/7 campaign fan-out: 100,000 recipients checked and enqueued, raw Postgres reference (campaign-bench)"
+say "6/8 campaign fan-out: 100,000 recipients checked and enqueued, raw Postgres reference (campaign-bench)"
 step campaign bench_campaign
-say "7/7 conversation history: first and deep page of a 100,000-message history (history-bench)"
+say "7/8 conversation history: first and deep page of a 100,000-message history (history-bench)"
 step history bench_history
+say "8/8 live updates: webhook 200 -> notifications/resources/updated on a subscribed gateway (live-bench)"
+step live bench_live
 
 finished=$(date +%s)
 say "summary"
@@ -135,6 +153,7 @@ def mib(x):
 sim, check, stdio = load("sim.json"), load("check.json"), load("stdio.json")
 wh, disp, camp = load("webhook.json"), load("dispatcher.json"), load("campaign.json")
 hist = load("history.json")
+live = load("live.json")
 loads = {}
 try:
     for line in (out / "loads.txt").read_text().splitlines():
@@ -244,6 +263,12 @@ for name in ("history first page", "history deep page"):
             r["p99_ms"] <= 5.0, source="history.json")
     else:
         missing(name, "history.json", "p99 <= 5 ms")
+if live:
+    row(f"live update: webhook 200 -> notifications/resources/updated ({live['posts']} POSTs, other process, over NATS)",
+        f"p50 {live['p50_ms']:.2f} ms, p99 {live['p99_ms']:.2f} ms, max {live['max_ms']:.2f} ms, missed {live['missed']}",
+        "p99 <= 2 s, none missed", live["p99_ms"] <= 2000 and live["missed"] == 0, source="live.json")
+else:
+    missing("live update latency", "live.json", "p99 <= 2 s")
 
 # Peak RSS (VmHWM) of each process the benches start.
 rss = [

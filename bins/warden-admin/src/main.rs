@@ -1,4 +1,4 @@
-//! `warden-admin`: operator commands (migrate, customers import, policies check).
+//! `warden-admin`: operator commands (migrate, customers import, customers forget, policies check).
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -46,6 +46,12 @@ enum CustomersCommand {
         /// The file to import.
         file: PathBuf,
     },
+    /// Forget a customer: erase the content of their messages and their profile, keep a
+    /// suppression so every later send to the number answers USER_OPTED_OUT, and audit it.
+    Forget {
+        /// The customer's phone number with country code.
+        phone: String,
+    },
 }
 
 #[derive(Subcommand)]
@@ -56,6 +62,18 @@ enum PoliciesCommand {
         file: PathBuf,
     },
 }
+
+/// A bad command-line argument (exit code 2).
+#[derive(Debug)]
+struct PhoneArg(String);
+
+impl std::fmt::Display for PhoneArg {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for PhoneArg {}
 
 #[tokio::main]
 async fn main() {
@@ -135,6 +153,34 @@ async fn run(args: Args) -> Result<(), StartError> {
             eprintln!("{}: {summary}", file.display());
             // Let the pool close its connections before exit.
             tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        Command::Customers {
+            command: CustomersCommand::Forget { phone },
+        } => {
+            let phone = warden_rules::phone::canonicalize(&phone)
+                .map_err(|e| StartError::config(PhoneArg(format!("PHONE: {e}"))))?;
+            let deps = warden_service::start(
+                settings,
+                warden_service::Needs {
+                    redis: false,
+                    nats: false,
+                    pool_size: 1,
+                },
+            )
+            .await?;
+            let forgotten = warden_core::privacy::forget(&deps.pg, &phone, BINARY)
+                .await
+                .map_err(|e| anyhow::anyhow!("postgres: {e}"))?;
+            eprintln!(
+                "customer {} forgotten: content of {} messages erased, profile cleared, number suppressed{}",
+                phone.digits(),
+                forgotten.messages_redacted,
+                if forgotten.already_suppressed {
+                    " (it already was)"
+                } else {
+                    ""
+                }
+            );
         }
         Command::Policies { .. } => unreachable!("handled before settings are loaded"),
     }

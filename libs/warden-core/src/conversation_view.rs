@@ -88,6 +88,10 @@ pub struct HistoryMessage {
     /// The customer deleted the message (text null).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub deleted: bool,
+    /// Its content was erased (MESSAGE_CONTENT_RETENTION, or the customer was forgotten):
+    /// text null; type, status and timestamps stay.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub redacted: bool,
     /// received or read (inbound); queued, sent, delivered, read or failed (outbound).
     pub status: String,
     /// When Warden stored the message (RFC 3339).
@@ -324,6 +328,7 @@ async fn render(
                 referral: v.referral,
                 edited,
                 deleted,
+                redacted: m.redacted_at.is_some(),
                 status: public_status(&m.status).to_string(),
                 created_at: rfc3339(m.created_at),
                 platform_timestamp: (m.direction == "inbound")

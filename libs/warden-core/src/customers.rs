@@ -77,6 +77,11 @@ pub async fn apply_opt_change(
     at: DateTime<Utc>,
 ) -> QueryResult<bool> {
     let before = ensure_locked(conn, phone).await?;
+    // A forgotten number stays suppressed: not even the customer's own START lifts it.
+    if matches!(change, OptChange::Resume) && crate::privacy::is_suppressed(conn, phone).await? {
+        tracing::info!(source, "opt-in of a forgotten (suppressed) number ignored");
+        return Ok(false);
+    }
     // Platform retries arrive out of order: an older stop/resume never overrides a newer one.
     if before.opt_changed_at.is_some_and(|last| last > at) {
         return Ok(false);

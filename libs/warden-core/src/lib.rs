@@ -27,6 +27,7 @@ pub mod outcomes;
 pub mod platform_errors;
 pub mod platform_events;
 pub mod policy_file;
+pub mod privacy;
 pub mod read_receipts;
 pub mod recheck;
 pub mod reconcile;
@@ -58,6 +59,7 @@ pub use conversations::{ConversationView, WindowCache};
 pub use deps::{Dependencies, RedisPool};
 pub use recheck::Recheck;
 pub use send::{Accepted, ContentError, RefusalMode, SendError, SendKind, SendRequest};
+pub use warden_stream::HintKind;
 
 #[derive(Debug, thiserror::Error)]
 pub enum CoreError {
@@ -169,6 +171,19 @@ impl Core {
     }
     pub fn dependencies(&self) -> &Dependencies {
         &self.inner.deps
+    }
+
+    /// Tell gateways that these customers' conversations changed (a wake-up on NATS
+    /// core, no content; see `warden_stream::hints`). Call after the change committed.
+    /// Without NATS there is nobody to tell.
+    pub async fn hint<'a>(
+        &self,
+        customers: impl IntoIterator<Item = &'a str>,
+        kind: warden_stream::HintKind,
+    ) {
+        if let Some(stream) = self.stream() {
+            stream.hints.publish_all(customers, kind).await;
+        }
     }
 
     /// Dry-run compliance: what a send would decide now. Never writes.

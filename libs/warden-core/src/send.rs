@@ -531,6 +531,9 @@ impl Core {
         let published = self
             .publish_with(message_id, &dedupe_id, &req.phone, &req.channel, &trace)
             .await;
+        // A new outbound message shows in the history and takes the customer out of the inbox.
+        self.hint([req.phone.digits()], warden_stream::HintKind::Status)
+            .await;
         Ok(Accepted {
             message_id,
             status: MessageStatus::Queued,

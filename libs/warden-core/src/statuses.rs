@@ -132,6 +132,14 @@ impl StatusTargets {
         Ok(out)
     }
 
+    /// The customer of the outbound message a status is about (for conversation hints).
+    pub fn customer_of(&self, s: &StatusUpdate<'_>) -> Option<&str> {
+        self.find(s)
+            .map(|n| &self.rows[n])
+            .filter(|t| t.direction == "outbound")
+            .map(|t| t.customer_phone.as_str())
+    }
+
     /// By wamid first, else by `biz_opaque_callback_data` = message_id.
     fn find(&self, s: &StatusUpdate<'_>) -> Option<usize> {
         if !s.wamid.is_empty()

@@ -28,7 +28,7 @@ use warden_platform::{PlatformClient, PlatformError};
 use warden_ratelimit::{PairLimiter, TokenBucket};
 use warden_rules::message_status::MessageStatus;
 use warden_store::PgPool;
-use warden_stream::DeliveryStream;
+use warden_stream::{DeliveryStream, HintKind, Hints};
 
 use crate::body::{self, Stored};
 use crate::claim::Claimer;
@@ -84,6 +84,8 @@ pub(crate) struct Ctx {
     pub windows: WindowCache,
     pub cfg: DispatcherConfig,
     pub stats: Arc<Stats>,
+    /// Conversation hints for gateways' resource subscribers (none without NATS).
+    pub hints: Option<Hints>,
     /// Explanations of error codes already looked up (the knowledge base rarely changes).
     explanations: Mutex<HashMap<i32, Explanation>>,
 }
@@ -99,6 +101,7 @@ impl Ctx {
         windows: WindowCache,
         cfg: DispatcherConfig,
         stats: Arc<Stats>,
+        hints: Option<Hints>,
     ) -> Self {
         let claimer = Claimer::start(pg.clone(), cfg.owner.clone(), cfg.claim_lease());
         Self {
@@ -111,7 +114,15 @@ impl Ctx {
             windows,
             cfg,
             stats,
+            hints,
             explanations: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// Tell gateways the customer's conversation changed (after the change committed).
+    async fn hint(&self, customer: &str) {
+        if let Some(h) = &self.hints {
+            h.publish_all([customer], HintKind::Status).await;
         }
     }
 
@@ -383,6 +394,7 @@ async fn send(ctx: &Ctx, row: DeliveryRow) -> Verdict {
         Ok(warden_core::Recheck::Send) => {}
         Ok(warden_core::Recheck::Refused(_)) => {
             ctx.pair.release(&row.customer_phone, &holder).await;
+            ctx.hint(&row.customer_phone).await;
             return ctx.skipped("compliance_recheck");
         }
         Err(e) => {
@@ -544,6 +556,7 @@ async fn sent(ctx: &Ctx, row: &DeliveryRow, wamid: Option<&str>, attempt: i32) -
             if let Some(conv) = conv {
                 ctx.windows.put(&conv).await;
             }
+            ctx.hint(&row.customer_phone).await;
             tracing::debug!(wamid, attempt, "sent");
         }
         Err(e) => tracing::error!(error = %e, wamid,
@@ -689,6 +702,7 @@ async fn fail(
             if changed {
                 FAILED.with_label_values(&[&code.to_string()]).inc();
                 ctx.stats.failed.fetch_add(1, Ordering::Relaxed);
+                ctx.hint(&row.customer_phone).await;
             }
             tracing::Span::current().record("outcome", "failed");
             tracing::warn!(code, category = %info.category, can_retry = info.can_retry,

@@ -128,6 +128,7 @@ pub async fn start(
         warden_core::WindowCache::new(redis),
         config,
         Arc::clone(&stats),
+        deps.stream.as_ref().map(|s| s.hints.clone()),
     ));
     let sweeper = (!ctx.cfg.dispatch.sweep_interval.is_zero()).then(|| {
         tokio::spawn(sweep::run(

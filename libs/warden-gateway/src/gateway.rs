@@ -7,12 +7,16 @@ use rmcp::handler::server::router::tool::ToolRouter;
 use warden_core::Core;
 use warden_platform::PlatformClient;
 
+use crate::subscriptions::Subscriptions;
+
 /// Who the gateway's audit rows and sends are attributed to.
 pub const ACTOR: &str = "mcp-gateway";
 
 pub(crate) struct Inner {
     pub core: Core,
     pub platform: PlatformClient,
+    /// Resource subscriptions of this gateway's session (live updates).
+    pub subscriptions: Arc<Subscriptions>,
 }
 
 /// The MCP server. Cheap to clone; one per session.
@@ -29,6 +33,11 @@ impl Gateway {
 
     pub(crate) fn platform(&self) -> &PlatformClient {
         &self.inner.platform
+    }
+
+    /// How many resource subscriptions are active (tests).
+    pub fn subscription_count(&self) -> usize {
+        self.inner.subscriptions.len()
     }
 
     /// The names of every tool, sorted (for tests and `--help`-style listings).

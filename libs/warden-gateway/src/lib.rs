@@ -10,8 +10,10 @@
 pub mod args;
 pub mod error;
 mod gateway;
+mod resources;
 pub mod schema;
 mod server;
+mod subscriptions;
 mod text;
 mod tools;
 mod util;

@@ -2,13 +2,20 @@
 
 use std::sync::Arc;
 
-use rmcp::model::{Implementation, ServerCapabilities, ServerConfig};
-use rmcp::{ServerHandler, tool_handler};
+use rmcp::model::{
+    ErrorData as McpError, Implementation, ListResourceTemplatesResult, ListResourcesResult,
+    PaginatedRequestParams, ReadResourceRequestParams, ReadResourceResponse, ServerCapabilities,
+    ServerConfig, SubscribeRequestParams, SubscriptionFilter, UnsubscribeRequestParams,
+};
+use rmcp::service::{RequestContext, SubscriptionContext};
+use rmcp::{RoleServer, ServerHandler, tool_handler};
 use warden_core::Core;
 use warden_platform::PlatformError;
 use warden_service::Dependencies;
 
 use crate::gateway::{ACTOR, Gateway, Inner};
+use crate::resources::{self, ResourceUri};
+use crate::subscriptions::Subscriptions;
 
 const INSTRUCTIONS: &str = "Warden checks, sends, schedules and monitors WhatsApp business messages while enforcing \
 the platform's rules (24-hour care window, opt-outs, frequency caps, approved templates) and the business's policies. \
@@ -31,9 +38,14 @@ impl Gateway {
     pub fn new(deps: Dependencies) -> Result<Self, GatewayError> {
         let p = &deps.settings.platform;
         let platform = warden_service::platform::client(p, None).map_err(GatewayError::Platform)?;
+        let subscriptions = Subscriptions::new(deps.stream.as_ref().map(|s| s.hints.clone()));
         let core = Core::new(deps, ACTOR);
         Ok(Gateway {
-            inner: Arc::new(Inner { core, platform }),
+            inner: Arc::new(Inner {
+                core,
+                platform,
+                subscriptions,
+            }),
             tool_router: Self::v1_tools()
                 + Self::read_tools()
                 + Self::action_tools()
@@ -49,11 +61,108 @@ impl Gateway {
 impl ServerHandler for Gateway {
     fn get_info(&self) -> ServerConfig {
         let settings = self.core().settings();
-        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
-            .with_server_info(Implementation::new(
-                settings.mcp_name.clone(),
-                settings.mcp_version.clone(),
-            ))
-            .with_instructions(INSTRUCTIONS)
+        ServerConfig::new(
+            ServerCapabilities::builder()
+                .enable_tools()
+                .enable_resources()
+                .enable_resources_subscribe()
+                .build(),
+        )
+        .with_server_info(Implementation::new(
+            settings.mcp_name.clone(),
+            settings.mcp_version.clone(),
+        ))
+        .with_instructions(INSTRUCTIONS)
+    }
+
+    async fn list_resources(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourcesResult, McpError> {
+        Ok(resources::list())
+    }
+
+    async fn read_resource(
+        &self,
+        request: ReadResourceRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceResponse, McpError> {
+        let target = ResourceUri::parse(&request.uri)?;
+        Ok(resources::read(self.core(), &request.uri, &target)
+            .await?
+            .into())
+    }
+
+    async fn list_resource_templates(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourceTemplatesResult, McpError> {
+        Ok(resources::templates())
+    }
+
+    /// Protocol 2025-11-25 and older: updates go to this session until unsubscribed.
+    #[allow(deprecated)]
+    async fn subscribe(
+        &self,
+        request: SubscribeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        let target = ResourceUri::parse(&request.uri)?;
+        self.inner
+            .subscriptions
+            .subscribe(&request.uri, target, context.peer.clone())
+            .await
+            .map_err(|e| McpError::internal_error(e.to_string(), None))
+    }
+
+    #[allow(deprecated)]
+    async fn unsubscribe(
+        &self,
+        request: UnsubscribeRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        let target = ResourceUri::parse(&request.uri)?;
+        self.inner.subscriptions.unsubscribe(&target);
+        Ok(())
+    }
+
+    /// Protocol 2026-07-28 (`subscriptions/listen`): the resource URIs this server serves.
+    fn accepted_subscription_filter(
+        &self,
+        requested: &SubscriptionFilter,
+    ) -> Option<SubscriptionFilter> {
+        let mut accepted = requested.supported_by(&self.get_info().capabilities);
+        accepted.resource_subscriptions = accepted.resource_subscriptions.map(|uris| {
+            uris.into_iter()
+                .filter(|u| ResourceUri::parse(u).is_ok())
+                .collect()
+        });
+        Some(accepted)
+    }
+
+    /// One `subscriptions/listen` request: its resource updates until it is cancelled.
+    async fn listen(&self, context: SubscriptionContext) -> Result<(), McpError> {
+        let uris: Vec<(String, ResourceUri)> = context
+            .accepted()
+            .resource_subscriptions
+            .iter()
+            .flatten()
+            .filter_map(|u| ResourceUri::parse(u).ok().map(|t| (u.clone(), t)))
+            .collect();
+        if uris.is_empty() {
+            context.cancelled().await;
+            return Ok(());
+        }
+        let ids = self
+            .inner
+            .subscriptions
+            .listen(uris, context.sink().clone())
+            .await
+            .map_err(|e| McpError::internal_error(e.to_string(), None))?;
+        context.cancelled().await;
+        self.inner.subscriptions.end(&ids);
+        Ok(())
     }
 }

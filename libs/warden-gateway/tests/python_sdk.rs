@@ -1,6 +1,7 @@
 //! The built `mcp-gateway` binary driven over stdio by the official Python MCP SDK
 //! (`tests/python/stdio_session.py`): handshake, catalogue, calls validated against the
-//! output schemas, the error envelope, and every stdout line being JSON-RPC.
+//! output schemas, the error envelope, every stdout line being JSON-RPC, and live updates
+//! (resources/subscribe -> signed inbound POST to a `webhook` process -> notification).
 //!
 //! Python: `python3` when it can `import mcp`, else the venv at `target/pyenv` that
 //! `scripts/pydeps.sh` creates (`make test` runs it; this test never installs anything).
@@ -70,9 +71,12 @@ async fn built_binary_over_stdio_with_the_python_sdk() {
     let d = &settings.database;
     let stream = settings.delivery_stream.clone();
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/python/stdio_session.py");
+    // A webhook in its own process: the session's live-update part POSTs to it.
+    let hook = common::webhook::WebhookProc::start(&settings);
     let output = tokio::task::spawn_blocking({
         let settings = settings.clone();
         let d = d.clone();
+        let webhook_url = hook.url();
         move || {
             Command::new(&python)
                 .arg(&script)
@@ -90,6 +94,12 @@ async fn built_binary_over_stdio_with_the_python_sdk() {
                 .env("DELIVERY_STREAM", &settings.delivery_stream)
                 .env("POLICIES_PATH", &settings.policies_path)
                 .env("PLATFORM_API_URL", &settings.platform.api_url)
+                .env(
+                    "PLATFORM_PHONE_NUMBER_ID",
+                    &settings.platform.phone_number_id,
+                )
+                .env("WEBHOOK_URL", &webhook_url)
+                .env("WEBHOOK_SECRET", common::webhook::APP_SECRET)
                 .env("TIER", "pro")
                 .env("SERVER_MCP_NAME", "warden-stdio-test")
                 .env("SERVER_MCP_VERSION", "7.7.7")
@@ -102,6 +112,7 @@ async fn built_binary_over_stdio_with_the_python_sdk() {
     })
     .await
     .unwrap();
+    drop(hook);
     // The stream the binary created for this run.
     if let Ok(client) = async_nats::connect(&settings.nats_url).await {
         let _ = async_nats::jetstream::new(client)
@@ -116,4 +127,8 @@ async fn built_binary_over_stdio_with_the_python_sdk() {
         output.status
     );
     assert!(stdout.contains("stdio session: ok"), "{stdout}");
+    assert!(
+        stdout.contains("live updates: webhook 200 -> notification"),
+        "{stdout}"
+    );
 }

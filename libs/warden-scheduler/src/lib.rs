@@ -105,6 +105,12 @@ pub struct Config {
     /// published together (`warden_core::outbox`). False: `Core::send` publishes each one
     /// itself.
     pub batch_publish: bool,
+    /// Message content older than this is redacted (MESSAGE_CONTENT_RETENTION).
+    pub content_retention: Duration,
+    /// How often the retention job runs (at once again while a batch came back full).
+    pub retention_every: Duration,
+    /// Messages redacted per run.
+    pub retention_batch: i64,
 }
 
 impl Config {
@@ -113,6 +119,7 @@ impl Config {
         Config {
             poll_interval: settings.scheduler_poll_interval,
             owner: default_owner(settings.hostname.as_deref()),
+            content_retention: settings.message_content_retention,
             ..Config::default()
         }
     }
@@ -133,6 +140,9 @@ impl Default for Config {
             relay_min_age: Duration::from_secs(5),
             relay_stale_after: Duration::from_secs(120),
             batch_publish: true,
+            content_retention: warden_settings::DEFAULT_CONTENT_RETENTION,
+            retention_every: Duration::from_secs(60),
+            retention_batch: 1000,
         }
     }
 }
@@ -170,6 +180,8 @@ pub struct TickReport {
     pub cancelled_messages_failed: usize,
     pub resumed_republished: usize,
     pub relay_published: usize,
+    /// Messages whose content the retention job redacted.
+    pub content_redacted: usize,
     /// True when work was left for the next poll (it then runs without waiting).
     pub more_work: bool,
 }
@@ -196,6 +208,8 @@ pub struct Scheduler {
     resumed: Mutex<HashMap<Uuid, DateTime<Utc>>>,
     /// When the relay's (table-scanning) lost-message check last ran.
     last_lost_check: Mutex<Option<Instant>>,
+    /// When the content retention job last ran (None: run at the next poll).
+    last_retention: Mutex<Option<Instant>>,
 }
 
 impl Scheduler {
@@ -217,6 +231,7 @@ impl Scheduler {
             paused_seen: Mutex::new(HashSet::new()),
             resumed: Mutex::new(HashMap::new()),
             last_lost_check: Mutex::new(None),
+            last_retention: Mutex::new(None),
         }
     }
 
@@ -285,6 +300,10 @@ impl Scheduler {
             campaigns::settle(self, &mut report).await,
         );
         note("relay", relay::run(self, &mut report).await);
+        note(
+            "content retention",
+            self.redact_old_content(&mut report).await,
+        );
         let busy = report.busy();
         metrics::TICK_SECONDS
             .with_label_values(&[if busy { "true" } else { "false" }])
@@ -309,6 +328,37 @@ impl Scheduler {
         let messages = warden_core::scheduled::release_owned(pg, self.owner()).await?;
         let campaigns = warden_core::fanout::release_owned(pg, self.owner()).await?;
         Ok((messages, campaigns))
+    }
+
+    /// Redact the content of settled messages older than the retention, one batch per
+    /// run, once per `retention_every` (warden_core::privacy).
+    async fn redact_old_content(&self, report: &mut TickReport) -> Result<(), PhaseError> {
+        {
+            let mut last = self.last_retention.lock().expect("retention lock");
+            if last.is_some_and(|t| t.elapsed() < self.config.retention_every) {
+                return Ok(());
+            }
+            *last = Some(Instant::now());
+        }
+        let retention = chrono::TimeDelta::from_std(self.config.content_retention)
+            .unwrap_or(chrono::TimeDelta::MAX);
+        let cutoff = Utc::now()
+            .checked_sub_signed(retention)
+            .unwrap_or(DateTime::<Utc>::MIN_UTC);
+        let batch = self.config.retention_batch;
+        let n = warden_core::privacy::redact_older_than(self.core.pg(), cutoff, batch, ACTOR)
+            .await
+            .map_err(CoreError::from)?;
+        report.content_redacted = n as usize;
+        if n as i64 >= batch {
+            // More to do: the next poll runs the job again at once.
+            *self.last_retention.lock().expect("retention lock") = None;
+            report.more_work = true;
+        }
+        if n > 0 {
+            tracing::info!(messages = n, "message content past its retention redacted");
+        }
+        Ok(())
     }
 
     async fn update_gauges(&self) -> Result<(), PhaseError> {

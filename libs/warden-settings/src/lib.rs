@@ -69,6 +69,7 @@ pub const VARIABLES: &[&str] = &[
     "PLATFORM_APP_SECRET",
     "POLICIES_PATH",
     "SCHEDULER_POLL_INTERVAL",
+    "MESSAGE_CONTENT_RETENTION",
     "RATE_LIMIT_MPS",
     "OTEL_EXPORTER_OTLP_ENDPOINT",
 ];
@@ -204,6 +205,8 @@ impl fmt::Debug for Platform {
     }
 }
 
+/// MESSAGE_CONTENT_RETENTION when not set: 90 days.
+pub const DEFAULT_CONTENT_RETENTION: Duration = Duration::from_secs(90 * 86_400);
 /// POLICIES_PATH when not set (relative to the working directory).
 pub const DEFAULT_POLICIES_PATH: &str = "policies/default.yaml";
 
@@ -225,6 +228,9 @@ pub struct Settings {
     /// default file is absent, the built-in default policy file is used instead.
     pub policies_path_set: bool,
     pub scheduler_poll_interval: Duration,
+    /// MESSAGE_CONTENT_RETENTION: message content older than this is redacted by the
+    /// scheduler (type, status and timestamps stay).
+    pub message_content_retention: Duration,
     pub rate_limit_mps: u32,
     pub otlp_endpoint: Option<String>,
     /// The dispatcher's knobs (its retry bound is the webhook's too).
@@ -351,6 +357,19 @@ impl Settings {
                 default_poll
             }
         };
+        let default_retention = DEFAULT_CONTENT_RETENTION;
+        let retention = src.string("MESSAGE_CONTENT_RETENTION", "90d");
+        let message_content_retention = match parse_duration(&retention) {
+            Ok(d) if d.is_zero() => {
+                src.problem("MESSAGE_CONTENT_RETENTION", "must be greater than zero");
+                default_retention
+            }
+            Ok(d) => d,
+            Err(e) => {
+                src.problem("MESSAGE_CONTENT_RETENTION", e.to_string());
+                default_retention
+            }
+        };
 
         Settings {
             http_port: src.number::<u16>("SERVER_HTTP_PORT", 8080),
@@ -386,6 +405,7 @@ impl Settings {
             policies_path: PathBuf::from(src.string("POLICIES_PATH", DEFAULT_POLICIES_PATH)),
             policies_path_set: src.get("POLICIES_PATH").is_some(),
             scheduler_poll_interval,
+            message_content_retention,
             rate_limit_mps,
             otlp_endpoint: src
                 .get("OTEL_EXPORTER_OTLP_ENDPOINT")
@@ -482,6 +502,8 @@ mod tests {
             ("TIER", "gold"),
             ("RATE_LIMIT_MPS", "0"),
             ("SCHEDULER_POLL_INTERVAL", "soon"),
+            ("MESSAGE_CONTENT_RETENTION", "forever"),
+            ("MESSAGE_CONTENT_RETENTION", "0d"),
             ("DB_SSLMODE", "verify-full"),
             ("PLATFORM_API_URL", "ftp://x"),
             ("DELIVERY_STREAM", "a.b"),
@@ -491,6 +513,18 @@ mod tests {
             assert!(line.starts_with(var), "{line}");
             assert!(!line.contains('\n'));
         }
+    }
+
+    #[test]
+    fn content_retention_defaults_to_90_days() {
+        let s = Settings::from_sources(None, &env(&[])).unwrap();
+        assert_eq!(s.message_content_retention, DEFAULT_CONTENT_RETENTION);
+        let s =
+            Settings::from_sources(None, &env(&[("MESSAGE_CONTENT_RETENTION", "30d")])).unwrap();
+        assert_eq!(
+            s.message_content_retention,
+            Duration::from_secs(30 * 86_400)
+        );
     }
 
     #[test]

@@ -87,6 +87,10 @@ impl Settings {
                 "SCHEDULER_POLL_INTERVAL",
                 duration(self.scheduler_poll_interval),
             ),
+            (
+                "MESSAGE_CONTENT_RETENTION",
+                duration(self.message_content_retention),
+            ),
             ("RATE_LIMIT_MPS", number(self.rate_limit_mps)),
             (
                 "OTEL_EXPORTER_OTLP_ENDPOINT",

@@ -188,6 +188,8 @@ pub struct Message {
     pub failed_at: Option<DateTime<Utc>>,
     pub created_at: DateTime<Utc>,
     pub updated_at: DateTime<Utc>,
+    /// When its content was erased (retention or a forgotten customer).
+    pub redacted_at: Option<DateTime<Utc>>,
 }
 
 #[derive(Clone, Debug, Queryable, Selectable, Serialize)]

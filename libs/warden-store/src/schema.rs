@@ -113,6 +113,7 @@ diesel::table! {
         failed_at -> Nullable<Timestamptz>,
         created_at -> Timestamptz,
         updated_at -> Timestamptz,
+        redacted_at -> Nullable<Timestamptz>,
     }
 }
 
@@ -220,7 +221,16 @@ diesel::allow_tables_to_appear_in_same_query!(
     webhook_events,
     account_quality_events,
     webhook_progress,
+    suppressions,
 );
+
+diesel::table! {
+    suppressions (phone) {
+        phone -> Text,
+        reason -> Text,
+        created_at -> Timestamptz,
+    }
+}
 
 diesel::table! {
     customer_number_changes (old_phone, new_phone) {

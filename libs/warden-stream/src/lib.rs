@@ -15,6 +15,9 @@ use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 use warden_settings::Settings;
 
+pub mod hints;
+pub use hints::{Hint, HintKind, Hints};
+
 /// How long JetStream remembers a `Nats-Msg-Id` (the relay's republish window is shorter).
 pub const DUPLICATE_WINDOW: Duration = Duration::from_secs(10 * 60);
 
@@ -46,6 +49,8 @@ pub struct DeliveryStream {
     pub jetstream: jetstream::Context,
     pub stream_name: String,
     subject_prefix: String,
+    /// Conversation hints on the same connection (NATS core, not the stream).
+    pub hints: Hints,
 }
 
 impl DeliveryStream {
@@ -83,6 +88,7 @@ impl DeliveryStream {
         }
         let jetstream = jetstream::new(client.clone());
         let this = DeliveryStream {
+            hints: Hints::new(client.clone(), settings),
             client,
             jetstream,
             stream_name: settings.delivery_stream.clone(),

@@ -41,6 +41,7 @@ use diesel_async::{AsyncConnection, AsyncPgConnection};
 use futures::{FutureExt, StreamExt};
 use uuid::Uuid;
 use warden_core::Core;
+use warden_core::HintKind;
 use warden_core::customers::{self, OptScope};
 use warden_core::inbound::NoWindow;
 use warden_core::inbound_batch::{self, Inbound};
@@ -125,6 +126,10 @@ struct BatchState {
     status_through: Option<DateTime<Utc>>,
     /// Messages put back in the queue by a failed status: published after the commit.
     requeued: Vec<Uuid>,
+    /// Customers with a new inbound message / an outbound message that moved: gateways
+    /// get a conversation hint for each after the commit.
+    hint_inbound: HashSet<String>,
+    hint_status: HashSet<String>,
 }
 
 impl BatchState {
@@ -133,6 +138,8 @@ impl BatchState {
         self.windows.extend(other.windows);
         self.status_through = self.status_through.max(other.status_through);
         self.requeued.extend(other.requeued);
+        self.hint_inbound.extend(other.hint_inbound);
+        self.hint_status.extend(other.hint_status);
     }
 }
 
@@ -305,6 +312,8 @@ async fn after_commit(core: &Core, state: BatchState) -> Outcome {
         windows,
         status_through,
         requeued,
+        hint_inbound,
+        hint_status,
     } = state;
     if let Some(at) = status_through {
         record_progress(core, at).await;
@@ -354,6 +363,11 @@ async fn after_commit(core: &Core, state: BatchState) -> Outcome {
             "window cache slow or down; write-through cut short"
         );
     }
+    // Before the 200, after the cache: a gateway woken by the hint reads what is stored.
+    core.hint(hint_inbound.iter().map(String::as_str), HintKind::Inbound)
+        .await;
+    core.hint(hint_status.iter().map(String::as_str), HintKind::Status)
+        .await;
     for (kind, n) in &outcome.applied {
         metrics::applied(*kind, *n);
     }
@@ -432,6 +446,7 @@ async fn apply_batch(
     for event in &fresh {
         let applied = match &event.body {
             EventBody::Inbound(i) => {
+                state.hint_inbound.insert(i.phone.digits().to_string());
                 if i.message_type == "system" {
                     changed_number(c, i).await?;
                 }
@@ -450,9 +465,15 @@ async fn apply_batch(
                 true
             }
             EventBody::Status(s) => {
-                match statuses::apply(c, &status_update(s), &mut targets, retry_policy(), ACTOR)
-                    .await?
+                let update = status_update(s);
+                let applied =
+                    statuses::apply(c, &update, &mut targets, retry_policy(), ACTOR).await?;
+                if !matches!(applied, StatusApplied::Ignored)
+                    && let Some(customer) = targets.customer_of(&update)
                 {
+                    state.hint_status.insert(customer.to_string());
+                }
+                match applied {
                     StatusApplied::Ignored => false,
                     StatusApplied::Applied => true,
                     StatusApplied::Requeued { message_id } => {

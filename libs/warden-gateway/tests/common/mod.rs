@@ -2,6 +2,8 @@
 //! and the gateway served in process over `tokio::io::duplex` to an rmcp client.
 #![allow(dead_code)]
 
+pub mod webhook;
+
 use std::net::TcpListener;
 use std::path::PathBuf;
 use std::sync::Arc;

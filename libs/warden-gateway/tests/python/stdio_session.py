@@ -8,6 +8,9 @@ EXPECT_MCP_NAME / EXPECT_MCP_VERSION are the server info to expect)
    envelope. The gateway's stdout is teed to a file on the way to the SDK, and every line
    of it must be a JSON-RPC message.
 2. A raw session at protocol 2025-06-18, newline-delimited JSON by hand, same check.
+3. Live updates (when WEBHOOK_URL and WEBHOOK_SECRET name a running webhook): resources
+   listed, resources/subscribe to the inbox and a conversation, a signed inbound webhook
+   POST, notifications/resources/updated for both; after unsubscribe, only the inbox.
 
 Exits 0 when everything holds; prints what failed otherwise.
 """
@@ -15,6 +18,8 @@ Exits 0 when everything holds; prints what failed otherwise.
 from __future__ import annotations
 
 import asyncio
+import hashlib
+import hmac
 import json
 import os
 import shlex
@@ -22,6 +27,9 @@ import subprocess
 import sys
 import tempfile
 import time
+import urllib.request
+import uuid
+import warnings
 
 import mcp.types as types
 from mcp import ClientSession, StdioServerParameters
@@ -174,6 +182,79 @@ def raw_session(binary: str, env: dict[str, str]) -> None:
     check_stdout_lines(lines, "raw session")
 
 
+def post_inbound(url: str, secret: str, phone_number_id: str, sender: str, text: str) -> float:
+    """POST a signed inbound text webhook; returns the monotonic time the 200 arrived."""
+    now = int(time.time())
+    body = json.dumps({"object": "whatsapp_business_account", "entry": [{"id": "200000000000777", "time": now,
+        "changes": [{"field": "messages", "value": {
+            "messaging_product": "whatsapp",
+            "metadata": {"display_phone_number": "15550100000", "phone_number_id": phone_number_id},
+            "contacts": [{"profile": {"name": "Py"}, "wa_id": sender}],
+            "messages": [{"from": sender, "id": f"wamid.PY{uuid.uuid4().hex}", "timestamp": str(now),
+                          "type": "text", "text": {"body": text}}]}}]}]}).encode()
+    signature = "sha256=" + hmac.new(secret.encode(), body, hashlib.sha256).hexdigest()
+    req = urllib.request.Request(url, data=body, method="POST", headers={
+        "Content-Type": "application/json", "X-Hub-Signature-256": signature})
+    with urllib.request.urlopen(req, timeout=30) as resp:
+        assert resp.status == 200, f"webhook answered {resp.status}"
+        return time.monotonic()
+
+
+async def live_session(binary: str, env: dict[str, str]) -> None:
+    url, secret = env["WEBHOOK_URL"], env["WEBHOOK_SECRET"]
+    phone_number_id = env["PLATFORM_PHONE_NUMBER_ID"]
+    updates: asyncio.Queue = asyncio.Queue()
+
+    async def on_message(message) -> None:
+        if isinstance(message, types.ResourceUpdatedNotification):
+            updates.put_nowait((str(message.params.uri), time.monotonic()))
+
+    async def next_update(what: str) -> tuple[str, float]:
+        try:
+            return await asyncio.wait_for(updates.get(), timeout=10)
+        except asyncio.TimeoutError:
+            raise AssertionError(f"no notifications/resources/updated within 10 s: {what}") from None
+
+    def customer() -> str:
+        return "6281" + str(uuid.uuid4().int % 10**9).zfill(9)
+
+    params = StdioServerParameters(command=binary, env=env)
+    with open(os.devnull, "w") as errlog, warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # resources/subscribe is the 2025-11-25 way, on purpose
+        async with stdio_client(params, errlog=errlog) as (read, write):
+            async with ClientSession(read, write, message_handler=on_message) as session:
+                init = await session.initialize()
+                caps = init.capabilities.resources
+                assert caps is not None and caps.subscribe, f"resources capability: {caps!r}"
+                listed = [str(r.uri) for r in (await session.list_resources()).resources]
+                assert listed == ["warden://inbox"], listed
+                templates = [t.uri_template for t in (await session.list_resource_templates()).resource_templates]
+                assert templates == ["warden://conversations/{customer_id}"], templates
+
+                ana, ben = customer(), customer()
+                conv = f"warden://conversations/{ana}"
+                await session.subscribe_resource("warden://inbox")
+                await session.subscribe_resource(conv)
+                at = await asyncio.to_thread(post_inbound, url, secret, phone_number_id, ana, "hello")
+                got = [await next_update("after the inbound message"), await next_update("after the inbound message")]
+                assert sorted(u for u, _ in got) == [conv, "warden://inbox"], got
+                latency = max(0.0, max(t for _, t in got) - at)
+                print(f"live updates: webhook 200 -> notification {latency * 1000:.1f} ms")
+                read = await session.read_resource(conv)
+                history = json.loads(read.contents[0].text)
+                assert history["messages"][0]["text"] == "hello", history
+                inbox = json.loads((await session.read_resource("warden://inbox")).contents[0].text)
+                assert ana in [i["customer_id"] for i in inbox["items"]], inbox
+
+                await session.unsubscribe_resource(conv)
+                await asyncio.to_thread(post_inbound, url, secret, phone_number_id, ana, "again")
+                await asyncio.to_thread(post_inbound, url, secret, phone_number_id, ben, "me too")
+                after = [(await next_update("inbox after unsubscribe"))[0],
+                         (await next_update("inbox after unsubscribe"))[0]]
+                assert after == ["warden://inbox", "warden://inbox"], after
+                assert updates.empty(), f"unexpected updates after unsubscribe: {updates!r}"
+
+
 def main() -> int:
     binary = sys.argv[1]
     env = dict(os.environ)
@@ -183,6 +264,10 @@ def main() -> int:
         with open(tee_path, "rb") as f:
             check_stdout_lines(f.read().splitlines(keepends=True), "SDK session")
     raw_session(binary, env)
+    if env.get("WEBHOOK_URL"):
+        asyncio.run(live_session(binary, env))
+    else:
+        print("live updates: skipped (no WEBHOOK_URL)")
     print("stdio session: ok")
     return 0
 

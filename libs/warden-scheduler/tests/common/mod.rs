@@ -440,6 +440,9 @@ pub fn test_config(owner: &str) -> Config {
         relay_min_age: Duration::from_millis(0),
         relay_stale_after: Duration::from_secs(120),
         batch_publish: true,
+        content_retention: warden_settings::DEFAULT_CONTENT_RETENTION,
+        retention_every: Duration::from_secs(60),
+        retention_batch: 1000,
     }
 }
 

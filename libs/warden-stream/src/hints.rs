@@ -1,0 +1,169 @@
+//! Conversation hints: "something changed for this customer" on NATS core (not JetStream).
+//!
+//! Whoever changes what a conversation shows (the webhook storing an inbound message or a
+//! status, the dispatcher recording an outcome, a send being accepted) publishes a hint on
+//! `<stream lower-case>.hints.conversations.<customer token>`; gateways subscribed to the
+//! wildcard tell their MCP subscribers `notifications/resources/updated`. A hint carries no
+//! content (only the kind of change) and may be lost: it is a wake-up, the database stays
+//! the truth, and readers always read it again. Namespacing by the stream name keeps
+//! deployments (and test runs) sharing one NATS apart, like the delivery subjects.
+
+use futures::StreamExt;
+use warden_settings::Settings;
+
+/// What kind of change a hint announces (its payload; no message content ever).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum HintKind {
+    /// A new inbound message was stored.
+    Inbound,
+    /// An outbound message moved (accepted, sent, delivered, read, failed).
+    Status,
+}
+
+impl HintKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            HintKind::Inbound => "inbound",
+            HintKind::Status => "status",
+        }
+    }
+
+    fn parse(s: &[u8]) -> Option<Self> {
+        match s {
+            b"inbound" => Some(HintKind::Inbound),
+            b"status" => Some(HintKind::Status),
+            _ => None,
+        }
+    }
+}
+
+/// One received hint: the customer's subject token and the kind.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Hint {
+    pub token: String,
+    pub kind: Option<HintKind>,
+}
+
+/// The subject token for a customer id. Phone numbers (digits) are their own token; any
+/// character NATS gives a meaning to (`.`, `*`, `>`, spaces) becomes `_`. Two customers
+/// sharing a token only cost each other a spurious wake-up.
+pub fn token(customer: &str) -> String {
+    let t: String = customer
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    if t.is_empty() { "_".into() } else { t }
+}
+
+/// Publishes and subscribes conversation hints on one NATS connection.
+#[derive(Clone)]
+pub struct Hints {
+    client: async_nats::Client,
+    prefix: String,
+}
+
+impl Hints {
+    pub fn new(client: async_nats::Client, settings: &Settings) -> Self {
+        Hints {
+            client,
+            prefix: format!(
+                "{}.hints.conversations",
+                settings.delivery_stream.to_lowercase()
+            ),
+        }
+    }
+
+    /// The subject of one customer's hints.
+    pub fn subject(&self, customer: &str) -> String {
+        format!("{}.{}", self.prefix, token(customer))
+    }
+
+    /// The wildcard a gateway subscribes to.
+    pub fn wildcard(&self) -> String {
+        format!("{}.*", self.prefix)
+    }
+
+    /// Publish one hint. Fire and forget: a lost hint delays a notification, never
+    /// loses data, so a NATS problem is logged and not returned.
+    pub async fn publish(&self, customer: &str, kind: HintKind) {
+        let subject = self.subject(customer);
+        if let Err(e) = self
+            .client
+            .publish(subject, kind.as_str().as_bytes().to_vec().into())
+            .await
+        {
+            tracing::warn!(error = %e, "conversation hint not published");
+        }
+    }
+
+    /// Publish a hint for each customer (once each).
+    pub async fn publish_all<'a>(
+        &self,
+        customers: impl IntoIterator<Item = &'a str>,
+        kind: HintKind,
+    ) {
+        let mut seen = std::collections::HashSet::new();
+        for c in customers {
+            if seen.insert(c) {
+                self.publish(c, kind).await;
+            }
+        }
+        // Hints wait for nobody: push them out now rather than on the client's next tick.
+        if !seen.is_empty()
+            && let Err(e) = self.client.flush().await
+        {
+            tracing::warn!(error = %e, "conversation hints not flushed");
+        }
+    }
+
+    /// One round trip to the NATS server: when it returns, the server has processed
+    /// everything this connection sent before (a subscription is in place). A request
+    /// nobody answers comes back at once as "no responders".
+    pub async fn round_trip(&self, within: std::time::Duration) -> Result<(), String> {
+        use async_nats::RequestErrorKind;
+        let subject = format!("_warden.ping.{}", uuid::Uuid::new_v4().simple());
+        match tokio::time::timeout(within, self.client.request(subject, "".into())).await {
+            Err(_) => Err(format!("NATS did not answer within {within:?}")),
+            Ok(Ok(_)) => Ok(()),
+            Ok(Err(e)) if e.kind() == RequestErrorKind::NoResponders => Ok(()),
+            Ok(Err(e)) => Err(e.to_string()),
+        }
+    }
+
+    /// Every hint from now on, as a stream of [`Hint`]s.
+    pub async fn subscribe(
+        &self,
+    ) -> Result<impl futures::Stream<Item = Hint> + Send + 'static, async_nats::SubscribeError>
+    {
+        let prefix_len = self.prefix.len() + 1;
+        let sub = self.client.subscribe(self.wildcard()).await?;
+        Ok(sub.map(move |m| Hint {
+            token: m
+                .subject
+                .as_str()
+                .get(prefix_len..)
+                .unwrap_or("")
+                .to_string(),
+            kind: HintKind::parse(&m.payload),
+        }))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tokens_are_single_subject_tokens() {
+        assert_eq!(token("628123456789"), "628123456789");
+        assert_eq!(token("US.ENT.abc"), "US_ENT_abc");
+        assert_eq!(token("a*b>c d"), "a_b_c_d");
+        assert_eq!(token(""), "_");
+    }
+}
