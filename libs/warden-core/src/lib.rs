@@ -24,6 +24,7 @@ pub mod outcomes;
 pub mod platform_errors;
 pub mod platform_events;
 pub mod policy_file;
+pub mod quote;
 pub mod recheck;
 pub mod reconcile;
 pub mod retries;

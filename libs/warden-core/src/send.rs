@@ -29,6 +29,7 @@ use warden_rules::compliance::{Decision, ReasonCode};
 use warden_rules::kinds::{Category, ContentKind, MessageType, TemplateCategory};
 use warden_rules::message_status::MessageStatus;
 use warden_rules::phone::PhoneNumber;
+use warden_rules::rich::{RICH_TYPES, RichMessage};
 use warden_store::models::Message;
 use warden_store::schema::messages;
 use warden_store::tx::{Abort, TxError, transact_on};
@@ -66,6 +67,8 @@ pub enum SendKind {
         locale: String,
         variables: Vec<String>,
     },
+    /// Media, interactive, location or reaction, in the platform's shape (free-form).
+    Rich(RichMessage),
 }
 
 impl SendKind {
@@ -81,6 +84,7 @@ impl SendKind {
                 "type": "template",
                 "template": {"name": name, "locale": locale, "variables": variables},
             }),
+            SendKind::Rich(m) => m.to_json(),
         }
     }
 
@@ -105,6 +109,9 @@ impl SendKind {
                 warden_rules::templates::check_parameters(variables)
                     .map_err(|e| SendError::InvalidVariables(e.to_string()))
             }
+            SendKind::Rich(m) => m
+                .validate()
+                .map_err(|e| SendError::InvalidArgument(e.to_string())),
         }
     }
 
@@ -147,6 +154,9 @@ impl SendKind {
                     variables,
                 })
             }
+            Some(kind) if RICH_TYPES.contains(&kind) => RichMessage::from_json(content)
+                .map(SendKind::Rich)
+                .map_err(|e| ContentError::Rich(e.to_string())),
             Some(other) => Err(ContentError::UnsupportedType(other.to_owned())),
             None => Err(ContentError::MissingType),
         }
@@ -165,9 +175,14 @@ pub enum ContentError {
     /// The template's `variables` are not a list of values (or numbered values).
     #[error("{0}")]
     Variables(String),
-    #[error("content type `{0}` is not supported; use `text` or `template`")]
+    /// A media, interactive, location or reaction body that breaks a platform rule.
+    #[error("{0}")]
+    Rich(String),
+    #[error(
+        "content type `{0}` is not supported; use text, template, image, video, audio, document, sticker, interactive, location or reaction"
+    )]
     UnsupportedType(String),
-    #[error("content needs a `type` (`text` or `template`)")]
+    #[error("content needs a `type` (`text`, `template`, `image`, `interactive`, ...)")]
     MissingType,
 }
 
@@ -547,7 +562,7 @@ impl Core {
         // Only rows inserted here (campaign recipients refused before their template was
         // judged) need it; a template of unknown category is recorded as utility.
         let category = match req.kind {
-            SendKind::Text { .. } => Category::Service,
+            SendKind::Text { .. } | SendKind::Rich(_) => Category::Service,
             SendKind::Template { .. } => Category::Utility,
         };
         let actor = req.actor;
@@ -752,7 +767,7 @@ async fn insert_message(
 ) -> QueryResult<usize> {
     let (template_name, template_locale) = match &req.kind {
         SendKind::Template { name, locale, .. } => (Some(name.as_str()), Some(locale.as_str())),
-        SendKind::Text { .. } => (None, None),
+        SendKind::Text { .. } | SendKind::Rich(_) => (None, None),
     };
     diesel::insert_into(messages::table)
         .values((

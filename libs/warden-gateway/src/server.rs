@@ -39,7 +39,9 @@ impl Gateway {
                 + Self::action_tools()
                 + Self::campaign_tools()
                 + Self::account_tools()
-                + Self::ops_tools(),
+                + Self::ops_tools()
+                + Self::rich_tools()
+                + Self::media_tools(),
         })
     }
 }

@@ -97,6 +97,46 @@ fn spec() -> HashMap<&'static str, (Vec<&'static str>, Vec<&'static str>)> {
         ("archive_chat", (vec!["conversation_id"], vec![])),
         ("get_campaign", (vec!["campaign_id"], vec![])),
         ("resume_campaign", (vec!["campaign_id"], vec![])),
+        // Rich messages and media (CONTRACT.md "Rich messages", "Conversations").
+        (
+            "send_media",
+            (
+                vec!["to", "media_type"],
+                vec![
+                    "link", "media_id", "caption", "filename", "channel", "reply_to",
+                ],
+            ),
+        ),
+        (
+            "upload_media",
+            (vec!["data", "mime_type"], vec!["filename"]),
+        ),
+        (
+            "send_interactive",
+            (
+                vec!["to", "kind", "body"],
+                vec![
+                    "buttons",
+                    "sections",
+                    "button_label",
+                    "url",
+                    "display_text",
+                    "header",
+                    "footer",
+                    "channel",
+                    "reply_to",
+                ],
+            ),
+        ),
+        ("react_to_message", (vec!["message_id"], vec!["emoji"])),
+        (
+            "send_location",
+            (
+                vec!["to", "latitude", "longitude"],
+                vec!["name", "address", "channel", "reply_to"],
+            ),
+        ),
+        ("get_media", (vec!["media_id"], vec![])),
     ])
 }
 
@@ -106,9 +146,12 @@ const NUMBER_PARAMS: &[(&str, &str)] = &[
     ("list_templates", "limit"),
     ("list_templates", "offset"),
     ("estimate_cost", "quantity"),
+    ("send_location", "latitude"),
+    ("send_location", "longitude"),
 ];
 
 const READ_ONLY: &[&str] = &[
+    "get_media",
     "check_compliance",
     "explain_error",
     "check_conversation",
@@ -157,7 +200,7 @@ async fn catalogue_schemas_annotations_and_server_info() {
     let expected: BTreeSet<&str> = spec.keys().copied().collect();
     assert_eq!(
         names, expected,
-        "exactly the 24 spec tools plus get_campaign and resume_campaign"
+        "exactly the 24 spec tools plus get_campaign, resume_campaign and the rich-message and media tools"
     );
 
     for (name, (req, opt)) in &spec {
@@ -360,7 +403,7 @@ async fn works_with_protocol_versions_2025_06_18_2025_11_25_and_2026_07_28() {
             info.server_info.clone().unwrap().name,
             "warden-gateway-test"
         );
-        assert_eq!(client.list_all_tools().await.unwrap().len(), 26);
+        assert_eq!(client.list_all_tools().await.unwrap().len(), 32);
         let res = client
             .call_tool(
                 rmcp::model::CallToolRequestParams::new("explain_error")
@@ -394,7 +437,7 @@ async fn works_with_protocol_versions_2025_06_18_2025_11_25_and_2026_07_28() {
         info.server_info.clone().unwrap().name,
         "warden-gateway-test"
     );
-    assert_eq!(client.list_all_tools().await.unwrap().len(), 26);
+    assert_eq!(client.list_all_tools().await.unwrap().len(), 32);
     let res = client
         .call_tool(
             rmcp::model::CallToolRequestParams::new("get_delivery_status")

@@ -15,8 +15,10 @@
 //! # Ok(()) }
 //! ```
 
+pub mod bodies;
 pub mod config;
 pub mod http;
+pub mod media;
 pub mod state;
 pub mod templates;
 pub mod webhooks;

@@ -116,6 +116,9 @@ pub struct MessageStat {
     pub count: u64,
     pub wamid: String,
     pub recipient: String,
+    /// The send's `type` (text, template, image, interactive, ...), of the latest send.
+    #[serde(rename = "type")]
+    pub kind: String,
 }
 
 #[derive(Default)]
@@ -167,6 +170,8 @@ pub struct Accepted<'a> {
     pub callback: Option<String>,
     pub pricing_category: &'a str,
     pub billable: bool,
+    /// The send's `type`.
+    pub kind: &'a str,
 }
 
 /// The outcome of an accepted send.
@@ -186,6 +191,8 @@ pub struct Sim {
     wamid_seq: AtomicU64,
     template_seq: AtomicU64,
     pub webhooks: Option<Arc<WebhookQueue>>,
+    /// Uploaded media (`POST /{phone}/media`, `POST /sim/media`).
+    pub media: crate::media::MediaStore,
     /// Runtime for timers, so they outlive the HTTP worker that scheduled them.
     runtime: tokio::runtime::Handle,
 }
@@ -208,6 +215,7 @@ impl Sim {
             wamid_seq: AtomicU64::new(1),
             template_seq: AtomicU64::new(1),
             webhooks,
+            media: crate::media::MediaStore::default(),
             runtime,
         };
         {
@@ -338,6 +346,7 @@ impl Sim {
                     Some(m) => {
                         m.count += 1;
                         m.wamid.clone_from(&wamid);
+                        a.kind.clone_into(&mut m.kind);
                         true
                     }
                     None => {
@@ -347,6 +356,7 @@ impl Sim {
                                 count: 1,
                                 wamid: wamid.clone(),
                                 recipient: a.to_digits.clone(),
+                                kind: a.kind.to_owned(),
                             },
                         );
                         false
