@@ -15,7 +15,7 @@ use chrono::{TimeDelta, Utc};
 use diesel::prelude::*;
 use diesel_async::RunQueryDsl;
 use rmcp::RoleClient;
-use rmcp::model::{CallToolRequestParams, CallToolResult, RawContent};
+use rmcp::model::{CallToolRequestParams, CallToolResult, ContentBlock};
 use rmcp::service::RunningService;
 use serde_json::{Value, json};
 use uuid::Uuid;
@@ -280,8 +280,8 @@ async fn every_kind_goes_tool_to_platform_and_back() {
     let image = res
         .content
         .iter()
-        .find_map(|c| match &c.raw {
-            RawContent::Image(i) => Some(i.clone()),
+        .find_map(|c| match c {
+            ContentBlock::Image(i) => Some(i.clone()),
             _ => None,
         })
         .expect("an image content block");
@@ -373,7 +373,7 @@ async fn every_kind_goes_tool_to_platform_and_back() {
         .load(&mut c)
         .await
         .unwrap();
-    assert_eq!(categories.len(), 9);
+    assert_eq!(categories.len(), 8);
     assert!(categories.iter().all(|c| c == "service"), "{categories:?}");
 }
 
@@ -386,7 +386,7 @@ async fn get_media_content_blocks_and_limits() {
     assert!(
         res.content
             .iter()
-            .any(|c| matches!(&c.raw, RawContent::Audio(a) if a.mime_type == "audio/ogg"))
+            .any(|c| matches!(c, ContentBlock::Audio(a) if a.mime_type == "audio/ogg"))
     );
     let pdf = s
         .sim_media("application/pdf", b"%PDF-1.4 test".to_vec())
@@ -395,8 +395,8 @@ async fn get_media_content_blocks_and_limits() {
     let blob = res
         .content
         .iter()
-        .find_map(|c| match &c.raw {
-            RawContent::Resource(r) => Some(serde_json::to_value(&r.resource).unwrap()),
+        .find_map(|c| match c {
+            ContentBlock::Resource(r) => Some(serde_json::to_value(&r.resource).unwrap()),
             _ => None,
         })
         .expect("an embedded resource");

@@ -54,6 +54,16 @@ pub struct RichError {
     pub problem: String,
 }
 
+/// A caller's value quoted in a message: at most 40 characters, so a message stays short
+/// whatever was sent.
+fn shown(value: &str) -> String {
+    let mut out: String = value.chars().take(40).collect();
+    if value.chars().count() > 40 {
+        out.push('…');
+    }
+    format!("{out:?}")
+}
+
 fn err(field: impl Into<String>, problem: impl Into<String>) -> RichError {
     RichError {
         field: field.into(),
@@ -138,7 +148,10 @@ impl MediaType {
             .ok_or_else(|| {
                 err(
                     "media_type",
-                    format!("is {s:?}; use image, video, audio, document or sticker"),
+                    format!(
+                        "is {}; use image, video, audio, document or sticker",
+                        shown(s)
+                    ),
                 )
             })
     }
@@ -227,7 +240,7 @@ impl InteractiveType {
             "cta_url" => Ok(Self::CtaUrl),
             _ => Err(err(
                 "kind",
-                format!("is {s:?}; use buttons, list or cta_url"),
+                format!("is {}; use buttons, list or cta_url", shown(s)),
             )),
         }
     }
@@ -720,12 +733,15 @@ impl RichMessage {
                 "type" | "context" | "messaging_product" | "to" | "recipient_type"
             ) && key != kind
             {
-                return Err(err(key, format!("is not part of a {kind} message")));
+                return Err(err(
+                    shown(key),
+                    format!("is not part of a {} message", shown(kind)),
+                ));
             }
         }
         let inner = obj
             .get(kind)
-            .ok_or_else(|| err(kind, format!("is required for type {kind}")))?;
+            .ok_or_else(|| err(shown(kind), "is required for that type"))?;
         fn parse<T: serde::de::DeserializeOwned>(kind: &str, v: &Value) -> Result<T, RichError> {
             serde_json::from_value(v.clone()).map_err(|e| err(kind, format!("is not valid: {e}")))
         }
@@ -738,7 +754,10 @@ impl RichMessage {
                 _ => {
                     return Err(err(
                         "type",
-                        format!("{other:?} is not a rich message type; use one of {RICH_TYPES:?}"),
+                        format!(
+                            "{} is not a rich message type; use one of {RICH_TYPES:?}",
+                            shown(other)
+                        ),
                     ));
                 }
             },
@@ -813,9 +832,10 @@ pub fn check_upload(mime_type: &str, data: &[u8]) -> Result<(MediaType, usize), 
             return Err(err(
                 "mime_type",
                 format!(
-                    "is {mime_type:?}, which the platform does not take; use image/jpeg, image/png, video/mp4, \
+                    "is {}, which the platform does not take; use image/jpeg, image/png, video/mp4, \
                      video/3gpp, audio/aac, audio/amr, audio/mpeg, audio/mp4, audio/ogg, image/webp (sticker), \
-                     application/pdf, text/plain or an office document type"
+                     application/pdf, text/plain or an office document type",
+                    shown(mime_type)
                 ),
             ));
         }
@@ -827,7 +847,7 @@ pub fn check_upload(mime_type: &str, data: &[u8]) -> Result<(MediaType, usize), 
         return Err(err(
             "data",
             format!(
-                "is {} bytes; a {} upload ({mime}) may have at most {label} ({limit} bytes)",
+                "is {} bytes; a {} upload may have at most {label} ({limit} bytes)",
                 data.len(),
                 kind.as_str()
             ),

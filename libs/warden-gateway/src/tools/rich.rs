@@ -174,7 +174,7 @@ INVALID_ARGUMENT (names the parameter and the limit), NOT_FOUND (reply_to or mes
 /// A rule broken: INVALID_ARGUMENT naming the field and the limit.
 pub(crate) fn rich_error(e: RichError) -> ToolError {
     ToolError::invalid(
-        format!("The parameter {e}."),
+        format!("The parameter {}.", crate::text::detail(e)),
         "Fix that parameter to fit the platform's limit and call again.",
     )
 }
