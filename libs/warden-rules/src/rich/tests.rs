@@ -155,7 +155,7 @@ fn context_round_trips() {
         field(
             &json!({"type": "location", "location": {"latitude": 1, "longitude": 2}, "extra": 1})
         ),
-        "extra"
+        "\"extra\""
     );
 }
 
