@@ -643,8 +643,8 @@ pub fn check_emoji(emoji: &str) -> Result<(), RichError> {
 pub enum RichBody {
     /// image, video, audio, document, sticker.
     Media(MediaType, MediaObject),
-    /// Buttons, list or CTA URL.
-    Interactive(Interactive),
+    /// Buttons, list or CTA URL (boxed: by far the largest).
+    Interactive(Box<Interactive>),
     /// A pin on the map.
     Location(Location),
     /// An emoji on an earlier message.
@@ -746,7 +746,7 @@ impl RichMessage {
             serde_json::from_value(v.clone()).map_err(|e| err(kind, format!("is not valid: {e}")))
         }
         let body = match kind {
-            "interactive" => RichBody::Interactive(parse(kind, inner)?),
+            "interactive" => RichBody::Interactive(Box::new(parse(kind, inner)?)),
             "location" => RichBody::Location(parse(kind, inner)?),
             "reaction" => RichBody::Reaction(parse(kind, inner)?),
             other => match MediaType::parse(other) {

@@ -353,7 +353,7 @@ impl Gateway {
         };
         let channel = a.channel()?;
         let reply_to = uuid_arg(&a, "reply_to")?;
-        self.send_rich(phone, channel, RichBody::Interactive(interactive), reply_to)
+        self.send_rich(phone, channel, RichBody::Interactive(Box::new(interactive)), reply_to)
             .await
     }
 

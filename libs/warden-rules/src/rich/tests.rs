@@ -242,7 +242,7 @@ fn rich() -> impl Strategy<Value = RichMessage> {
         proptest::option::of(label(60)),
     )
         .prop_map(|(body, titles, footer)| {
-            RichBody::Interactive(Interactive {
+            RichBody::Interactive(Box::new(Interactive {
                 kind: InteractiveType::Buttons,
                 header: None,
                 body: TextObject { text: body },
@@ -263,7 +263,7 @@ fn rich() -> impl Strategy<Value = RichMessage> {
                     ),
                     ..Action::default()
                 },
-            })
+            }))
         });
     let list = (
         label(60),
@@ -271,7 +271,7 @@ fn rich() -> impl Strategy<Value = RichMessage> {
         proptest::collection::vec((label(24), proptest::option::of(label(72))), 1..=10),
     )
         .prop_map(|(header, button, rows)| {
-            RichBody::Interactive(Interactive {
+            RichBody::Interactive(Box::new(Interactive {
                 kind: InteractiveType::List,
                 header: Some(Header {
                     kind: "text".into(),
@@ -300,7 +300,7 @@ fn rich() -> impl Strategy<Value = RichMessage> {
                     }]),
                     ..Action::default()
                 },
-            })
+            }))
         });
     // Micro-degrees (what a GPS gives): decimal text that parses back exactly.
     let location = (
