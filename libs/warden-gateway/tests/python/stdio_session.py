@@ -34,11 +34,12 @@ ALL_TOOLS = {
     "sync_template_status", "schedule_message", "schedule_campaign", "cancel_campaign",
     "pause_campaign", "get_account_quality", "estimate_cost", "estimate_pricing",
     "create_template", "sync_webhooks", "archive_chat", "get_campaign", "resume_campaign",
+    "send_media", "upload_media", "send_interactive", "send_location", "react_to_message", "get_media",
 }
 READ_ONLY = {
     "check_compliance", "explain_error", "check_conversation", "check_frequency_cap",
     "get_customer_context", "get_delivery_status", "get_rate_limit", "list_conversations",
-    "list_templates", "estimate_cost", "estimate_pricing", "get_campaign",
+    "list_templates", "estimate_cost", "estimate_pricing", "get_campaign", "get_media",
 }
 UNKNOWN_ID = "00000000-0000-4000-8000-000000000000"
 
