@@ -148,7 +148,11 @@ async fn rich_bodies_are_checked_like_the_platform() {
     let bad = [
         (send("628123", "carrier_pigeon", json!({})), 131051),
         (
-            send("628123", "audio", json!({"link": "https://x.io/a.ogg", "caption": "no"})),
+            send(
+                "628123",
+                "audio",
+                json!({"link": "https://x.io/a.ogg", "caption": "no"}),
+            ),
             131009,
         ),
         (send("628123", "image", json!({"link": "ftp://x"})), 131009),

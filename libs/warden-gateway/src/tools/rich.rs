@@ -353,8 +353,13 @@ impl Gateway {
         };
         let channel = a.channel()?;
         let reply_to = uuid_arg(&a, "reply_to")?;
-        self.send_rich(phone, channel, RichBody::Interactive(Box::new(interactive)), reply_to)
-            .await
+        self.send_rich(
+            phone,
+            channel,
+            RichBody::Interactive(Box::new(interactive)),
+            reply_to,
+        )
+        .await
     }
 
     async fn send_location_impl(&self, a: Args) -> ToolResult<SendOut> {
