@@ -28,6 +28,7 @@ pub mod platform_errors;
 pub mod platform_events;
 pub mod policy_file;
 pub mod privacy;
+pub mod quote;
 pub mod read_receipts;
 pub mod recheck;
 pub mod reconcile;

@@ -60,7 +60,7 @@ pub async fn schedule_message(
     let mut conn = pg.get().await.map_err(DbError::from)?;
     let mut canonical = None;
     let template_category = match &req.kind {
-        SendKind::Text { .. } => None,
+        SendKind::Text { .. } | SendKind::Rich(_) => None,
         SendKind::Template {
             name,
             locale,
@@ -129,7 +129,7 @@ pub async fn schedule_message(
         async move {
             let (template_name, template_locale) = match &req.kind {
                 SendKind::Template { name, locale, .. } => (Some(name), Some(locale)),
-                SendKind::Text { .. } => (None, None),
+                SendKind::Text { .. } | SendKind::Rich(_) => (None, None),
             };
             crate::customers::ensure(c, &req.phone).await?;
             diesel::insert_into(messages::table)

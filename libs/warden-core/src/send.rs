@@ -29,6 +29,7 @@ use warden_rules::compliance::{Decision, ReasonCode};
 use warden_rules::kinds::{Category, ContentKind, MessageType, TemplateCategory};
 use warden_rules::message_status::MessageStatus;
 use warden_rules::phone::PhoneNumber;
+use warden_rules::rich::{RICH_TYPES, RichMessage};
 use warden_rules::template_params::{Variables, named_body_component};
 use warden_store::models::Message;
 use warden_store::schema::messages;
@@ -71,6 +72,8 @@ pub enum SendKind {
         /// empty for a body-only send. Checked against the stored template.
         components: Vec<Value>,
     },
+    /// Media, interactive, location or reaction, in the platform's shape (free-form).
+    Rich(RichMessage),
 }
 
 impl SendKind {
@@ -91,6 +94,7 @@ impl SendKind {
                 }
                 json!({"type": "template", "template": t})
             }
+            SendKind::Rich(m) => m.to_json(),
         }
     }
 
@@ -116,6 +120,9 @@ impl SendKind {
                 warden_rules::templates::check_parameters(variables)
                     .map_err(|e| SendError::InvalidVariables(e.to_string()))
             }
+            SendKind::Rich(m) => m
+                .validate()
+                .map_err(|e| SendError::InvalidArgument(e.to_string())),
         }
     }
 
@@ -173,6 +180,9 @@ impl SendKind {
                     components,
                 })
             }
+            Some(kind) if RICH_TYPES.contains(&kind) => RichMessage::from_json(content)
+                .map(SendKind::Rich)
+                .map_err(|e| ContentError::Rich(e.to_string())),
             Some(other) => Err(ContentError::UnsupportedType(other.to_owned())),
             None => Err(ContentError::MissingType),
         }
@@ -193,9 +203,14 @@ pub enum ContentError {
     Variables(String),
     #[error("template.components must be a JSON array of header, body and button components")]
     Components,
-    #[error("content type `{0}` is not supported; use `text` or `template`")]
+    /// A media, interactive, location or reaction body that breaks a platform rule.
+    #[error("{0}")]
+    Rich(String),
+    #[error(
+        "content type `{0}` is not supported; use text, template, image, video, audio, document, sticker, interactive, location or reaction"
+    )]
     UnsupportedType(String),
-    #[error("content needs a `type` (`text` or `template`)")]
+    #[error("content needs a `type` (`text`, `template`, `image`, `interactive`, ...)")]
     MissingType,
 }
 
@@ -605,7 +620,7 @@ impl Core {
         // Only rows inserted here (campaign recipients refused before their template was
         // judged) need it; a template of unknown category is recorded as utility.
         let category = match req.kind {
-            SendKind::Text { .. } => Category::Service,
+            SendKind::Text { .. } | SendKind::Rich(_) => Category::Service,
             SendKind::Template { .. } => Category::Utility,
         };
         let actor = req.actor;
@@ -810,7 +825,7 @@ async fn insert_message(
 ) -> QueryResult<usize> {
     let (template_name, template_locale) = match &req.kind {
         SendKind::Template { name, locale, .. } => (Some(name.as_str()), Some(locale.as_str())),
-        SendKind::Text { .. } => (None, None),
+        SendKind::Text { .. } | SendKind::Rich(_) => (None, None),
     };
     diesel::insert_into(messages::table)
         .values((

@@ -2,7 +2,8 @@
 //!
 //! `messages.content` is what warden-core wrote (`SendKind::to_content`):
 //! `{"type":"text","text":{"body":..}}` or
-//! `{"type":"template","template":{"name","locale","variables":[..]}}`; it is read back
+//! `{"type":"template","template":{"name","locale","variables":[..]}}`, or a rich body
+//! in the platform's own shape (`{"type":"image","image":{..},"context"?:{..}}`); it is read back
 //! with `SendKind::from_content`, which also takes `language` for the locale and numbered
 //! variable objects. The row's `template_name`/`template_locale` fill gaps.
 
@@ -59,6 +60,8 @@ pub fn build(m: &Stored<'_>) -> Result<SendRequest, ContentError> {
                 .map_err(|_| ContentError::Components)?;
             SendRequest::template_with_components(m.to, name, locale, components)
         }
+        // Stored in the platform's shape already: only `to` is added.
+        SendKind::Rich(rich) => SendRequest::rich(m.to, &rich.to_json()),
     };
     Ok(req.with_callback_data(m.message_id))
 }
@@ -153,5 +156,27 @@ mod tests {
         assert!(build(&stored(&c)).is_err());
         let c = json!({"type": "image"});
         assert!(build(&stored(&c)).is_err());
+        let c = json!({"type": "contacts", "contacts": []});
+        assert!(build(&stored(&c)).is_err());
+    }
+
+    #[test]
+    fn rich_content_is_the_platform_body() {
+        for c in [
+            json!({"type": "image", "image": {"link": "https://x.io/a.jpg", "caption": "c"},
+                   "context": {"message_id": "wamid.Q"}}),
+            json!({"type": "interactive", "interactive": {"type": "button", "body": {"text": "b"},
+                   "action": {"buttons": [{"type": "reply", "reply": {"id": "y", "title": "Yes"}}]}}}),
+            json!({"type": "location", "location": {"latitude": -6.2, "longitude": 106.8}}),
+            json!({"type": "reaction", "reaction": {"message_id": "wamid.I", "emoji": ""}}),
+        ] {
+            let mut body = serde_json::to_value(build(&stored(&c)).unwrap()).unwrap();
+            let obj = body.as_object_mut().unwrap();
+            assert_eq!(obj.remove("messaging_product").unwrap(), "whatsapp");
+            assert_eq!(obj.remove("recipient_type").unwrap(), "individual");
+            assert_eq!(obj.remove("to").unwrap(), "628123456789");
+            assert_eq!(obj.remove("biz_opaque_callback_data").unwrap(), "m-1");
+            assert_eq!(body, c);
+        }
     }
 }

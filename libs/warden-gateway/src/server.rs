@@ -52,7 +52,9 @@ impl Gateway {
                 + Self::campaign_tools()
                 + Self::account_tools()
                 + Self::ops_tools()
-                + Self::listen_tools(),
+                + Self::listen_tools()
+                + Self::rich_tools()
+                + Self::media_tools(),
         })
     }
 }

@@ -106,6 +106,46 @@ fn spec() -> HashMap<&'static str, (Vec<&'static str>, Vec<&'static str>)> {
             "mark_as_read",
             (vec!["message_id"], vec!["typing_indicator"]),
         ),
+        // Rich messages and media (CONTRACT.md "Rich messages", "Conversations").
+        (
+            "send_media",
+            (
+                vec!["to", "media_type"],
+                vec![
+                    "link", "media_id", "caption", "filename", "channel", "reply_to",
+                ],
+            ),
+        ),
+        (
+            "upload_media",
+            (vec!["data", "mime_type"], vec!["filename"]),
+        ),
+        (
+            "send_interactive",
+            (
+                vec!["to", "kind", "body"],
+                vec![
+                    "buttons",
+                    "sections",
+                    "button_label",
+                    "url",
+                    "display_text",
+                    "header",
+                    "footer",
+                    "channel",
+                    "reply_to",
+                ],
+            ),
+        ),
+        ("react_to_message", (vec!["message_id"], vec!["emoji"])),
+        (
+            "send_location",
+            (
+                vec!["to", "latitude", "longitude"],
+                vec!["name", "address", "channel", "reply_to"],
+            ),
+        ),
+        ("get_media", (vec!["media_id"], vec![])),
     ])
 }
 
@@ -118,11 +158,14 @@ const NUMBER_PARAMS: &[(&str, &str)] = &[
     ("get_conversation_history", "limit"),
     ("list_inbox", "limit"),
     ("list_inbox", "offset"),
+    ("send_location", "latitude"),
+    ("send_location", "longitude"),
 ];
 
 const BOOL_PARAMS: &[(&str, &str)] = &[("mark_as_read", "typing_indicator")];
 
 const READ_ONLY: &[&str] = &[
+    "get_media",
     "check_compliance",
     "explain_error",
     "check_conversation",
@@ -210,7 +253,7 @@ async fn catalogue_schemas_annotations_and_server_info() {
     let expected: BTreeSet<&str> = spec.keys().copied().collect();
     assert_eq!(
         names, expected,
-        "exactly the 24 spec tools plus get_campaign, resume_campaign and the listen tools"
+        "exactly the 24 spec tools plus get_campaign, resume_campaign, the listen tools and the rich-message and media tools"
     );
 
     for (name, (req, opt)) in &spec {
@@ -424,7 +467,7 @@ async fn works_with_protocol_versions_2025_06_18_2025_11_25_and_2026_07_28() {
             info.server_info.clone().unwrap().name,
             "warden-gateway-test"
         );
-        assert_eq!(client.list_all_tools().await.unwrap().len(), 29);
+        assert_eq!(client.list_all_tools().await.unwrap().len(), 35);
         let res = client
             .call_tool(
                 rmcp::model::CallToolRequestParams::new("explain_error")
@@ -458,7 +501,7 @@ async fn works_with_protocol_versions_2025_06_18_2025_11_25_and_2026_07_28() {
         info.server_info.clone().unwrap().name,
         "warden-gateway-test"
     );
-    assert_eq!(client.list_all_tools().await.unwrap().len(), 29);
+    assert_eq!(client.list_all_tools().await.unwrap().len(), 35);
     let res = client
         .call_tool(
             rmcp::model::CallToolRequestParams::new("get_delivery_status")

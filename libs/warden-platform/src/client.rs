@@ -70,7 +70,7 @@ impl PlatformConfig {
 /// Cheap to clone (the connection pool is shared).
 #[derive(Clone, Debug)]
 pub struct PlatformClient {
-    http: reqwest::Client,
+    pub(crate) http: reqwest::Client,
     root: Url,
     config: PlatformConfig,
 }
@@ -184,7 +184,11 @@ impl PlatformClient {
         self.call::<PhoneNumber, ()>(Method::GET, url, None).await
     }
 
-    fn url(&self, segments: &[&str], query: &[(&str, &str)]) -> Result<Url, PlatformError> {
+    pub(crate) fn url(
+        &self,
+        segments: &[&str],
+        query: &[(&str, &str)],
+    ) -> Result<Url, PlatformError> {
         let mut url = self.root.clone();
         {
             let mut path = url
@@ -248,7 +252,7 @@ impl PlatformClient {
     }
 }
 
-fn transport_error(e: reqwest::Error) -> PlatformError {
+pub(crate) fn transport_error(e: reqwest::Error) -> PlatformError {
     // Connect is checked first: a connect timeout never sent the request, so it is
     // safe to resend, unlike a timeout after sending.
     if e.is_connect() {

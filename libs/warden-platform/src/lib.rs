@@ -7,6 +7,7 @@ pub mod account;
 pub mod client;
 pub mod error;
 pub mod lenient;
+pub mod media;
 pub mod message;
 pub mod receipt;
 pub mod signature;

@@ -2,11 +2,13 @@
 
 use crate::lenient;
 use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
 
 pub const MESSAGING_PRODUCT: &str = "whatsapp";
 
-/// A send request. `kind` names which of the content fields is set; other kinds
-/// (image, interactive, ...) are not modelled and are refused by the sim.
+/// A send request. `kind` names which of the content fields is set; the objects of the
+/// other kinds (`image`, `interactive`, `location`, `reaction`, ...) and `context` are
+/// carried as JSON in `other`, in the platform's own shape.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SendRequest {
     #[serde(default)]
@@ -28,6 +30,10 @@ pub struct SendRequest {
         skip_serializing_if = "Option::is_none"
     )]
     pub biz_opaque_callback_data: Option<String>,
+    /// Every other top-level field: the object named by `type` for kinds other than
+    /// text and template, and `context` (`{"message_id": wamid}`) when quoting.
+    #[serde(flatten)]
+    pub other: Map<String, Value>,
 }
 
 impl SendRequest {
@@ -40,7 +46,26 @@ impl SendRequest {
             text: None,
             template: None,
             biz_opaque_callback_data: None,
+            other: Map::new(),
         }
+    }
+
+    /// A message of any other kind from its body in the platform's shape minus
+    /// `messaging_product`/`to`: `{"type": k, k: {...}, "context"?: {...}}`.
+    pub fn rich(to: impl Into<String>, body: &Value) -> Self {
+        let kind = body.get("type").and_then(Value::as_str).unwrap_or("");
+        let mut req = Self::base(to, kind);
+        if let Some(obj) = body.as_object() {
+            for (k, v) in obj {
+                if !matches!(
+                    k.as_str(),
+                    "type" | "messaging_product" | "to" | "recipient_type"
+                ) {
+                    req.other.insert(k.clone(), v.clone());
+                }
+            }
+        }
+        req
     }
 
     /// A free-form text message (no link preview).
@@ -77,17 +102,7 @@ impl SendRequest {
                 parameters,
             }]
         };
-        Self {
-            template: Some(TemplateMessage {
-                name: name.into(),
-                language: Language {
-                    code: language.into(),
-                    policy: None,
-                },
-                components,
-            }),
-            ..Self::base(to, "template")
-        }
+        Self::template_with_components(to, name, language, components)
     }
 
     /// A template message with its full `components` (header, body, buttons) in the
@@ -265,6 +280,24 @@ mod tests {
         assert_eq!(back.template.unwrap().body_parameters().len(), 2);
         let none = SendRequest::template("1", "t", "en", Vec::<String>::new());
         assert!(none.template.unwrap().components.is_empty());
+    }
+
+    #[test]
+    fn rich_request_carries_the_kind_object_and_context() {
+        let body = json!({"type": "image", "image": {"id": "77", "caption": "hi"},
+                          "context": {"message_id": "wamid.Q"}});
+        let req = SendRequest::rich("628123456789", &body).with_callback_data("m-1");
+        let v = serde_json::to_value(&req).unwrap();
+        assert_eq!(
+            v,
+            json!({"messaging_product": "whatsapp", "recipient_type": "individual",
+                   "to": "628123456789", "type": "image",
+                   "image": {"id": "77", "caption": "hi"}, "context": {"message_id": "wamid.Q"},
+                   "biz_opaque_callback_data": "m-1"})
+        );
+        let back: SendRequest = serde_json::from_value(v).unwrap();
+        assert_eq!(back, req);
+        assert_eq!(back.other["image"]["id"], "77");
     }
 
     #[test]

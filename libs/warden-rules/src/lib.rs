@@ -14,6 +14,7 @@
 //! - [`policy`]: the business policy file (YAML) and its validation.
 //! - [`compliance`]: the decision itself and the frequency-cap status.
 //! - [`recheck`]: the dispatcher's last look before the platform call.
+//! - [`rich`]: media, interactive, location and reaction messages and their limits.
 //! - [`keywords`]: stop / resume keywords in inbound texts.
 //! - [`text`]: control characters and template-parameter text the platform refuses.
 //! - [`tags`]: customer tags, compared case-insensitively (stored lower-cased).
@@ -37,6 +38,7 @@ pub mod message_status;
 pub mod phone;
 pub mod policy;
 pub mod recheck;
+pub mod rich;
 pub mod tags;
 pub mod template_params;
 pub mod template_spec;

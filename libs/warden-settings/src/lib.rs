@@ -43,6 +43,9 @@ pub fn is_api_version(version: &str) -> bool {
         })
 }
 
+/// `MEDIA_MAX_BYTES` when unset: 5 MiB.
+pub const DEFAULT_MEDIA_MAX_BYTES: u64 = 5 * 1024 * 1024;
+
 pub const VARIABLES: &[&str] = &[
     "SERVER_HTTP_PORT",
     "ADMIN_HTTP_PORT",
@@ -72,6 +75,7 @@ pub const VARIABLES: &[&str] = &[
     "MESSAGE_CONTENT_RETENTION",
     "RATE_LIMIT_MPS",
     "OTEL_EXPORTER_OTLP_ENDPOINT",
+    "MEDIA_MAX_BYTES",
 ];
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -233,6 +237,8 @@ pub struct Settings {
     pub message_content_retention: Duration,
     pub rate_limit_mps: u32,
     pub otlp_endpoint: Option<String>,
+    /// The largest media get_media downloads (`MEDIA_MAX_BYTES`, default 5 MiB).
+    pub media_max_bytes: u64,
     /// The dispatcher's knobs (its retry bound is the webhook's too).
     pub dispatch: Dispatch,
     /// The host name (`HOSTNAME`), part of the lease owner ids; `None` when unset.
@@ -344,6 +350,10 @@ impl Settings {
             src.problem("RATE_LIMIT_MPS", "must be at least 1");
         }
         let db_port = src.number::<u16>("DB_PORT", 5432);
+        let media_max_bytes = src.number::<u64>("MEDIA_MAX_BYTES", DEFAULT_MEDIA_MAX_BYTES);
+        if media_max_bytes == 0 {
+            src.problem("MEDIA_MAX_BYTES", "must be at least 1");
+        }
         let default_poll = Duration::from_secs(2);
         let poll = src.string("SCHEDULER_POLL_INTERVAL", "2s");
         let scheduler_poll_interval = match parse_duration(&poll) {
@@ -410,6 +420,7 @@ impl Settings {
             otlp_endpoint: src
                 .get("OTEL_EXPORTER_OTLP_ENDPOINT")
                 .filter(|s| !s.is_empty()),
+            media_max_bytes,
             dispatch: Dispatch::read(src),
             // The environment only: it names this host, not the deployment.
             hostname: src.env_only("HOSTNAME").filter(|h| !h.is_empty()),

@@ -98,6 +98,7 @@ impl Settings {
                     .as_ref()
                     .map_or(Value::Unset("traces are off"), text),
             ),
+            ("MEDIA_MAX_BYTES", number(self.media_max_bytes)),
         ];
         out.extend(dispatch_entries(&self.dispatch));
         out

@@ -18,19 +18,6 @@ use warden_platform::template::{CreateTemplateRequest, TemplateComponent, placeh
 /// The platform's own cap on a text body.
 const MAX_TEXT_BODY: usize = 4096;
 const MAX_TEMPLATE_BODY: usize = 1024;
-/// Other message kinds the platform knows; accepted without checks.
-const OTHER_KINDS: [&str; 10] = [
-    "image",
-    "audio",
-    "video",
-    "document",
-    "sticker",
-    "location",
-    "contacts",
-    "interactive",
-    "reaction",
-    "order_details",
-];
 
 fn version_segment(path: &str) -> &str {
     path.trim_start_matches('/').split('/').next().unwrap_or("")
@@ -56,6 +43,7 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
                 .route("/{id}/message_templates", web::post().to(create_template))
                 .route("/{id}/message_templates", web::get().to(list_templates))
                 .route("/{id}/phone_numbers", web::get().to(phone_numbers))
+                .route("/{id}/media", web::post().to(crate::media::upload))
                 .route("/{id}", web::get().to(read_node)),
         )
         .service(
@@ -71,7 +59,12 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
                 .route("/reset", web::post().to(sim_reset))
                 .route("/webhooks", web::get().to(sim_webhooks))
                 .route("/user_preferences", web::post().to(sim_user_preferences))
-                .route("/quality", web::post().to(sim_quality)),
+                .route("/quality", web::post().to(sim_quality))
+                .route("/media", web::post().to(crate::media::sim_store)),
+        )
+        .route(
+            crate::media::DOWNLOAD_PATH,
+            web::get().to(crate::media::download),
         )
         .default_service(web::to(not_found));
 }
@@ -84,7 +77,7 @@ struct NodeId {
     id: String,
 }
 
-fn refusal(r: Refusal) -> HttpResponse {
+pub(crate) fn refusal(r: Refusal) -> HttpResponse {
     let status = actix_web::http::StatusCode::from_u16(r.http_status)
         .unwrap_or(actix_web::http::StatusCode::BAD_REQUEST);
     HttpResponse::build(status)
@@ -97,7 +90,7 @@ fn invalid(details: impl Into<String>) -> HttpResponse {
 }
 
 /// `Some(401 answer)` unless the request carries the right bearer token.
-fn reject_unauthorized(sim: &Sim, req: &HttpRequest) -> Option<HttpResponse> {
+pub(crate) fn reject_unauthorized(sim: &Sim, req: &HttpRequest) -> Option<HttpResponse> {
     let ok = match req.headers().get(AUTHORIZATION) {
         Some(v) if v.as_bytes() == sim.expected_auth.as_bytes() => true,
         Some(v) => v.to_str().ok().is_some_and(|s| {
@@ -299,13 +292,10 @@ fn handle_send(sim: &Sim, send: SendRequest) -> Result<SendResponse, Refusal> {
             }
             (t.pricing_category(), true)
         }
-        k if OTHER_KINDS.contains(&k) => ("service", false),
+        // Every other kind is checked like the platform does (131051, 131009, 131052).
         other => {
-            return Err(Refusal::new(
-                400,
-                100,
-                format!("Param type must be one of text, template, image, ...; got {other:?}"),
-            ));
+            crate::bodies::check(sim, other, &send.other)?;
+            ("service", false)
         }
     };
     let outcome = sim.accept_send(Accepted {
@@ -317,6 +307,7 @@ fn handle_send(sim: &Sim, send: SendRequest) -> Result<SendResponse, Refusal> {
             .template
             .as_ref()
             .and_then(|t| serde_json::to_value(t).ok()),
+        kind,
     })?;
     Ok(SendResponse {
         messaging_product: "whatsapp".to_owned(),
@@ -548,6 +539,9 @@ async fn read_node(
         return resp;
     }
     let id = path.into_inner().id;
+    if let Some(info) = crate::media::info(&sim, &req, &id) {
+        return HttpResponse::Ok().json(info);
+    }
     let fields = query.get("fields");
     if id == sim.config.phone_number_id {
         return HttpResponse::Ok().json(select_fields(phone_object(&sim), fields));

@@ -15,9 +15,11 @@
 //! # Ok(()) }
 //! ```
 
+pub mod bodies;
 pub mod config;
 pub mod http;
 pub mod listen;
+pub mod media;
 pub mod state;
 pub mod templates;
 pub mod webhooks;

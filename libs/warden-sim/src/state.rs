@@ -26,6 +26,17 @@ pub struct InboundContent {
     pub other: serde_json::Map<String, serde_json::Value>,
 }
 
+impl From<&str> for InboundContent {
+    /// A plain `text` message with this body.
+    fn from(body: &str) -> Self {
+        InboundContent {
+            kind: "text".to_owned(),
+            text: Some(body.to_owned()),
+            other: serde_json::Map::new(),
+        }
+    }
+}
+
 /// Key of a fault that applies to every recipient.
 pub const ANY_RECIPIENT: &str = "*";
 
@@ -128,6 +139,9 @@ pub struct MessageStat {
     /// The `template` object of the latest template send, as received (tests check the body).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub template: Option<serde_json::Value>,
+    /// The send's `type` (text, template, image, interactive, ...), of the latest send.
+    #[serde(rename = "type")]
+    pub kind: String,
 }
 
 #[derive(Default)]
@@ -185,6 +199,8 @@ pub struct Accepted<'a> {
     pub billable: bool,
     /// The template object of a template send.
     pub template: Option<serde_json::Value>,
+    /// The send's `type`.
+    pub kind: &'a str,
 }
 
 /// The outcome of an accepted send.
@@ -204,6 +220,8 @@ pub struct Sim {
     wamid_seq: AtomicU64,
     template_seq: AtomicU64,
     pub webhooks: Option<Arc<WebhookQueue>>,
+    /// Uploaded media (`POST /{phone}/media`, `POST /sim/media`).
+    pub media: crate::media::MediaStore,
     /// Runtime for timers, so they outlive the HTTP worker that scheduled them.
     runtime: tokio::runtime::Handle,
 }
@@ -226,6 +244,7 @@ impl Sim {
             wamid_seq: AtomicU64::new(1),
             template_seq: AtomicU64::new(1),
             webhooks,
+            media: crate::media::MediaStore::default(),
             runtime,
         };
         {
@@ -359,6 +378,7 @@ impl Sim {
                         m.count += 1;
                         m.wamid.clone_from(&wamid);
                         m.template.clone_from(&a.template);
+                        a.kind.clone_into(&mut m.kind);
                         true
                     }
                     None => {
@@ -369,6 +389,7 @@ impl Sim {
                                 wamid: wamid.clone(),
                                 recipient: a.to_digits.clone(),
                                 template: a.template.clone(),
+                                kind: a.kind.to_owned(),
                             },
                         );
                         false

@@ -253,7 +253,7 @@ impl Gateway {
             }
         };
         let message_type = m.message_type.parse::<MessageType>().unwrap_or(match kind {
-            SendKind::Text { .. } => MessageType::Service,
+            SendKind::Text { .. } | SendKind::Rich(_) => MessageType::Service,
             SendKind::Template { .. } => MessageType::Template,
         });
         let phone = match warden_rules::phone::canonicalize(&m.customer_phone) {

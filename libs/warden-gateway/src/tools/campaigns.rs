@@ -293,7 +293,7 @@ impl Gateway {
         let phone = a.phone("customer_id")?;
         let raw_type = a.string("message_type", "marketing, utility, service or template.")?;
         let message_type = parse_message_type(&raw_type)?;
-        let content_hint = "JSON such as {\"type\":\"text\",\"text\":{\"body\":\"Hello\"}} or {\"type\":\"template\",\"template\":{\"name\":\"order_update\",\"language\":\"en\",\"variables\":[\"#1234\"]}} or the platform's own {\"type\":\"template\",\"template\":{\"name\":\"order_update\",\"language\":{\"code\":\"en\"},\"components\":[...]}}";
+        let content_hint = "JSON such as {\"type\":\"text\",\"text\":{\"body\":\"Hello\"}}, the platform's own body of another kind ({\"type\":\"image\",\"image\":{\"link\":\"https://...\"}}, interactive, location, ...) or {\"type\":\"template\",\"template\":{\"name\":\"order_update\",\"language\":\"en\",\"variables\":[\"#1234\"]}} or the platform's own {\"type\":\"template\",\"template\":{\"name\":\"order_update\",\"language\":{\"code\":\"en\"},\"components\":[...]}}";
         let content = a.json("content", content_hint)?;
         let at = a.timestamp("deliver_at")?;
         let channel = a.channel()?;
@@ -327,6 +327,17 @@ impl Gateway {
                     return Err(ToolError::invalid(
                         "message_type template needs template content, but content is text.",
                         "Use message_type service for free-form text, or give content {\"type\":\"template\",\"template\":{...}}.",
+                    ));
+                }
+            } // Validated against the platform's limits when read; free-form like text.
+            SendKind::Rich(m) => {
+                if message_type == MessageType::Template {
+                    return Err(ToolError::invalid(
+                        format!(
+                            "message_type template needs template content, but content is {}.",
+                            m.kind()
+                        ),
+                        "Use message_type service for free-form content, or give content {\"type\":\"template\",\"template\":{...}}.",
                     ));
                 }
             }

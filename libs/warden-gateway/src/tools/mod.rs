@@ -9,13 +9,17 @@
 //! - [`account`] (D): get_account_quality, estimate_cost, estimate_pricing
 //! - [`ops`] (E): create_template, sync_webhooks, archive_chat
 //! - [`listen`]: get_conversation_history, list_inbox, mark_as_read
+//! - [`rich`]: send_media, send_interactive, send_location, react_to_message
+//! - [`media`]: upload_media, get_media
 
 pub(crate) mod account;
 pub(crate) mod actions;
 pub(crate) mod campaigns;
 pub(crate) mod listen;
+pub(crate) mod media;
 pub(crate) mod ops;
 pub(crate) mod read;
+pub(crate) mod rich;
 pub(crate) mod v1;
 
 use diesel_async::AsyncPgConnection;

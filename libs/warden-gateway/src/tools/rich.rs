@@ -1,0 +1,394 @@
+//! Rich messages: send_media, send_interactive, send_location, react_to_message.
+//!
+//! Each builds a `warden_rules::rich::RichMessage` (the platform's own shape), which the
+//! rules check against every platform limit, and sends it through `Core::send` like any
+//! message: it is free-form, so it needs the care window (else TEMPLATE_REQUIRED), and
+//! opt-outs and policies apply. `reply_to` quotes an earlier message by our message_id.
+
+use rmcp::model::{CallToolResult, JsonObject};
+use rmcp::{tool, tool_router};
+use schemars::JsonSchema;
+use uuid::Uuid;
+use warden_core::{SendKind, SendRequest};
+use warden_rules::kinds::MessageType;
+use warden_rules::phone::PhoneNumber;
+use warden_rules::rich::{
+    Action, CtaParameters, Header, Interactive, InteractiveType, Location, MediaObject, MediaType,
+    Reaction, Reply, ReplyButton, RichBody, RichError, RichMessage, Section, TextObject,
+};
+
+use crate::args::Args;
+use crate::error::{ToolError, ToolResult};
+use crate::gateway::{ACTOR, Gateway};
+use crate::schema::{self, SendOut};
+use crate::util::finish;
+
+#[derive(JsonSchema)]
+#[allow(dead_code)] // Only its schema is used; arguments are read leniently (args.rs).
+pub struct SendMediaIn {
+    /// Recipient phone number with country code, e.g. "+6281234567890".
+    pub to: String,
+    /// image (jpeg/png), video (mp4/3gpp), audio (aac/amr/mpeg/mp4/ogg), document (pdf, office, text) or sticker (webp).
+    pub media_type: String,
+    /// Public http(s) URL of the file. Give exactly one of link and media_id.
+    pub link: Option<String>,
+    /// A media id from upload_media. Give exactly one of link and media_id.
+    pub media_id: Option<String>,
+    /// Caption (at most 1024 characters); not allowed for audio and sticker.
+    pub caption: Option<String>,
+    /// File name the customer sees (documents only).
+    pub filename: Option<String>,
+    /// Messaging channel; only "whatsapp" exists and it is the default.
+    #[schemars(extend("default" = "whatsapp"))]
+    pub channel: Option<String>,
+    /// message_id of an earlier message in this conversation to quote (it must have been sent or received).
+    pub reply_to: Option<String>,
+}
+
+#[derive(JsonSchema)]
+#[allow(dead_code)] // Only its schema is used; arguments are read leniently (args.rs).
+pub struct SendInteractiveIn {
+    /// Recipient phone number with country code, e.g. "+6281234567890".
+    pub to: String,
+    /// buttons (1 to 3 reply buttons), list (up to 10 rows behind a button) or cta_url (one URL button).
+    pub kind: String,
+    /// The message text, at most 1024 characters.
+    pub body: String,
+    /// kind buttons: JSON array (as a string, or the array itself) of 1 to 3 {"id", "title"} (title at most 20 characters, ids unique), e.g. [{"id":"yes","title":"Yes"},{"id":"no","title":"No"}].
+    pub buttons: Option<String>,
+    /// kind list: JSON array (as a string, or the array itself) of sections {"title"?, "rows": [{"id", "title" (at most 24), "description"? (at most 72)}]}, at most 10 rows in all; a title is required on each section when there are several.
+    pub sections: Option<String>,
+    /// kind list: the label of the button that opens the list, at most 20 characters.
+    pub button_label: Option<String>,
+    /// kind cta_url: the http(s) URL the button opens.
+    pub url: Option<String>,
+    /// kind cta_url: the button text, at most 20 characters.
+    pub display_text: Option<String>,
+    /// Header text, at most 60 characters.
+    pub header: Option<String>,
+    /// Footer text, at most 60 characters.
+    pub footer: Option<String>,
+    /// Messaging channel; only "whatsapp" exists and it is the default.
+    #[schemars(extend("default" = "whatsapp"))]
+    pub channel: Option<String>,
+    /// message_id of an earlier message in this conversation to quote.
+    pub reply_to: Option<String>,
+}
+
+#[derive(JsonSchema)]
+#[allow(dead_code)] // Only its schema is used; arguments are read leniently (args.rs).
+pub struct SendLocationIn {
+    /// Recipient phone number with country code, e.g. "+6281234567890".
+    pub to: String,
+    /// Latitude in degrees, -90 to 90.
+    pub latitude: f64,
+    /// Longitude in degrees, -180 to 180.
+    pub longitude: f64,
+    /// Name of the place.
+    pub name: Option<String>,
+    /// Address of the place.
+    pub address: Option<String>,
+    /// Messaging channel; only "whatsapp" exists and it is the default.
+    #[schemars(extend("default" = "whatsapp"))]
+    pub channel: Option<String>,
+    /// message_id of an earlier message in this conversation to quote.
+    pub reply_to: Option<String>,
+}
+
+#[derive(JsonSchema)]
+#[allow(dead_code)] // Only its schema is used; arguments are read leniently (args.rs).
+pub struct ReactIn {
+    /// message_id of the customer's (inbound) message to react to.
+    pub message_id: String,
+    /// One emoji such as "👍"; empty or absent removes the reaction.
+    pub emoji: Option<String>,
+}
+
+#[tool_router(router = rich_tools, vis = "pub(crate)")]
+impl Gateway {
+    #[tool(
+        name = "send_media",
+        description = "Send an image, video, audio, document or sticker to a customer inside their open 24-hour care window, \
+by public link or by a media_id from upload_media (exactly one). Goes through the same compliance and policy checks as every \
+send. Returns status \"queued\" and message_id; delivery is reported by get_delivery_status. Errors: TEMPLATE_REQUIRED (care window closed: only templates may be sent), USER_OPTED_OUT, POLICY_RESTRICTION, \
+INVALID_ARGUMENT (names the parameter and the limit), NOT_FOUND (reply_to or message_id names no message), UNAVAILABLE.",
+        input_schema = schema::input::<SendMediaIn>(),
+        output_schema = schema::output::<SendOut>(),
+        annotations(read_only_hint = false, destructive_hint = false, idempotent_hint = false, open_world_hint = true)
+    )]
+    async fn send_media(&self, args: JsonObject) -> CallToolResult {
+        finish("send_media", self.send_media_impl(Args::new(args)).await)
+    }
+
+    #[tool(
+        name = "send_interactive",
+        description = "Send an interactive message inside the customer's open care window: up to 3 reply buttons \
+(kind buttons), a list of up to 10 rows behind a button (kind list), or one call-to-action URL button (kind cta_url). \
+The customer's choice comes back as an inbound message. Returns status \"queued\" and message_id. Errors: TEMPLATE_REQUIRED (care window closed: only templates may be sent), USER_OPTED_OUT, POLICY_RESTRICTION, \
+INVALID_ARGUMENT (names the parameter and the limit), NOT_FOUND (reply_to or message_id names no message), UNAVAILABLE.",
+        input_schema = schema::input::<SendInteractiveIn>(),
+        output_schema = schema::output::<SendOut>(),
+        annotations(read_only_hint = false, destructive_hint = false, idempotent_hint = false, open_world_hint = true)
+    )]
+    async fn send_interactive(&self, args: JsonObject) -> CallToolResult {
+        finish(
+            "send_interactive",
+            self.send_interactive_impl(Args::new(args)).await,
+        )
+    }
+
+    #[tool(
+        name = "send_location",
+        description = "Send a location pin (latitude, longitude, optional name and address) inside the customer's open \
+care window. Returns status \"queued\" and message_id. Errors: TEMPLATE_REQUIRED (care window closed: only templates may be sent), USER_OPTED_OUT, POLICY_RESTRICTION, \
+INVALID_ARGUMENT (names the parameter and the limit), NOT_FOUND (reply_to or message_id names no message), UNAVAILABLE.",
+        input_schema = schema::input::<SendLocationIn>(),
+        output_schema = schema::output::<SendOut>(),
+        annotations(read_only_hint = false, destructive_hint = false, idempotent_hint = false, open_world_hint = true)
+    )]
+    async fn send_location(&self, args: JsonObject) -> CallToolResult {
+        finish(
+            "send_location",
+            self.send_location_impl(Args::new(args)).await,
+        )
+    }
+
+    #[tool(
+        name = "react_to_message",
+        description = "React with an emoji to a customer's message (by its message_id); an empty emoji removes the \
+reaction. Needs the customer's open care window like any free-form message. Returns status \"queued\" and message_id \
+of the reaction. Errors: TEMPLATE_REQUIRED (care window closed: only templates may be sent), USER_OPTED_OUT, POLICY_RESTRICTION, \
+INVALID_ARGUMENT (names the parameter and the limit), NOT_FOUND (reply_to or message_id names no message), UNAVAILABLE.",
+        input_schema = schema::input::<ReactIn>(),
+        output_schema = schema::output::<SendOut>(),
+        annotations(read_only_hint = false, destructive_hint = false, idempotent_hint = true, open_world_hint = true)
+    )]
+    async fn react_to_message(&self, args: JsonObject) -> CallToolResult {
+        finish(
+            "react_to_message",
+            self.react_to_message_impl(Args::new(args)).await,
+        )
+    }
+}
+
+/// A rule broken: INVALID_ARGUMENT naming the field and the limit.
+pub(crate) fn rich_error(e: RichError) -> ToolError {
+    ToolError::invalid(
+        format!("The parameter {}.", crate::text::detail(e)),
+        "Fix that parameter to fit the platform's limit and call again.",
+    )
+}
+
+fn uuid_arg(a: &Args, key: &str) -> ToolResult<Option<Uuid>> {
+    match a.opt_string(key)? {
+        None => Ok(None),
+        Some(raw) => crate::args::parse_uuid(key, &raw, "a message_id").map(Some),
+    }
+}
+
+/// A number parameter (a JSON number or a numeric string).
+fn number(a: &Args, key: &str) -> ToolResult<f64> {
+    let what = "a number such as -6.2";
+    a.json(key, what)?.as_f64().ok_or_else(|| {
+        ToolError::invalid(
+            format!("The parameter `{key}` must be a number."),
+            format!("Pass `{key}` as {what}."),
+        )
+    })
+}
+
+/// A JSON array parameter parsed into `T` items; failures name the parameter.
+fn json_list<T: serde::de::DeserializeOwned>(
+    a: &Args,
+    key: &str,
+    what: &str,
+) -> ToolResult<Option<Vec<T>>> {
+    let Some(v) = a.opt_json(key, what)? else {
+        return Ok(None);
+    };
+    serde_json::from_value(v).map(Some).map_err(|e| {
+        ToolError::invalid(
+            format!("The parameter `{key}` is not {what}: {e}."),
+            format!("Pass `{key}` as {what}."),
+        )
+    })
+}
+
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ButtonArg {
+    id: String,
+    title: String,
+}
+
+impl Gateway {
+    /// Quote, validate, send: the one path of every rich tool.
+    async fn send_rich(
+        &self,
+        phone: PhoneNumber,
+        channel: &'static str,
+        body: RichBody,
+        reply_to: Option<Uuid>,
+    ) -> ToolResult<SendOut> {
+        let context = match reply_to {
+            Some(id) => Some(self.core().quoted_wamid(id, &phone).await?),
+            None => None,
+        };
+        let message = RichMessage { body, context };
+        message.validate().map_err(rich_error)?;
+        let accepted = self
+            .core()
+            .send(SendRequest::from_tool(
+                phone.clone(),
+                channel,
+                SendKind::Rich(message),
+                MessageType::Service,
+                ACTOR,
+            ))
+            .await?;
+        Ok(SendOut {
+            status: accepted.status.to_string(),
+            message_id: accepted.message_id.to_string(),
+            customer_id: phone.digits().to_string(),
+            channel: channel.to_string(),
+        })
+    }
+
+    async fn send_media_impl(&self, a: Args) -> ToolResult<SendOut> {
+        let phone = a.phone("to")?;
+        let media_type =
+            MediaType::parse(&a.string("media_type", "image, video, audio, document or sticker.")?)
+                .map_err(rich_error)?;
+        let object = MediaObject {
+            id: a.opt_string("media_id")?,
+            link: a.opt_string("link")?,
+            caption: a.opt_string("caption")?,
+            filename: a.opt_string("filename")?,
+        };
+        let channel = a.channel()?;
+        let reply_to = uuid_arg(&a, "reply_to")?;
+        self.send_rich(
+            phone,
+            channel,
+            RichBody::Media(media_type, object),
+            reply_to,
+        )
+        .await
+    }
+
+    async fn send_interactive_impl(&self, a: Args) -> ToolResult<SendOut> {
+        let phone = a.phone("to")?;
+        // Every required parameter is checked for presence before any is judged.
+        let kind = a.string("kind", "buttons, list or cta_url.")?;
+        let body = a.string("body", "the message text (at most 1024 characters).")?;
+        let kind = InteractiveType::parse(&kind).map_err(rich_error)?;
+        let buttons: Option<Vec<ButtonArg>> =
+            json_list(&a, "buttons", "a JSON array of {\"id\", \"title\"} objects")?;
+        let sections: Option<Vec<Section>> = json_list(
+            &a,
+            "sections",
+            "a JSON array of {\"title\", \"rows\": [{\"id\", \"title\", \"description\"}]} objects",
+        )?;
+        let url = a.opt_string("url")?;
+        let display_text = a.opt_string("display_text")?;
+        let action = match kind {
+            InteractiveType::Buttons => Action {
+                buttons: Some(
+                    buttons
+                        .unwrap_or_default()
+                        .into_iter()
+                        .map(|b| ReplyButton {
+                            kind: "reply".into(),
+                            reply: Reply {
+                                id: b.id,
+                                title: b.title,
+                            },
+                        })
+                        .collect(),
+                ),
+                sections: sections.map(|_| Vec::new()),
+                button: a.opt_string("button_label")?,
+                ..Action::default()
+            },
+            InteractiveType::List => Action {
+                button: a.opt_string("button_label")?,
+                sections: Some(sections.unwrap_or_default()),
+                buttons: buttons.map(|_| Vec::new()),
+                ..Action::default()
+            },
+            InteractiveType::CtaUrl => Action {
+                name: Some("cta_url".into()),
+                parameters: match (display_text, url) {
+                    (Some(display_text), Some(url)) => Some(CtaParameters { display_text, url }),
+                    (None, _) => {
+                        return Err(rich_error(RichError {
+                            field: "display_text".into(),
+                            problem: "is required for kind cta_url".into(),
+                        }));
+                    }
+                    (_, None) => {
+                        return Err(rich_error(RichError {
+                            field: "url".into(),
+                            problem: "is required for kind cta_url".into(),
+                        }));
+                    }
+                },
+                buttons: buttons.map(|_| Vec::new()),
+                sections: sections.map(|_| Vec::new()),
+                button: a.opt_string("button_label")?,
+            },
+        };
+        let interactive = Interactive {
+            kind,
+            header: a.opt_string("header")?.map(|text| Header {
+                kind: "text".into(),
+                text: Some(text),
+                image: None,
+                video: None,
+                document: None,
+            }),
+            body: TextObject { text: body },
+            footer: a.opt_string("footer")?.map(|text| TextObject { text }),
+            action,
+        };
+        let channel = a.channel()?;
+        let reply_to = uuid_arg(&a, "reply_to")?;
+        self.send_rich(
+            phone,
+            channel,
+            RichBody::Interactive(Box::new(interactive)),
+            reply_to,
+        )
+        .await
+    }
+
+    async fn send_location_impl(&self, a: Args) -> ToolResult<SendOut> {
+        let phone = a.phone("to")?;
+        a.string("latitude", "the latitude in degrees, e.g. -6.2.")?;
+        a.string("longitude", "the longitude in degrees, e.g. 106.8.")?;
+        let location = Location {
+            latitude: number(&a, "latitude")?,
+            longitude: number(&a, "longitude")?,
+            name: a.opt_string("name")?,
+            address: a.opt_string("address")?,
+        };
+        let channel = a.channel()?;
+        let reply_to = uuid_arg(&a, "reply_to")?;
+        self.send_rich(phone, channel, RichBody::Location(location), reply_to)
+            .await
+    }
+
+    async fn react_to_message_impl(&self, a: Args) -> ToolResult<SendOut> {
+        let id = a.uuid("message_id", "the message_id of the customer's message")?;
+        let emoji = a.opt_string("emoji")?.unwrap_or_default();
+        warden_rules::rich::check_emoji(&emoji).map_err(rich_error)?;
+        let (phone, wamid) = self.core().reaction_target(id).await?;
+        let reaction = Reaction {
+            message_id: wamid,
+            emoji,
+        };
+        let channel = warden_rules::kinds::DEFAULT_CHANNEL;
+        self.send_rich(phone, channel, RichBody::Reaction(reaction), None)
+            .await
+    }
+}
