@@ -93,17 +93,8 @@ pub async fn schedule_message(
             t.category.parse::<TemplateCategory>().ok()
         }
     };
-    if let (
-        Some(resolved),
-        SendKind::Template {
-            variables,
-            components,
-            ..
-        },
-    ) = (canonical, &mut req.kind)
-    {
-        *components = resolved;
-        variables.clear();
+    if let Some(resolved) = canonical {
+        req.kind.use_checked_components(resolved);
     }
     let category = match template_category {
         Some(t) => ContentKind::Template(t),

@@ -77,6 +77,20 @@ pub enum SendKind {
 }
 
 impl SendKind {
+    /// A template send with components is stored as the checked platform components (and
+    /// no positional values), so the dispatcher sends exactly what was checked.
+    pub fn use_checked_components(&mut self, checked: Vec<Value>) {
+        if let SendKind::Template {
+            variables,
+            components,
+            ..
+        } = self
+        {
+            *components = checked;
+            variables.clear();
+        }
+    }
+
     /// The `messages.content` JSON (the dispatcher builds the platform body from it).
     pub fn to_content(&self) -> Value {
         match self {
@@ -427,19 +441,8 @@ impl Core {
         // Template checks come first: they are about the request, not the customer.
         let template_category = match self.check_template(&mut conn, &req).await {
             Ok((cat, resolved)) => {
-                // A send with components is stored as the checked platform components, so
-                // the dispatcher sends exactly what was checked.
-                if let (
-                    Some(resolved),
-                    SendKind::Template {
-                        variables,
-                        components,
-                        ..
-                    },
-                ) = (resolved, &mut req.kind)
-                {
-                    *components = resolved;
-                    variables.clear();
+                if let Some(resolved) = resolved {
+                    req.kind.use_checked_components(resolved);
                 }
                 cat
             }

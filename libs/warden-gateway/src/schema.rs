@@ -343,6 +343,22 @@ pub struct SendOut {
     pub channel: String,
 }
 
+impl SendOut {
+    /// The answer to an accepted send.
+    pub fn queued(
+        accepted: &warden_core::Accepted,
+        phone: &warden_rules::phone::PhoneNumber,
+        channel: &str,
+    ) -> Self {
+        SendOut {
+            status: accepted.status.to_string(),
+            message_id: accepted.message_id.to_string(),
+            customer_id: phone.digits().to_string(),
+            channel: channel.to_string(),
+        }
+    }
+}
+
 #[derive(Serialize, JsonSchema)]
 pub struct ExplainOut {
     pub code: i32,

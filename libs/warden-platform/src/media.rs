@@ -118,12 +118,7 @@ impl PlatformClient {
             .send()
             .await
             .map_err(transport_error)?;
-        let status = resp.status().as_u16();
-        let bytes = resp.bytes().await.map_err(transport_error)?;
-        if !(200..300).contains(&status) {
-            return Err(PlatformError::from_response(status, &bytes));
-        }
-        serde_json::from_slice(&bytes).map_err(|_| PlatformError::from_response(status, &bytes))
+        json_answer(resp).await
     }
 
     /// `GET /{media-id}`.
@@ -136,12 +131,7 @@ impl PlatformClient {
             .send()
             .await
             .map_err(transport_error)?;
-        let status = resp.status().as_u16();
-        let bytes = resp.bytes().await.map_err(transport_error)?;
-        if !(200..300).contains(&status) {
-            return Err(PlatformError::from_response(status, &bytes));
-        }
-        serde_json::from_slice(&bytes).map_err(|_| PlatformError::from_response(status, &bytes))
+        json_answer(resp).await
     }
 
     /// Downloads `url` with the access token, reading at most `limit` bytes: a declared
@@ -177,6 +167,19 @@ impl PlatformClient {
         }
         Ok(out)
     }
+}
+
+/// A platform answer read as `T`; a non-2xx status or a body that is not `T` is the
+/// platform's error.
+async fn json_answer<T: serde::de::DeserializeOwned>(
+    resp: reqwest::Response,
+) -> Result<T, PlatformError> {
+    let status = resp.status().as_u16();
+    let bytes = resp.bytes().await.map_err(transport_error)?;
+    if !(200..300).contains(&status) {
+        return Err(PlatformError::from_response(status, &bytes));
+    }
+    serde_json::from_slice(&bytes).map_err(|_| PlatformError::from_response(status, &bytes))
 }
 
 #[cfg(test)]

@@ -118,12 +118,7 @@ impl Gateway {
             }
             Err(e) => return Err(e.into()),
         };
-        Ok(SendOut {
-            status: accepted.status.to_string(),
-            message_id: accepted.message_id.to_string(),
-            customer_id: phone.digits().to_string(),
-            channel: channel.to_string(),
-        })
+        Ok(SendOut::queued(&accepted, &phone, channel))
     }
 
     async fn retry_failed_messages_impl(&self, a: Args) -> ToolResult<RetryOut> {

@@ -293,7 +293,7 @@ impl Gateway {
         let phone = a.phone("customer_id")?;
         let raw_type = a.string("message_type", "marketing, utility, service or template.")?;
         let message_type = parse_message_type(&raw_type)?;
-        let content_hint = "JSON such as {\"type\":\"text\",\"text\":{\"body\":\"Hello\"}}, the platform's own body of another kind ({\"type\":\"image\",\"image\":{\"link\":\"https://...\"}}, interactive, location, ...) or {\"type\":\"template\",\"template\":{\"name\":\"order_update\",\"language\":\"en\",\"variables\":[\"#1234\"]}} or the platform's own {\"type\":\"template\",\"template\":{\"name\":\"order_update\",\"language\":{\"code\":\"en\"},\"components\":[...]}}";
+        let content_hint = "JSON such as {\"type\":\"text\",\"text\":{\"body\":\"Hello\"}}, {\"type\":\"template\",\"template\":{\"name\":\"order_update\",\"language\":\"en\",\"variables\":[\"#1234\"]}} or the platform's own body of any kind (template with components, image, interactive, location, ...)";
         let content = a.json("content", content_hint)?;
         let at = a.timestamp("deliver_at")?;
         let channel = a.channel()?;

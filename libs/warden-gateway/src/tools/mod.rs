@@ -24,15 +24,40 @@ pub(crate) mod v1;
 
 use diesel_async::AsyncPgConnection;
 use diesel_async::pooled_connection::bb8::PooledConnection;
+use warden_core::{SendKind, SendRequest};
 use warden_rules::kinds::MessageType;
+use warden_rules::phone::PhoneNumber;
 use warden_rules::templates::MAX_NAME_CHARS;
 
 use crate::args::Args;
 use crate::error::{ToolError, ToolResult};
 use crate::gateway::Gateway;
+use crate::schema::SendOut;
 use crate::text::kind_message;
 
 impl Gateway {
+    /// A free-form (service) message from a tool through the one send path
+    /// ([`warden_core::Core::send`]), answered as send_message answers.
+    pub(crate) async fn send_free_form(
+        &self,
+        phone: PhoneNumber,
+        channel: &str,
+        kind: SendKind,
+        actor: &'static str,
+    ) -> ToolResult<SendOut> {
+        let accepted = self
+            .core()
+            .send(SendRequest::from_tool(
+                phone.clone(),
+                channel,
+                kind,
+                MessageType::Service,
+                actor,
+            ))
+            .await?;
+        Ok(SendOut::queued(&accepted, &phone, channel))
+    }
+
     /// A pooled Postgres connection, or UNAVAILABLE.
     pub(crate) async fn conn(&self) -> ToolResult<PooledConnection<'_, AsyncPgConnection>> {
         self.core().pg().get().await.map_err(ToolError::from)

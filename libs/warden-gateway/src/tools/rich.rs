@@ -9,8 +9,7 @@ use rmcp::model::{CallToolResult, JsonObject};
 use rmcp::{tool, tool_router};
 use schemars::JsonSchema;
 use uuid::Uuid;
-use warden_core::{SendKind, SendRequest};
-use warden_rules::kinds::MessageType;
+use warden_core::SendKind;
 use warden_rules::phone::PhoneNumber;
 use warden_rules::rich::{
     Action, CtaParameters, Header, Interactive, InteractiveType, Location, MediaObject, MediaType,
@@ -236,22 +235,8 @@ impl Gateway {
         };
         let message = RichMessage { body, context };
         message.validate().map_err(rich_error)?;
-        let accepted = self
-            .core()
-            .send(SendRequest::from_tool(
-                phone.clone(),
-                channel,
-                SendKind::Rich(message),
-                MessageType::Service,
-                ACTOR,
-            ))
-            .await?;
-        Ok(SendOut {
-            status: accepted.status.to_string(),
-            message_id: accepted.message_id.to_string(),
-            customer_id: phone.digits().to_string(),
-            channel: channel.to_string(),
-        })
+        self.send_free_form(phone, channel, SendKind::Rich(message), ACTOR)
+            .await
     }
 
     async fn send_media_impl(&self, a: Args) -> ToolResult<SendOut> {

@@ -131,22 +131,8 @@ impl Gateway {
         let text = a.string("text", "the message text.")?;
         check_text("text", &text)?;
         let channel = a.channel()?;
-        let accepted = self
-            .core()
-            .send(SendRequest::from_tool(
-                phone.clone(),
-                channel,
-                SendKind::Text { body: text },
-                MessageType::Service,
-                ACTOR,
-            ))
-            .await?;
-        Ok(SendOut {
-            status: accepted.status.to_string(),
-            message_id: accepted.message_id.to_string(),
-            customer_id: phone.digits().to_string(),
-            channel: channel.to_string(),
-        })
+        self.send_free_form(phone, channel, SendKind::Text { body: text }, ACTOR)
+            .await
     }
 
     async fn send_template_impl(&self, a: Args) -> ToolResult<SendOut> {
@@ -180,12 +166,7 @@ impl Gateway {
                 actor: ACTOR,
             })
             .await?;
-        Ok(SendOut {
-            status: accepted.status.to_string(),
-            message_id: accepted.message_id.to_string(),
-            customer_id: phone.digits().to_string(),
-            channel: channel.to_string(),
-        })
+        Ok(SendOut::queued(&accepted, &phone, channel))
     }
 
     async fn explain_error_impl(&self, a: Args) -> ToolResult<ExplainOut> {
