@@ -35,6 +35,7 @@ pub mod reconcile;
 pub mod retries;
 pub mod scheduled;
 pub mod send;
+pub mod send_kind;
 pub mod sql;
 pub mod statuses;
 pub mod templates;
