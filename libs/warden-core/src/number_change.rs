@@ -1,6 +1,7 @@
 //! A customer changed their number (the platform's `system` message of type
 //! `user_changed_number`, sent from the old number with `new_wa_id`): the new number
-//! inherits every opt-out of the old one (never less strict) and its tags, and the link is
+//! inherits every opt-out of the old one (never less strict, a forgotten number's
+//! suppression included) and its tags, and the link is
 //! recorded so the history of the new number continues the old one's
 //! (`conversation_view::history`).
 
@@ -65,6 +66,17 @@ pub async fn link(
         ))
         .execute(c)
         .await?;
+    // A forgotten number's suppression is the strictest opt-out: the new number keeps it,
+    // so not even a START from the new number lifts it.
+    let suppressed = diesel::sql_query(
+        "INSERT INTO suppressions (phone, reason) \
+         SELECT $2, 'inherited from a forgotten number (number changed)' \
+         FROM suppressions WHERE phone = $1 ON CONFLICT DO NOTHING",
+    )
+    .bind::<Text, _>(old.digits())
+    .bind::<Text, _>(new.digits())
+    .execute(c)
+    .await?;
     diesel::sql_query(
         "INSERT INTO customer_number_changes (old_phone, new_phone, changed_at) \
          VALUES ($1, $2, $3) ON CONFLICT DO NOTHING",
@@ -82,7 +94,7 @@ pub async fn link(
         new.digits(),
         json!({"old_phone": old.digits(), "new_phone": new.digits(),
                "opt_in_marketing": marketing, "opt_in_utility": utility,
-               "changed_at": at}),
+               "suppression_inherited": suppressed > 0, "changed_at": at}),
     )
     .await?;
     Ok(true)
