@@ -53,16 +53,21 @@ limit() { local secs=$1; shift; timeout -k 10 "$secs" "$@"; }
 bench_sim() { limit 90 "$REL/sim-bench" --sends 50000 --json "$OUT/sim.json" | tee "$OUT/sim.txt"; }
 bench_check() { POLICIES_PATH=policies/default.yaml limit 90 "$REL/check-bench" 5000 >"$OUT/check.json"; }
 bench_stdio() { limit 90 "$REL/stdio-bench" "$REL/mcp-gateway" 2000 1000 >"$OUT/stdio.json"; }
-bench_webhook() {
-  # Called from `if`, where `set -e` does not apply: every failure is checked here.
-  db="bench_wh_$$"
+# start_webhook DB_PREFIX LOG: a fresh database and a release webhook server on a free
+# port, waited for until healthy; sets db, wh and port (the caller declares `local port`).
+start_webhook() {
+  db="$1_$$"
   psql_admin "CREATE DATABASE $db" || return 1
-  local port rc=0
   port=$(free_port)
   DB_NAME=$db SERVER_HTTP_PORT=$port PLATFORM_APP_SECRET=bench-secret POLICIES_PATH=policies/default.yaml RUST_LOG=warn \
-    "$REL/webhook" 2>"$OUT/webhook-server.log" &
+    "$REL/webhook" 2>"$OUT/$2" &
   wh=$!
   for _ in $(seq 1 100); do curl -fs "http://127.0.0.1:$port/health" >/dev/null 2>&1 && break; sleep 0.2; done
+}
+bench_webhook() {
+  # Called from `if`, where `set -e` does not apply: every failure is checked here.
+  local port rc=0
+  start_webhook bench_wh webhook-server.log || return 1
   # --server-pid: the server's VmHWM is read while it still runs.
   DB_NAME=$db limit 150 "$REL/webhook-bench" --url "http://127.0.0.1:$port" --secret bench-secret \
     --raw-pg --server-pid "$wh" --json "$OUT/webhook.json" | tee "$OUT/webhook.txt" || rc=$?
@@ -72,14 +77,8 @@ bench_webhook() {
 bench_live() {
   # Live updates across processes: webhook POST -> 200 -> notification on a subscribed
   # mcp-gateway's stdio (the hint crosses NATS). Same checks as bench_webhook.
-  db="bench_live_$$"
-  psql_admin "CREATE DATABASE $db" || return 1
   local port rc=0
-  port=$(free_port)
-  DB_NAME=$db SERVER_HTTP_PORT=$port PLATFORM_APP_SECRET=bench-secret POLICIES_PATH=policies/default.yaml RUST_LOG=warn \
-    "$REL/webhook" 2>"$OUT/live-webhook.log" &
-  wh=$!
-  for _ in $(seq 1 100); do curl -fs "http://127.0.0.1:$port/health" >/dev/null 2>&1 && break; sleep 0.2; done
+  start_webhook bench_live live-webhook.log || return 1
   DB_NAME=$db POLICIES_PATH=policies/default.yaml limit 120 "$REL/live-bench" "$REL/mcp-gateway" \
     "http://127.0.0.1:$port/webhook" bench-secret 500 >"$OUT/live.json" || rc=$?
   cleanup

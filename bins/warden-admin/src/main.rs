@@ -132,15 +132,7 @@ async fn run(args: Args) -> Result<(), StartError> {
         Command::Customers {
             command: CustomersCommand::Import { file },
         } => {
-            let deps = warden_service::start(
-                settings,
-                warden_service::Needs {
-                    redis: false,
-                    nats: false,
-                    pool_size: 1,
-                },
-            )
-            .await?;
+            let deps = database_only(settings).await?;
             let mut conn = deps
                 .pg
                 .dedicated_connection()
@@ -159,15 +151,7 @@ async fn run(args: Args) -> Result<(), StartError> {
         } => {
             let phone = warden_rules::phone::canonicalize(&phone)
                 .map_err(|e| StartError::config(PhoneArg(format!("PHONE: {e}"))))?;
-            let deps = warden_service::start(
-                settings,
-                warden_service::Needs {
-                    redis: false,
-                    nats: false,
-                    pool_size: 1,
-                },
-            )
-            .await?;
+            let deps = database_only(settings).await?;
             let forgotten = warden_core::privacy::forget(&deps.pg, &phone, BINARY)
                 .await
                 .map_err(|e| anyhow::anyhow!("postgres: {e}"))?;
@@ -185,4 +169,19 @@ async fn run(args: Args) -> Result<(), StartError> {
         Command::Policies { .. } => unreachable!("handled before settings are loaded"),
     }
     Ok(())
+}
+
+/// Start-up for the commands that need only Postgres (one connection).
+async fn database_only(
+    settings: std::sync::Arc<warden_service::Settings>,
+) -> Result<warden_service::Dependencies, StartError> {
+    warden_service::start(
+        settings,
+        warden_service::Needs {
+            redis: false,
+            nats: false,
+            pool_size: 1,
+        },
+    )
+    .await
 }

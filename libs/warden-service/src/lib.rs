@@ -13,7 +13,7 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
-use warden_settings::Settings;
+pub use warden_settings::Settings;
 use warden_stream::DeliveryStream;
 use warden_telemetry::TelemetryGuard;
 
