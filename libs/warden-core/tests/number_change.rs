@@ -1,8 +1,6 @@
 //! A changed number never makes a customer easier to reach: against real Postgres, the new
 //! number of a forgotten customer stays suppressed, even after its own START.
 
-use std::time::Duration;
-
 use chrono::Utc;
 use warden_core::customers::{OptScope, apply_opt_change};
 use warden_core::number_change::link;
@@ -10,17 +8,12 @@ use warden_core::privacy::{forget, is_suppressed};
 use warden_rules::keywords::OptChange;
 use warden_rules::phone::canonicalize;
 use warden_store::PgPool;
-use warden_store::testing::TestDatabase;
+use warden_test_support::TestDatabase;
 
 const ACTOR: &str = "test";
 
 async fn pool(db: &TestDatabase) -> PgPool {
-    warden_store::prepare(&db.settings.database, vec![])
-        .await
-        .unwrap();
-    warden_store::connect(&db.settings.database, 4, Duration::from_secs(5))
-        .await
-        .unwrap()
+    warden_test_support::migrated_pool(db, 4).await
 }
 
 #[tokio::test]

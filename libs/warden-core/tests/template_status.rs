@@ -2,8 +2,6 @@
 //! (sync) find a template by one locale rule, and neither lets an older report overwrite a
 //! newer one.
 
-use std::time::Duration;
-
 use chrono::{TimeDelta, Utc};
 use diesel::prelude::*;
 use diesel_async::RunQueryDsl;
@@ -13,17 +11,12 @@ use warden_core::templates::{
 };
 use warden_store::PgPool;
 use warden_store::schema::{audit_logs, templates};
-use warden_store::testing::TestDatabase;
+use warden_test_support::TestDatabase;
 
 const ACTOR: &str = "test";
 
 async fn pool(db: &TestDatabase) -> PgPool {
-    warden_store::prepare(&db.settings.database, vec![])
-        .await
-        .unwrap();
-    warden_store::connect(&db.settings.database, 4, Duration::from_secs(5))
-        .await
-        .unwrap()
+    warden_test_support::migrated_pool(db, 4).await
 }
 
 fn live(name: &str, language: &str, status: &str) -> PlatformTemplate {

@@ -6,40 +6,16 @@
 mod common;
 
 use std::io::{BufRead, BufReader, Write};
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
-use std::time::{Duration, Instant};
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
 
-fn workspace_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .ancestors()
-        .nth(2)
-        .expect("workspace root")
-        .to_path_buf()
-}
-
-/// The built binary (built here when missing, e.g. when only this crate's tests were built).
-fn gateway_binary() -> PathBuf {
-    let target = std::env::var_os("CARGO_TARGET_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| workspace_root().join("target"));
-    let bin = target.join("debug/mcp-gateway");
-    if !bin.exists() {
-        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-        let status = Command::new(cargo)
-            .args(["build", "-p", "mcp-gateway", "--bin", "mcp-gateway"])
-            .current_dir(workspace_root())
-            .status()
-            .expect("cargo build -p mcp-gateway");
-        assert!(status.success(), "building mcp-gateway failed");
-    }
-    bin
-}
+use warden_test_support::procs::wait_exit;
 
 /// The gateway in `dir`, on the test database, without POLICIES_PATH unless given.
 fn spawn(dir: &Path, settings: &warden_settings::Settings, policies: Option<&str>) -> Child {
     let d = &settings.database;
-    let mut cmd = Command::new(gateway_binary());
+    let mut cmd = Command::new(warden_test_support::binary("mcp-gateway"));
     cmd.current_dir(dir)
         .env_remove("POLICIES_PATH")
         .env("DB_HOST", &d.host)
@@ -59,18 +35,6 @@ fn spawn(dir: &Path, settings: &warden_settings::Settings, policies: Option<&str
         cmd.env("POLICIES_PATH", p);
     }
     cmd.spawn().expect("start mcp-gateway")
-}
-
-/// Wait up to `limit` for the exit (killed after it); the output.
-fn finish(mut child: Child, limit: Duration) -> Output {
-    let started = Instant::now();
-    while matches!(child.try_wait(), Ok(None)) && started.elapsed() < limit {
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    if matches!(child.try_wait(), Ok(None)) {
-        let _ = child.kill();
-    }
-    child.wait_with_output().expect("reap the child")
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -95,7 +59,7 @@ async fn started_elsewhere_it_uses_the_builtin_default_policies() {
             .read_line(&mut line)
             .unwrap();
         drop(stdin); // EOF: the session ends and the process exits.
-        (line, finish(child, Duration::from_secs(20)))
+        (line, wait_exit(child, Duration::from_secs(20)))
     })
     .await
     .unwrap();
@@ -119,7 +83,7 @@ async fn an_explicit_missing_policies_path_still_exits_2() {
     let dir = elsewhere.path().to_path_buf();
     let output = tokio::task::spawn_blocking(move || {
         let child = spawn(&dir, &settings, Some("/nonexistent/policies.yaml"));
-        finish(child, Duration::from_secs(20))
+        wait_exit(child, Duration::from_secs(20))
     })
     .await
     .unwrap();

@@ -12,3 +12,17 @@ pub mod wait;
 
 pub use procs::{binary, free_port, repo_path, workspace_root};
 pub use warden_store::testing::TestDatabase;
+
+/// A pool of `size` connections on `db`, migrated and seeded (as a process starts).
+pub async fn migrated_pool(db: &TestDatabase, size: u32) -> warden_store::PgPool {
+    warden_store::prepare(&db.settings.database, vec![])
+        .await
+        .expect("migrate the test database");
+    warden_store::connect(
+        &db.settings.database,
+        size,
+        std::time::Duration::from_secs(5),
+    )
+    .await
+    .expect("connect to the test database")
+}

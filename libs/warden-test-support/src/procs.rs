@@ -95,8 +95,13 @@ pub fn sigterm(child: &Child) {
 }
 
 /// SIGTERM, then wait up to `timeout` for the exit (SIGKILL after it); the output.
-pub fn stop(mut child: Child, timeout: Duration) -> Output {
+pub fn stop(child: Child, timeout: Duration) -> Output {
     sigterm(&child);
+    wait_exit(child, timeout)
+}
+
+/// Wait up to `timeout` for the child to exit by itself (SIGKILL after it); the output.
+pub fn wait_exit(mut child: Child, timeout: Duration) -> Output {
     let started = Instant::now();
     while matches!(child.try_wait(), Ok(None)) && started.elapsed() < timeout {
         std::thread::sleep(Duration::from_millis(20));
