@@ -108,17 +108,13 @@ impl Hints {
         customers: impl IntoIterator<Item = &'a str>,
         kind: HintKind,
     ) {
+        // No explicit flush: the client writes buffered publishes out as soon as its
+        // connection task runs, and a flush per call would add a wait to every send.
         let mut seen = std::collections::HashSet::new();
         for c in customers {
             if seen.insert(c) {
                 self.publish(c, kind).await;
             }
-        }
-        // Hints wait for nobody: push them out now rather than on the client's next tick.
-        if !seen.is_empty()
-            && let Err(e) = self.client.flush().await
-        {
-            tracing::warn!(error = %e, "conversation hints not flushed");
         }
     }
 
