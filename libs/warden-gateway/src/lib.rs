@@ -8,6 +8,7 @@
 //! belongs to the protocol (logs go to stderr through `warden_telemetry`).
 
 pub mod args;
+pub mod caller;
 pub mod error;
 mod gateway;
 mod resources;
