@@ -151,7 +151,7 @@ async fn run(args: Args) -> Result<(), StartError> {
         } => {
             let phone = warden_rules::phone::canonicalize(&phone)
                 .map_err(|e| StartError::config(PhoneArg(format!("PHONE: {e}"))))?;
-            let deps = database_only(settings).await?;
+            let deps = database_only(settings.clone()).await?;
             let forgotten = warden_core::privacy::forget(&deps.pg, &phone, BINARY)
                 .await
                 .map_err(|e| anyhow::anyhow!("postgres: {e}"))?;
@@ -165,6 +165,22 @@ async fn run(args: Args) -> Result<(), StartError> {
                     ""
                 }
             );
+            // Gateways showing this conversation to an agent read it again. Best effort: the
+            // erasure is committed either way, and their next read shows it.
+            let told = async {
+                let within = Duration::from_secs(3);
+                let hints = warden_stream::Hints::connect(&settings, within).await?;
+                hints
+                    .publish_all([phone.digits()], warden_stream::HintKind::Redacted)
+                    .await;
+                hints.flush(within).await
+            };
+            match told.await {
+                Ok(()) => eprintln!("live subscribers of this conversation were told"),
+                Err(e) => eprintln!(
+                    "live subscribers were not told ({e}); their next read of the conversation shows the erasure"
+                ),
+            }
         }
         Command::Policies { .. } => unreachable!("handled before settings are loaded"),
     }

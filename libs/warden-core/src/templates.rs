@@ -251,6 +251,10 @@ pub struct PlatformTemplate {
     /// The platform's id (may be empty).
     pub id: String,
     pub body_text: Option<String>,
+    /// Every component as the platform lists it (platform shape); None: not reported.
+    pub components: Option<serde_json::Value>,
+    /// `POSITIONAL` / `NAMED` as the platform spells it; None: positional.
+    pub parameter_format: Option<String>,
 }
 
 impl PlatformTemplate {
@@ -355,6 +359,10 @@ pub async fn sync_from_platform(
                     None => (None, insert_reported(c, &change, &report, &locale).await?),
                 },
             };
+            // A template made elsewhere (or before components were kept) learns its
+            // header, footer, buttons and parameter format, so sends to it are checked
+            // against them as for one created here.
+            let template = store_reported_components(c, template, &report).await?;
             let changed = before
                 .as_ref()
                 .is_none_or(|b| visibly_changed(b, &template));
@@ -384,6 +392,45 @@ pub async fn sync_from_platform(
     })
     .await;
     infallible(result)
+}
+
+/// The reported components in the stored form (the form create_template stores): None
+/// for a body-only template or one whose components Warden does not understand (then
+/// sends carry body parameters only, as before components were kept).
+fn reported_spec(report: &PlatformTemplate, body: &str) -> Option<TemplateSpec> {
+    let components = report.components.as_ref()?;
+    match TemplateSpec::from_components(components, report.parameter_format.as_deref(), body) {
+        Ok(spec) if spec.is_body_only() => None,
+        Ok(spec) => Some(spec),
+        Err(e) => {
+            tracing::warn!(template = %report.name, error = %e, "template components not understood; kept as body only");
+            None
+        }
+    }
+}
+
+async fn store_reported_components(
+    c: &mut AsyncPgConnection,
+    template: Template,
+    report: &PlatformTemplate,
+) -> QueryResult<Template> {
+    let Some(spec) = reported_spec(report, &template.body_text) else {
+        return Ok(template);
+    };
+    let components = Some(serde_json::Value::Array(spec.to_components()));
+    let parameter_format = Some(spec.parameter_format.as_str().to_owned());
+    if template.components == components && template.parameter_format == parameter_format {
+        return Ok(template);
+    }
+    diesel::update(templates::table.find(template.id))
+        .set((
+            templates::components.eq(&components),
+            templates::parameter_format.eq(&parameter_format),
+            templates::updated_at.eq(diesel::dsl::now),
+        ))
+        .returning(Template::as_returning())
+        .get_result(c)
+        .await
 }
 
 /// A template stored nowhere yet, as the platform reported it (in its own language, or the
@@ -537,6 +584,8 @@ mod tests {
             rejected_reason: reason.map(String::from),
             id: "1".into(),
             body_text: None,
+            components: None,
+            parameter_format: None,
         }
     }
 

@@ -28,6 +28,8 @@ fn live(name: &str, language: &str, status: &str) -> PlatformTemplate {
         rejected_reason: Some("NONE".into()),
         id: "42".into(),
         body_text: Some("Oi {{1}}".into()),
+        components: None,
+        parameter_format: None,
     }
 }
 

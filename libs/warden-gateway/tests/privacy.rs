@@ -8,6 +8,9 @@
 mod common;
 
 use std::process::Command;
+use std::time::Duration;
+
+use futures::StreamExt;
 
 use chrono::{TimeDelta, Utc};
 use common::Harness;
@@ -34,6 +37,13 @@ async fn a_forgotten_customer_is_erased_and_never_messaged_again() {
         .unwrap()
         .to_string();
 
+    // A gateway watching this conversation hears of the erasure.
+    let watcher = warden_stream::Hints::connect(&h.deps.settings, Duration::from_secs(5))
+        .await
+        .expect("NATS");
+    let mut hints = Box::pin(watcher.subscribe().await.expect("subscribe"));
+    watcher.round_trip(Duration::from_secs(5)).await.unwrap();
+
     let out = Command::new(warden_test_support::binary("warden-admin"))
         .args(["customers", "forget", &format!("+{phone}")])
         .envs(common::webhook::env_of(&h.deps.settings))
@@ -42,6 +52,24 @@ async fn a_forgotten_customer_is_erased_and_never_messaged_again() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{stderr}");
     assert!(stderr.contains("forgotten"), "{stderr}");
+    assert!(
+        stderr.contains("subscribers of this conversation were told"),
+        "{stderr}"
+    );
+    let heard = tokio::time::timeout(Duration::from_secs(10), async {
+        while let Some(hint) = hints.next().await {
+            if hint.token == phone && hint.kind == Some(warden_stream::HintKind::Redacted) {
+                return true;
+            }
+        }
+        false
+    })
+    .await;
+    assert_eq!(
+        heard,
+        Ok(true),
+        "no redacted hint for the forgotten customer"
+    );
 
     // Content and profile are gone; the row and its status stay.
     let row = h.message(&queued).await;

@@ -813,3 +813,226 @@ async fn schedule_message_takes_the_platform_body_of_every_rich_kind() {
     )
     .await;
 }
+
+/// Waits until the template's stored status is `status` (its webhook was applied).
+async fn template_status_is(deps: &Dependencies, name: &str, status: &str) {
+    use warden_store::schema::templates;
+    warden_test_support::wait::until(
+        Duration::from_secs(20),
+        "template status webhook applied",
+        || async {
+            let mut c = deps.pg.get().await.unwrap();
+            let st: Option<String> = templates::table
+                .filter(templates::name.eq(name))
+                .select(templates::status)
+                .first(&mut c)
+                .await
+                .optional()
+                .unwrap();
+            st.as_deref() == Some(status)
+        },
+    )
+    .await;
+}
+
+fn image_header(link: &str) -> Value {
+    json!({"type": "header", "parameters": [{"type": "image", "image": {"link": link}}]})
+}
+
+fn url_suffix(text: &str) -> Value {
+    json!({"type": "button", "sub_type": "url", "index": "0", "parameters": [{"type": "text", "text": text}]})
+}
+
+/// The whole life of a template with components: create_template -> the platform's
+/// approval webhook -> send_template outside any care window -> stream -> dispatcher ->
+/// platform-sim (which checks header, body and button parameters as the platform does)
+/// -> status webhooks -> delivered.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_template_with_components_is_created_approved_and_delivered() {
+    let s = Stack::start().await;
+    let created = s
+        .ok(
+            "create_template",
+            json!({"name": "parcel_ready", "category": "UTILITY", "language": "en",
+                   "body_text": "Parcel {{1}} is ready for pickup",
+                   "header": {"format": "IMAGE"},
+                   "buttons": [{"type": "URL", "text": "Track", "url": "https://shop.example/t/{{1}}"},
+                               {"type": "QUICK_REPLY", "text": "Thanks"}]}),
+        )
+        .await;
+    assert_eq!(created["status"], "PENDING");
+    assert!(
+        s.sim
+            .decide("parcel_ready", "en", "APPROVED", None)
+            .is_some()
+    );
+    template_status_is(&s.deps, "parcel_ready", "APPROVED").await;
+
+    // No inbound message: the care window is closed, which a utility template may cross.
+    let to = phone();
+    let sent = s
+        .ok(
+            "send_template",
+            json!({"to": to, "template_name": "parcel_ready", "variables": ["P-77"],
+                   "components": [url_suffix("P-77"), image_header("https://shop.example/p77.jpg")]}),
+        )
+        .await;
+    assert_eq!(sent["status"], "queued");
+    let (content, kind) = s.delivered(sent["message_id"].as_str().unwrap()).await;
+    assert_eq!(kind, "template");
+    assert_eq!(
+        content["template"]["components"],
+        json!([
+            image_header("https://shop.example/p77.jpg"),
+            {"type": "body", "parameters": [{"type": "text", "text": "P-77"}]},
+            url_suffix("P-77"),
+        ])
+    );
+}
+
+/// A template made outside Warden learns its components from the platform when synced,
+/// so its sends are checked against them (and reach the customer).
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_synced_template_carries_the_platforms_components() {
+    let s = Stack::start().await;
+    let resp = s
+        .http
+        .post(format!(
+            "{}/{}/{SIM_WABA_ID}/message_templates",
+            s.sim_url,
+            warden_platform::API_VERSION
+        ))
+        .bearer_auth(SIM_TOKEN)
+        .json(&json!({"name": "made_elsewhere", "language": "en", "category": "UTILITY",
+                      "components": [
+                          {"type": "HEADER", "format": "IMAGE"},
+                          {"type": "BODY", "text": "Invoice {{1}} is due"},
+                          {"type": "FOOTER", "text": "Thank you"},
+                          {"type": "BUTTONS", "buttons": [{"type": "URL", "text": "Pay", "url": "https://pay.example/{{1}}"}]}]}))
+        .send()
+        .await
+        .unwrap();
+    assert!(resp.status().is_success(), "{}", resp.status());
+    assert!(
+        s.sim
+            .decide("made_elsewhere", "en", "APPROVED", None)
+            .is_some()
+    );
+    let synced = s
+        .ok(
+            "sync_template_status",
+            json!({"template_name": "made_elsewhere", "locale": "en"}),
+        )
+        .await;
+    assert_eq!(synced["status"], "APPROVED");
+    let listed = s
+        .ok("list_templates", json!({"status_filter": "APPROVED"}))
+        .await;
+    let t = listed["templates"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["name"] == "made_elsewhere")
+        .cloned()
+        .expect("listed");
+    let kinds: Vec<&str> = t["components"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["type"].as_str().unwrap())
+        .collect();
+    assert_eq!(kinds, ["HEADER", "BODY", "FOOTER", "BUTTONS"], "{t}");
+
+    let to = phone();
+    let e = s
+        .err(
+            "INVALID_ARGUMENT",
+            "send_template",
+            json!({"to": to, "template_name": "made_elsewhere", "variables": ["INV-9"]}),
+        )
+        .await;
+    assert!(
+        e["message"].as_str().unwrap().contains("header is IMAGE"),
+        "{e}"
+    );
+    let sent = s
+        .ok(
+            "send_template",
+            json!({"to": to, "template_name": "made_elsewhere", "variables": ["INV-9"],
+                   "components": [image_header("https://pay.example/i.png"), url_suffix("INV-9")]}),
+        )
+        .await;
+    let (_, kind) = s.delivered(sent["message_id"].as_str().unwrap()).await;
+    assert_eq!(kind, "template");
+}
+
+/// send_interactive's media header: to the platform as its media object; refused when
+/// it is combined with a text header, names another type, or is put on a list.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn an_interactive_message_takes_a_media_header() {
+    let s = Stack::start().await;
+    let to = phone();
+    s.inbound(&to).await;
+    let buttons = json!([{"id": "yes", "title": "Yes"}, {"id": "no", "title": "No"}]);
+    let r = s
+        .ok(
+            "send_interactive",
+            json!({"to": to, "kind": "buttons", "body": "Is this your parcel?", "buttons": buttons,
+                   "header_media": {"type": "image", "link": "https://shop.example/parcels/77.jpg"}}),
+        )
+        .await;
+    let (c, kind) = s.delivered(r["message_id"].as_str().unwrap()).await;
+    assert_eq!(kind, "interactive");
+    assert_eq!(
+        c["interactive"]["header"],
+        json!({"type": "image", "image": {"link": "https://shop.example/parcels/77.jpg"}})
+    );
+    let media_id = s
+        .sim_media("application/pdf", b"%PDF-1.4 label".to_vec())
+        .await;
+    let r = s
+        .ok(
+            "send_interactive",
+            json!({"to": to, "kind": "cta_url", "body": "Your label", "display_text": "Track",
+                   "url": "https://shop.example/t/77",
+                   "header_media": json!({"type": "document", "media_id": media_id, "filename": "label.pdf"}).to_string()}),
+        )
+        .await;
+    let (c, _) = s.delivered(r["message_id"].as_str().unwrap()).await;
+    assert_eq!(
+        c["interactive"]["header"],
+        json!({"type": "document", "document": {"id": media_id, "filename": "label.pdf"}})
+    );
+
+    for (args, field) in [
+        (
+            json!({"header": "Parcel", "header_media": {"type": "image", "link": "https://x.example/a.jpg"}}),
+            "header_media",
+        ),
+        (
+            json!({"header_media": {"type": "audio", "link": "https://x.example/a.mp3"}}),
+            "header_media",
+        ),
+        (
+            json!({"header_media": {"type": "image", "url": "https://x.example/a.jpg"}}),
+            "header_media",
+        ),
+    ] {
+        let mut a = json!({"to": to, "kind": "buttons", "body": "b", "buttons": buttons});
+        a.as_object_mut()
+            .unwrap()
+            .extend(args.as_object().unwrap().clone());
+        let e = s.err("INVALID_ARGUMENT", "send_interactive", a).await;
+        assert!(e["message"].as_str().unwrap().contains(field), "{e}");
+    }
+    let e = s
+        .err(
+            "INVALID_ARGUMENT",
+            "send_interactive",
+            json!({"to": to, "kind": "list", "body": "b", "button_label": "Pick",
+                   "sections": [{"rows": [{"id": "a", "title": "A"}]}],
+                   "header_media": {"type": "image", "link": "https://x.example/a.jpg"}}),
+        )
+        .await;
+    assert!(e["message"].as_str().unwrap().contains("header"), "{e}");
+}

@@ -101,6 +101,13 @@ pub struct TemplateInfo {
         skip_serializing_if = "Option::is_none"
     )]
     pub rejected_reason: Option<String>,
+    /// `POSITIONAL` or `NAMED` (absent: positional).
+    #[serde(
+        default,
+        deserialize_with = "lenient::opt_string",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub parameter_format: Option<String>,
 }
 
 impl TemplateInfo {

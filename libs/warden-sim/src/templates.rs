@@ -49,16 +49,35 @@ impl Template {
             status: self.status.clone(),
             category: self.category.clone(),
             id: self.id.clone(),
-            components: std::iter::once(TemplateComponent {
-                kind: "BODY".to_owned(),
-                format: None,
-                text: Some(self.body.clone()),
-                example: None,
-                buttons: None,
-            })
-            .chain(self.components.iter().cloned())
-            .collect(),
+            // In the platform's order: header, body, footer, buttons.
+            components: self
+                .components
+                .iter()
+                .filter(|c| c.kind.eq_ignore_ascii_case("header"))
+                .cloned()
+                .chain(std::iter::once(TemplateComponent {
+                    kind: "BODY".to_owned(),
+                    format: None,
+                    text: Some(self.body.clone()),
+                    example: None,
+                    buttons: None,
+                }))
+                .chain(
+                    self.components
+                        .iter()
+                        .filter(|c| !c.kind.eq_ignore_ascii_case("header"))
+                        .cloned(),
+                )
+                .collect(),
             rejected_reason: Some(self.reason.clone().unwrap_or_else(|| "NONE".to_owned())),
+            parameter_format: Some(
+                if self.named.is_some() {
+                    "NAMED"
+                } else {
+                    "POSITIONAL"
+                }
+                .to_owned(),
+            ),
         }
     }
 }

@@ -18,6 +18,8 @@ pub enum HintKind {
     Inbound,
     /// An outbound message moved (accepted, sent, delivered, read, failed).
     Status,
+    /// Content was erased (`warden-admin customers forget`).
+    Redacted,
 }
 
 impl HintKind {
@@ -25,6 +27,7 @@ impl HintKind {
         match self {
             HintKind::Inbound => "inbound",
             HintKind::Status => "status",
+            HintKind::Redacted => "redacted",
         }
     }
 
@@ -32,6 +35,7 @@ impl HintKind {
         match s {
             b"inbound" => Some(HintKind::Inbound),
             b"status" => Some(HintKind::Status),
+            b"redacted" => Some(HintKind::Redacted),
             _ => None,
         }
     }
@@ -76,6 +80,28 @@ impl Hints {
                 "{}.hints.conversations",
                 settings.delivery_stream.to_lowercase()
             ),
+        }
+    }
+
+    /// A connection of its own, for a process that only announces changes (warden-admin):
+    /// no JetStream, one bounded attempt.
+    pub async fn connect(settings: &Settings, within: std::time::Duration) -> Result<Self, String> {
+        let options = async_nats::ConnectOptions::new()
+            .name("warden-hints")
+            .connection_timeout(within);
+        match tokio::time::timeout(within, options.connect(&settings.nats_url)).await {
+            Err(_) => Err(format!("NATS did not answer within {within:?}")),
+            Ok(Err(e)) => Err(e.to_string()),
+            Ok(Ok(client)) => Ok(Hints::new(client, settings)),
+        }
+    }
+
+    /// Wait until everything published so far reached the server (before a short-lived
+    /// process exits).
+    pub async fn flush(&self, within: std::time::Duration) -> Result<(), String> {
+        match tokio::time::timeout(within, self.client.flush()).await {
+            Err(_) => Err(format!("NATS did not take the hints within {within:?}")),
+            Ok(r) => r.map_err(|e| e.to_string()),
         }
     }
 

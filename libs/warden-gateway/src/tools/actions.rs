@@ -379,5 +379,7 @@ pub(crate) fn platform_template(info: &TemplateInfo) -> PlatformTemplate {
         rejected_reason: info.rejected_reason.clone(),
         id: info.id.clone(),
         body_text: info.body_text().map(str::to_string),
+        components: serde_json::to_value(&info.components).ok(),
+        parameter_format: info.parameter_format.clone(),
     }
 }

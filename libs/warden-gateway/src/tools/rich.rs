@@ -65,6 +65,8 @@ pub struct SendInteractiveIn {
     pub display_text: Option<String>,
     /// Header text, at most 60 characters.
     pub header: Option<String>,
+    /// Instead of `header`, a media header (kinds buttons and cta_url): JSON object (as a string, or the object itself) {"type": "image"|"video"|"document", "media_id" (from upload_media) or "link" (public http(s) URL), "filename"? (document only)}, e.g. {"type":"image","link":"https://shop.example/p.jpg"}.
+    pub header_media: Option<String>,
     /// Footer text, at most 60 characters.
     pub footer: Option<String>,
     /// Messaging channel; only "whatsapp" exists and it is the default.
@@ -197,11 +199,11 @@ fn number(a: &Args, key: &str) -> ToolResult<f64> {
 }
 
 /// A JSON array parameter parsed into `T` items; failures name the parameter.
-fn json_list<T: serde::de::DeserializeOwned>(
+fn json_arg<T: serde::de::DeserializeOwned>(
     a: &Args,
     key: &str,
     what: &str,
-) -> ToolResult<Option<Vec<T>>> {
+) -> ToolResult<Option<T>> {
     let Some(v) = a.opt_json(key, what)? else {
         return Ok(None);
     };
@@ -218,6 +220,68 @@ fn json_list<T: serde::de::DeserializeOwned>(
 struct ButtonArg {
     id: String,
     title: String,
+}
+
+/// `header_media` of send_interactive: send_media's names for the media object.
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct HeaderMediaArg {
+    #[serde(rename = "type")]
+    kind: String,
+    media_id: Option<String>,
+    link: Option<String>,
+    filename: Option<String>,
+}
+
+/// The interactive header from `header` (text) or `header_media` (a media object).
+fn interactive_header(a: &Args) -> ToolResult<Option<Header>> {
+    let text = a.opt_string("header")?;
+    let media: Option<HeaderMediaArg> = json_arg(
+        a,
+        "header_media",
+        "a JSON object {\"type\": \"image\"|\"video\"|\"document\", \"media_id\" or \"link\", \"filename\"?}",
+    )?;
+    let empty = |kind: &str| Header {
+        kind: kind.into(),
+        text: None,
+        image: None,
+        video: None,
+        document: None,
+    };
+    Ok(match (text, media) {
+        (Some(_), Some(_)) => {
+            return Err(rich_error(RichError {
+                field: "header_media".into(),
+                problem: "and `header` were both given; pass one header".into(),
+            }));
+        }
+        (Some(text), None) => Some(Header {
+            text: Some(text),
+            ..empty("text")
+        }),
+        (None, Some(m)) => {
+            let object = MediaObject {
+                id: m.media_id,
+                link: m.link,
+                caption: None,
+                filename: m.filename,
+            };
+            let mut header = empty(&m.kind);
+            match m.kind.as_str() {
+                "image" => header.image = Some(object),
+                "video" => header.video = Some(object),
+                "document" => header.document = Some(object),
+                other => {
+                    return Err(rich_error(RichError {
+                        field: "header_media".into(),
+                        problem: format!("type must be image, video or document, not {:?}", other),
+                    }));
+                }
+            }
+            Some(header)
+        }
+        (None, None) => None,
+    })
 }
 
 impl Gateway {
@@ -268,8 +332,8 @@ impl Gateway {
         let body = a.string("body", "the message text (at most 1024 characters).")?;
         let kind = InteractiveType::parse(&kind).map_err(rich_error)?;
         let buttons: Option<Vec<ButtonArg>> =
-            json_list(&a, "buttons", "a JSON array of {\"id\", \"title\"} objects")?;
-        let sections: Option<Vec<Section>> = json_list(
+            json_arg(&a, "buttons", "a JSON array of {\"id\", \"title\"} objects")?;
+        let sections: Option<Vec<Section>> = json_arg(
             &a,
             "sections",
             "a JSON array of {\"title\", \"rows\": [{\"id\", \"title\", \"description\"}]} objects",
@@ -325,13 +389,7 @@ impl Gateway {
         };
         let interactive = Interactive {
             kind,
-            header: a.opt_string("header")?.map(|text| Header {
-                kind: "text".into(),
-                text: Some(text),
-                image: None,
-                video: None,
-                document: None,
-            }),
+            header: interactive_header(&a)?,
             body: TextObject { text: body },
             footer: a.opt_string("footer")?.map(|text| TextObject { text }),
             action,
