@@ -15,6 +15,7 @@
 //! [`run`] is the binary's whole life; [`start`] runs one in-process (tests, benchmarks).
 
 mod body;
+pub mod capacity;
 mod claim;
 mod config;
 mod deliver;
@@ -119,6 +120,20 @@ pub async fn start(
         bucket = %bucket.key(),
         "dispatcher consuming"
     );
+    // The number's throughput (platform read, then the recorded capacity every few s).
+    capacity::refresh(&deps.pg, &bucket, config.mps).await;
+    let follower = tokio::spawn({
+        let (pg, platform, bucket, mps) = (
+            deps.pg.clone(),
+            platform.clone(),
+            bucket.clone(),
+            config.mps,
+        );
+        async move {
+            capacity::read_number(&pg, &platform).await;
+            capacity::run(pg, bucket, mps).await
+        }
+    });
     let ctx = Arc::new(deliver::Ctx::new(
         deps.pg.clone(),
         outcomes_pg,
@@ -142,6 +157,7 @@ pub async fn start(
         if let Some(sweeper) = sweeper {
             sweeper.abort();
         }
+        follower.abort();
         result
     });
     Ok(Dispatcher {
