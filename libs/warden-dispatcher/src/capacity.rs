@@ -11,6 +11,8 @@ use warden_store::PgPool;
 
 /// How often the capacity is read again (a small row; one query per period).
 pub const REFRESH: Duration = Duration::from_secs(2);
+/// The longest the start-up read of the number may take.
+pub const READ_LIMIT: Duration = Duration::from_secs(3);
 
 /// Record what the platform says about the number (best effort: the dispatcher starts
 /// whatever the platform answers).

@@ -120,20 +120,15 @@ pub async fn start(
         bucket = %bucket.key(),
         "dispatcher consuming"
     );
-    // The number's throughput (platform read, then the recorded capacity every few s).
+    // The number's throughput: read from the platform before consuming (bounded, so a
+    // slow platform does not hold the start), then the recorded capacity every few s.
+    let _ = tokio::time::timeout(
+        capacity::READ_LIMIT,
+        capacity::read_number(&deps.pg, &platform),
+    )
+    .await;
     capacity::refresh(&deps.pg, &bucket, config.mps).await;
-    let follower = tokio::spawn({
-        let (pg, platform, bucket, mps) = (
-            deps.pg.clone(),
-            platform.clone(),
-            bucket.clone(),
-            config.mps,
-        );
-        async move {
-            capacity::read_number(&pg, &platform).await;
-            capacity::run(pg, bucket, mps).await
-        }
-    });
+    let follower = tokio::spawn(capacity::run(deps.pg.clone(), bucket.clone(), config.mps));
     let ctx = Arc::new(deliver::Ctx::new(
         deps.pg.clone(),
         outcomes_pg,
