@@ -19,6 +19,7 @@ pub mod gauges;
 pub mod inbound;
 pub mod inbound_batch;
 pub mod knowledge;
+pub mod message_pricing;
 pub mod message_schedule;
 pub mod message_view;
 pub mod number_change;
@@ -27,6 +28,7 @@ pub mod outcomes;
 pub mod platform_errors;
 pub mod platform_events;
 pub mod policy_file;
+pub mod pricing_file;
 pub mod privacy;
 pub mod quote;
 pub mod read_receipts;
@@ -38,7 +40,9 @@ pub mod send;
 pub mod send_kind;
 pub mod sql;
 pub mod statuses;
+pub mod template_changes;
 pub mod templates;
+pub mod throughput;
 
 use std::sync::Arc;
 

@@ -169,6 +169,20 @@ impl RetryPolicy {
     }
 }
 
+/// The platform's pair window: about one message per 6 s to the same user.
+pub const PAIR_WINDOW: Duration = Duration::from_secs(6);
+
+/// How long one (business number, customer) pair backs off after 131056: at least the
+/// pair window (or the configured pair interval, if longer) plus up to half of it again
+/// (`unit` in [0, 1) is the random draw), or the retry backoff when that is longer. The
+/// jitter keeps many hot pairs that failed together from all coming back in the same
+/// instant (a synchronised burst would hit the pair rate again).
+pub fn pair_backoff(retry_delay: Duration, pair_interval: Duration, unit: f64) -> Duration {
+    let floor = pair_interval.max(PAIR_WINDOW);
+    let jittered = floor + (floor / 2).mul_f64(unit.clamp(0.0, 1.0));
+    retry_delay.max(jittered)
+}
+
 /// What [`retry_failed_status`] did.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Retried {
@@ -228,7 +242,11 @@ pub async fn retry_failed_status(
     if attempt >= policy.max_attempts {
         return Ok(Retried::Exhausted { attempts: attempt });
     }
-    let delay = policy.backoff(retry_count + 1, unit);
+    let mut delay = policy.backoff(retry_count + 1, unit);
+    if error.code == 131056 {
+        // The webhook's form of the dispatcher's pair back-off (this row only).
+        delay = pair_backoff(delay, Duration::ZERO, unit);
+    }
     let retried: RetryCount = diesel::sql_query(
         "UPDATE messages
             SET status = 'queued', retry_count = retry_count + 1,
@@ -307,6 +325,32 @@ mod tests {
         let c = consequence(Handling::FixRequest, 132000, "x");
         assert!(!c.retry && c.effect == SideEffect::None && !c.halts());
         assert!(consequence(Handling::Halt, 131048, "x").halts());
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn pair_backoff_is_jittered_above_the_pair_window(
+            retry_ms in 0u64..20_000, interval_ms in 0u64..20_000, unit in 0.0f64..1.0,
+        ) {
+            let retry = Duration::from_millis(retry_ms);
+            let interval = Duration::from_millis(interval_ms);
+            let d = pair_backoff(retry, interval, unit);
+            let floor = interval.max(PAIR_WINDOW);
+            proptest::prop_assert!(d >= floor && d >= retry);
+            proptest::prop_assert!(d <= retry.max(floor + floor / 2));
+        }
+    }
+
+    #[test]
+    fn pair_backoff_spreads_pairs_that_failed_together() {
+        let short = Duration::from_millis(500);
+        let a = pair_backoff(short, Duration::ZERO, 0.0);
+        let b = pair_backoff(short, Duration::ZERO, 0.99);
+        assert_eq!(a, PAIR_WINDOW);
+        assert!(b > a + Duration::from_secs(2), "{a:?} vs {b:?}");
+        // A retry backoff longer than the jittered window wins.
+        let long = Duration::from_secs(60);
+        assert_eq!(pair_backoff(long, Duration::ZERO, 0.5), long);
     }
 
     #[test]

@@ -67,7 +67,10 @@ async fn facts(
         .filter(messages::id.eq(message_id))
         .select((
             messages::template_name,
-            templates::category.nullable(),
+            // A re-categorisation counts from its effective time (template_changes).
+            diesel::dsl::sql::<diesel::sql_types::Nullable<diesel::sql_types::Text>>(
+                crate::template_changes::EFFECTIVE_CATEGORY_SQL,
+            ),
             templates::status.nullable(),
             customers::opt_in_marketing.nullable(),
             customers::opt_in_utility.nullable(),

@@ -140,6 +140,14 @@ impl StatusTargets {
             .map(|t| t.customer_phone.as_str())
     }
 
+    /// The outbound message a status is about.
+    pub fn message_of(&self, s: &StatusUpdate<'_>) -> Option<Uuid> {
+        self.find(s)
+            .map(|n| &self.rows[n])
+            .filter(|t| t.direction == "outbound")
+            .map(|t| t.id)
+    }
+
     /// By wamid first, else by `biz_opaque_callback_data` = message_id.
     fn find(&self, s: &StatusUpdate<'_>) -> Option<usize> {
         if !s.wamid.is_empty()

@@ -40,10 +40,53 @@ pub async fn find(
     templates::table
         .filter(templates::name.eq(name))
         .filter(templates::locale.eq(locale))
-        .select(Template::as_select())
+        .select(with_pending())
         .first(conn)
         .await
         .optional()
+        .map(|t| t.map(with_effective_category))
+}
+
+/// A template row with its pending category change (`template_changes`).
+type WithPending = (Template, Option<String>, Option<DateTime<Utc>>);
+
+type WithPendingSelect = (
+    diesel::helper_types::AsSelect<Template, diesel::pg::Pg>,
+    templates::pending_category,
+    templates::pending_category_at,
+);
+
+fn with_pending() -> WithPendingSelect {
+    (
+        Template::as_select(),
+        templates::pending_category,
+        templates::pending_category_at,
+    )
+}
+
+/// The template as sends read it: a platform re-categorisation counts from its time on.
+fn with_effective_category((mut t, pending, at): WithPending) -> Template {
+    let now = Utc::now();
+    let category =
+        crate::template_changes::effective(&t.category, pending.as_deref(), at, now).to_owned();
+    t.category = category;
+    t
+}
+
+/// The ids of the stored templates of `name` in any of `locales` (compared as
+/// [`same_locale`] does), oldest first.
+pub async fn ids_for(
+    conn: &mut AsyncPgConnection,
+    name: &str,
+    locales: &[&str],
+) -> QueryResult<Vec<Uuid>> {
+    templates::table
+        .filter(templates::name.eq(name))
+        .filter(locale_in(locales))
+        .order((templates::created_at.asc(), templates::id.asc()))
+        .select(templates::id)
+        .load(conn)
+        .await
 }
 
 /// No template can have this name (it is longer than any template name may be).
@@ -84,10 +127,11 @@ pub async fn find_for_locales(
         .filter(templates::name.eq(name))
         .filter(locale_in(locales))
         .order((templates::created_at.asc(), templates::id.asc()))
-        .select(Template::as_select())
+        .select(with_pending())
         .first(conn)
         .await
         .optional()
+        .map(|t| t.map(with_effective_category))
 }
 
 /// A status the platform reported for a template (a status webhook or a live read).

@@ -647,7 +647,12 @@ async fn retry(
         };
     }
     if f.consequence.pair_rate {
-        delay = delay.max(cfg.dispatch.pair_interval.max(Duration::from_secs(6)));
+        // Only this pair waits, with its own jitter; every other recipient keeps flowing.
+        delay = warden_core::platform_errors::pair_backoff(
+            delay,
+            cfg.dispatch.pair_interval,
+            rand::random::<f64>(),
+        );
         ctx.pair.back_off(&row.customer_phone, &holder, delay).await;
     }
     let requeued = persist("requeue", || {

@@ -15,6 +15,7 @@
 //! [`run`] is the binary's whole life; [`start`] runs one in-process (tests, benchmarks).
 
 mod body;
+pub mod capacity;
 mod claim;
 mod config;
 mod deliver;
@@ -119,6 +120,15 @@ pub async fn start(
         bucket = %bucket.key(),
         "dispatcher consuming"
     );
+    // The number's throughput: read from the platform before consuming (bounded, so a
+    // slow platform does not hold the start), then the recorded capacity every few s.
+    let _ = tokio::time::timeout(
+        capacity::READ_LIMIT,
+        capacity::read_number(&deps.pg, &platform),
+    )
+    .await;
+    capacity::refresh(&deps.pg, &bucket, config.mps).await;
+    let follower = tokio::spawn(capacity::run(deps.pg.clone(), bucket.clone(), config.mps));
     let ctx = Arc::new(deliver::Ctx::new(
         deps.pg.clone(),
         outcomes_pg,
@@ -142,6 +152,7 @@ pub async fn start(
         if let Some(sweeper) = sweeper {
             sweeper.abort();
         }
+        follower.abort();
         result
     });
     Ok(Dispatcher {

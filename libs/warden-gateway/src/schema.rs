@@ -4,6 +4,9 @@
 //! structs the tools serialise into `structuredContent`.
 #![allow(dead_code)]
 
+mod cost;
+pub use cost::{CostLineOut, CostReport};
+
 use std::sync::Arc;
 
 use rmcp::model::JsonObject;
@@ -493,6 +496,13 @@ pub struct RateLimitOut {
     pub channel: String,
     /// Bucket capacity and refill, messages per second.
     pub capacity_mps: u32,
+    /// Where the capacity came from: `setting` (RATE_LIMIT_MPS, nothing known from the
+    /// platform), `platform_default` (80), `throughput_upgrade` (1,000), `coexistence` (20).
+    pub capacity_source: String,
+    /// What set it: the webhook or platform read, or `RATE_LIMIT_MPS=<n>`.
+    pub capacity_detail: String,
+    /// When the platform last changed it (absent: never).
+    pub capacity_updated_at: Option<String>,
     /// Tokens available now (a send takes one).
     pub tokens_remaining: f64,
     /// Tokens granted since the bucket was created.
@@ -535,6 +545,23 @@ pub struct TemplateItem {
     pub parameter_format: String,
     /// The template's components as created (HEADER, BODY, FOOTER, BUTTONS), in the platform's shape.
     pub components: Vec<serde_json::Value>,
+    /// The platform's reason for the last rejection, pause or disable (e.g. `INCORRECT_CATEGORY`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// The platform's quality score of the template (GREEN, YELLOW, RED, UNKNOWN).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub quality_score: Option<String>,
+    /// A re-categorisation the platform announced and that has not taken effect yet.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub category_change: Option<CategoryChangeItem>,
+}
+
+#[derive(Serialize, JsonSchema)]
+pub struct CategoryChangeItem {
+    /// The category the template gets (lower case).
+    pub to: String,
+    /// When (RFC 3339); from then on sends obey that category's rules.
+    pub at: String,
 }
 
 #[derive(Serialize, JsonSchema)]
@@ -652,6 +679,9 @@ pub struct CampaignOut {
     pub status_reason: Option<String>,
     pub created_at: String,
     pub updated_at: String,
+    /// What the campaign cost: estimated from the rate card beside the platform's reports.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cost: Option<CostReport>,
 }
 
 #[derive(Serialize, JsonSchema)]

@@ -188,7 +188,9 @@ struct Inner {
     health: Arc<Health>,
     channel: String,
     key: String,
-    mps: u32,
+    /// Capacity = refill per second; the dispatcher changes it when the platform changes
+    /// the number's throughput ([`TokenBucket::set_mps`]).
+    mps: AtomicU32,
     replicas: u32,
     local: Mutex<LocalBucket>,
     /// Callers of this process queue here (FIFO) so only the head polls Redis while
@@ -236,7 +238,7 @@ impl std::fmt::Debug for TokenBucket {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("TokenBucket")
             .field("key", &self.inner.key)
-            .field("mps", &self.inner.mps)
+            .field("mps", &self.mps())
             .field("replicas", &self.inner.replicas)
             .field("fallback", &self.is_fallback())
             .finish()
@@ -261,7 +263,7 @@ impl TokenBucket {
                 health: Health::new(redis, format!("bucket {key}")),
                 key,
                 channel,
-                mps,
+                mps: AtomicU32::new(mps),
                 replicas,
                 local: Mutex::new(LocalBucket::new(mps, replicas)),
                 turn: tokio::sync::Mutex::new(()),
@@ -280,7 +282,22 @@ impl TokenBucket {
     }
 
     pub fn mps(&self) -> u32 {
-        self.inner.mps
+        self.inner.mps.load(Ordering::Acquire)
+    }
+
+    /// A new capacity (messages per second), used from the next take on, by Redis (the
+    /// script reads it per call) and by the local fallback alike. Returns the old one.
+    pub fn set_mps(&self, mps: u32) -> u32 {
+        let mps = mps.max(1);
+        let old = self.inner.mps.swap(mps, Ordering::AcqRel);
+        if old != mps {
+            let mut local = self.local();
+            let fresh = LocalBucket::new(mps, self.inner.replicas);
+            local.rate = fresh.rate;
+            local.capacity = fresh.capacity;
+            local.tokens = local.tokens.min(local.capacity);
+        }
+        old
     }
 
     /// True while the bucket runs on its local fallback (Redis unreachable or not given).
@@ -379,7 +396,7 @@ impl TokenBucket {
             let mut conn = pool.get().await?;
             Ok(TAKE
                 .key(&self.inner.key)
-                .arg(self.inner.mps)
+                .arg(self.mps())
                 .arg(KEY_TTL_MS)
                 .arg(want)
                 .invoke_async::<Vec<i64>>(&mut *conn)
@@ -419,6 +436,17 @@ mod tests {
             assert_eq!(b.take(later), Take::Granted);
         }
         assert!(matches!(b.take(later), Take::Wait(_)));
+    }
+
+    #[tokio::test]
+    async fn a_new_capacity_applies_to_the_local_fallback() {
+        let b = TokenBucket::new(None, "t", 2, 1);
+        assert_eq!(b.set_mps(20), 2);
+        assert_eq!(b.mps(), 20);
+        // The local bucket now holds up to 20 tokens (it keeps the 2 it had).
+        assert_eq!(b.local().capacity, 20.0);
+        assert_eq!(b.set_mps(1), 20);
+        assert!(b.local().tokens <= 1.0);
     }
 
     #[test]

@@ -21,6 +21,8 @@
 //! - [`templates`]: template placeholders, variables, names and bodies.
 //! - [`audience`]: campaign audience filters.
 //! - [`campaign_status`]: a campaign's states and which of them are active / terminal.
+//! - [`pricing`]: the rate card as data (dated cards, validation) and what is billable.
+//! - [`throughput`]: a business number's messages per second, from what the platform said.
 //! - [`import`]: streaming parsers for customer import files.
 //! - [`errors`]: one error type wrapping the module errors for callers that
 //!   only need "this input is invalid, here is why".
@@ -37,6 +39,7 @@ pub mod kinds;
 pub mod message_status;
 pub mod phone;
 pub mod policy;
+pub mod pricing;
 pub mod recheck;
 pub mod rich;
 pub mod tags;
@@ -44,6 +47,7 @@ pub mod template_params;
 pub mod template_spec;
 pub mod templates;
 pub mod text;
+pub mod throughput;
 pub mod window;
 
 pub use campaign_status::CampaignStatus;

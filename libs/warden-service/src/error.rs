@@ -2,6 +2,7 @@
 
 use warden_core::deps::RedisConnectError;
 use warden_core::policy_file::PolicyFileError;
+use warden_core::pricing_file::PricingFileError;
 use warden_settings::SettingsError;
 use warden_store::StoreError;
 use warden_stream::StreamError;
@@ -34,6 +35,8 @@ pub enum StartError {
     Telemetry(anyhow::Error),
     #[error("POLICIES_PATH: {0}")]
     Policies(PolicyFileError),
+    #[error("PRICING_PATH: {0}")]
+    Pricing(PricingFileError),
     /// Another configuration problem a service found before it started (e.g. the
     /// webhook's missing app secret).
     #[error("{0}")]
@@ -66,6 +69,7 @@ impl StartError {
             StartError::Settings(_)
             | StartError::Telemetry(_)
             | StartError::Policies(_)
+            | StartError::Pricing(_)
             | StartError::Config(_) => Failure::Config,
             StartError::Postgres(_)
             | StartError::Redis(_)

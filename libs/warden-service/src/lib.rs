@@ -64,9 +64,23 @@ pub async fn start(settings: Arc<Settings>, needs: Needs) -> Result<Dependencies
     let (policies, seeds, _) =
         policies::load_configured(&settings.policies_path, settings.policies_path_set)
             .map_err(StartError::Policies)?;
+    let card = warden_core::pricing_file::load(settings.pricing_path.as_deref())
+        .map_err(StartError::Pricing)?;
     let wait = Duration::from_secs(10);
     let pg = warden_store::connect(&settings.database, needs.pool_size, wait).await?;
     let report = warden_store::prepare(&settings.database, seeds).await?;
+    // The rate card as data (PRICING_PATH or the built-in card), dated rows.
+    let card_rows = warden_core::pricing_file::install(&pg, &card)
+        .await
+        .map_err(|e| {
+            StartError::Postgres(warden_store::StoreError::Startup(format!("rate card: {e}")))
+        })?;
+    tracing::info!(
+        pricing_path = %settings.pricing_path.as_ref().map_or("built-in".to_string(), |p| p.display().to_string()),
+        cards = card.cards.len(),
+        rows = card_rows,
+        "rate card installed"
+    );
     tracing::info!(
         migrations_applied = report.migrations_applied,
         error_codes = report.error_codes,

@@ -199,6 +199,50 @@ fn an_unparsable_policy_file_stops_startup_naming_the_line() {
 }
 
 #[test]
+fn a_bad_rate_card_stops_startup_naming_the_field() {
+    let dir = std::env::temp_dir().join(format!(
+        "warden-bad-pricing-{}",
+        uuid::Uuid::new_v4().simple()
+    ));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("pricing.yaml");
+    std::fs::write(
+        &path,
+        "currency: USD\ncards:\n  - effective_from: 2026-12-01\n    rates:\n      DEFAULT: {marketing: -0.5, utility: 0, authentication: 0, service: 0}\n",
+    )
+    .unwrap();
+    let out = Command::new(bin("scheduler"))
+        .env("POLICIES_PATH", policies())
+        .env("PRICING_PATH", &path)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("PRICING_PATH") && stderr.contains("cards[0].rates.DEFAULT.marketing"),
+        "{stderr}"
+    );
+    // A syntax error names the line.
+    std::fs::write(
+        &path,
+        "currency: USD\ncards: [\n  - effective_from: 2026-12-01\n",
+    )
+    .unwrap();
+    let out = Command::new(bin("scheduler"))
+        .env("POLICIES_PATH", policies())
+        .env("PRICING_PATH", &path)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("PRICING_PATH") && stderr.contains("line"),
+        "{stderr}"
+    );
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+#[test]
 fn every_binary_answers_help() {
     for name in [
         "webhook",

@@ -71,6 +71,7 @@ pub const VARIABLES: &[&str] = &[
     "PLATFORM_WEBHOOK_VERIFY_TOKEN",
     "PLATFORM_APP_SECRET",
     "POLICIES_PATH",
+    "PRICING_PATH",
     "SCHEDULER_POLL_INTERVAL",
     "MESSAGE_CONTENT_RETENTION",
     "RATE_LIMIT_MPS",
@@ -231,6 +232,9 @@ pub struct Settings {
     /// POLICIES_PATH was given (environment or config file). When it was not and the
     /// default file is absent, the built-in default policy file is used instead.
     pub policies_path_set: bool,
+    /// PRICING_PATH: the rate card file (YAML or JSON, dated cards); None: the built-in
+    /// per-message card (`warden_rules::pricing::BUILTIN`).
+    pub pricing_path: Option<PathBuf>,
     pub scheduler_poll_interval: Duration,
     /// MESSAGE_CONTENT_RETENTION: message content older than this is redacted by the
     /// scheduler (type, status and timestamps stay).
@@ -414,6 +418,10 @@ impl Settings {
             },
             policies_path: PathBuf::from(src.string("POLICIES_PATH", DEFAULT_POLICIES_PATH)),
             policies_path_set: src.get("POLICIES_PATH").is_some(),
+            pricing_path: src
+                .get("PRICING_PATH")
+                .filter(|s| !s.trim().is_empty())
+                .map(PathBuf::from),
             scheduler_poll_interval,
             message_content_retention,
             rate_limit_mps,

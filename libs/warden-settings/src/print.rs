@@ -84,6 +84,14 @@ impl Settings {
                 text(self.policies_path.display().to_string()),
             ),
             (
+                "PRICING_PATH",
+                self.pricing_path
+                    .as_ref()
+                    .map_or(Value::Unset("the built-in per-message rate card"), |p| {
+                        text(p.display().to_string())
+                    }),
+            ),
+            (
                 "SCHEDULER_POLL_INTERVAL",
                 duration(self.scheduler_poll_interval),
             ),

@@ -60,6 +60,15 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
                 .route("/webhooks", web::get().to(sim_webhooks))
                 .route("/user_preferences", web::post().to(sim_user_preferences))
                 .route("/quality", web::post().to(sim_quality))
+                .route("/throughput", web::post().to(crate::limits::sim_throughput))
+                .route(
+                    "/templates/{name}/{language}/category",
+                    web::post().to(crate::limits::sim_template_category),
+                )
+                .route(
+                    "/templates/{name}/{language}/quality",
+                    web::post().to(crate::limits::sim_template_quality),
+                )
                 .route("/media", web::post().to(crate::media::sim_store)),
         )
         .route(
@@ -128,16 +137,16 @@ fn digits(s: &str) -> String {
     s.chars().filter(char::is_ascii_digit).collect()
 }
 
-fn bad_request(msg: impl std::fmt::Display) -> HttpResponse {
+pub(crate) fn bad_request(msg: impl std::fmt::Display) -> HttpResponse {
     HttpResponse::BadRequest().json(json!({ "error": msg.to_string() }))
 }
 
 /// A control endpoint's body that is not the JSON it takes.
 #[derive(Debug, thiserror::Error)]
 #[error("invalid JSON body: {0}")]
-struct BadControlBody(#[from] serde_json::Error);
+pub(crate) struct BadControlBody(#[from] serde_json::Error);
 
-fn control_json<T: DeserializeOwned>(body: &[u8]) -> Result<T, BadControlBody> {
+pub(crate) fn control_json<T: DeserializeOwned>(body: &[u8]) -> Result<T, BadControlBody> {
     Ok(serde_json::from_slice(body)?)
 }
 
@@ -499,6 +508,7 @@ fn phone_object(sim: &Sim) -> Map<String, Value> {
         "quality_rating": p.quality_rating,
         "messaging_limit_tier": p.messaging_limit_tier,
         "throughput": { "level": p.throughput_level },
+        "is_on_biz_app": p.is_on_biz_app,
         "code_verification_status": "VERIFIED",
         "name_status": "APPROVED",
         "platform_type": "CLOUD_API",

@@ -18,6 +18,7 @@
 pub mod bodies;
 pub mod config;
 pub mod http;
+pub mod limits;
 pub mod listen;
 pub mod media;
 pub mod state;

@@ -1,6 +1,8 @@
 //! The sim's in-memory state: counters, faults, templates, phone number, and the
 //! webhooks each event produces.
 
+mod limits;
+
 use crate::config::SimConfig;
 use crate::templates::{Registry, Seed, Template};
 use crate::webhooks::{QueueStats, WebhookQueue, unix_now};
@@ -178,6 +180,8 @@ pub struct PhoneState {
     pub quality_rating: String,
     pub messaging_limit_tier: String,
     pub throughput_level: String,
+    /// In coexistence with the WhatsApp Business app (`is_on_biz_app`).
+    pub is_on_biz_app: bool,
 }
 
 impl Default for PhoneState {
@@ -186,6 +190,7 @@ impl Default for PhoneState {
             quality_rating: "GREEN".to_owned(),
             messaging_limit_tier: "TIER_1K".to_owned(),
             throughput_level: "STANDARD".to_owned(),
+            is_on_biz_app: false,
         }
     }
 }

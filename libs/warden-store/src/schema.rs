@@ -48,6 +48,10 @@ diesel::table! {
         status_event_at -> Nullable<Timestamptz>,
         components -> Nullable<Jsonb>,
         parameter_format -> Nullable<Text>,
+        pending_category -> Nullable<Text>,
+        pending_category_at -> Nullable<Timestamptz>,
+        quality_score -> Nullable<Text>,
+        quality_updated_at -> Nullable<Timestamptz>,
     }
 }
 
@@ -238,5 +242,27 @@ diesel::table! {
         new_phone -> Text,
         changed_at -> Timestamptz,
         recorded_at -> Timestamptz,
+    }
+}
+
+diesel::table! {
+    number_throughput (channel) {
+        channel -> Text,
+        high_throughput -> Bool,
+        coexistence -> Bool,
+        source -> Text,
+        display_phone_number -> Nullable<Text>,
+        updated_at -> Timestamptz,
+    }
+}
+
+diesel::table! {
+    message_pricing (message_id) {
+        message_id -> Uuid,
+        billable -> Nullable<Bool>,
+        pricing_model -> Nullable<Text>,
+        category -> Nullable<Text>,
+        pricing_type -> Nullable<Text>,
+        updated_at -> Timestamptz,
     }
 }

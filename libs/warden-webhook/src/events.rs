@@ -28,6 +28,9 @@ use warden_platform::webhook::{
 use warden_rules::keywords::OptChange;
 use warden_rules::phone::PhoneNumber;
 
+mod template_changes;
+pub use template_changes::{TemplateChange, TemplateChangeEvent};
+
 /// Longest identifier (wamid, template name, ...) kept as is; longer ones are not real.
 pub const MAX_ID_LEN: usize = 256;
 /// Keys longer than this are shortened to `<prefix>:h:<sha256>` (btree entries are bounded).
@@ -43,15 +46,18 @@ pub enum EventKind {
     Template,
     UserPreference,
     Quality,
+    /// A template's category or quality changed by the platform.
+    TemplateChange,
 }
 
 impl EventKind {
-    pub const ALL: [EventKind; 5] = [
+    pub const ALL: [EventKind; 6] = [
         EventKind::Inbound,
         EventKind::Status,
         EventKind::Template,
         EventKind::UserPreference,
         EventKind::Quality,
+        EventKind::TemplateChange,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -61,6 +67,7 @@ impl EventKind {
             EventKind::Template => "template",
             EventKind::UserPreference => "user_preferences",
             EventKind::Quality => "quality",
+            EventKind::TemplateChange => "template_change",
         }
     }
 }
@@ -81,6 +88,7 @@ impl Event {
             EventBody::Template(_) => EventKind::Template,
             EventBody::Preference(_) => EventKind::UserPreference,
             EventBody::Quality(_) => EventKind::Quality,
+            EventBody::TemplateChange(_) => EventKind::TemplateChange,
         }
     }
 }
@@ -92,6 +100,7 @@ pub enum EventBody {
     Template(TemplateEvent),
     Preference(PreferenceEvent),
     Quality(QualityEvent),
+    TemplateChange(TemplateChangeEvent),
 }
 
 /// A message a customer sent.
@@ -124,6 +133,18 @@ pub struct StatusEvent {
     pub recipient_id: String,
     /// The first error of a failed status.
     pub error: Option<StatusError>,
+    /// The status's `pricing` object (what the platform charged), when it had one.
+    pub pricing: Option<StatusPricing>,
+}
+
+/// A status's `pricing` object, cleaned (`warden_core::message_pricing`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StatusPricing {
+    pub billable: Option<bool>,
+    pub pricing_model: Option<String>,
+    pub category: Option<String>,
+    /// regular, free_customer_service, free_entry_point
+    pub pricing_type: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -376,6 +397,18 @@ impl Builder<'_> {
                 let fp = fingerprint(&raw_value);
                 self.quality(update, raw_value, &fp)
             }
+            Change::Other { field, value }
+                if field == template_changes::FIELD_CATEGORY
+                    || field == template_changes::FIELD_QUALITY =>
+            {
+                match template_changes::parse(&field, &value) {
+                    Ok(e) => self.push(
+                        format!("tchg:{}", fingerprint(&value)),
+                        EventBody::TemplateChange(e),
+                    ),
+                    Err(reason) => self.skip(reason, clip(&field, 64)),
+                }
+            }
             Change::Other { field, .. } => self.skip("unknown_field", clip(&field, 64)),
         }
     }
@@ -456,6 +489,19 @@ impl Builder<'_> {
                 callback,
                 recipient_id: clip(&clean(&status.recipient_id), 64),
                 error,
+                pricing: status.pricing.as_ref().map(|p| {
+                    let short = |s: &Option<String>| {
+                        s.as_deref()
+                            .map(|s| clip(&clean(s.trim()), 64))
+                            .filter(|s| !s.is_empty())
+                    };
+                    StatusPricing {
+                        billable: p.billable,
+                        pricing_model: short(&p.pricing_model),
+                        category: short(&p.category),
+                        pricing_type: short(&p.kind),
+                    }
+                }),
             }),
         );
     }

@@ -466,6 +466,20 @@ async fn apply_batch(
             }
             EventBody::Status(s) => {
                 let update = status_update(s);
+                // What the platform charged for it (stored beside the message).
+                if let (Some(p), Some(id)) = (&s.pricing, targets.message_of(&update)) {
+                    warden_core::message_pricing::record(
+                        c,
+                        id,
+                        &warden_core::message_pricing::ReportedPricing {
+                            billable: p.billable,
+                            pricing_model: p.pricing_model.as_deref(),
+                            category: p.category.as_deref(),
+                            pricing_type: p.pricing_type.as_deref(),
+                        },
+                    )
+                    .await?;
+                }
                 let applied =
                     statuses::apply(c, &update, &mut targets, retry_policy(), ACTOR).await?;
                 if !matches!(applied, StatusApplied::Ignored)
@@ -485,7 +499,15 @@ async fn apply_batch(
             }
             EventBody::Template(t) => apply_template(c, t).await?,
             EventBody::Preference(p) => apply_preference(c, p).await?,
+            EventBody::TemplateChange(t) => template::apply_template_change(c, t).await?,
             EventBody::Quality(q) => {
+                // Its throughput part (THROUGHPUT_UPGRADE); tiers are read apart.
+                warden_core::throughput::apply_quality_event(
+                    c,
+                    &q.event,
+                    q.display_phone_number.as_deref(),
+                )
+                .await?;
                 quality.push(QualityUpdate {
                     event: &q.event,
                     current_limit: q.current_limit.as_deref(),

@@ -366,8 +366,13 @@ struct WebhookFirst {
 
 async fn webhook_first(
     stub: actix_web::web::Data<WebhookFirst>,
+    req: actix_web::HttpRequest,
     body: actix_web::web::Bytes,
 ) -> actix_web::HttpResponse {
+    // The dispatcher reads the number at start (GET, its throughput): not a send.
+    if req.method() != actix_web::http::Method::POST {
+        return actix_web::HttpResponse::Ok().json(json!({"id": "stub"}));
+    }
     let req: serde_json::Value = serde_json::from_slice(&body).unwrap_or_default();
     let to = req["to"].as_str().unwrap_or_default().to_string();
     let callback = req["biz_opaque_callback_data"].as_str().map(str::to_string);

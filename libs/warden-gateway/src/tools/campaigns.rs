@@ -553,6 +553,7 @@ impl Gateway {
         let recipients = view.recipients();
         let pending_count = view.pending_count;
         let c = view.campaign;
+        let cost = self.campaign_cost(c.id).await;
         let object = |v: Value| match v {
             Value::Object(m) => m,
             _ => Map::new(),
@@ -582,6 +583,42 @@ impl Gateway {
             status_reason: c.status_reason,
             created_at: ts(c.created_at),
             updated_at: ts(c.updated_at),
+            cost,
+        })
+    }
+
+    /// The campaign's cost report (None when it cannot be read: the rest still answers).
+    async fn campaign_cost(&self, id: uuid::Uuid) -> Option<CostReport> {
+        let lines = match warden_core::message_pricing::campaign_report(self.core().pg(), id).await
+        {
+            Ok(lines) => lines,
+            Err(e) => {
+                tracing::warn!(error = %e, "campaign cost report unavailable");
+                return None;
+            }
+        };
+        let e4 = |n: i64| crate::tools::account::decimal_e4(i128::from(n));
+        let currency = warden_core::pricing_file::installed_currency(self.core().pg())
+            .await
+            .unwrap_or_else(|| "USD".to_owned());
+        Some(CostReport {
+            currency,
+            estimated: e4(lines.iter().map(|l| l.estimated_e4).sum()),
+            actual: e4(lines.iter().map(|l| l.actual_e4).sum()),
+            by_category: lines
+                .into_iter()
+                .map(|l| CostLineOut {
+                    estimated: e4(l.estimated_e4),
+                    actual: e4(l.actual_e4),
+                    category: l.category,
+                    delivered: l.delivered,
+                    estimated_billable: l.estimated_billable,
+                    reported: l.reported,
+                    actual_billable: l.actual_billable,
+                    free_customer_service: l.free_customer_service,
+                    free_entry_point: l.free_entry_point,
+                })
+                .collect(),
         })
     }
 }

@@ -374,13 +374,22 @@ impl Gateway {
         let Some(redis) = self.core().redis() else {
             return Err(unavailable("no Redis configured".into()));
         };
-        let mps = self.core().settings().rate_limit_mps;
-        let st = warden_ratelimit::state(redis, channel, mps)
+        // The capacity the dispatcher's bucket uses: the number's, as the platform set it.
+        let setting = self.core().settings().rate_limit_mps;
+        let capacity = warden_core::throughput::current(self.core().pg(), setting)
+            .await
+            .map_err(|e| unavailable(e.to_string()))?;
+        let st = warden_ratelimit::state(redis, channel, capacity.mps)
             .await
             .map_err(|e| unavailable(e.to_string()))?;
         Ok(RateLimitOut {
             channel: channel.to_string(),
             capacity_mps: st.capacity_mps,
+            capacity_source: capacity.source.as_str().to_owned(),
+            capacity_detail: capacity
+                .detail
+                .unwrap_or_else(|| format!("RATE_LIMIT_MPS={setting}")),
+            capacity_updated_at: capacity.updated_at.map(|t| t.to_rfc3339()),
             tokens_remaining: st.tokens_remaining,
             tokens_used: st.tokens_used,
             last_update_ms: st.last_update_ms,
@@ -507,17 +516,44 @@ impl Gateway {
         };
         let mut conn = self.conn().await?;
         let total: i64 = query().count().get_result(&mut conn).await?;
-        let rows: Vec<Template> = query()
+        type Row = (
+            Template,
+            Option<String>,
+            Option<chrono::DateTime<Utc>>,
+            Option<String>,
+        );
+        let rows: Vec<Row> = query()
             .order((templates::name.asc(), templates::locale.asc()))
             .limit(limit)
             .offset(offset)
-            .select(Template::as_select())
+            .select((
+                Template::as_select(),
+                templates::pending_category,
+                templates::pending_category_at,
+                templates::quality_score,
+            ))
             .load(&mut conn)
             .await?;
+        let now = Utc::now();
         Ok(TemplatesPage {
             templates: rows
                 .into_iter()
-                .map(|t| TemplateItem {
+                .map(|(t, pending, pending_at, quality)| TemplateItem {
+                    // The category sends obey now (a re-categorisation counts from its time).
+                    category: lower(warden_core::template_changes::effective(
+                        &t.category,
+                        pending.as_deref(),
+                        pending_at,
+                        now,
+                    )),
+                    category_change: pending
+                        .filter(|_| pending_at.is_some_and(|at| at > now))
+                        .map(|to| CategoryChangeItem {
+                            to: lower(&to),
+                            at: pending_at.map(|at| at.to_rfc3339()).unwrap_or_default(),
+                        }),
+                    reason: t.rejection_reason.clone().filter(|r| !r.is_empty()),
+                    quality_score: quality,
                     parameter_format: t
                         .parameter_format
                         .clone()
@@ -528,7 +564,6 @@ impl Gateway {
                     },
                     name: t.name,
                     locale: t.locale,
-                    category: lower(&t.category),
                     status: t.status.to_ascii_uppercase(),
                     body_text: t.body_text,
                 })

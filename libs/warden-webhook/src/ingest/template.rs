@@ -1,12 +1,14 @@
 //! Template status events: what each platform event means for the stored template, stored
-//! through `warden_core::templates::record_status_event` (the one template-status upsert).
+//! through `warden_core::templates::record_status_event` (the one template-status upsert),
+//! and the platform's other template changes (category, quality).
 
 use diesel::QueryResult;
 use diesel_async::AsyncPgConnection;
 use warden_core::templates::{StatusChange, StatusEvent};
 
 use super::ACTOR;
-use crate::events::TemplateEvent;
+use crate::events::{TemplateChange, TemplateChangeEvent, TemplateEvent};
+use warden_core::template_changes::{self, CategoryChange};
 
 /// The template status an event leaves, and what happens to the stored reason.
 enum TemplateMove<'a> {
@@ -73,6 +75,38 @@ pub(super) async fn apply_template(
     }
     tracing::info!(template = %t.name, language = %t.language, event = %t.event, "template status updated");
     Ok(true)
+}
+
+/// A template's category or quality changed by the platform (`warden_core::template_changes`).
+pub(super) async fn apply_template_change(
+    c: &mut AsyncPgConnection,
+    t: &TemplateChangeEvent,
+) -> QueryResult<bool> {
+    let now = chrono::Utc::now();
+    let n = match &t.change {
+        TemplateChange::Category {
+            new_category,
+            previous_category,
+            effective_at,
+        } => {
+            let change = CategoryChange {
+                name: &t.name,
+                language: &t.language,
+                new_category,
+                previous_category: previous_category.as_deref(),
+                effective_at: *effective_at,
+            };
+            template_changes::apply_category(c, &change, now, ACTOR).await?
+        }
+        TemplateChange::Quality { score, .. } => {
+            template_changes::apply_quality(c, &t.name, &t.language, score, now).await?
+        }
+    };
+    if n == 0 {
+        tracing::info!(template = %t.name, language = %t.language,
+            "template change for a template not stored here; ignored");
+    }
+    Ok(n > 0)
 }
 
 #[cfg(test)]

@@ -1,0 +1,149 @@
+//! What the platform charged per message: the `pricing` object of status webhooks
+//! (`billable`, `pricing_model`, `category`, `type`: regular, free_customer_service,
+//! free_entry_point), kept in `message_pricing` (one row per message, latest report wins),
+//! and cost reports that show that actual cost beside Warden's estimate from the rate card.
+//!
+//! The estimate: a delivered (or read) message of a billable category at the rate of the
+//! customer's country (else DEFAULT) in force on the day it was sent; service messages are
+//! free and a utility template sent while the customer's care window was open (an inbound
+//! message in the 24 h before) is free (`warden_rules::pricing::billable`). The actual: the
+//! messages the platform reported billable, at the rate of the category it reported.
+
+use diesel::QueryResult;
+use diesel::prelude::*;
+use diesel::sql_types::{BigInt, Text, Uuid as SqlUuid};
+use diesel_async::{AsyncPgConnection, RunQueryDsl};
+use uuid::Uuid;
+use warden_store::schema::message_pricing as mp;
+use warden_store::{DbError, PgPool};
+
+/// A status webhook's `pricing` object.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ReportedPricing<'a> {
+    pub billable: Option<bool>,
+    pub pricing_model: Option<&'a str>,
+    pub category: Option<&'a str>,
+    pub pricing_type: Option<&'a str>,
+}
+
+/// Store the pricing a status webhook reported for `message_id` (in the caller's
+/// transaction). Fields a later report leaves out keep their value.
+pub async fn record(
+    c: &mut AsyncPgConnection,
+    message_id: Uuid,
+    p: &ReportedPricing<'_>,
+) -> QueryResult<()> {
+    let category = p
+        .category
+        .map(|s| s.trim().to_ascii_lowercase().replace('-', "_"));
+    let kind = p.pricing_type.map(|s| s.trim().to_ascii_lowercase());
+    diesel::insert_into(mp::table)
+        .values((
+            mp::message_id.eq(message_id),
+            mp::billable.eq(p.billable),
+            mp::pricing_model.eq(p.pricing_model),
+            mp::category.eq(&category),
+            mp::pricing_type.eq(&kind),
+        ))
+        .on_conflict(mp::message_id)
+        .do_update()
+        .set((
+            mp::billable.eq(diesel::dsl::sql::<
+                diesel::sql_types::Nullable<diesel::sql_types::Bool>,
+            >(
+                "COALESCE(excluded.billable, message_pricing.billable)"
+            )),
+            mp::pricing_model.eq(diesel::dsl::sql::<diesel::sql_types::Nullable<Text>>(
+                "COALESCE(excluded.pricing_model, message_pricing.pricing_model)",
+            )),
+            mp::category.eq(diesel::dsl::sql::<diesel::sql_types::Nullable<Text>>(
+                "COALESCE(excluded.category, message_pricing.category)",
+            )),
+            mp::pricing_type.eq(diesel::dsl::sql::<diesel::sql_types::Nullable<Text>>(
+                "COALESCE(excluded.pricing_type, message_pricing.pricing_type)",
+            )),
+            mp::updated_at.eq(diesel::dsl::now),
+        ))
+        .execute(c)
+        .await?;
+    Ok(())
+}
+
+/// One category's line of a cost report (amounts in 1/10000 of the currency).
+#[derive(Clone, Debug, PartialEq, Eq, QueryableByName)]
+pub struct CostLine {
+    /// The category Warden sent it as.
+    #[diesel(sql_type = Text)]
+    pub category: String,
+    /// Delivered or read messages.
+    #[diesel(sql_type = BigInt)]
+    pub delivered: i64,
+    /// Of those, billable by Warden's rules.
+    #[diesel(sql_type = BigInt)]
+    pub estimated_billable: i64,
+    #[diesel(sql_type = BigInt)]
+    pub estimated_e4: i64,
+    /// Messages the platform reported pricing for.
+    #[diesel(sql_type = BigInt)]
+    pub reported: i64,
+    /// Of those, billable according to the platform.
+    #[diesel(sql_type = BigInt)]
+    pub actual_billable: i64,
+    #[diesel(sql_type = BigInt)]
+    pub actual_e4: i64,
+    #[diesel(sql_type = BigInt)]
+    pub free_customer_service: i64,
+    #[diesel(sql_type = BigInt)]
+    pub free_entry_point: i64,
+}
+
+/// The rate of `category_expr` for the message's customer on the day it was sent.
+fn rate_sql(category_expr: &str) -> String {
+    format!(
+        "COALESCE((SELECT p.cost_e4 FROM conversation_pricing p
+                    WHERE p.country IN (COALESCE(cu.country, ''), 'DEFAULT')
+                      AND p.conversation_type = {category_expr}
+                      AND p.effective_date <= m.created_at::date
+                    ORDER BY (p.country = 'DEFAULT'), p.effective_date DESC LIMIT 1), 0)"
+    )
+}
+
+/// Estimated and actual cost of a campaign's messages, by category.
+pub async fn campaign_report(pg: &PgPool, campaign_id: Uuid) -> Result<Vec<CostLine>, DbError> {
+    let mut c = pg.get().await?;
+    // Window open at send: the customer wrote within the 24 h before the message.
+    let sql = format!(
+        "WITH rows AS (
+           SELECT m.category, mp.billable, mp.category AS reported_category, mp.pricing_type,
+                  mp.message_id IS NOT NULL AS reported,
+                  m.status IN ('delivered', 'read') AS delivered,
+                  (m.category = 'marketing' OR m.category LIKE 'authentication%'
+                   OR (m.category = 'utility' AND NOT EXISTS (
+                        SELECT 1 FROM messages i
+                         WHERE i.customer_phone = m.customer_phone AND i.direction = 'inbound'
+                           AND i.created_at <= m.created_at
+                           AND i.created_at > m.created_at - interval '24 hours'))) AS billable_by_rule,
+                  {estimate} AS rate,
+                  {actual} AS actual_rate
+             FROM messages m
+             LEFT JOIN customers cu ON cu.phone = m.customer_phone
+             LEFT JOIN message_pricing mp ON mp.message_id = m.id
+            WHERE m.campaign_id = $1 AND m.direction = 'outbound')
+         SELECT category,
+                count(*) FILTER (WHERE delivered) AS delivered,
+                count(*) FILTER (WHERE delivered AND billable_by_rule) AS estimated_billable,
+                COALESCE(sum(rate) FILTER (WHERE delivered AND billable_by_rule), 0)::int8 AS estimated_e4,
+                count(*) FILTER (WHERE reported) AS reported,
+                count(*) FILTER (WHERE billable IS TRUE) AS actual_billable,
+                COALESCE(sum(actual_rate) FILTER (WHERE billable IS TRUE), 0)::int8 AS actual_e4,
+                count(*) FILTER (WHERE pricing_type = 'free_customer_service') AS free_customer_service,
+                count(*) FILTER (WHERE pricing_type = 'free_entry_point') AS free_entry_point
+           FROM rows GROUP BY category ORDER BY category",
+        estimate = rate_sql("m.category"),
+        actual = rate_sql("COALESCE(mp.category, m.category)"),
+    );
+    Ok(diesel::sql_query(sql)
+        .bind::<SqlUuid, _>(campaign_id)
+        .load(&mut c)
+        .await?)
+}
