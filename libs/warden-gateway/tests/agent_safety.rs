@@ -101,7 +101,7 @@ async fn send_tools_replay_a_key_and_refuse_it_for_other_arguments() {
     }
     assert_eq!(
         h.count(&format!(
-            "SELECT count(*) FROM messages WHERE customer_phone = '{to}'"
+            "SELECT count(*) AS n FROM messages WHERE customer_phone = '{to}'"
         ))
         .await,
         1
