@@ -1,7 +1,6 @@
 //! schedule_campaign: a template campaign recorded for a future time. The scheduler's
 //! fan-out sends it at `deliver_at`, each recipient through the one send path.
 
-use std::convert::Infallible;
 use std::sync::Arc;
 
 use chrono::{DateTime, SecondsFormat, Utc};
@@ -11,10 +10,10 @@ use futures::FutureExt;
 use serde_json::{Map, Value, json};
 use uuid::Uuid;
 use warden_store::schema::campaigns;
-use warden_store::tx::{Abort, transact};
+use warden_store::tx::{Abort, TxError, transact};
 use warden_store::{DbError, PgPool};
 
-use crate::db::infallible;
+use crate::idempotency::{Created, IdempotencyKey};
 
 /// What kind of campaign it is (stored in lower case).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -84,6 +83,9 @@ pub enum ScheduleCampaignError {
     },
     #[error("the variables do not match template {name}: {reason}")]
     Variables { name: String, reason: String },
+    /// The idempotency key was used with other arguments (names `idempotency_key`).
+    #[error("{0}")]
+    Idempotency(String),
     #[error(transparent)]
     Db(#[from] DbError),
 }
@@ -96,6 +98,17 @@ pub async fn schedule_campaign(
     new: NewCampaign,
     actor: &'static str,
 ) -> Result<Uuid, ScheduleCampaignError> {
+    Ok(schedule_campaign_keyed(pg, new, actor, None).await?.id)
+}
+
+/// [`schedule_campaign`] under an idempotency key (`crate::idempotency`): the same key and
+/// arguments answer the first call's campaign again, creating nothing.
+pub async fn schedule_campaign_keyed(
+    pg: &PgPool,
+    new: NewCampaign,
+    actor: &'static str,
+    key: Option<IdempotencyKey>,
+) -> Result<Created, ScheduleCampaignError> {
     let template = {
         let mut conn = pg.get().await.map_err(DbError::from)?;
         crate::templates::find(&mut conn, &new.template_name, &new.locale)
@@ -134,9 +147,19 @@ pub async fn schedule_campaign(
     })?;
     let id = Uuid::now_v7();
     let new = Arc::new(new);
+    let key = Arc::new(key);
     let written = transact(pg, "schedule_campaign", move |c| {
         let new = Arc::clone(&new);
+        let key = Arc::clone(&key);
         async move {
+            if let Some(earlier) =
+                crate::idempotency::claim_id(c, key.as_ref().as_ref(), "campaign_id", id).await?
+            {
+                return Ok(Created {
+                    id: earlier,
+                    replayed: true,
+                });
+            }
             let mut variables: Map<String, Value> = new
                 .variables
                 .iter()
@@ -182,14 +205,22 @@ pub async fn schedule_campaign(
                 }),
             )
             .await?;
-            Ok::<_, Abort<Infallible>>(())
+            Ok::<_, Abort<String>>(Created {
+                id,
+                replayed: false,
+            })
         }
         .boxed()
     })
     .await;
-    infallible(written)?;
-    tracing::info!(campaign_id = %id, "campaign scheduled");
-    Ok(id)
+    let created = written.map_err(|e| match e {
+        TxError::App(m) => ScheduleCampaignError::Idempotency(m),
+        TxError::Db(e) => ScheduleCampaignError::Db(e),
+    })?;
+    if !created.replayed {
+        tracing::info!(campaign_id = %id, "campaign scheduled");
+    }
+    Ok(created)
 }
 
 #[cfg(test)]

@@ -16,6 +16,7 @@ pub mod delivery;
 pub mod deps;
 pub mod fanout;
 pub mod gauges;
+pub mod idempotency;
 pub mod inbound;
 pub mod inbound_batch;
 pub mod knowledge;
@@ -34,10 +35,12 @@ pub mod quote;
 pub mod read_receipts;
 pub mod recheck;
 pub mod reconcile;
+pub mod refusals;
 pub mod retries;
 pub mod scheduled;
 pub mod send;
 pub mod send_kind;
+mod send_safety;
 pub mod sql;
 pub mod statuses;
 pub mod template_changes;
@@ -135,7 +138,11 @@ struct Inner {
     deps: Dependencies,
     windows: WindowCache,
     actor: &'static str,
+    clock: Clock,
 }
+
+/// Where the send path reads the time (tests move it; see [`Core::with_clock`]).
+pub type Clock = Arc<dyn Fn() -> DateTime<Utc> + Send + Sync>;
 
 /// The app state every process shares (cheap to clone).
 #[derive(Clone)]
@@ -151,8 +158,23 @@ impl Core {
                 deps,
                 windows,
                 actor,
+                clock: Arc::new(Utc::now),
             }),
         }
+    }
+
+    /// This core with another clock for the send path's decisions (tests of windows such
+    /// as `duplicate_guard`'s). Call before the core is cloned.
+    pub fn with_clock(mut self, clock: Clock) -> Core {
+        Arc::get_mut(&mut self.inner)
+            .expect("set the clock before the core is shared")
+            .clock = clock;
+        self
+    }
+
+    /// The send path's now.
+    pub fn now(&self) -> DateTime<Utc> {
+        (self.inner.clock)()
     }
     pub fn pg(&self) -> &PgPool {
         &self.inner.deps.pg

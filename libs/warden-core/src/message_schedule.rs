@@ -2,7 +2,6 @@
 //! now; the scheduler sends it at `deliver_at` through the one send path, which runs the
 //! full compliance decision again.
 
-use std::convert::Infallible;
 use std::sync::Arc;
 
 use chrono::{DateTime, SecondsFormat, Utc};
@@ -16,11 +15,11 @@ use warden_rules::kinds::{ContentKind, MessageType, TemplateCategory};
 use warden_rules::phone::PhoneNumber;
 use warden_store::models::message_status;
 use warden_store::schema::messages;
-use warden_store::tx::Abort;
+use warden_store::tx::{Abort, TxError};
 use warden_store::{DbError, PgPool};
 
 use crate::SendKind;
-use crate::db::infallible;
+use crate::idempotency::{Created, IdempotencyKey};
 
 /// A message to schedule (arguments already checked for shape).
 #[derive(Debug, Clone)]
@@ -43,6 +42,9 @@ pub enum ScheduleMessageError {
     /// The customer opted out of what the content is (the refusal says what to do).
     #[error("{}", .0.human_explanation)]
     OptedOut(Decision),
+    /// The idempotency key was used with other arguments (names `idempotency_key`).
+    #[error("{0}")]
+    Idempotency(String),
     #[error(transparent)]
     Db(#[from] DbError),
 }
@@ -54,9 +56,20 @@ pub enum ScheduleMessageError {
 /// transaction. Returns the message id.
 pub async fn schedule_message(
     pg: &PgPool,
-    mut req: ScheduleMessage,
+    req: ScheduleMessage,
     actor: &'static str,
 ) -> Result<Uuid, ScheduleMessageError> {
+    Ok(schedule_message_keyed(pg, req, actor, None).await?.id)
+}
+
+/// [`schedule_message`] under an idempotency key (`crate::idempotency`): the same key and
+/// arguments answer the first call's message again, scheduling nothing.
+pub async fn schedule_message_keyed(
+    pg: &PgPool,
+    mut req: ScheduleMessage,
+    actor: &'static str,
+    key: Option<IdempotencyKey>,
+) -> Result<Created, ScheduleMessageError> {
     let mut conn = pg.get().await.map_err(DbError::from)?;
     let mut canonical = None;
     let template_category = match &req.kind {
@@ -115,9 +128,19 @@ pub async fn schedule_message(
     }
     let id = Uuid::now_v7();
     let req = Arc::new(req);
+    let key = Arc::new(key);
     let written = warden_store::tx::transact_on(&mut conn, "schedule_message", move |c| {
         let req = Arc::clone(&req);
+        let key = Arc::clone(&key);
         async move {
+            if let Some(earlier) =
+                crate::idempotency::claim_id(c, key.as_ref().as_ref(), "message_id", id).await?
+            {
+                return Ok(Created {
+                    id: earlier,
+                    replayed: true,
+                });
+            }
             let (template_name, template_locale) = match &req.kind {
                 SendKind::Template { name, locale, .. } => (Some(name), Some(locale)),
                 SendKind::Text { .. } | SendKind::Rich(_) => (None, None),
@@ -153,11 +176,16 @@ pub async fn schedule_message(
                 }),
             )
             .await?;
-            Ok::<_, Abort<Infallible>>(())
+            Ok::<_, Abort<String>>(Created {
+                id,
+                replayed: false,
+            })
         }
         .boxed()
     })
     .await;
-    infallible(written)?;
-    Ok(id)
+    written.map_err(|e| match e {
+        TxError::App(m) => ScheduleMessageError::Idempotency(m),
+        TxError::Db(e) => ScheduleMessageError::Db(e),
+    })
 }

@@ -34,9 +34,10 @@ use warden_store::schema::messages;
 use warden_store::tx::{Abort, TxError, transact_on};
 use warden_stream::DeliveryJob;
 
+use crate::idempotency::{self, Claim, IdempotencyKey};
 use crate::{
     Core, CoreError, conversations, count_accepted, customers, decide, knowledge, recent_count,
-    templates,
+    send_safety, templates,
 };
 
 static DECISIONS: LazyLock<IntCounterVec> = LazyLock::new(|| {
@@ -44,6 +45,14 @@ static DECISIONS: LazyLock<IntCounterVec> = LazyLock::new(|| {
         "warden_send_decisions_total",
         "Send attempts through the compliance core, by outcome (OK or the refusal code)",
         &["outcome"]
+    )
+    .expect("metric registers once")
+});
+static POLICY_REFUSALS: LazyLock<IntCounterVec> = LazyLock::new(|| {
+    register_int_counter_vec!(
+        "warden_policy_refusals_total",
+        "Sends refused by a policy, by policy type and policy id (duplicate_guard, recipient_allowlist, content_filter, ...)",
+        &["policy_type", "policy_id"]
     )
     .expect("metric registers once")
 });
@@ -56,6 +65,13 @@ static SEND_LATENCY: LazyLock<HistogramVec> = LazyLock::new(|| {
 });
 
 pub use crate::send_kind::{ContentError, SendKind};
+
+/// What the send transaction decided: a decision (and the row's retry count), or the
+/// stored result of an earlier call with the same idempotency key.
+enum Outcome {
+    Decided(Decision, i32),
+    Replay(Value),
+}
 
 /// How a refusal is reported.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -110,6 +126,8 @@ pub struct Accepted {
     pub status: MessageStatus,
     /// False when the publish failed; the relay will publish it.
     pub published: bool,
+    /// An earlier call with the same idempotency key created this message; nothing new was.
+    pub replayed: bool,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -231,6 +249,16 @@ fn local_refusal(code: &str, explanation: String, action: String) -> Decision {
 impl Core {
     /// Send one message through compliance, policy, record and publish.
     pub async fn send(&self, req: SendRequest) -> Result<Accepted, SendError> {
+        self.send_keyed(req, None).await
+    }
+
+    /// [`Core::send`] under an idempotency key (see [`crate::idempotency`]): the same key
+    /// and arguments answer the first call's message again (`replayed`), creating nothing.
+    pub async fn send_keyed(
+        &self,
+        req: SendRequest,
+        key: Option<IdempotencyKey>,
+    ) -> Result<Accepted, SendError> {
         let span = tracing::info_span!(
             "warden.send",
             customer = req.phone.digits(),
@@ -239,7 +267,21 @@ impl Core {
             outcome = tracing::field::Empty,
         );
         let started = Instant::now();
-        let result = self.send_inner(req, &span).instrument(span.clone()).await;
+        let result = self
+            .send_inner(req, key, &span)
+            .instrument(span.clone())
+            .await;
+        if let Err(SendError::Refused(d) | SendError::RefusedRecorded { decision: d, .. }) = &result
+            && let Some(policy_id) = &d.policy_id
+        {
+            let policy_type = self
+                .policies()
+                .get(policy_id)
+                .map_or("frequency_limit", |p| p.policy_type().as_str());
+            POLICY_REFUSALS
+                .with_label_values(&[policy_type, policy_id.as_str()])
+                .inc();
+        }
         let outcome = match &result {
             Ok(_) => "OK",
             Err(e) => e.code(),
@@ -256,6 +298,7 @@ impl Core {
     async fn send_inner(
         &self,
         mut req: SendRequest,
+        key: Option<IdempotencyKey>,
         span: &tracing::Span,
     ) -> Result<Accepted, SendError> {
         warden_rules::kinds::parse_channel(Some(&req.channel))
@@ -296,19 +339,33 @@ impl Core {
         let message_id = req.existing_message_id.unwrap_or_else(Uuid::now_v7);
         span.record("message_id", tracing::field::display(message_id));
         let trace = warden_telemetry::inject_context(span);
-        let now = Utc::now();
+        let now = self.now();
 
         // Shared, so each attempt of the transaction borrows nothing but its connection.
         let req = Arc::new(req);
         let trace = Arc::new(trace);
+        let key = Arc::new(key);
         let (core, shared_req, shared_trace) = (self.clone(), Arc::clone(&req), Arc::clone(&trace));
-        let (decision, retry_count) = transact_on(&mut conn, "send", move |c| {
-            let (core, req, trace) = (
+        let outcome = transact_on(&mut conn, "send", move |c| {
+            let (core, req, trace, key) = (
                 core.clone(),
                 Arc::clone(&shared_req),
                 Arc::clone(&shared_trace),
+                Arc::clone(&key),
             );
             async move {
+                if let Some(k) = key.as_ref() {
+                    let result = json!({"message_id": message_id});
+                    match idempotency::claim(c, k, &result, now).await? {
+                        Claim::New => {}
+                        Claim::Replay(v) => return Ok(Outcome::Replay(v)),
+                        Claim::Mismatch { tool } => {
+                            return Err(Abort::App(SendError::InvalidArgument(
+                                idempotency::mismatch_message(k, &tool),
+                            )));
+                        }
+                    }
+                }
                 let customer = customers::ensure_locked(c, &req.phone).await?;
                 let conv = conversations::find(c, req.phone.digits(), &req.channel).await?;
                 let (recent, _) = recent_count(
@@ -330,8 +387,28 @@ impl Core {
                     recent,
                     now,
                 );
+                let decision =
+                    if decision.allowed && send_safety::reads_content(core.policies(), category) {
+                        send_safety::check(
+                            c,
+                            core.policies(),
+                            req.phone.digits(),
+                            category,
+                            &req.kind.to_content(),
+                            now,
+                            req.existing_message_id,
+                        )
+                        .await?
+                        .unwrap_or(decision)
+                    } else {
+                        decision
+                    };
                 if !decision.allowed {
-                    return Ok((decision, 0));
+                    // Nothing is created: a retry with the key is judged afresh.
+                    if let Some(k) = key.as_ref() {
+                        idempotency::release(c, k).await?;
+                    }
+                    return Ok(Outcome::Decided(decision, 0));
                 }
                 let Some(retry_count) = write_queued(c, &req, message_id, category, &trace).await?
                 else {
@@ -340,11 +417,30 @@ impl Core {
                     ))));
                 };
                 count_accepted(c, req.phone.digits(), category, message_id).await?;
-                Ok((decision, retry_count))
+                Ok(Outcome::Decided(decision, retry_count))
             }
             .boxed()
         })
         .await?;
+        let (decision, retry_count) = match outcome {
+            Outcome::Decided(decision, retry_count) => (decision, retry_count),
+            Outcome::Replay(result) => {
+                let message_id = result
+                    .get("message_id")
+                    .and_then(Value::as_str)
+                    .and_then(|s| s.parse::<Uuid>().ok())
+                    .ok_or_else(|| {
+                        SendError::Unavailable("a stored idempotency result is unreadable".into())
+                    })?;
+                span.record("message_id", tracing::field::display(message_id));
+                return Ok(Accepted {
+                    message_id,
+                    status: MessageStatus::Queued,
+                    published: true,
+                    replayed: true,
+                });
+            }
+        };
         if !decision.allowed {
             return match req.refusal {
                 RefusalMode::Error => {
@@ -385,6 +481,7 @@ impl Core {
             message_id,
             status: MessageStatus::Queued,
             published,
+            replayed: false,
         })
     }
 

@@ -30,6 +30,41 @@ impl Args {
         self.0.get(key).filter(|v| !v.is_null())
     }
 
+    /// `idempotency_key` (optional) and the fingerprint of this call's other arguments, as
+    /// the key `warden_core::Core::send_keyed` enforces for `actor`.
+    pub fn idempotency(
+        &self,
+        tool: &str,
+        actor: &str,
+    ) -> ToolResult<Option<warden_core::idempotency::IdempotencyKey>> {
+        use warden_rules::safety::idempotency::{check_key, fingerprint};
+        let key = match self.raw("idempotency_key") {
+            None => return Ok(None),
+            Some(Value::String(s)) => s.clone(),
+            Some(other) => {
+                return Err(ToolError::invalid(
+                    format!(
+                        "The parameter `idempotency_key` must be a string, not {}.",
+                        kind_of(other)
+                    ),
+                    "Pass `idempotency_key` as 1 to 128 printable ASCII characters, e.g. \"order-1234-reminder\".",
+                ));
+            }
+        };
+        check_key(&key).map_err(|e| {
+            ToolError::invalid(
+                format!("{e}."),
+                "Pass `idempotency_key` as 1 to 128 printable ASCII characters, e.g. \"order-1234-reminder\", or leave it out.",
+            )
+        })?;
+        Ok(Some(warden_core::idempotency::IdempotencyKey {
+            actor: actor.to_string(),
+            key,
+            tool: tool.to_string(),
+            args_hash: fingerprint(tool, &Value::Object(self.0.clone())),
+        }))
+    }
+
     /// A required string; `hint` says what to pass (one sentence).
     pub fn string(&self, key: &str, hint: &str) -> ToolResult<String> {
         match self.opt_string(key)? {

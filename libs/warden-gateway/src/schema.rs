@@ -98,6 +98,8 @@ pub struct CheckComplianceIn {
     /// Messaging channel; only "whatsapp" exists and it is the default.
     #[schemars(extend("default" = "whatsapp"))]
     pub channel: Option<String>,
+    /// Optional: the text you plan to send, so content policies (content_filter, duplicate_guard) are judged too.
+    pub text: Option<String>,
 }
 
 #[derive(JsonSchema)]
@@ -109,6 +111,8 @@ pub struct SendMessageIn {
     /// Messaging channel; only "whatsapp" exists and it is the default.
     #[schemars(extend("default" = "whatsapp"))]
     pub channel: Option<String>,
+    /// Optional: 1..128 printable ASCII characters naming this call. Repeating the call with the same key and the same arguments within 24 h returns the first result (same message_id, replayed true) and sends nothing; the same key with other arguments is INVALID_ARGUMENT. Use one key per intended message, e.g. when retrying after a timeout.
+    pub idempotency_key: Option<String>,
 }
 
 #[derive(JsonSchema)]
@@ -128,6 +132,8 @@ pub struct SendTemplateIn {
     /// Messaging channel; only "whatsapp" exists and it is the default.
     #[schemars(extend("default" = "whatsapp"))]
     pub channel: Option<String>,
+    /// Optional: 1..128 printable ASCII characters naming this call. Repeating the call with the same key and the same arguments within 24 h returns the first result (same message_id, replayed true) and sends nothing; the same key with other arguments is INVALID_ARGUMENT. Use one key per intended message, e.g. when retrying after a timeout.
+    pub idempotency_key: Option<String>,
 }
 
 #[derive(JsonSchema)]
@@ -198,6 +204,8 @@ pub struct ReplyCustomerIn {
     /// Messaging channel; only "whatsapp" exists and it is the default.
     #[schemars(extend("default" = "whatsapp"))]
     pub channel: Option<String>,
+    /// Optional: 1..128 printable ASCII characters naming this call. Repeating the call with the same key and the same arguments within 24 h returns the first result (same message_id, replayed true) and sends nothing; the same key with other arguments is INVALID_ARGUMENT. Use one key per intended message, e.g. when retrying after a timeout.
+    pub idempotency_key: Option<String>,
 }
 
 #[derive(JsonSchema)]
@@ -229,6 +237,8 @@ pub struct ScheduleMessageIn {
     /// Messaging channel; only "whatsapp" exists and it is the default.
     #[schemars(extend("default" = "whatsapp"))]
     pub channel: Option<String>,
+    /// Optional: 1..128 printable ASCII characters naming this call. Repeating the call with the same key and the same arguments within 24 h returns the first result (same id, replayed true) and creates nothing; the same key with other arguments is INVALID_ARGUMENT.
+    pub idempotency_key: Option<String>,
 }
 
 #[derive(JsonSchema)]
@@ -252,6 +262,8 @@ pub struct ScheduleCampaignIn {
     pub components: Option<String>,
     /// JSON object (as a string) choosing recipients; every key optional: include_tags (any of), exclude_tags, customer_ids, opt_in ("marketing" or "utility"), active_within_days. "{}" or omitted means every known customer.
     pub audience_filter: Option<String>,
+    /// Optional: 1..128 printable ASCII characters naming this call. Repeating the call with the same key and the same arguments within 24 h returns the first result (same id, replayed true) and creates nothing; the same key with other arguments is INVALID_ARGUMENT.
+    pub idempotency_key: Option<String>,
 }
 
 #[derive(JsonSchema)]
@@ -344,6 +356,10 @@ pub struct SendOut {
     pub message_id: String,
     pub customer_id: String,
     pub channel: String,
+    /// True when an earlier call with the same idempotency_key created this message and
+    /// nothing new was sent.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub replayed: bool,
 }
 
 impl SendOut {
@@ -358,6 +374,7 @@ impl SendOut {
             message_id: accepted.message_id.to_string(),
             customer_id: phone.digits().to_string(),
             channel: channel.to_string(),
+            replayed: accepted.replayed,
         }
     }
 }
@@ -457,6 +474,20 @@ pub struct CustomerContextOut {
     pub last_interaction: Option<String>,
     pub conversation: ContextConversation,
     pub eligibility: Eligibility,
+    /// The most recent send refused for this customer (any policy, opt-out, window or
+    /// cap), or null when none was.
+    pub last_refusal: Option<LastRefusalOut>,
+}
+
+#[derive(Serialize, JsonSchema)]
+pub struct LastRefusalOut {
+    /// When it was refused (RFC 3339).
+    pub at: String,
+    pub reason_code: String,
+    /// The policy that refused, when one did.
+    pub policy_id: Option<String>,
+    /// Why (names the policy and the pattern, domain or earlier message_id; never the message).
+    pub human_explanation: String,
 }
 
 #[derive(Serialize, JsonSchema)]
@@ -614,6 +645,10 @@ pub struct ScheduleMessageOut {
     pub customer_id: String,
     pub message_type: String,
     pub channel: String,
+    /// True when an earlier call with the same idempotency_key created this and nothing
+    /// new was.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub replayed: bool,
 }
 
 #[derive(Serialize, JsonSchema)]
@@ -627,6 +662,10 @@ pub struct ScheduleCampaignOut {
     pub deliver_at: String,
     pub template_name: String,
     pub locale: String,
+    /// True when an earlier call with the same idempotency_key created this and nothing
+    /// new was.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub replayed: bool,
 }
 
 #[derive(Serialize, JsonSchema)]

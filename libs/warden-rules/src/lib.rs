@@ -14,6 +14,7 @@
 //! - [`policy`]: the business policy file (YAML) and its validation.
 //! - [`compliance`]: the decision itself and the frequency-cap status.
 //! - [`recheck`]: the dispatcher's last look before the platform call.
+//! - [`safety`]: agent safety (idempotency keys, duplicate guard, allowlist, content filter).
 //! - [`rich`]: media, interactive, location and reaction messages and their limits.
 //! - [`keywords`]: stop / resume keywords in inbound texts.
 //! - [`text`]: control characters and template-parameter text the platform refuses.
@@ -42,6 +43,7 @@ pub mod policy;
 pub mod pricing;
 pub mod recheck;
 pub mod rich;
+pub mod safety;
 pub mod tags;
 pub mod template_params;
 pub mod template_spec;

@@ -128,7 +128,7 @@ fn one_line(s: &str) -> String {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum PolicyReason {
     #[error(
-        "unknown type {name:?} (expected quiet_hours, frequency_limit, tag_exclusion or country_block)"
+        "unknown type {name:?} (expected quiet_hours, frequency_limit, tag_exclusion, country_block, duplicate_guard, recipient_allowlist or content_filter)"
     )]
     UnknownType { name: String },
     #[error("`{field}` must be a time HH:MM from 00:00 to 23:59 (end may be 24:00), got {text:?}")]
@@ -167,6 +167,9 @@ pub enum PolicyReason {
     MessageType(String),
     #[error("`max` must be a whole number of at least 1, got {got}")]
     Max { got: String },
+    /// An agent-safety policy's own reason (see `crate::safety`).
+    #[error("{0}")]
+    Safety(String),
     #[error(
         "`prefixes` entry {prefix:?} must be the leading digits of E.164 numbers (e.g. \"1\" or \"44\"), without a leading 0"
     )]
@@ -184,6 +187,12 @@ pub enum PolicyType {
     TagExclusion,
     /// No sends to numbers starting with a prefix.
     CountryBlock,
+    /// No same content to the same customer within a window (`crate::safety::duplicate`).
+    DuplicateGuard,
+    /// Sends only to listed phones or tags (`crate::safety::allowlist`).
+    RecipientAllowlist,
+    /// No denied phrases, links only to listed domains (`crate::safety::content`).
+    ContentFilter,
 }
 
 const COMMON_FIELDS: [&str; 4] = ["id", "type", "message_types", "enabled"];
@@ -196,6 +205,9 @@ impl PolicyType {
             Self::FrequencyLimit => "frequency_limit",
             Self::TagExclusion => "tag_exclusion",
             Self::CountryBlock => "country_block",
+            Self::DuplicateGuard => "duplicate_guard",
+            Self::RecipientAllowlist => "recipient_allowlist",
+            Self::ContentFilter => "content_filter",
         }
     }
 
@@ -206,14 +218,20 @@ impl PolicyType {
             Self::FrequencyLimit => &["max", "window"],
             Self::TagExclusion => &["tags"],
             Self::CountryBlock => &["prefixes"],
+            Self::DuplicateGuard => &["window"],
+            Self::RecipientAllowlist => &["phones", "tags"],
+            Self::ContentFilter => &["deny_patterns", "link_domains"],
         }
     }
 
-    const ALL: [PolicyType; 4] = [
+    const ALL: [PolicyType; 7] = [
         Self::QuietHours,
         Self::FrequencyLimit,
         Self::TagExclusion,
         Self::CountryBlock,
+        Self::DuplicateGuard,
+        Self::RecipientAllowlist,
+        Self::ContentFilter,
     ];
 }
 
@@ -402,6 +420,12 @@ pub enum Rule {
         /// Digit prefixes, without `+`.
         prefixes: Vec<String>,
     },
+    /// No same content to the same customer within a window.
+    DuplicateGuard(crate::safety::duplicate::DuplicateGuard),
+    /// Sends only to listed phones or tags.
+    RecipientAllowlist(crate::safety::allowlist::RecipientAllowlist),
+    /// Denied phrases and allowed link domains.
+    ContentFilter(crate::safety::content::ContentFilter),
 }
 
 impl Rule {
@@ -412,6 +436,9 @@ impl Rule {
             Self::FrequencyLimit { .. } => PolicyType::FrequencyLimit,
             Self::TagExclusion { .. } => PolicyType::TagExclusion,
             Self::CountryBlock { .. } => PolicyType::CountryBlock,
+            Self::DuplicateGuard(_) => PolicyType::DuplicateGuard,
+            Self::RecipientAllowlist(_) => PolicyType::RecipientAllowlist,
+            Self::ContentFilter(_) => PolicyType::ContentFilter,
         }
     }
 }
@@ -444,6 +471,9 @@ struct RawPolicy {
     window: Option<Value>,
     tags: Option<Value>,
     prefixes: Option<Value>,
+    phones: Option<Value>,
+    deny_patterns: Option<Value>,
+    link_domains: Option<Value>,
 }
 
 /// Raw shape of the file.
@@ -502,7 +532,11 @@ fn string_field(field: &str, v: &Value, hint: &str) -> Result<String, PolicyReas
     }
 }
 
-fn list_field(field: &str, v: &Value, example: &str) -> Result<Vec<String>, PolicyReason> {
+pub(crate) fn list_field(
+    field: &str,
+    v: &Value,
+    example: &str,
+) -> Result<Vec<String>, PolicyReason> {
     let items = match v {
         Value::Sequence(items) => items,
         other => {
@@ -603,6 +637,27 @@ impl Policy {
             Rule::CountryBlock { prefixes } => {
                 m.insert("prefixes".into(), json!(prefixes));
             }
+            Rule::DuplicateGuard(g) => {
+                m.insert("window".into(), J::from(format_window(g.window)));
+            }
+            Rule::RecipientAllowlist(l) => {
+                let phones: Vec<String> = l.phones.iter().map(|d| format!("+{d}")).collect();
+                if !phones.is_empty() {
+                    m.insert("phones".into(), json!(phones));
+                }
+                if !l.tags.is_empty() {
+                    m.insert("tags".into(), json!(l.tags));
+                }
+            }
+            Rule::ContentFilter(f) => {
+                let patterns: Vec<&str> = f.deny_patterns.iter().map(|p| p.as_str()).collect();
+                if !patterns.is_empty() {
+                    m.insert("deny_patterns".into(), json!(patterns));
+                }
+                if !f.link_domains.is_empty() {
+                    m.insert("link_domains".into(), json!(f.link_domains));
+                }
+            }
         }
         J::Object(m)
     }
@@ -648,7 +703,7 @@ impl Policy {
         let ptype = match map.get("type") {
             None | Some(Value::Null) => {
                 return Err(fail(
-                    "missing `type` (quiet_hours, frequency_limit, tag_exclusion or country_block)"
+                    "missing `type` (quiet_hours, frequency_limit, tag_exclusion, country_block, duplicate_guard, recipient_allowlist or content_filter)"
                         .into(),
                 ));
             }
@@ -769,6 +824,37 @@ impl Policy {
                 }
                 Rule::CountryBlock { prefixes }
             }
+            PolicyType::DuplicateGuard => {
+                let window = match required("window", &raw.window, "window: 10m")? {
+                    Value::String(s) => parse_window(s)?,
+                    other => parse_window(&show(other))?,
+                };
+                Rule::DuplicateGuard(crate::safety::duplicate::DuplicateGuard { window })
+            }
+            PolicyType::RecipientAllowlist => {
+                let list = |field: &str, v: &Option<Value>, example: &str| match v {
+                    None => Ok(Vec::new()),
+                    Some(v) => list_field(field, v, example),
+                };
+                let phones = list("phones", &raw.phones, "[\"+15550100\"]")?;
+                let tags = list("tags", &raw.tags, "[qa]")?;
+                Rule::RecipientAllowlist(
+                    crate::safety::allowlist::RecipientAllowlist::new(phones, tags)
+                        .map_err(PolicyReason::Safety)?,
+                )
+            }
+            PolicyType::ContentFilter => {
+                let list = |field: &str, v: &Option<Value>, example: &str| match v {
+                    None => Ok(Vec::new()),
+                    Some(v) => list_field(field, v, example),
+                };
+                let patterns = list("deny_patterns", &raw.deny_patterns, "[\"(?i)password\"]")?;
+                let domains = list("link_domains", &raw.link_domains, "[example.com]")?;
+                Rule::ContentFilter(
+                    crate::safety::content::ContentFilter::new(patterns, domains)
+                        .map_err(PolicyReason::Safety)?,
+                )
+            }
         };
         Ok(Policy {
             id,
@@ -790,7 +876,24 @@ impl Policy {
     ) -> Option<(String, String)> {
         let what = format!("{} messages", category.as_str());
         match &self.rule {
-            Rule::FrequencyLimit { .. } => None,
+            // Content rules are judged with the message (`crate::safety`).
+            Rule::FrequencyLimit { .. } | Rule::DuplicateGuard(_) | Rule::ContentFilter(_) => None,
+            Rule::RecipientAllowlist(list) => {
+                if list.allows(phone, tags) {
+                    return None;
+                }
+                Some((
+                    format!(
+                        "Policy {} allows {what} only to {}, and this recipient is not one of them.",
+                        self.id,
+                        list.describe()
+                    ),
+                    format!(
+                        "Do not send to this recipient; policy {} limits this agent to its allowlist.",
+                        self.id
+                    ),
+                ))
+            }
             Rule::TagExclusion { tags: blocked } => {
                 let hit = crate::tags::first_match(blocked, tags)?;
                 Some((

@@ -358,6 +358,14 @@ impl Scheduler {
         if n > 0 {
             tracing::info!(messages = n, "message content past its retention redacted");
         }
+        // Idempotency keys live 24 h (CONTRACT.md "Agent safety"); older ones are ignored
+        // by the send path and removed here.
+        let keys =
+            warden_core::idempotency::purge_expired(self.core.pg(), Utc::now(), batch).await?;
+        if keys as i64 >= batch {
+            *self.last_retention.lock().expect("retention lock") = None;
+            report.more_work = true;
+        }
         Ok(())
     }
 

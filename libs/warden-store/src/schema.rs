@@ -266,3 +266,14 @@ diesel::table! {
         updated_at -> Timestamptz,
     }
 }
+
+diesel::table! {
+    idempotency_keys (actor, key) {
+        actor -> Text,
+        key -> Text,
+        tool -> Text,
+        args_hash -> Text,
+        result -> Jsonb,
+        created_at -> Timestamptz,
+    }
+}

@@ -1,5 +1,7 @@
 //! Measures one full compliance check (cache hit, policies loaded, frequency count) and
-//! one accepted send (row + stream ack) against the real services.
+//! one accepted send (row + stream ack) against the real services, and the same send with an
+//! idempotency key and a `duplicate_guard` on (issue 27), interleaved with the plain one so
+//! both see the same machine load.
 //! `cargo run --release -p warden-bench --bin check-bench [-- N]`; prints a JSON line too
 //! (with this process's peak RSS).
 
@@ -66,7 +68,19 @@ async fn main() -> anyhow::Result<()> {
         settings: Arc::new(settings.clone()),
         policies: Arc::new(policies),
     };
+    // The same core with a duplicate guard added to the shipped policies.
+    let mut guarded = deps.policies.policies().to_vec();
+    guarded.push(warden_rules::policy::Policy::from_json(
+        &serde_json::json!(
+            {"id": "bench_no_repeats", "type": "duplicate_guard", "window": "10m"}
+        ),
+    )?);
+    let safe_deps = Dependencies {
+        policies: Arc::new(warden_rules::policy::PolicySet::from_policies(guarded)?),
+        ..deps.clone()
+    };
     let core = Core::new(deps, "bench");
+    let safe_core = Core::new(safe_deps, "bench");
     let mut conn = core.pg().get().await?;
     diesel::insert_into(templates::table)
         .values((
@@ -110,30 +124,55 @@ async fn main() -> anyhow::Result<()> {
         checks.push(t.elapsed().as_secs_f64() * 1e6);
     }
     let mut sends = Vec::with_capacity(n / 5);
+    let mut safe_sends = Vec::with_capacity(n / 5);
     for i in 0..n / 5 {
-        let req = SendRequest {
-            phone: warden_rules::phone::canonicalize(&format!("62813{:08}", i))?,
-            channel: "whatsapp".into(),
-            kind: SendKind::Template {
-                name: "bench_receipt".into(),
-                locale: "en".into(),
-                variables: vec![i.to_string()],
-                components: vec![],
-            },
-            message_type: MessageType::Template,
-            campaign_id: None,
-            existing_message_id: None,
-            refusal: RefusalMode::Error,
-            actor: "bench",
+        let req = |prefix: &str| -> anyhow::Result<SendRequest> {
+            Ok(SendRequest {
+                phone: warden_rules::phone::canonicalize(&format!("{prefix}{:08}", i))?,
+                channel: "whatsapp".into(),
+                kind: SendKind::Template {
+                    name: "bench_receipt".into(),
+                    locale: "en".into(),
+                    variables: vec![i.to_string()],
+                    components: vec![],
+                },
+                message_type: MessageType::Template,
+                campaign_id: None,
+                existing_message_id: None,
+                refusal: RefusalMode::Error,
+                actor: "bench",
+            })
         };
         let t = Instant::now();
-        let accepted = core.send(req).await?;
+        let accepted = core.send(req("62813")?).await?;
         sends.push(t.elapsed().as_secs_f64() * 1e6);
         assert!(accepted.published);
+        let key = warden_core::idempotency::IdempotencyKey {
+            actor: "bench".into(),
+            key: format!("bench-{i}"),
+            tool: "send_template".into(),
+            args_hash: warden_rules::safety::idempotency::fingerprint(
+                "send_template",
+                &serde_json::json!({"to": format!("62814{i:08}"), "template_name": "bench_receipt", "variables": [i.to_string()]}),
+            ),
+        };
+        let t = Instant::now();
+        let accepted = safe_core.send_keyed(req("62814")?, Some(key)).await?;
+        safe_sends.push(t.elapsed().as_secs_f64() * 1e6);
+        assert!(accepted.published && !accepted.replayed);
     }
+    let p99 = |v: &[f64]| {
+        let mut v = v.to_vec();
+        v.sort_by(|a, b| a.partial_cmp(b).unwrap());
+        percentile(&v, 0.99)
+    };
+    let ratio = p99(&safe_sends) / p99(&sends);
+    eprintln!("p99 ratio (key + duplicate_guard) / plain: {ratio:.3}");
     let report = serde_json::json!({
         "machine": format!("{} cores", std::thread::available_parallelism().map(|n| n.get()).unwrap_or(0)),
-        "results": [summary("compliance check (dry run)", checks), summary("send accepted (row + ack)", sends)],
+        "results": [summary("compliance check (dry run)", checks), summary("send accepted (row + ack)", sends),
+                    summary("send accepted, key + duplicate_guard", safe_sends)],
+        "safety_p99_ratio": ratio,
         "peak_rss_mib": peak_rss_mib(),
     });
     println!("{report}");

@@ -93,19 +93,23 @@ fn skipped(id: impl ToString, reason: impl Into<String>) -> RetryItem {
 
 impl Gateway {
     async fn reply_customer_impl(&self, a: Args) -> ToolResult<SendOut> {
+        let key = a.idempotency("reply_customer", ACTOR)?;
         let phone = a.phone("customer_id")?;
         let text = a.string("message_text", "the reply text.")?;
         check_text("message_text", &text)?;
         let channel = a.channel()?;
         let result = self
             .core()
-            .send(SendRequest::from_tool(
-                phone.clone(),
-                channel,
-                SendKind::Text { body: text },
-                MessageType::Service,
-                ACTOR,
-            ))
+            .send_keyed(
+                SendRequest::from_tool(
+                    phone.clone(),
+                    channel,
+                    SendKind::Text { body: text },
+                    MessageType::Service,
+                    ACTOR,
+                ),
+                key,
+            )
             .await;
         let accepted = match result {
             Ok(a) => a,

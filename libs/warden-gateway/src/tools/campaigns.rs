@@ -230,6 +230,10 @@ fn schedule_message_error(e: ScheduleMessageError) -> ToolError {
             "Give template.variables as a JSON array with one value per {{n}} placeholder.",
         ),
         ScheduleMessageError::OptedOut(refusal) => ToolError::refusal(&refusal),
+        ScheduleMessageError::Idempotency(m) => ToolError::invalid(
+            m,
+            "Use a new idempotency_key for a new message, or repeat the first call exactly.",
+        ),
         ScheduleMessageError::Db(e) => e.into(),
     }
 }
@@ -259,6 +263,10 @@ fn schedule_campaign_error(e: ScheduleCampaignError) -> ToolError {
                 detail(reason)
             ),
             "Pass variables as a JSON object with one value per {{n}} placeholder, e.g. {\"1\": \"friend\"}.",
+        ),
+        ScheduleCampaignError::Idempotency(m) => ToolError::invalid(
+            m,
+            "Use a new idempotency_key for a new campaign, or repeat the first call exactly.",
         ),
         ScheduleCampaignError::Db(e) => e.into(),
     }
@@ -290,6 +298,7 @@ impl Gateway {
     }
 
     async fn schedule_message_impl(&self, a: Args) -> ToolResult<ScheduleMessageOut> {
+        let key = a.idempotency("schedule_message", ACTOR)?;
         let phone = a.phone("customer_id")?;
         let raw_type = a.string("message_type", "marketing, utility, service or template.")?;
         let message_type = parse_message_type(&raw_type)?;
@@ -342,7 +351,7 @@ impl Gateway {
                 }
             }
         }
-        let id = warden_core::message_schedule::schedule_message(
+        let created = warden_core::message_schedule::schedule_message_keyed(
             self.core().pg(),
             ScheduleMessage {
                 phone: phone.clone(),
@@ -352,11 +361,13 @@ impl Gateway {
                 deliver_at,
             },
             ACTOR,
+            key,
         )
         .await
         .map_err(schedule_message_error)?;
         Ok(ScheduleMessageOut {
-            message_id: id.to_string(),
+            message_id: created.id.to_string(),
+            replayed: created.replayed,
             status: "scheduled".into(),
             deliver_at: ts(deliver_at),
             customer_id: phone.digits().to_string(),
@@ -367,6 +378,7 @@ impl Gateway {
 
     async fn schedule_campaign_impl(&self, a: Args) -> ToolResult<ScheduleCampaignOut> {
         self.require_pro("schedule_campaign")?;
+        let key = a.idempotency("schedule_campaign", ACTOR)?;
         let name = a.string("name", "a name for the campaign.")?;
         if name.chars().count() > MAX_CAMPAIGN_NAME {
             return Err(ToolError::invalid(
@@ -446,7 +458,7 @@ impl Gateway {
             )
         })?;
 
-        let id = warden_core::campaign_create::schedule_campaign(
+        let created = warden_core::campaign_create::schedule_campaign_keyed(
             self.core().pg(),
             NewCampaign {
                 name: name.clone(),
@@ -460,11 +472,13 @@ impl Gateway {
                 deliver_at,
             },
             ACTOR,
+            key,
         )
         .await
         .map_err(schedule_campaign_error)?;
         Ok(ScheduleCampaignOut {
-            campaign_id: id.to_string(),
+            campaign_id: created.id.to_string(),
+            replayed: created.replayed,
             status: "scheduled".into(),
             name,
             campaign_type: campaign_type.as_str().to_string(),

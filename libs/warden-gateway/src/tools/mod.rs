@@ -44,16 +44,14 @@ impl Gateway {
         channel: &str,
         kind: SendKind,
         actor: &'static str,
+        key: Option<warden_core::idempotency::IdempotencyKey>,
     ) -> ToolResult<SendOut> {
         let accepted = self
             .core()
-            .send(SendRequest::from_tool(
-                phone.clone(),
-                channel,
-                kind,
-                MessageType::Service,
-                actor,
-            ))
+            .send_keyed(
+                SendRequest::from_tool(phone.clone(), channel, kind, MessageType::Service, actor),
+                key,
+            )
             .await?;
         Ok(SendOut::queued(&accepted, &phone, channel))
     }

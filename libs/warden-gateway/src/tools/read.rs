@@ -249,9 +249,13 @@ impl Gateway {
     async fn get_customer_context_impl(&self, a: Args) -> ToolResult<CustomerContextOut> {
         let phone = a.phone("customer_id")?;
         let channel = a.channel()?;
-        let customer = {
+        let (customer, last_refusal) = {
             let mut conn = self.conn().await?;
-            warden_core::customers::find(&mut conn, &phone).await?
+            let customer = warden_core::customers::find(&mut conn, &phone).await?;
+            let refusal = warden_core::refusals::last_refusal(&mut conn, phone.digits())
+                .await
+                .map_err(warden_core::CoreError::from)?;
+            (customer, refusal)
         };
         let view = self.core().conversation(&phone, channel).await?;
         let now = Utc::now();
@@ -292,6 +296,12 @@ impl Gateway {
                 utility: eligible(utility),
                 service: eligible(service),
             },
+            last_refusal: last_refusal.map(|r| LastRefusalOut {
+                at: ts(r.at),
+                reason_code: r.reason_code,
+                policy_id: r.policy_id,
+                human_explanation: r.explanation,
+            }),
         })
     }
 

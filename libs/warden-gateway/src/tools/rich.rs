@@ -42,6 +42,8 @@ pub struct SendMediaIn {
     pub channel: Option<String>,
     /// message_id of an earlier message in this conversation to quote (it must have been sent or received).
     pub reply_to: Option<String>,
+    /// Optional: 1..128 printable ASCII characters naming this call. Repeating the call with the same key and the same arguments within 24 h returns the first result (same message_id, replayed true) and sends nothing; the same key with other arguments is INVALID_ARGUMENT. Use one key per intended message, e.g. when retrying after a timeout.
+    pub idempotency_key: Option<String>,
 }
 
 #[derive(JsonSchema)]
@@ -74,6 +76,8 @@ pub struct SendInteractiveIn {
     pub channel: Option<String>,
     /// message_id of an earlier message in this conversation to quote.
     pub reply_to: Option<String>,
+    /// Optional: 1..128 printable ASCII characters naming this call. Repeating the call with the same key and the same arguments within 24 h returns the first result (same message_id, replayed true) and sends nothing; the same key with other arguments is INVALID_ARGUMENT. Use one key per intended message, e.g. when retrying after a timeout.
+    pub idempotency_key: Option<String>,
 }
 
 #[derive(JsonSchema)]
@@ -94,6 +98,8 @@ pub struct SendLocationIn {
     pub channel: Option<String>,
     /// message_id of an earlier message in this conversation to quote.
     pub reply_to: Option<String>,
+    /// Optional: 1..128 printable ASCII characters naming this call. Repeating the call with the same key and the same arguments within 24 h returns the first result (same message_id, replayed true) and sends nothing; the same key with other arguments is INVALID_ARGUMENT. Use one key per intended message, e.g. when retrying after a timeout.
+    pub idempotency_key: Option<String>,
 }
 
 #[derive(JsonSchema)]
@@ -103,6 +109,8 @@ pub struct ReactIn {
     pub message_id: String,
     /// One emoji such as "👍"; empty or absent removes the reaction.
     pub emoji: Option<String>,
+    /// Optional: 1..128 printable ASCII characters naming this call. Repeating the call with the same key and the same arguments within 24 h returns the first result (same message_id, replayed true) and sends nothing; the same key with other arguments is INVALID_ARGUMENT. Use one key per intended message, e.g. when retrying after a timeout.
+    pub idempotency_key: Option<String>,
 }
 
 #[tool_router(router = rich_tools, vis = "pub(crate)")]
@@ -292,6 +300,7 @@ impl Gateway {
         channel: &'static str,
         body: RichBody,
         reply_to: Option<Uuid>,
+        key: Option<warden_core::idempotency::IdempotencyKey>,
     ) -> ToolResult<SendOut> {
         let context = match reply_to {
             Some(id) => Some(self.core().quoted_wamid(id, &phone).await?),
@@ -299,11 +308,12 @@ impl Gateway {
         };
         let message = RichMessage { body, context };
         message.validate().map_err(rich_error)?;
-        self.send_free_form(phone, channel, SendKind::Rich(message), ACTOR)
+        self.send_free_form(phone, channel, SendKind::Rich(message), ACTOR, key)
             .await
     }
 
     async fn send_media_impl(&self, a: Args) -> ToolResult<SendOut> {
+        let key = a.idempotency("send_media", ACTOR)?;
         let phone = a.phone("to")?;
         let media_type =
             MediaType::parse(&a.string("media_type", "image, video, audio, document or sticker.")?)
@@ -321,11 +331,13 @@ impl Gateway {
             channel,
             RichBody::Media(media_type, object),
             reply_to,
+            key,
         )
         .await
     }
 
     async fn send_interactive_impl(&self, a: Args) -> ToolResult<SendOut> {
+        let key = a.idempotency("send_interactive", ACTOR)?;
         let phone = a.phone("to")?;
         // Every required parameter is checked for presence before any is judged.
         let kind = a.string("kind", "buttons, list or cta_url.")?;
@@ -401,11 +413,13 @@ impl Gateway {
             channel,
             RichBody::Interactive(Box::new(interactive)),
             reply_to,
+            key,
         )
         .await
     }
 
     async fn send_location_impl(&self, a: Args) -> ToolResult<SendOut> {
+        let key = a.idempotency("send_location", ACTOR)?;
         let phone = a.phone("to")?;
         a.string("latitude", "the latitude in degrees, e.g. -6.2.")?;
         a.string("longitude", "the longitude in degrees, e.g. 106.8.")?;
@@ -417,11 +431,12 @@ impl Gateway {
         };
         let channel = a.channel()?;
         let reply_to = uuid_arg(&a, "reply_to")?;
-        self.send_rich(phone, channel, RichBody::Location(location), reply_to)
+        self.send_rich(phone, channel, RichBody::Location(location), reply_to, key)
             .await
     }
 
     async fn react_to_message_impl(&self, a: Args) -> ToolResult<SendOut> {
+        let key = a.idempotency("react_to_message", ACTOR)?;
         let id = a.uuid("message_id", "the message_id of the customer's message")?;
         let emoji = a.opt_string("emoji")?.unwrap_or_default();
         warden_rules::rich::check_emoji(&emoji).map_err(rich_error)?;
@@ -431,7 +446,7 @@ impl Gateway {
             emoji,
         };
         let channel = warden_rules::kinds::DEFAULT_CHANNEL;
-        self.send_rich(phone, channel, RichBody::Reaction(reaction), None)
+        self.send_rich(phone, channel, RichBody::Reaction(reaction), None, key)
             .await
     }
 }

@@ -104,10 +104,24 @@ impl Gateway {
         // No content here: message_type describes it (service = free-form, marketing =
         // a marketing template, ...; `template` = the least restricted, utility). The
         // same content judged by a send gets the same answer.
-        let decision = self
-            .core()
-            .check(&phone, message_type.described_content(), Utc::now())
-            .await?;
+        let text = a.opt_string("text")?;
+        let content = message_type.described_content();
+        let mut decision = self.core().check(&phone, content, Utc::now()).await?;
+        // A planned text is judged by the content policies too, as a send would judge it.
+        if let Some(body) = text.filter(|_| decision.allowed) {
+            let content = SendKind::Text { body }.to_content();
+            if let Some(refusal) = self
+                .core()
+                .check_content(
+                    &phone,
+                    message_type.described_content().category(),
+                    &content,
+                )
+                .await?
+            {
+                decision = refusal;
+            }
+        }
         let mut explanation = decision.human_explanation;
         if message_type == MessageType::Template {
             explanation.push_str(
@@ -127,15 +141,17 @@ impl Gateway {
     }
 
     async fn send_message_impl(&self, a: Args) -> ToolResult<SendOut> {
+        let key = a.idempotency("send_message", ACTOR)?;
         let phone = a.phone("to")?;
         let text = a.string("text", "the message text.")?;
         check_text("text", &text)?;
         let channel = a.channel()?;
-        self.send_free_form(phone, channel, SendKind::Text { body: text }, ACTOR)
+        self.send_free_form(phone, channel, SendKind::Text { body: text }, ACTOR, key)
             .await
     }
 
     async fn send_template_impl(&self, a: Args) -> ToolResult<SendOut> {
+        let key = a.idempotency("send_template", ACTOR)?;
         let phone = a.phone("to")?;
         let name = a.string(
             "template_name",
@@ -150,21 +166,24 @@ impl Gateway {
         }
         let accepted = self
             .core()
-            .send(SendRequest {
-                phone: phone.clone(),
-                channel: channel.to_string(),
-                kind: SendKind::Template {
-                    name,
-                    locale,
-                    variables,
-                    components,
+            .send_keyed(
+                SendRequest {
+                    phone: phone.clone(),
+                    channel: channel.to_string(),
+                    kind: SendKind::Template {
+                        name,
+                        locale,
+                        variables,
+                        components,
+                    },
+                    message_type: MessageType::Template,
+                    campaign_id: None,
+                    existing_message_id: None,
+                    refusal: RefusalMode::Error,
+                    actor: ACTOR,
                 },
-                message_type: MessageType::Template,
-                campaign_id: None,
-                existing_message_id: None,
-                refusal: RefusalMode::Error,
-                actor: ACTOR,
-            })
+                key,
+            )
             .await?;
         Ok(SendOut::queued(&accepted, &phone, channel))
     }
