@@ -38,14 +38,16 @@ impl Gateway {
     pub fn new(deps: Dependencies) -> Result<Self, GatewayError> {
         let p = &deps.settings.platform;
         let platform = warden_service::platform::client(p, None).map_err(GatewayError::Platform)?;
-        let subscriptions = Subscriptions::new(deps.stream.as_ref().map(|s| s.hints.clone()));
+        let hints = deps.stream.as_ref().map(|s| s.hints.clone());
+        let subscriptions = Subscriptions::new(hints.clone());
         let core = Core::new(deps, ACTOR);
         Ok(Gateway {
             inner: Arc::new(Inner {
                 core,
                 platform,
-                subscriptions,
+                hints,
             }),
+            subscriptions,
             tool_router: Self::v1_tools()
                 + Self::read_tools()
                 + Self::action_tools()
@@ -112,8 +114,7 @@ impl ServerHandler for Gateway {
         context: RequestContext<RoleServer>,
     ) -> Result<(), McpError> {
         let target = ResourceUri::parse(&request.uri)?;
-        self.inner
-            .subscriptions
+        self.subscriptions
             .subscribe(&request.uri, target, context.peer.clone())
             .await
             .map_err(|e| McpError::internal_error(e.to_string(), None))
@@ -126,7 +127,7 @@ impl ServerHandler for Gateway {
         _context: RequestContext<RoleServer>,
     ) -> Result<(), McpError> {
         let target = ResourceUri::parse(&request.uri)?;
-        self.inner.subscriptions.unsubscribe(&target);
+        self.subscriptions.unsubscribe(&target);
         Ok(())
     }
 
@@ -158,13 +159,12 @@ impl ServerHandler for Gateway {
             return Ok(());
         }
         let ids = self
-            .inner
             .subscriptions
             .listen(uris, context.sink().clone())
             .await
             .map_err(|e| McpError::internal_error(e.to_string(), None))?;
         context.cancelled().await;
-        self.inner.subscriptions.end(&ids);
+        self.subscriptions.end(&ids);
         Ok(())
     }
 }
