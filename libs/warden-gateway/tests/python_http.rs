@@ -69,5 +69,10 @@ async fn sdk_2x_speaks_2026_07_28_across_two_replicas() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sdk_1x_keeps_a_2025_11_25_session_across_two_replicas() {
-    run_session("pyenv-legacy", "1.", "http 2025-11-25 session over 2 replicas: ok").await;
+    run_session(
+        "pyenv-legacy",
+        "1.",
+        "http 2025-11-25 session over 2 replicas: ok",
+    )
+    .await;
 }

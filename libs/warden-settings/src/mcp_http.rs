@@ -30,11 +30,8 @@ pub const MCP_HTTP_VARIABLES: &[(&str, &str)] = &[
 ];
 
 /// The default `MCP_ALLOWED_ORIGINS`: pages served from this machine only.
-pub const DEFAULT_ALLOWED_ORIGINS: &[&str] = &[
-    "http://localhost:*",
-    "http://127.0.0.1:*",
-    "http://[::1]:*",
-];
+pub const DEFAULT_ALLOWED_ORIGINS: &[&str] =
+    &["http://localhost:*", "http://127.0.0.1:*", "http://[::1]:*"];
 
 /// The default `MCP_ALLOWED_HOSTS`.
 pub const DEFAULT_ALLOWED_HOSTS: &[&str] = &["localhost", "127.0.0.1", "::1"];
@@ -81,8 +78,14 @@ impl Default for McpHttp {
         McpHttp {
             transport: McpTransport::Stdio,
             addr: SocketAddr::from(([127, 0, 0, 1], 8765)),
-            allowed_origins: DEFAULT_ALLOWED_ORIGINS.iter().map(|s| s.to_string()).collect(),
-            allowed_hosts: DEFAULT_ALLOWED_HOSTS.iter().map(|s| s.to_string()).collect(),
+            allowed_origins: DEFAULT_ALLOWED_ORIGINS
+                .iter()
+                .map(|s| s.to_string())
+                .collect(),
+            allowed_hosts: DEFAULT_ALLOWED_HOSTS
+                .iter()
+                .map(|s| s.to_string())
+                .collect(),
             auth: McpHttpAuth::ApiKey,
         }
     }
@@ -207,7 +210,10 @@ mod tests {
         let s = load(&[
             ("MCP_TRANSPORT", "http"),
             ("MCP_HTTP_ADDR", "0.0.0.0:9000"),
-            ("MCP_ALLOWED_ORIGINS", "https://a.example, http://localhost:*"),
+            (
+                "MCP_ALLOWED_ORIGINS",
+                "https://a.example, http://localhost:*",
+            ),
             ("MCP_ALLOWED_HOSTS", "*"),
             ("MCP_HTTP_AUTH", "oauth"),
         ])

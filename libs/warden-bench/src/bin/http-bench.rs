@@ -15,7 +15,9 @@ use tokio::process::Command;
 use warden_store::testing::TestDatabase;
 
 fn free_port() -> anyhow::Result<u16> {
-    Ok(std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?.port())
+    Ok(std::net::TcpListener::bind("127.0.0.1:0")?
+        .local_addr()?
+        .port())
 }
 
 fn peak_rss_mib(pid: u32) -> Option<f64> {
@@ -56,7 +58,11 @@ async fn check(client: &reqwest::Client, url: &str, i: usize) -> anyhow::Result<
     let msg: Value = serde_json::from_str(&text).or_else(|_| {
         text.lines()
             .filter_map(|l| l.strip_prefix("data:"))
-            .find_map(|d| serde_json::from_str::<Value>(d.trim()).ok().filter(|v| v.get("id").is_some()))
+            .find_map(|d| {
+                serde_json::from_str::<Value>(d.trim())
+                    .ok()
+                    .filter(|v| v.get("id").is_some())
+            })
             .ok_or_else(|| anyhow::anyhow!("no response in {text}"))
     })?;
     anyhow::ensure!(
@@ -68,6 +74,7 @@ async fn check(client: &reqwest::Client, url: &str, i: usize) -> anyhow::Result<
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
+    let _ = rustls::crypto::ring::default_provider().install_default();
     let mut args = std::env::args().skip(1);
     let gateway = args
         .next()
@@ -97,13 +104,21 @@ async fn main() -> anyhow::Result<()> {
         if reqwest::get(&health).await.is_ok_and(|r| r.status() == 200) {
             break;
         }
-        anyhow::ensure!(child.try_wait()?.is_none(), "mcp-gateway --http exited at start");
-        anyhow::ensure!(started.elapsed() < Duration::from_secs(60), "no /health within 60 s");
+        anyhow::ensure!(
+            child.try_wait()?.is_none(),
+            "mcp-gateway --http exited at start"
+        );
+        anyhow::ensure!(
+            started.elapsed() < Duration::from_secs(60),
+            "no /health within 60 s"
+        );
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
 
     // One client, one connection: the figure stdio-bench's check_compliance compares with.
-    let one = reqwest::Client::builder().pool_max_idle_per_host(1).build()?;
+    let one = reqwest::Client::builder()
+        .pool_max_idle_per_host(1)
+        .build()?;
     for i in 0..100 {
         check(&one, &url, i).await?;
     }
@@ -120,7 +135,9 @@ async fn main() -> anyhow::Result<()> {
     for c in 0..clients {
         let url = url.clone();
         tasks.push(tokio::spawn(async move {
-            let client = reqwest::Client::builder().pool_max_idle_per_host(1).build()?;
+            let client = reqwest::Client::builder()
+                .pool_max_idle_per_host(1)
+                .build()?;
             check(&client, &url, c).await?;
             let mut us = Vec::with_capacity(per_client);
             for i in 0..per_client {

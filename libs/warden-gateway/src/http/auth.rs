@@ -32,7 +32,10 @@ impl AuthFailure {
 /// Turns a request's `Authorization` header into the [`Caller`] it acts as.
 pub trait Authenticate: Send + Sync + 'static {
     /// `authorization` is the header's value, `None` when the request has none.
-    fn authenticate(&self, authorization: Option<&str>) -> BoxFuture<'_, Result<Caller, AuthFailure>>;
+    fn authenticate(
+        &self,
+        authorization: Option<&str>,
+    ) -> BoxFuture<'_, Result<Caller, AuthFailure>>;
 }
 
 /// `MCP_HTTP_AUTH=none`: every request acts as the local agent `http` with every scope

@@ -100,12 +100,13 @@ impl HttpServer {
             Arc::new(LocalSessionManager::default()),
             config,
         );
-        let listener = TcpListener::bind(settings.addr)
-            .await
-            .map_err(|source| HttpError::Bind {
-                addr: settings.addr,
-                source,
-            })?;
+        let listener =
+            TcpListener::bind(settings.addr)
+                .await
+                .map_err(|source| HttpError::Bind {
+                    addr: settings.addr,
+                    source,
+                })?;
         Ok(HttpServer {
             listener,
             app: Arc::new(App {
@@ -155,7 +156,10 @@ impl HttpServer {
         }
         // Ends open SSE streams and sessions, so draining does not wait on them.
         self.cancel.cancel();
-        if tokio::time::timeout(DRAIN, graceful.shutdown()).await.is_err() {
+        if tokio::time::timeout(DRAIN, graceful.shutdown())
+            .await
+            .is_err()
+        {
             tracing::warn!("in-flight requests did not finish within {DRAIN:?}");
         }
     }

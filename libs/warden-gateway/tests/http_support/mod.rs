@@ -152,10 +152,16 @@ impl Answer {
     }
 }
 
+/// A plain HTTP client (reqwest is built without a default TLS provider).
+pub fn http_client() -> reqwest::Client {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    reqwest::Client::new()
+}
+
 /// POST one JSON-RPC message with `headers` (plus the Accept and Content-Type every
 /// Streamable HTTP request carries).
 pub async fn post(url: &str, headers: &[(&str, &str)], body: &Value) -> Answer {
-    let client = reqwest::Client::new();
+    let client = http_client();
     let mut req = client
         .post(url)
         .header("accept", "application/json, text/event-stream")
@@ -199,7 +205,10 @@ pub async fn post_new(url: &str, id: i64, method: &str, mut params: Value) -> An
 pub async fn post_legacy(url: &str, session: &str, body: Value) -> Answer {
     post(
         url,
-        &[("mcp-protocol-version", V_LEGACY), ("mcp-session-id", session)],
+        &[
+            ("mcp-protocol-version", V_LEGACY),
+            ("mcp-session-id", session),
+        ],
         &body,
     )
     .await
