@@ -74,6 +74,8 @@ impl ServerHandler for Gateway {
                 .enable_resources()
                 .enable_resources_subscribe()
                 .enable_logging()
+                // rmcp answers prompts/list (empty): say so, as 2026-07-28 discovery requires.
+                .enable_prompts()
                 .build(),
         )
         .with_server_info(Implementation::new(

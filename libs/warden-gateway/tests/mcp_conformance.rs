@@ -77,13 +77,21 @@ fn read_checks(out: &Path) -> BTreeMap<String, Vec<(String, String, String)>> {
         };
         let checks: Vec<Value> = serde_json::from_str(&raw).expect("checks.json is JSON");
         let name = dir.file_name().unwrap().to_string_lossy().to_string();
-        // `server-<scenario>-<timestamp>`
-        let scenario = name
-            .strip_prefix("server-")
-            .unwrap_or(&name)
-            .rsplit_once('-')
-            .map(|(s, _)| s.to_string())
-            .unwrap_or(name.clone());
+        // `server-<scenario>-<YYYY-MM-DDTHH-MM-SS-mmmZ>`
+        let rest = name.strip_prefix("server-").unwrap_or(&name);
+        let stamp = rest
+            .char_indices()
+            .filter(|(_, c)| *c == '-')
+            .map(|(i, _)| i)
+            .find(|&i| {
+                let t = rest[i + 1..].as_bytes();
+                t.len() > 11
+                    && t[..4].iter().all(u8::is_ascii_digit)
+                    && t[4] == b'-'
+                    && t[10] == b'T'
+            })
+            .unwrap_or(rest.len());
+        let scenario = rest[..stamp].to_string();
         let list = checks
             .iter()
             .map(|c| {
