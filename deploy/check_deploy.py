@@ -19,8 +19,12 @@ from pathlib import Path
 import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
-COMPONENTS = ["webhook", "dispatcher", "scheduler"]
-PORTS = {"webhook": 8080, "dispatcher": 9090, "scheduler": 9091}
+COMPONENTS = ["webhook", "dispatcher", "scheduler", "mcp-gateway"]
+PORTS = {"webhook": 8080, "dispatcher": 9090, "scheduler": 9091, "mcp-gateway": 8765}
+# The variable that names each component's listening port (MCP_HTTP_ADDR is ip:port).
+PORT_VARS = {"webhook": "SERVER_HTTP_PORT", "mcp-gateway": "MCP_HTTP_ADDR"}
+# Public paths per Ingress: nothing else (never /health or /metrics).
+INGRESS_PATHS = {"webhook": ["/webhook"], "mcp-gateway": ["/mcp", "/.well-known/oauth-protected-resource"]}
 SECRET_KEYS = {"PLATFORM_ACCESS_TOKEN", "DB_PASSWORD", "REDIS_PASSWORD"}
 WEBHOOK_SECRET_KEYS = SECRET_KEYS | {"PLATFORM_APP_SECRET", "PLATFORM_WEBHOOK_VERIFY_TOKEN"}
 POLICIES_PATH = "/etc/warden/policies/default.yaml"
@@ -85,14 +89,21 @@ def k8s():
         svc = by.get(("Service", f"warden-{comp}"))
         check(svc is not None and svc["spec"]["selector"].items() <= dep["spec"]["template"]["metadata"]["labels"].items(),
               f"{comp}: Service selects the pods")
-    for comp in ["webhook", "dispatcher"]:
+    for comp in ["webhook", "dispatcher", "mcp-gateway"]:
         hpa = by.get(("HorizontalPodAutoscaler", f"warden-{comp}"))
         check(hpa is not None and hpa["apiVersion"] == "autoscaling/v2"
               and hpa["spec"]["scaleTargetRef"]["name"] == f"warden-{comp}",
               f"{comp}: HorizontalPodAutoscaler autoscaling/v2 targets the Deployment")
-    ing = by.get(("Ingress", "warden-webhook"))
-    paths = [p["path"] for r in (ing or {}).get("spec", {}).get("rules", []) for p in r["http"]["paths"]]
-    check(paths == ["/webhook"], "Ingress exposes /webhook only (not /metrics or /health)")
+    for comp, want in INGRESS_PATHS.items():
+        ing = by.get(("Ingress", f"warden-{comp}"))
+        paths = [p["path"] for r in (ing or {}).get("spec", {}).get("rules", []) for p in r["http"]["paths"]]
+        check(paths == want, f"Ingress warden-{comp} exposes {want} only (not /metrics or /health)")
+    gw = by.get(("Deployment", "warden-mcp-gateway"))
+    if gw:
+        c = gw["spec"]["template"]["spec"]["containers"][0]
+        env = {e["name"]: e.get("value") for e in c.get("env", [])}
+        check(c.get("args") == ["mcp-gateway", "--http"], "mcp-gateway: runs `mcp-gateway --http`")
+        check(env.get("MCP_HTTP_AUTH") != "none", "mcp-gateway: authentication on (MCP_HTTP_AUTH is not none)")
 
     secret = load_all(kdir / "examples/secret.yaml")[0]
     check(secret["metadata"]["name"] == "warden-secrets" and set(secret["stringData"]) == WEBHOOK_SECRET_KEYS,
@@ -109,8 +120,9 @@ def deployment_checks(comp, pod, labels, config_name, policies_name, secret_name
     port = {p["name"]: p["containerPort"] for p in c.get("ports", [])}
     check(c.get("args", [None])[0] == comp, f"{comp}: container runs `{comp}`")
     env = {e["name"]: e for e in c.get("env", [])}
-    port_var = "SERVER_HTTP_PORT" if comp == "webhook" else "ADMIN_HTTP_PORT"
-    check(env.get(port_var, {}).get("value") == str(list(port.values())[0]) if port else False,
+    port_var = PORT_VARS.get(comp, "ADMIN_HTTP_PORT")
+    value = str(env.get(port_var, {}).get("value", ""))
+    check(value.rsplit(":", 1)[-1] == str(list(port.values())[0]) if port else False,
           f"{comp}: {port_var} matches the container port")
     for probe in ["livenessProbe", "readinessProbe"]:
         get = c.get(probe, {}).get("httpGet", {})
@@ -181,7 +193,7 @@ def helm():
     check(values.get("policies") == (ROOT / "policies/default.yaml").read_text(),
           "values.yaml policies = policies/default.yaml")
     check(values["image"]["repository"] and "tag" in values["image"], "image repository/tag in values")
-    for comp in COMPONENTS:
+    for comp in ["webhook", "dispatcher", "scheduler"]:
         check(values[comp]["port"] == PORTS[comp], f"values {comp}.port = {PORTS[comp]}")
 
     for tpl in sorted((chart / "templates").iterdir()):
@@ -200,11 +212,14 @@ def helm():
               f"{tpl.name}: {len(refs)} helpers defined, {len(paths)} .Values paths in values.yaml"
               + (f" (undefined {undefined}, unknown {unknown})" if undefined or unknown else ""))
     # Values reached through a component variable ($c := index $.Values $name).
-    for comp in COMPONENTS:
+    for comp in ["webhook", "dispatcher", "scheduler"]:
         for key in ["replicas", "port", "resources", "pdb"]:
             check(key in values[comp], f"values {comp}.{key} (used through $c)")
     for comp in ["webhook", "dispatcher"]:
         check("autoscaling" in values[comp], f"values {comp}.autoscaling")
+    gw = values.get("mcpGateway", {})
+    check(gw.get("port") == PORTS["mcp-gateway"] and gw.get("auth") != "none",
+          f"values mcpGateway.port = {PORTS['mcp-gateway']}, authentication on")
 
 
 def has_path(values, path):
@@ -284,6 +299,10 @@ def docker():
         env = services[s]["environment"]
         check(env.get("PLATFORM_API_URL") == "http://platform-sim:8089", f"{s}: PLATFORM_API_URL -> platform-sim")
         check(env.get("OTEL_EXPORTER_OTLP_ENDPOINT") == "http://otel-collector:4318", f"{s}: OTLP -> collector")
+    http = services.get("mcp-http", {})
+    check(http.get("command") == ["mcp-gateway", "--http"] and "healthcheck" in http
+          and any(p.endswith(":8765") for p in http.get("ports", [])),
+          "compose mcp-http: `mcp-gateway --http` on 8765 with a healthcheck")
     sim = services["platform-sim"]["environment"]
     check(sim.get("SIM_WEBHOOK_URL") == "http://webhook:8080/webhook", "platform-sim: SIM_WEBHOOK_URL -> webhook")
     check(sim.get("PLATFORM_APP_SECRET") == services["webhook"]["environment"].get("PLATFORM_APP_SECRET"),

@@ -10,7 +10,7 @@ OUT=target/bench
 REL=target/release
 mkdir -p "$OUT"
 # Only this run's figures go into the summary.
-rm -f "$OUT"/{sim,check,stdio,webhook,dispatcher,campaign,history,live,summary}.json "$OUT"/*.txt "$OUT"/*.log
+rm -f "$OUT"/{sim,check,stdio,http,webhook,dispatcher,campaign,history,live,summary}.json "$OUT"/*.txt "$OUT"/*.log
 say() { printf '\n[bench] %s\n' "$*"; }
 free_port() { python3 -c 'import socket;s=socket.socket();s.bind(("127.0.0.1",0));print(s.getsockname()[1])'; }
 load() { cut -d' ' -f1-3 /proc/loadavg; }
@@ -53,6 +53,8 @@ limit() { local secs=$1; shift; timeout -k 10 "$secs" "$@"; }
 bench_sim() { limit 90 "$REL/sim-bench" --sends 50000 --json "$OUT/sim.json" | tee "$OUT/sim.txt"; }
 bench_check() { POLICIES_PATH=policies/default.yaml limit 90 "$REL/check-bench" 5000 >"$OUT/check.json"; }
 bench_stdio() { limit 90 "$REL/stdio-bench" "$REL/mcp-gateway" 2000 1000 >"$OUT/stdio.json"; }
+# 200 calls from each of 32 concurrent clients, after 800 from one (the stdio comparison).
+bench_http() { limit 120 "$REL/http-bench" "$REL/mcp-gateway" 200 32 >"$OUT/http.json"; }
 # start_webhook DB_PREFIX LOG: a fresh database and a release webhook server on a free
 # port, waited for until healthy; sets db, wh and port (the caller declares `local port`).
 start_webhook() {
@@ -90,21 +92,23 @@ bench_campaign() {
   limit 240 "$REL/campaign-bench" --recipients 100000 --json "$OUT/campaign.json" | tee "$OUT/campaign.txt"
 }
 
-say "1/8 platform-sim throughput (sim-bench)"
+say "1/9 platform-sim throughput (sim-bench)"
 step sim bench_sim
-say "2/8 compliance core: one check, one accepted send (check-bench)"
+say "2/9 compliance core: one check, one accepted send (check-bench)"
 step check bench_check
-say "3/8 tool latency over stdio through mcp-gateway (stdio-bench)"
+say "3/9 tool latency over stdio through mcp-gateway (stdio-bench)"
 step stdio bench_stdio
-say "4/8 webhook ingest: single events and 100-event batches, raw Postgres reference (webhook-bench)"
+say "4/9 check_compliance over Streamable HTTP through mcp-gateway --http, 1 and 32 clients (http-bench)"
+step http bench_http
+say "5/9 webhook ingest: single events and 100-event batches, raw Postgres reference (webhook-bench)"
 step webhook bench_webhook
-say "5/8 dispatcher: stream -> platform-sim throughput, one hot pair (131056), raw Postgres reference, rate-limit accuracy (dispatch_bench)"
+say "6/9 dispatcher: stream -> platform-sim throughput, one hot pair (131056), raw Postgres reference, rate-limit accuracy (dispatch_bench)"
 step dispatcher bench_dispatcher
-say "6/8 campaign fan-out: 100,000 recipients checked and enqueued, raw Postgres reference (campaign-bench)"
+say "7/9 campaign fan-out: 100,000 recipients checked and enqueued, raw Postgres reference (campaign-bench)"
 step campaign bench_campaign
-say "7/8 conversation history: first and deep page of a 100,000-message history (history-bench)"
+say "8/9 conversation history: first and deep page of a 100,000-message history (history-bench)"
 step history bench_history
-say "8/8 live updates: webhook 200 -> notifications/resources/updated on a subscribed gateway (live-bench)"
+say "9/9 live updates: webhook 200 -> notifications/resources/updated on a subscribed gateway (live-bench)"
 step live bench_live
 
 finished=$(date +%s)
@@ -150,6 +154,7 @@ def mib(x):
 
 
 sim, check, stdio = load("sim.json"), load("check.json"), load("stdio.json")
+http = load("http.json")
 wh, disp, camp = load("webhook.json"), load("dispatcher.json"), load("campaign.json")
 hist = load("history.json")
 live = load("live.json")
@@ -209,6 +214,19 @@ if r:
         ms(r, "p99") <= 3.0, source="stdio.json")
 else:
     missing("send_template over stdio", "stdio.json", "p99 <= 3 ms")
+
+r1, rn = result(http, "check_compliance over HTTP, 1 client"), result(http, "check_compliance over HTTP, 32")
+rs = result(stdio, "check_compliance")
+if rn:
+    row(f"check_compliance over HTTP, {http.get('clients')} concurrent clients (2026-07-28)",
+        f"p50 {ms(rn, 'p50'):.2f} ms, p99 {ms(rn, 'p99'):.2f} ms, {num(http['throughput_per_s'])} calls/s",
+        "p99 <= 5 ms", ms(rn, "p99") <= 5.0, source="http.json")
+else:
+    missing("check_compliance over HTTP, 32 clients", "http.json", "p99 <= 5 ms")
+if r1:
+    overhead = f"; overhead vs stdio p50 {ms(r1, 'p50') - ms(rs, 'p50'):+.2f} ms" if rs else ""
+    row("check_compliance over HTTP, 1 client",
+        f"p50 {ms(r1, 'p50'):.2f} ms, p99 {ms(r1, 'p99'):.2f} ms{overhead}", source="http.json")
 
 raw = wh.get("raw_pg", {})
 if wh:
@@ -282,6 +300,7 @@ rss = [
     ("peak RSS: webhook server", wh.get("server_peak_rss_mib"), None, "webhook.json"),
     ("peak RSS: dispatch_bench (dispatcher + platform-sim)", disp.get("peak_rss_mib"), None, "dispatcher.json"),
     ("peak RSS: mcp-gateway (stdio)", stdio.get("gateway_peak_rss_mib"), None, "stdio.json"),
+    ("peak RSS: mcp-gateway --http (32 clients)", http.get("gateway_peak_rss_mib"), None, "http.json"),
     ("peak RSS: check-bench (core in process)", check.get("peak_rss_mib"), None, "check.json"),
     ("peak RSS: sim-bench (platform-sim + receiver + load)", sim.get("peak_rss_mib"), None, "sim.json"),
 ]

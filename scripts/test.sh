@@ -10,8 +10,11 @@ command -v cargo-nextest >/dev/null || { say "installing cargo-nextest"; cargo i
 say "layering: crate dependencies follow the layer table, only store and core write (scripts/check-layers.py)"
 python3 scripts/check-layers.py
 
-say "Python test dependency (the official MCP SDK, scripts/pydeps.sh)"
+say "Python test dependencies (the official MCP SDK 2.x and 1.x, scripts/pydeps.sh)"
 scripts/pydeps.sh
+
+say "MCP conformance suite and Node 22 (scripts/conformance-deps.sh)"
+scripts/conformance-deps.sh
 
 say "building binaries (the end-to-end tests spawn them)"
 cargo build --bins

@@ -1,6 +1,6 @@
 //! `mcp-gateway`: the agent tools (the spec's 24 plus get_campaign and resume_campaign)
-//! over MCP stdio. An agent host spawns it; stdout carries only the protocol, logs go to
-//! stderr.
+//! over MCP stdio (an agent host spawns it; stdout carries only the protocol, logs go to
+//! stderr) or Streamable HTTP (`--http`, README "Remote agents").
 
 use std::path::PathBuf;
 
@@ -9,7 +9,8 @@ use warden_service::{Needs, StartError};
 
 const BINARY: &str = "mcp-gateway";
 
-/// Serves Warden's agent tools over MCP on stdin/stdout until stdin closes or SIGTERM.
+/// Serves Warden's agent tools over MCP on stdin/stdout until stdin closes or SIGTERM
+/// (or over Streamable HTTP with --http).
 ///
 /// Configuration comes from the environment (see README "Configuration"), optionally
 /// layered over a TOML file whose keys are the variable names in lower case. Postgres,
@@ -21,6 +22,10 @@ struct Args {
     /// Optional TOML config file; environment variables override it.
     #[arg(long, env = "WARDEN_CONFIG")]
     config: Option<PathBuf>,
+    /// Serve Streamable HTTP at /mcp on MCP_HTTP_ADDR instead of stdio (same as
+    /// MCP_TRANSPORT=http); /health and /metrics beside it.
+    #[arg(long)]
+    http: bool,
     /// Print the effective settings (secrets redacted) on stdout and exit (no MCP session).
     #[arg(long)]
     print_config: bool,
@@ -53,5 +58,5 @@ async fn run(args: Args) -> Result<(), StartError> {
         },
     )
     .await?;
-    Ok(warden_gateway::run(deps).await?)
+    Ok(warden_gateway::run(deps, args.http).await?)
 }

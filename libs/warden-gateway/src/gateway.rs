@@ -6,6 +6,7 @@ use std::sync::Arc;
 use rmcp::handler::server::router::tool::ToolRouter;
 use warden_core::Core;
 use warden_platform::PlatformClient;
+use warden_stream::Hints;
 
 use crate::subscriptions::Subscriptions;
 
@@ -15,18 +16,30 @@ pub const ACTOR: &str = "mcp-gateway";
 pub(crate) struct Inner {
     pub core: Core,
     pub platform: PlatformClient,
-    /// Resource subscriptions of this gateway's session (live updates).
-    pub subscriptions: Arc<Subscriptions>,
+    /// Where conversation hints arrive (NATS), for each session's subscriptions.
+    pub hints: Option<Hints>,
 }
 
-/// The MCP server. Cheap to clone; one per session.
+/// The MCP server. Cheap to clone; one per session ([`Gateway::for_session`]).
 #[derive(Clone)]
 pub struct Gateway {
     pub(crate) inner: Arc<Inner>,
+    /// Resource subscriptions of this gateway's session (live updates).
+    pub(crate) subscriptions: Arc<Subscriptions>,
     pub(crate) tool_router: ToolRouter<Gateway>,
 }
 
 impl Gateway {
+    /// A gateway for another session (an HTTP session or stateless request): the same
+    /// core and tools, its own resource subscriptions.
+    pub fn for_session(&self) -> Gateway {
+        Gateway {
+            inner: self.inner.clone(),
+            subscriptions: Subscriptions::new(self.inner.hints.clone()),
+            tool_router: self.tool_router.clone(),
+        }
+    }
+
     pub(crate) fn core(&self) -> &Core {
         &self.inner.core
     }
@@ -37,7 +50,7 @@ impl Gateway {
 
     /// How many resource subscriptions are active (tests).
     pub fn subscription_count(&self) -> usize {
-        self.inner.subscriptions.len()
+        self.subscriptions.len()
     }
 
     /// The names of every tool, sorted (for tests and `--help`-style listings).

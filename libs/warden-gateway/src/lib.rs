@@ -1,5 +1,5 @@
 //! `mcp-gateway`'s tools: the spec's 24 plus `get_campaign` and `resume_campaign`, served
-//! over MCP stdio with rmcp.
+//! with rmcp over MCP stdio or Streamable HTTP ([`http`]).
 //!
 //! Every tool reads its arguments leniently ([`args`]), answers with `structuredContent`
 //! plus the same JSON as one text block, and reports failures in the contract's envelope
@@ -11,6 +11,7 @@ pub mod args;
 pub mod caller;
 pub mod error;
 mod gateway;
+pub mod http;
 mod resources;
 pub mod schema;
 mod server;
@@ -25,9 +26,45 @@ pub use server::GatewayError;
 use anyhow::Context;
 use rmcp::ServiceExt;
 use warden_service::Dependencies;
+use warden_settings::{McpHttpAuth, McpTransport};
+
+/// Serve the tools on the transport `MCP_TRANSPORT` names (`http` forced by `--http`)
+/// until SIGTERM/SIGINT (or, over stdio, until the agent host closes stdin).
+pub async fn run(deps: Dependencies, force_http: bool) -> anyhow::Result<()> {
+    if force_http || deps.settings.mcp_http.transport == McpTransport::Http {
+        run_http(deps).await
+    } else {
+        run_stdio(deps).await
+    }
+}
+
+/// Streamable HTTP at `/mcp` on `MCP_HTTP_ADDR`, `/health` and `/metrics` beside it.
+pub async fn run_http(deps: Dependencies) -> anyhow::Result<()> {
+    let settings = deps.settings.mcp_http.clone();
+    let redis = deps.redis.clone();
+    let health = warden_service::admin::postgres_check(deps.pg.clone());
+    let gateway = Gateway::new(deps)?;
+    if settings.auth == McpHttpAuth::None {
+        tracing::warn!(
+            addr = %settings.addr,
+            "MCP_HTTP_AUTH=none: /mcp takes requests without credentials, every caller acting as agent `http` with every scope (loopback only; never in production)"
+        );
+    }
+    let authenticator = http::authenticator_for(settings.auth);
+    let server = http::HttpServer::bind(gateway, &settings, redis, authenticator, health).await?;
+    tracing::info!(
+        addr = %server.local_addr()?,
+        auth = settings.auth.as_str(),
+        allowed_origins = %settings.allowed_origins.join(","),
+        "MCP Streamable HTTP listening at /mcp"
+    );
+    server.serve(warden_service::shutdown_signal()).await;
+    tracing::info!("stopped on signal");
+    Ok(())
+}
 
 /// Serve the tools on stdin/stdout until the agent host closes stdin or SIGTERM/SIGINT.
-pub async fn run(deps: Dependencies) -> anyhow::Result<()> {
+pub async fn run_stdio(deps: Dependencies) -> anyhow::Result<()> {
     let gateway = Gateway::new(deps)?;
     let serving = async {
         let service = gateway

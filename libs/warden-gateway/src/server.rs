@@ -2,10 +2,12 @@
 
 use std::sync::Arc;
 
+#[allow(deprecated)]
 use rmcp::model::{
     ErrorData as McpError, Implementation, ListResourceTemplatesResult, ListResourcesResult,
     PaginatedRequestParams, ReadResourceRequestParams, ReadResourceResponse, ServerCapabilities,
-    ServerConfig, SubscribeRequestParams, SubscriptionFilter, UnsubscribeRequestParams,
+    ServerConfig, SetLevelRequestParams, SubscribeRequestParams, SubscriptionFilter,
+    UnsubscribeRequestParams,
 };
 use rmcp::service::{RequestContext, SubscriptionContext};
 use rmcp::{RoleServer, ServerHandler, tool_handler};
@@ -38,14 +40,16 @@ impl Gateway {
     pub fn new(deps: Dependencies) -> Result<Self, GatewayError> {
         let p = &deps.settings.platform;
         let platform = warden_service::platform::client(p, None).map_err(GatewayError::Platform)?;
-        let subscriptions = Subscriptions::new(deps.stream.as_ref().map(|s| s.hints.clone()));
+        let hints = deps.stream.as_ref().map(|s| s.hints.clone());
+        let subscriptions = Subscriptions::new(hints.clone());
         let core = Core::new(deps, ACTOR);
         Ok(Gateway {
             inner: Arc::new(Inner {
                 core,
                 platform,
-                subscriptions,
+                hints,
             }),
+            subscriptions,
             tool_router: Self::v1_tools()
                 + Self::read_tools()
                 + Self::action_tools()
@@ -61,6 +65,7 @@ impl Gateway {
 
 #[tool_handler(router = self.tool_router)]
 impl ServerHandler for Gateway {
+    #[allow(deprecated)] // logging/setLevel stays for 2025-11-25 clients
     fn get_info(&self) -> ServerConfig {
         let settings = self.core().settings();
         ServerConfig::new(
@@ -68,6 +73,9 @@ impl ServerHandler for Gateway {
                 .enable_tools()
                 .enable_resources()
                 .enable_resources_subscribe()
+                .enable_logging()
+                // rmcp answers prompts/list (empty): say so, as 2026-07-28 discovery requires.
+                .enable_prompts()
                 .build(),
         )
         .with_server_info(Implementation::new(
@@ -104,6 +112,17 @@ impl ServerHandler for Gateway {
         Ok(resources::templates())
     }
 
+    /// `logging/setLevel` (2025-11-25 and older): accepted; the gateway sends the client no
+    /// log messages at any level (its logs go to stderr / the log pipeline).
+    #[allow(deprecated)]
+    async fn set_level(
+        &self,
+        _request: SetLevelRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        Ok(())
+    }
+
     /// Protocol 2025-11-25 and older: updates go to this session until unsubscribed.
     #[allow(deprecated)]
     async fn subscribe(
@@ -112,8 +131,7 @@ impl ServerHandler for Gateway {
         context: RequestContext<RoleServer>,
     ) -> Result<(), McpError> {
         let target = ResourceUri::parse(&request.uri)?;
-        self.inner
-            .subscriptions
+        self.subscriptions
             .subscribe(&request.uri, target, context.peer.clone())
             .await
             .map_err(|e| McpError::internal_error(e.to_string(), None))
@@ -126,7 +144,7 @@ impl ServerHandler for Gateway {
         _context: RequestContext<RoleServer>,
     ) -> Result<(), McpError> {
         let target = ResourceUri::parse(&request.uri)?;
-        self.inner.subscriptions.unsubscribe(&target);
+        self.subscriptions.unsubscribe(&target);
         Ok(())
     }
 
@@ -158,13 +176,12 @@ impl ServerHandler for Gateway {
             return Ok(());
         }
         let ids = self
-            .inner
             .subscriptions
             .listen(uris, context.sink().clone())
             .await
             .map_err(|e| McpError::internal_error(e.to_string(), None))?;
         context.cancelled().await;
-        self.inner.subscriptions.end(&ids);
+        self.subscriptions.end(&ids);
         Ok(())
     }
 }

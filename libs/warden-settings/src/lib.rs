@@ -10,6 +10,7 @@
 mod dispatch;
 mod duration;
 mod error;
+mod mcp_http;
 mod print;
 mod source;
 
@@ -21,6 +22,10 @@ use std::time::Duration;
 pub use dispatch::{DISPATCH_VARIABLES, Dispatch};
 pub use duration::{format_duration, parse_duration};
 pub use error::{DurationError, Problem, Problems, SettingsError};
+pub use mcp_http::{
+    DEFAULT_ALLOWED_HOSTS, DEFAULT_ALLOWED_ORIGINS, MCP_HTTP_VARIABLES, McpHttp, McpHttpAuth,
+    McpTransport,
+};
 pub use print::{REDACTED, is_secret};
 
 use source::Source;
@@ -245,6 +250,8 @@ pub struct Settings {
     pub media_max_bytes: u64,
     /// The dispatcher's knobs (its retry bound is the webhook's too).
     pub dispatch: Dispatch,
+    /// The MCP gateway's HTTP transport (README "Remote agents").
+    pub mcp_http: McpHttp,
     /// The host name (`HOSTNAME`), part of the lease owner ids; `None` when unset.
     pub hostname: Option<String>,
 }
@@ -430,6 +437,7 @@ impl Settings {
                 .filter(|s| !s.is_empty()),
             media_max_bytes,
             dispatch: Dispatch::read(src),
+            mcp_http: McpHttp::read(src),
             // The environment only: it names this host, not the deployment.
             hostname: src.env_only("HOSTNAME").filter(|h| !h.is_empty()),
         }
@@ -441,6 +449,7 @@ fn is_variable(key: &str) -> bool {
     VARIABLES
         .iter()
         .chain(DISPATCH_VARIABLES.iter().map(|(name, _)| name))
+        .chain(MCP_HTTP_VARIABLES.iter().map(|(name, _)| name))
         .any(|v| v.eq_ignore_ascii_case(key))
 }
 

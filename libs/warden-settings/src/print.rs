@@ -109,6 +109,7 @@ impl Settings {
             ("MEDIA_MAX_BYTES", number(self.media_max_bytes)),
         ];
         out.extend(dispatch_entries(&self.dispatch));
+        out.extend(mcp_http_entries(&self.mcp_http));
         out
     }
 
@@ -153,6 +154,29 @@ fn dispatch_entries(d: &Dispatch) -> Vec<(&'static str, Value)> {
 }
 
 /// A TOML basic string.
+fn mcp_http_entries(m: &crate::McpHttp) -> Vec<(&'static str, Value)> {
+    vec![
+        (
+            "MCP_TRANSPORT",
+            text(match m.transport {
+                crate::McpTransport::Stdio => "stdio",
+                crate::McpTransport::Http => "http",
+            }),
+        ),
+        ("MCP_HTTP_ADDR", text(m.addr.to_string())),
+        ("MCP_ALLOWED_ORIGINS", text(m.allowed_origins.join(","))),
+        (
+            "MCP_ALLOWED_HOSTS",
+            text(if m.allowed_hosts.is_empty() {
+                "*".to_string()
+            } else {
+                m.allowed_hosts.join(",")
+            }),
+        ),
+        ("MCP_HTTP_AUTH", text(m.auth.as_str())),
+    ]
+}
+
 fn quote(v: &str) -> String {
     let mut out = String::with_capacity(v.len() + 2);
     out.push('"');

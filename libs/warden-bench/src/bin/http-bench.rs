@@ -1,0 +1,179 @@
+//! `check_compliance` over MCP Streamable HTTP: spawns the built `mcp-gateway --http`
+//! (`MCP_HTTP_AUTH=none`, loopback) and times stateless 2026-07-28 `tools/call` POSTs, first
+//! from one client (to compare with stdio-bench's figure: the transport's overhead), then
+//! from 32 concurrent clients (p50/p99 under load). Each client is one keep-alive HTTP/1.1
+//! connection. The JSON line also carries the gateway's peak RSS.
+//!
+//! Usage: http-bench GATEWAY_BINARY [CALLS_PER_CLIENT] [CLIENTS]. Uses the usual
+//! DB_*/REDIS_*/NATS environment; creates and drops a database of its own.
+
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+use tokio::process::Command;
+use warden_store::testing::TestDatabase;
+
+fn free_port() -> anyhow::Result<u16> {
+    Ok(std::net::TcpListener::bind("127.0.0.1:0")?
+        .local_addr()?
+        .port())
+}
+
+fn peak_rss_mib(pid: u32) -> Option<f64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let kib: f64 = status
+        .lines()
+        .find(|l| l.starts_with("VmHWM:"))?
+        .split_whitespace()
+        .nth(1)?
+        .parse()
+        .ok()?;
+    Some(kib / 1024.0)
+}
+
+/// One 2026-07-28 `check_compliance` call; fails unless it answered as a tool result.
+async fn check(client: &reqwest::Client, url: &str, i: usize) -> anyhow::Result<()> {
+    let body = json!({"jsonrpc": "2.0", "id": i, "method": "tools/call", "params": {
+        "_meta": {
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientInfo": {"name": "http-bench", "version": "1"},
+            "io.modelcontextprotocol/clientCapabilities": {},
+        },
+        "name": "check_compliance",
+        "arguments": {"customer_id": format!("6281{:09}", i % 500), "message_type": "marketing"},
+    }});
+    let res = client
+        .post(url)
+        .header("accept", "application/json, text/event-stream")
+        .header("content-type", "application/json")
+        .header("mcp-protocol-version", "2026-07-28")
+        .header("mcp-method", "tools/call")
+        .header("mcp-name", "check_compliance")
+        .body(body.to_string())
+        .send()
+        .await?;
+    anyhow::ensure!(res.status() == 200, "HTTP {}", res.status());
+    let text = res.text().await?;
+    let msg: Value = serde_json::from_str(&text).or_else(|_| {
+        text.lines()
+            .filter_map(|l| l.strip_prefix("data:"))
+            .find_map(|d| {
+                serde_json::from_str::<Value>(d.trim())
+                    .ok()
+                    .filter(|v| v.get("id").is_some())
+            })
+            .ok_or_else(|| anyhow::anyhow!("no response in {text}"))
+    })?;
+    anyhow::ensure!(
+        msg.pointer("/result/isError") == Some(&json!(false)),
+        "check_compliance failed: {msg}"
+    );
+    Ok(())
+}
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let mut args = std::env::args().skip(1);
+    let gateway = args
+        .next()
+        .ok_or_else(|| anyhow::anyhow!("usage: http-bench GATEWAY [CALLS_PER_CLIENT] [CLIENTS]"))?;
+    let per_client: usize = args.next().map(|a| a.parse()).transpose()?.unwrap_or(200);
+    let clients: usize = args.next().map(|a| a.parse()).transpose()?.unwrap_or(32);
+    let db = TestDatabase::create();
+    let stream = format!("BENCH_{}", uuid::Uuid::new_v4().simple()).to_uppercase();
+    let port = free_port()?;
+    let mut child = Command::new(&gateway)
+        .arg("--http")
+        .env("DB_NAME", db.name())
+        .env("DELIVERY_STREAM", &stream)
+        .env("MCP_HTTP_ADDR", format!("127.0.0.1:{port}"))
+        .env("MCP_HTTP_AUTH", "none")
+        .env("RUST_LOG", "warn")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::inherit())
+        .kill_on_drop(true)
+        .spawn()?;
+    let pid = child.id();
+    let url = format!("http://127.0.0.1:{port}/mcp");
+    let health = format!("http://127.0.0.1:{port}/health");
+    let started = Instant::now();
+    loop {
+        if reqwest::get(&health).await.is_ok_and(|r| r.status() == 200) {
+            break;
+        }
+        anyhow::ensure!(
+            child.try_wait()?.is_none(),
+            "mcp-gateway --http exited at start"
+        );
+        anyhow::ensure!(
+            started.elapsed() < Duration::from_secs(60),
+            "no /health within 60 s"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+
+    // One client, one connection: the figure stdio-bench's check_compliance compares with.
+    let one = reqwest::Client::builder()
+        .pool_max_idle_per_host(1)
+        .build()?;
+    for i in 0..100 {
+        check(&one, &url, i).await?;
+    }
+    let mut single_us = Vec::with_capacity(per_client * 4);
+    for i in 0..per_client * 4 {
+        let t = Instant::now();
+        check(&one, &url, i).await?;
+        single_us.push(t.elapsed().as_secs_f64() * 1e6);
+    }
+
+    // 32 concurrent clients, each its own connection.
+    let load = Instant::now();
+    let mut tasks = Vec::new();
+    for c in 0..clients {
+        let url = url.clone();
+        tasks.push(tokio::spawn(async move {
+            let client = reqwest::Client::builder()
+                .pool_max_idle_per_host(1)
+                .build()?;
+            check(&client, &url, c).await?;
+            let mut us = Vec::with_capacity(per_client);
+            for i in 0..per_client {
+                let t = Instant::now();
+                check(&client, &url, c * per_client + i).await?;
+                us.push(t.elapsed().as_secs_f64() * 1e6);
+            }
+            anyhow::Ok(us)
+        }));
+    }
+    let mut concurrent_us = Vec::with_capacity(clients * per_client);
+    for t in tasks {
+        concurrent_us.extend(t.await??);
+    }
+    let seconds = load.elapsed().as_secs_f64();
+    let calls = concurrent_us.len();
+    let gateway_rss = pid.and_then(peak_rss_mib);
+    let report = json!({
+        "benchmark": "check_compliance over Streamable HTTP (2026-07-28, stateless)",
+        "machine_cores": std::thread::available_parallelism().map(|n| n.get()).unwrap_or(0),
+        "clients": clients,
+        "results": [
+            warden_bench::summarise("check_compliance over HTTP, 1 client", single_us),
+            warden_bench::summarise(&format!("check_compliance over HTTP, {clients} clients"), concurrent_us),
+        ],
+        "throughput_per_s": calls as f64 / seconds,
+        "gateway_peak_rss_mib": gateway_rss,
+    });
+    println!("{report}");
+    let _ = child.start_kill();
+    let _ = child.wait().await;
+    let settings = warden_settings::Settings::load(None)?;
+    if let Ok(client) = async_nats::connect(&settings.nats_url).await {
+        let _ = async_nats::jetstream::new(client)
+            .delete_stream(&stream)
+            .await;
+    }
+    Ok(())
+}
