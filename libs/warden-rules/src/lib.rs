@@ -13,6 +13,8 @@
 //! - [`message_status`]: a message's delivery status and how it moves forward.
 //! - [`policy`]: the business policy file (YAML) and its validation.
 //! - [`compliance`]: the decision itself and the frequency-cap status.
+//! - [`platform_limits`]: the portfolio messaging limit and the 131049 marketing hold.
+//! - [`zones`]: a customer's time zone from their number's country (quiet hours).
 //! - [`recheck`]: the dispatcher's last look before the platform call.
 //! - [`rich`]: media, interactive, location and reaction messages and their limits.
 //! - [`keywords`]: stop / resume keywords in inbound texts.
@@ -36,6 +38,7 @@ pub mod keywords;
 pub mod kinds;
 pub mod message_status;
 pub mod phone;
+pub mod platform_limits;
 pub mod policy;
 pub mod recheck;
 pub mod rich;
@@ -45,6 +48,7 @@ pub mod template_spec;
 pub mod templates;
 pub mod text;
 pub mod window;
+pub mod zones;
 
 pub use campaign_status::CampaignStatus;
 pub use compliance::{ComplianceInput, Decision, FrequencyStatus, ReasonCode, decide};
