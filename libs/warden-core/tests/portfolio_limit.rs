@@ -52,6 +52,7 @@ async fn harness() -> Harness {
         .execute(&mut conn)
         .await
         .unwrap();
+    drop(conn);
     Harness { core, _db: db }
 }
 
