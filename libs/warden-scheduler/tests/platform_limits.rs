@@ -84,14 +84,15 @@ async fn campaign_pauses_at_the_messaging_limit_and_resumes() {
         Some("messaging_limit")
     );
 
-    // A higher limit and resume_campaign: the rest of the audience goes out.
+    // A higher limit and resume_campaign: the rest of the audience goes out (ten, and the
+    // customer the scheduled message added).
     learn(&h, "TIER_2K").await;
     warden_core::campaigns::resume(h.core.pg(), id, "test")
         .await
         .expect("resume");
     warden_test_support::wait::until(Duration::from_secs(60), "the whole audience", || async {
         s.tick().await.expect("tick");
-        h.campaign_messages(id).await == 10
+        h.campaign_messages(id).await == 11
     })
     .await;
     assert_ne!(h.campaign_row(id).await.status, "paused");
@@ -136,7 +137,8 @@ async fn quiet_hours_hold_delays_scheduled_and_campaign_messages_to_their_end() 
         .await;
     let s = h.scheduler("quiet-1");
     let r = s.tick().await.expect("tick");
-    assert_eq!((r.messages_held, r.recipients_held), (1, 3), "{r:?}");
+    // The campaign's audience: three customers and the scheduled message's.
+    assert_eq!((r.messages_held, r.recipients_held), (1, 4), "{r:?}");
     assert_eq!(r.messages_refused + r.recipients_refused, 0, "{r:?}");
     // Every one waits `scheduled` until the end of the quiet period.
     let held = h
@@ -147,8 +149,8 @@ async fn quiet_hours_hold_delays_scheduled_and_campaign_messages_to_their_end() 
             ends.to_rfc3339()
         ))
         .await;
-    assert_eq!(held, 4);
-    assert_eq!(h.campaign_messages(id).await, 3);
+    assert_eq!(held, 5);
+    assert_eq!(h.campaign_messages(id).await, 4);
     assert_ne!(
         h.campaign_row(id).await.status,
         "completed",
@@ -159,11 +161,11 @@ async fn quiet_hours_hold_delays_scheduled_and_campaign_messages_to_their_end() 
     h.exec("UPDATE messages SET deliver_at = now() WHERE status = 'scheduled'")
         .await;
     let r = s.tick().await.expect("tick");
-    assert_eq!(r.messages_held, 4, "{r:?}");
+    assert_eq!(r.messages_held, 5, "{r:?}");
     assert_eq!(
         h.count("SELECT count(*) AS n FROM message_holds WHERE holds = 2")
             .await,
-        4
+        5
     );
 
     // Once the quiet period is over they go out.
@@ -172,12 +174,12 @@ async fn quiet_hours_hold_delays_scheduled_and_campaign_messages_to_their_end() 
     })
     .await;
     let r = s.tick().await.expect("tick");
-    assert_eq!(r.messages_queued, 4, "{r:?}");
+    assert_eq!(r.messages_queued, 5, "{r:?}");
     assert_eq!(
         h.count(&format!(
             "SELECT count(*) AS n FROM messages WHERE status = 'queued' AND (id = '{m}' OR campaign_id = '{id}')"
         ))
         .await,
-        4
+        5
     );
 }
