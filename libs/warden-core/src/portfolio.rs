@@ -94,7 +94,11 @@ pub async fn learn(
     actor: &str,
 ) -> QueryResult<bool> {
     let Some(limit) = MessagingLimit::parse(text) else {
-        tracing::warn!(limit = text, source, "unrecognised messaging limit; ignored");
+        tracing::warn!(
+            limit = text,
+            source,
+            "unrecognised messaging limit; ignored"
+        );
         return Ok(false);
     };
     let users = limit.users().map(|n| i32::try_from(n).unwrap_or(i32::MAX));
@@ -146,12 +150,11 @@ pub async fn usage(conn: &mut AsyncPgConnection, now: DateTime<Utc>) -> QueryRes
         updated_at: now,
     });
     let reached = reached_since(conn, now).await?;
-    let limited: Count = diesel::sql_query(
-        "SELECT count(*) AS n FROM customers WHERE marketing_limited_at > $1",
-    )
-    .bind::<Timestamptz, _>(now - WINDOW)
-    .get_result(conn)
-    .await?;
+    let limited: Count =
+        diesel::sql_query("SELECT count(*) AS n FROM customers WHERE marketing_limited_at > $1")
+            .bind::<Timestamptz, _>(now - WINDOW)
+            .get_result(conn)
+            .await?;
     Ok(Usage {
         used: reached.n,
         limit: limit_of(row.tier.as_deref(), row.unique_users),
@@ -241,11 +244,13 @@ pub async fn learn_from_platform(
 ) -> Result<bool, crate::CoreError> {
     use futures::FutureExt;
     let text = text.to_string();
-    Ok(warden_store::tx::transact::<_, crate::CoreError, _>(pg, "messaging_limit_learn", |c| {
-        let text = text.clone();
-        async move { Ok(learn(c, &text, source, actor).await?) }.boxed()
-    })
-    .await?)
+    Ok(
+        warden_store::tx::transact::<_, crate::CoreError, _>(pg, "messaging_limit_learn", |c| {
+            let text = text.clone();
+            async move { Ok(learn(c, &text, source, actor).await?) }.boxed()
+        })
+        .await?,
+    )
 }
 
 /// [`usage`] on a pooled connection. Never writes.

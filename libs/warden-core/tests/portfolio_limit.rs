@@ -198,5 +198,9 @@ async fn two_concurrent_sends_at_limit_minus_one_never_both_pass() {
         .await
         .unwrap();
     assert_eq!(usage.used, 250);
-    assert!(usage.frees_at.is_some_and(|t| t > Utc::now() + TimeDelta::hours(22)));
+    assert!(
+        usage
+            .frees_at
+            .is_some_and(|t| t > Utc::now() + TimeDelta::hours(22))
+    );
 }

@@ -50,7 +50,11 @@ async fn a_131049_holds_the_customer_for_24_hours_then_one_attempt() {
     let first = core.send(promo(&phone)).await.expect("accepted");
     let row = h.wait_status(first.message_id, &["failed"], WAIT).await;
     assert_eq!((row.error_code, row.attempt), (Some(131049), 1));
-    assert_eq!(h.sim.count(first.message_id), 0, "the sim refused the one call");
+    assert_eq!(
+        h.sim.count(first.message_id),
+        0,
+        "the sim refused the one call"
+    );
 
     // 2. check_compliance explains the hold and when it ends.
     let decision = core

@@ -980,13 +980,21 @@ impl Policy {
                         q.start(),
                         q.end(),
                         tz.name(),
-                        if q.zone() == QuietZone::Customer { " (the customer's time zone, from their number's country)" } else { "" }
+                        if q.zone() == QuietZone::Customer {
+                            " (the customer's time zone, from their number's country)"
+                        } else {
+                            ""
+                        }
                     ),
                     format!(
                         "Wait until {} {} (end of quiet hours) and try again, or schedule the message for then with schedule_message{}.",
                         q.end(),
                         tz.name(),
-                        if q.holds() { " (scheduled and campaign messages wait for it by themselves)" } else { "" }
+                        if q.holds() {
+                            " (scheduled and campaign messages wait for it by themselves)"
+                        } else {
+                            ""
+                        }
                     ),
                 ))
             }

@@ -44,7 +44,10 @@ fn action_defaults_to_deny_and_parses_hold() {
 fn bad_action_or_unknown_field_stops_startup() {
     let e = PolicySet::from_yaml(&file("    action: delay\n")).unwrap_err();
     assert_eq!(e.policy_id(), Some("night"));
-    assert!(e.to_string().contains("`action` must be deny or hold"), "{e}");
+    assert!(
+        e.to_string().contains("`action` must be deny or hold"),
+        "{e}"
+    );
     let e = PolicySet::from_yaml(&file("    hold_for: 1h\n")).unwrap_err();
     assert!(e.to_string().contains("unknown field `hold_for`"), "{e}");
     // `action` belongs to quiet_hours only.

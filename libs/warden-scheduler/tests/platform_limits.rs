@@ -15,9 +15,14 @@ use warden_rules::policy::QuietHours;
 
 async fn learn(h: &Harness, limit: &str) {
     assert!(
-        warden_core::portfolio::learn_from_platform(h.core.pg(), limit, "get_account_quality", "test")
-            .await
-            .expect("learn")
+        warden_core::portfolio::learn_from_platform(
+            h.core.pg(),
+            limit,
+            "get_account_quality",
+            "test"
+        )
+        .await
+        .expect("learn")
     );
 }
 
@@ -115,7 +120,10 @@ async fn quiet_hours_hold_delays_scheduled_and_campaign_messages_to_their_end() 
     let phone = "6281299990001";
     let ends = QuietHours::new(&start, &end, "UTC")
         .unwrap()
-        .ends_after(&warden_rules::phone::canonicalize(phone).unwrap(), Utc::now())
+        .ends_after(
+            &warden_rules::phone::canonicalize(phone).unwrap(),
+            Utc::now(),
+        )
         .expect("quiet now");
     let m = h
         .schedule(
@@ -169,9 +177,11 @@ async fn quiet_hours_hold_delays_scheduled_and_campaign_messages_to_their_end() 
     );
 
     // Once the quiet period is over they go out.
-    warden_test_support::wait::until(Duration::from_secs(240), "the quiet period to end", || async {
-        Utc::now() > ends
-    })
+    warden_test_support::wait::until(
+        Duration::from_secs(240),
+        "the quiet period to end",
+        || async { Utc::now() > ends },
+    )
     .await;
     let r = s.tick().await.expect("tick");
     assert_eq!(r.messages_queued, 5, "{r:?}");

@@ -378,7 +378,9 @@ impl Builder<'_> {
                 let fp = fingerprint(&raw_value);
                 self.quality(update, raw_value, &fp)
             }
-            Change::Other { field, value } if field == warden_platform::webhook::FIELD_CAPABILITY => {
+            Change::Other { field, value }
+                if field == warden_platform::webhook::FIELD_CAPABILITY =>
+            {
                 let fp = fingerprint(&raw_value);
                 self.capability(value, raw_value, &fp)
             }

@@ -19,7 +19,9 @@ async fn limit(h: &Harness) -> String {
 }
 
 fn capability(value: serde_json::Value) -> serde_json::Value {
-    envelope(vec![json!({"field": "business_capability_update", "value": value})])
+    envelope(vec![
+        json!({"field": "business_capability_update", "value": value}),
+    ])
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -27,14 +29,19 @@ async fn quality_and_capability_webhooks_set_the_limit() {
     let h = Harness::start().await;
     assert_eq!(limit(&h).await, "-|unlimited|unknown", "not known yet");
     h.deliver(&quality("UPGRADE", "TIER_10K")).await;
-    assert_eq!(limit(&h).await, "TIER_10K|10000|phone_number_quality_update");
+    assert_eq!(
+        limit(&h).await,
+        "TIER_10K|10000|phone_number_quality_update"
+    );
     let cap = capability(json!({"max_daily_conversations_per_business": 2000,
                                 "max_phone_numbers_per_business": 2}));
     h.deliver(&cap).await;
     assert_eq!(limit(&h).await, "TIER_2K|2000|business_capability_update");
     // The older field name, as a string; -1 is unlimited.
-    h.deliver(&capability(json!({"max_daily_conversation_per_phone": "-1"})))
-        .await;
+    h.deliver(&capability(
+        json!({"max_daily_conversation_per_phone": "-1"}),
+    ))
+    .await;
     assert_eq!(
         limit(&h).await,
         "TIER_UNLIMITED|unlimited|business_capability_update"
