@@ -437,7 +437,11 @@ impl Core {
                     && let Some(refusal) =
                         crate::portfolio::admit(c, &req.phone, message_id, now).await?
                 {
-                    return Ok((refusal, 0));
+                    // As above: nothing is created, so the key is free for a retry.
+                    if let Some(k) = key.as_ref() {
+                        idempotency::release(c, k).await?;
+                    }
+                    return Ok(Outcome::Decided(refusal, 0));
                 }
                 let Some(retry_count) = write_queued(c, &req, message_id, category, &trace).await?
                 else {
