@@ -4,6 +4,8 @@
 //! gathers the state it needs (customer, care window, frequency count) and commits the
 //! outcome atomically.
 
+pub mod agents;
+pub mod attribution;
 pub mod campaign_create;
 pub mod campaigns;
 pub mod conversation_archive;
@@ -16,6 +18,7 @@ pub mod delivery;
 pub mod deps;
 pub mod fanout;
 pub mod gauges;
+pub mod guardrails;
 pub mod inbound;
 pub mod inbound_batch;
 pub mod knowledge;
@@ -130,24 +133,29 @@ impl<E: std::error::Error + 'static> From<bb8::RunError<E>> for CoreError {
 struct Inner {
     deps: Dependencies,
     windows: WindowCache,
-    actor: &'static str,
 }
 
 /// The app state every process shares (cheap to clone).
 #[derive(Clone)]
 pub struct Core {
     inner: Arc<Inner>,
+    /// Who this view's writes are attributed to.
+    actor: &'static str,
 }
 
 impl Core {
     pub fn new(deps: Dependencies, actor: &'static str) -> Core {
         let windows = WindowCache::new(deps.redis.clone());
         Core {
-            inner: Arc::new(Inner {
-                deps,
-                windows,
-                actor,
-            }),
+            inner: Arc::new(Inner { deps, windows }),
+            actor,
+        }
+    }
+    /// The same core acting as `actor` (an agent): a cheap view sharing every connection.
+    pub fn as_actor(&self, actor: &'static str) -> Core {
+        Core {
+            inner: Arc::clone(&self.inner),
+            actor,
         }
     }
     pub fn pg(&self) -> &PgPool {
@@ -169,7 +177,7 @@ impl Core {
         &self.inner.windows
     }
     pub fn actor(&self) -> &'static str {
-        self.inner.actor
+        self.actor
     }
     pub fn dependencies(&self) -> &Dependencies {
         &self.inner.deps

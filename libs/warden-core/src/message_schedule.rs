@@ -139,6 +139,7 @@ pub async fn schedule_message(
                 ))
                 .execute(c)
                 .await?;
+            crate::attribution::record(c, id, actor).await?;
             warden_store::audit::record(
                 c,
                 actor,

@@ -34,9 +34,10 @@ use warden_store::schema::messages;
 use warden_store::tx::{Abort, TxError, transact_on};
 use warden_stream::DeliveryJob;
 
+pub use crate::guardrails::GuardrailRefusal;
 use crate::{
-    Core, CoreError, conversations, count_accepted, customers, decide, knowledge, recent_count,
-    templates,
+    Core, CoreError, attribution, conversations, count_accepted, customers, decide, guardrails,
+    knowledge, recent_count, templates,
 };
 
 static DECISIONS: LazyLock<IntCounterVec> = LazyLock::new(|| {
@@ -142,6 +143,9 @@ pub enum SendError {
         message: String,
         retry_after_secs: u64,
     },
+    /// The calling agent's guardrails refuse it (RATE_LIMITED or FORBIDDEN).
+    #[error("{}", .0.message)]
+    Guardrail(GuardrailRefusal),
 }
 
 impl From<diesel::result::Error> for SendError {
@@ -188,6 +192,7 @@ impl SendError {
             SendError::TemplateNotApproved { .. } => "TEMPLATE_NOT_APPROVED",
             SendError::InvalidVariables(_) | SendError::InvalidArgument(_) => "INVALID_ARGUMENT",
             SendError::Unavailable(_) | SendError::Busy { .. } => "UNAVAILABLE",
+            SendError::Guardrail(r) => r.code,
         }
     }
     /// What the caller should do next.
@@ -203,6 +208,7 @@ impl SendError {
             SendError::InvalidVariables(_) => "Pass `variables` as a JSON array with one value per {{n}} placeholder of the template.".into(),
             SendError::InvalidArgument(_) => "Fix the parameter and call again.".into(),
             SendError::Unavailable(_) | SendError::Busy { .. } => "Nothing was written; try again shortly.".into(),
+            SendError::Guardrail(r) => r.suggested_action.clone(),
         }
     }
 }
@@ -332,6 +338,13 @@ impl Core {
                 );
                 if !decision.allowed {
                     return Ok((decision, 0));
+                }
+                // A retry or a scheduled row coming due was counted when it was asked for.
+                if req.existing_message_id.is_none()
+                    && let Err(refusal) =
+                        guardrails::check_and_count(c, req.actor, category, now).await?
+                {
+                    return Err(Abort::App(SendError::Guardrail(refusal)));
                 }
                 let Some(retry_count) = write_queued(c, &req, message_id, category, &trace).await?
                 else {
@@ -675,7 +688,9 @@ async fn insert_message(
             messages::trace_context.eq(trace),
         ))
         .execute(conn)
-        .await
+        .await?;
+    attribution::record(conn, message_id, req.actor).await?;
+    Ok(1)
 }
 
 #[cfg(test)]

@@ -8,6 +8,7 @@
 //! belongs to the protocol (logs go to stderr through `warden_telemetry`).
 
 pub mod args;
+pub mod auth;
 pub mod caller;
 pub mod error;
 mod gateway;
@@ -20,6 +21,16 @@ mod tools;
 mod util;
 
 pub use gateway::Gateway;
+
+/// The scope a tool needs (README "Remote agents"); unknown tools need `admin`.
+pub fn tool_scope(tool: &str) -> caller::Scope {
+    tools::scopes::required(tool)
+}
+
+/// Whether the scope table names `tool` (a test keeps every tool in it).
+pub fn tool_scope_listed(tool: &str) -> bool {
+    tools::scopes::listed(tool).is_some()
+}
 pub use server::GatewayError;
 
 use anyhow::Context;

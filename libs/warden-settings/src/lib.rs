@@ -10,6 +10,7 @@
 mod dispatch;
 mod duration;
 mod error;
+mod identity;
 mod print;
 mod source;
 
@@ -20,6 +21,7 @@ use std::time::Duration;
 
 pub use dispatch::{DISPATCH_VARIABLES, Dispatch};
 pub use duration::{format_duration, parse_duration};
+pub use identity::{IDENTITY_VARIABLES, Identity, OAuth};
 pub use error::{DurationError, Problem, Problems, SettingsError};
 pub use print::{REDACTED, is_secret};
 
@@ -243,6 +245,8 @@ pub struct Settings {
     pub dispatch: Dispatch,
     /// The host name (`HOSTNAME`), part of the lease owner ids; `None` when unset.
     pub hostname: Option<String>,
+    /// The gateway's callers: stdio's agent name, the optional OAuth issuer.
+    pub identity: Identity,
 }
 
 impl Settings {
@@ -424,6 +428,7 @@ impl Settings {
             dispatch: Dispatch::read(src),
             // The environment only: it names this host, not the deployment.
             hostname: src.env_only("HOSTNAME").filter(|h| !h.is_empty()),
+            identity: Identity::read(src),
         }
     }
 }
@@ -433,6 +438,7 @@ fn is_variable(key: &str) -> bool {
     VARIABLES
         .iter()
         .chain(DISPATCH_VARIABLES.iter().map(|(name, _)| name))
+        .chain(IDENTITY_VARIABLES.iter().map(|(name, _)| name))
         .any(|v| v.eq_ignore_ascii_case(key))
 }
 

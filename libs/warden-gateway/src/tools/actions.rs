@@ -16,7 +16,7 @@ use warden_store::schema::messages;
 
 use crate::args::Args;
 use crate::error::{ToolError, ToolResult, code, upstream};
-use crate::gateway::{ACTOR, Gateway};
+use crate::gateway::Gateway;
 use crate::schema::{self, *};
 use crate::text::{ECHO_CHARS, detail, echo, shorten};
 use crate::tools::{check_text, template_name_arg};
@@ -104,7 +104,7 @@ impl Gateway {
                 channel,
                 SendKind::Text { body: text },
                 MessageType::Service,
-                ACTOR,
+                self.actor(),
             ))
             .await;
         let accepted = match result {
@@ -265,7 +265,7 @@ impl Gateway {
                 campaign_id: m.campaign_id,
                 existing_message_id: Some(id),
                 refusal: RefusalMode::Error,
-                actor: ACTOR,
+                actor: self.actor(),
             })
             .await;
         match result {
@@ -280,7 +280,7 @@ impl Gateway {
                     published: accepted.published,
                 };
                 let audited =
-                    warden_core::retries::record_retried(self.core().pg(), &retried, ACTOR).await;
+                    warden_core::retries::record_retried(self.core().pg(), &retried, self.actor()).await;
                 if let Err(error) = audited {
                     tracing::warn!(message_id = %id, %error, "retried, but the audit row could not be written");
                 }
@@ -334,7 +334,7 @@ impl Gateway {
             &platform_template(&info),
             &locale,
             SyncSource::SyncTemplateStatus,
-            ACTOR,
+            self.actor(),
         )
         .await?;
         let (previous, row) = (synced.previous_status, synced.template);

@@ -18,7 +18,7 @@ use warden_rules::kinds::MessageType;
 use crate::args::Args;
 use crate::args::check_language;
 use crate::error::{ToolError, ToolResult, code};
-use crate::gateway::{ACTOR, Gateway};
+use crate::gateway::Gateway;
 use crate::schema::{self, *};
 use crate::text::{detail, echo, no_template_message};
 use crate::tools::{check_text, check_variables, parse_components, parse_message_type};
@@ -351,7 +351,7 @@ impl Gateway {
                 message_type,
                 deliver_at,
             },
-            ACTOR,
+            self.actor(),
         )
         .await
         .map_err(schedule_message_error)?;
@@ -459,7 +459,7 @@ impl Gateway {
                 audience_filter: audience,
                 deliver_at,
             },
-            ACTOR,
+            self.actor(),
         )
         .await
         .map_err(schedule_campaign_error)?;
@@ -486,7 +486,7 @@ impl Gateway {
                 "Shorten the reason; it is a note for the audit trail.",
             )?;
         }
-        let moved = warden_core::campaigns::cancel(self.core().pg(), id, reason.as_deref(), ACTOR)
+        let moved = warden_core::campaigns::cancel(self.core().pg(), id, reason.as_deref(), self.actor())
             .await
             .map_err(campaign_error)?;
         Ok(CancelCampaignOut {
@@ -500,7 +500,7 @@ impl Gateway {
     async fn pause_campaign_impl(&self, a: Args) -> ToolResult<CampaignMoveOut> {
         self.require_pro("pause_campaign")?;
         let id = a.uuid("campaign_id", "campaign_id schedule_campaign returned")?;
-        let before = warden_core::campaigns::pause(self.core().pg(), id, ACTOR)
+        let before = warden_core::campaigns::pause(self.core().pg(), id, self.actor())
             .await
             .map_err(campaign_error)?
             .before;
@@ -522,7 +522,7 @@ impl Gateway {
     async fn resume_campaign_impl(&self, a: Args) -> ToolResult<CampaignMoveOut> {
         self.require_pro("resume_campaign")?;
         let id = a.uuid("campaign_id", "campaign_id schedule_campaign returned")?;
-        let before = warden_core::campaigns::resume(self.core().pg(), id, ACTOR)
+        let before = warden_core::campaigns::resume(self.core().pg(), id, self.actor())
             .await
             .map_err(campaign_error)?
             .before;

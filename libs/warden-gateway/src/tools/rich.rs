@@ -18,7 +18,7 @@ use warden_rules::rich::{
 
 use crate::args::Args;
 use crate::error::{ToolError, ToolResult};
-use crate::gateway::{ACTOR, Gateway};
+use crate::gateway::Gateway;
 use crate::schema::{self, SendOut};
 use crate::util::finish;
 
@@ -235,7 +235,7 @@ impl Gateway {
         };
         let message = RichMessage { body, context };
         message.validate().map_err(rich_error)?;
-        self.send_free_form(phone, channel, SendKind::Rich(message), ACTOR)
+        self.send_free_form(phone, channel, SendKind::Rich(message), self.actor())
             .await
     }
 

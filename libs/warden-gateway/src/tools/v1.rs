@@ -8,7 +8,7 @@ use warden_rules::kinds::MessageType;
 
 use crate::args::Args;
 use crate::error::{ToolError, ToolResult};
-use crate::gateway::{ACTOR, Gateway};
+use crate::gateway::Gateway;
 use crate::schema::{self, *};
 use crate::text::{detail, echo};
 use crate::tools::{check_text, check_variables, parse_components, parse_message_type};
@@ -131,7 +131,7 @@ impl Gateway {
         let text = a.string("text", "the message text.")?;
         check_text("text", &text)?;
         let channel = a.channel()?;
-        self.send_free_form(phone, channel, SendKind::Text { body: text }, ACTOR)
+        self.send_free_form(phone, channel, SendKind::Text { body: text }, self.actor())
             .await
     }
 
@@ -163,7 +163,7 @@ impl Gateway {
                 campaign_id: None,
                 existing_message_id: None,
                 refusal: RefusalMode::Error,
-                actor: ACTOR,
+                actor: self.actor(),
             })
             .await?;
         Ok(SendOut::queued(&accepted, &phone, channel))
