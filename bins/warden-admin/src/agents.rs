@@ -81,9 +81,12 @@ fn fail(e: AgentError) -> StartError {
 fn describe(a: &AgentView) -> String {
     let g = &a.guardrails;
     let limit = |v: Option<i32>| v.map_or("-".to_string(), |n| n.to_string());
-    let types = g.allowed_message_types.as_ref().map_or("all".to_string(), |t| {
-        t.iter().map(|c| c.as_str()).collect::<Vec<_>>().join(",")
-    });
+    let types = g
+        .allowed_message_types
+        .as_ref()
+        .map_or("all".to_string(), |t| {
+            t.iter().map(|c| c.as_str()).collect::<Vec<_>>().join(",")
+        });
     format!(
         "{}\t{}\t{}\t{}\tsends/min={}\tmarketing/day={}\ttypes={}",
         a.name,
@@ -150,12 +153,7 @@ pub async fn run(pg: &PgPool, command: AgentsCommand, actor: &str) -> Result<(),
     Ok(())
 }
 
-async fn status(
-    pg: &PgPool,
-    name: &str,
-    to: AgentStatus,
-    actor: &str,
-) -> Result<(), StartError> {
+async fn status(pg: &PgPool, name: &str, to: AgentStatus, actor: &str) -> Result<(), StartError> {
     let view = agents::set_status(pg, name, to, actor)
         .await
         .map_err(fail)?;

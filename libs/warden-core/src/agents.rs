@@ -29,7 +29,14 @@ use warden_store::schema::agents;
 use crate::CoreError;
 
 /// Every scope an agent may hold (the gateway's `Scope`, by name).
-pub const SCOPE_NAMES: [&str; 6] = ["read", "send", "schedule", "campaigns", "templates", "admin"];
+pub const SCOPE_NAMES: [&str; 6] = [
+    "read",
+    "send",
+    "schedule",
+    "campaigns",
+    "templates",
+    "admin",
+];
 /// What every API key starts with (recognisable in logs and secret scanners).
 pub const KEY_PREFIX: &str = "wdn_";
 const KEY_ID_HEX: usize = 16;
@@ -147,11 +154,17 @@ impl<E: std::error::Error + 'static> From<bb8::RunError<E>> for AgentError {
 /// What a presented key resolves to.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum KeyCheck {
-    Valid { agent: String, scopes: Vec<String> },
+    Valid {
+        agent: String,
+        scopes: Vec<String>,
+    },
     /// Not a key of ours, or a wrong secret.
     Unknown,
     /// The agent exists but is suspended or revoked.
-    Inactive { agent: String, status: AgentStatus },
+    Inactive {
+        agent: String,
+        status: AgentStatus,
+    },
 }
 
 #[derive(Queryable, Selectable)]
@@ -276,7 +289,9 @@ pub fn split_key(key: &str) -> Option<(&str, &str)> {
         return None;
     }
     let (id, secret) = rest.split_at(KEY_ID_HEX);
-    let id_ok = id.bytes().all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase());
+    let id_ok = id
+        .bytes()
+        .all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase());
     (id_ok && secret.len() <= 128).then_some((id, secret))
 }
 

@@ -32,7 +32,9 @@ fn window(now: DateTime<Utc>, len: i64) -> (DateTime<Utc>, u64) {
     let start_at = DateTime::from_timestamp(start, 0).unwrap_or(now);
     let left = (start_at + TimeDelta::seconds(len)) - now;
     // Round up: an agent told to wait 0 s would retry into the same window.
-    let secs = (left.num_milliseconds().max(0) as u64).div_ceil(1000).max(1);
+    let secs = (left.num_milliseconds().max(0) as u64)
+        .div_ceil(1000)
+        .max(1);
     (start_at, secs)
 }
 
@@ -75,16 +77,31 @@ pub(crate) async fn check_and_count(
         }));
     }
     if let Some(max) = per_minute
-        && let Some(refusal) =
-            count(c, actor, "sends_per_minute", max, MINUTE, now, "sends per minute").await?
+        && let Some(refusal) = count(
+            c,
+            actor,
+            "sends_per_minute",
+            max,
+            MINUTE,
+            now,
+            "sends per minute",
+        )
+        .await?
     {
         return Ok(Err(refusal));
     }
     if category == Category::Marketing
         && let Some(max) = marketing_per_day
-        && let Some(refusal) =
-            count(c, actor, "marketing_per_day", max, DAY, now, "marketing messages per day")
-                .await?
+        && let Some(refusal) = count(
+            c,
+            actor,
+            "marketing_per_day",
+            max,
+            DAY,
+            now,
+            "marketing messages per day",
+        )
+        .await?
     {
         return Ok(Err(refusal));
     }
@@ -109,7 +126,11 @@ async fn count(
             agent_usage::window_start.eq(start),
             agent_usage::used.eq(1),
         ))
-        .on_conflict((agent_usage::agent, agent_usage::kind, agent_usage::window_start))
+        .on_conflict((
+            agent_usage::agent,
+            agent_usage::kind,
+            agent_usage::window_start,
+        ))
         .do_update()
         .set(agent_usage::used.eq(agent_usage::used + 1))
         .returning(agent_usage::used)

@@ -86,8 +86,13 @@ impl ToolError {
     pub fn forbidden(tool: &str, agent: &str, scope: crate::caller::Scope) -> Self {
         Self::new(
             code::FORBIDDEN,
-            format!("Agent {} may not call {tool}: it needs the `{scope}` scope.", echo(agent)),
-            format!("Ask an operator to grant the `{scope}` scope (warden-admin agents update), or use a tool your scopes allow (tools/list shows them)."),
+            format!(
+                "Agent {} may not call {tool}: it needs the `{scope}` scope.",
+                echo(agent)
+            ),
+            format!(
+                "Ask an operator to grant the `{scope}` scope (warden-admin agents update), or use a tool your scopes allow (tools/list shows them)."
+            ),
         )
     }
 

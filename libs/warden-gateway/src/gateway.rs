@@ -73,9 +73,7 @@ impl Gateway {
 
     /// The name the current call's writes are recorded as (audit rows, `sent_by`).
     pub(crate) fn actor(&self) -> &'static str {
-        ACTING
-            .try_with(|a| a.actor)
-            .unwrap_or(self.local.actor)
+        ACTING.try_with(|a| a.actor).unwrap_or(self.local.actor)
     }
 
     /// How many resource subscriptions are active (tests).

@@ -8,9 +8,9 @@ use std::collections::BTreeSet;
 use std::time::Duration;
 
 use chrono::{Timelike, Utc};
+use rmcp::RoleClient;
 use rmcp::model::CallToolRequestParams;
 use rmcp::service::RunningService;
-use rmcp::RoleClient;
 use serde_json::{Value, json};
 use warden_core::agents::{self, Guardrails};
 use warden_gateway::Gateway;
@@ -78,10 +78,13 @@ async fn each_scope_shows_and_allows_only_its_tools() {
         let message = v["error"]["message"].as_str().unwrap();
         assert!(message.contains(&format!("`{}`", outside.1)), "{message}");
     }
-    assert_eq!(h.count("SELECT count(*) FROM messages").await, 0);
+    assert_eq!(h.count("SELECT count(*) AS n FROM messages").await, 0);
     // Every tool has its scope written down (none falls to the admin default unnoticed).
     for tool in &everything {
-        assert!(warden_gateway::tool_scope_listed(tool), "{tool} has no scope");
+        assert!(
+            warden_gateway::tool_scope_listed(tool),
+            "{tool} has no scope"
+        );
     }
 }
 
@@ -126,7 +129,12 @@ async fn a_send_limit_holds_exactly_under_twenty_concurrent_sends() {
     for p in phones {
         let client = client.clone();
         tasks.push(tokio::spawn(async move {
-            call(&client, "send_message", json!({"to": p, "message_type": "service", "text": "hello"})).await
+            call(
+                &client,
+                "send_message",
+                json!({"to": p, "message_type": "service", "text": "hello"}),
+            )
+            .await
         }));
     }
     let mut accepted = 0;
@@ -144,7 +152,8 @@ async fn a_send_limit_holds_exactly_under_twenty_concurrent_sends() {
     }
     assert_eq!((accepted, limited), (LIMIT, 20 - LIMIT));
     assert_eq!(
-        h.count("SELECT count(*) FROM message_actors WHERE actor = 'burst-bot'").await,
+        h.count("SELECT count(*) AS n FROM message_actors WHERE actor = 'burst-bot'")
+            .await,
         i64::from(LIMIT)
     );
 }
@@ -194,7 +203,12 @@ async fn messages_and_audit_rows_name_the_agent() {
     let id = sent["message_id"].as_str().unwrap();
     let (_, status) = call(&client, "get_delivery_status", json!({"message_id": id})).await;
     assert_eq!(status["sent_by"], "support-bot", "{status}");
-    let (_, history) = call(&client, "get_conversation_history", json!({"customer_id": p})).await;
+    let (_, history) = call(
+        &client,
+        "get_conversation_history",
+        json!({"customer_id": p}),
+    )
+    .await;
     let ours = history["messages"]
         .as_array()
         .unwrap()
@@ -212,7 +226,7 @@ async fn messages_and_audit_rows_name_the_agent() {
     .await;
     assert!(is_error);
     assert!(
-        h.count("SELECT count(*) FROM audit_logs WHERE actor = 'support-bot' AND action = 'send_refused'")
+        h.count("SELECT count(*) AS n FROM audit_logs WHERE actor = 'support-bot' AND action = 'send_refused'")
             .await
             >= 1
     );
@@ -225,7 +239,10 @@ async fn messages_and_audit_rows_name_the_agent() {
         .await;
     assert!(!is_error, "{sent}");
     let (_, status) = h
-        .call("get_delivery_status", json!({"message_id": sent["message_id"]}))
+        .call(
+            "get_delivery_status",
+            json!({"message_id": sent["message_id"]}),
+        )
         .await;
     assert_eq!(status["sent_by"], "stdio", "{status}");
 }

@@ -88,7 +88,10 @@ async fn api_keys_and_their_revocation_on_two_replicas() {
     .await;
     let failure = replicas[0].authenticate(Some(&header)).await.unwrap_err();
     assert_eq!(failure.status, 401);
-    assert!(failure.www_authenticate.contains("invalid_token"), "{failure:?}");
+    assert!(
+        failure.www_authenticate.contains("invalid_token"),
+        "{failure:?}"
+    );
     agents::set_status(&pg, "support-bot", AgentStatus::Active, "test")
         .await
         .unwrap();
@@ -116,9 +119,15 @@ async fn api_keys_and_their_revocation_on_two_replicas() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn missing_or_bad_credentials_are_401_with_a_challenge() {
     let (_db, pg) = pool().await;
-    let created = agents::create(&pg, "bot", vec!["read".into()], Guardrails::default(), "test")
-        .await
-        .unwrap();
+    let created = agents::create(
+        &pg,
+        "bot",
+        vec!["read".into()],
+        Guardrails::default(),
+        "test",
+    )
+    .await
+    .unwrap();
     let auth = Authenticator::new(pg.clone(), &keys_only());
     let tampered = {
         let mut k = created.key.clone();
@@ -215,9 +224,8 @@ impl EcKey {
     fn new(kid: &str) -> EcKey {
         let rng = SystemRandom::new();
         let pkcs8 = EcdsaKeyPair::generate_pkcs8(&ECDSA_P256_SHA256_FIXED_SIGNING, &rng).unwrap();
-        let pair =
-            EcdsaKeyPair::from_pkcs8(&ECDSA_P256_SHA256_FIXED_SIGNING, pkcs8.as_ref(), &rng)
-                .unwrap();
+        let pair = EcdsaKeyPair::from_pkcs8(&ECDSA_P256_SHA256_FIXED_SIGNING, pkcs8.as_ref(), &rng)
+            .unwrap();
         EcKey {
             kid: kid.into(),
             pair,
@@ -293,7 +301,10 @@ async fn oauth_tokens_from_the_issuer_are_accepted_and_bad_ones_refused() {
     let forger = EcKey::new("k1");
     let now = chrono::Utc::now().timestamp();
     let refused = [
-        ("forged signature", forger.token(&claims(&iss.url, json!({})))),
+        (
+            "forged signature",
+            forger.token(&claims(&iss.url, json!({}))),
+        ),
         (
             "expired",
             key.token(&claims(&iss.url, json!({"exp": now - 3600}))),
@@ -314,10 +325,14 @@ async fn oauth_tokens_from_the_issuer_are_accepted_and_bad_ones_refused() {
     for (what, token) in &refused {
         let f = auth.authenticate(Some(&bearer(token))).await.unwrap_err();
         assert_eq!(f.status, 401, "{what}: {f:?}");
-        assert!(f.www_authenticate.contains("error=\"invalid_token\""), "{what}: {f:?}");
         assert!(
-            f.www_authenticate
-                .contains("resource_metadata=\"https://warden.test/.well-known/oauth-protected-resource\""),
+            f.www_authenticate.contains("error=\"invalid_token\""),
+            "{what}: {f:?}"
+        );
+        assert!(
+            f.www_authenticate.contains(
+                "resource_metadata=\"https://warden.test/.well-known/oauth-protected-resource\""
+            ),
             "{what}: {f:?}"
         );
     }
@@ -329,7 +344,10 @@ async fn oauth_tokens_from_the_issuer_are_accepted_and_bad_ones_refused() {
         .await
         .unwrap_err();
     assert_eq!(f.status, 403, "{f:?}");
-    assert!(f.www_authenticate.contains("error=\"insufficient_scope\""), "{f:?}");
+    assert!(
+        f.www_authenticate.contains("error=\"insufficient_scope\""),
+        "{f:?}"
+    );
 
     // RFC 9728 metadata names the resource and the issuer.
     let meta = auth.protected_resource_metadata().unwrap();
@@ -369,10 +387,19 @@ async fn a_rotated_key_is_fetched_once_and_made_up_kids_are_rate_limited() {
     let parts = RsaPublicKeyComponents::<Vec<u8>>::from(rsa.public());
     let rsa_jwk = json!({"kty": "RSA", "kid": "rsa1", "alg": "RS256",
                          "n": URL_SAFE_NO_PAD.encode(&parts.n), "e": URL_SAFE_NO_PAD.encode(&parts.e)});
-    let input = signing_input("RS256", "rsa1", &claims(&iss.url, json!({"scope": "admin"})));
+    let input = signing_input(
+        "RS256",
+        "rsa1",
+        &claims(&iss.url, json!({"scope": "admin"})),
+    );
     let mut sig = vec![0u8; rsa.public().modulus_len()];
-    rsa.sign(&RSA_PKCS1_SHA256, &SystemRandom::new(), input.as_bytes(), &mut sig)
-        .unwrap();
+    rsa.sign(
+        &RSA_PKCS1_SHA256,
+        &SystemRandom::new(),
+        input.as_bytes(),
+        &mut sig,
+    )
+    .unwrap();
     let rsa_token = format!("{input}.{}", URL_SAFE_NO_PAD.encode(&sig));
     // The issuer rotates: the new key is found once the refetch interval allows.
     *iss.jwks.lock().unwrap() = json!({"keys": [old.jwk(), rsa_jwk]});

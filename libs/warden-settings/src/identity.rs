@@ -69,7 +69,10 @@ impl Identity {
         let oauth = match (issuer, audience) {
             (None, None) => {
                 if jwks_url.is_some() {
-                    src.problem("MCP_OAUTH_JWKS_URL", "needs MCP_OAUTH_ISSUER and MCP_OAUTH_AUDIENCE");
+                    src.problem(
+                        "MCP_OAUTH_JWKS_URL",
+                        "needs MCP_OAUTH_ISSUER and MCP_OAUTH_AUDIENCE",
+                    );
                 }
                 None
             }

@@ -21,8 +21,8 @@ use std::time::Duration;
 
 pub use dispatch::{DISPATCH_VARIABLES, Dispatch};
 pub use duration::{format_duration, parse_duration};
-pub use identity::{IDENTITY_VARIABLES, Identity, OAuth};
 pub use error::{DurationError, Problem, Problems, SettingsError};
+pub use identity::{IDENTITY_VARIABLES, Identity, OAuth};
 pub use print::{REDACTED, is_secret};
 
 use source::Source;

@@ -131,8 +131,14 @@ fn identity_entries(i: &crate::Identity) -> Vec<(&'static str, Value)> {
     let unset = || Value::Unset("API keys only");
     vec![
         ("MCP_AGENT", text(&i.agent)),
-        ("MCP_OAUTH_ISSUER", oauth.map_or_else(unset, |o| text(&o.issuer))),
-        ("MCP_OAUTH_AUDIENCE", oauth.map_or_else(unset, |o| text(&o.audience))),
+        (
+            "MCP_OAUTH_ISSUER",
+            oauth.map_or_else(unset, |o| text(&o.issuer)),
+        ),
+        (
+            "MCP_OAUTH_AUDIENCE",
+            oauth.map_or_else(unset, |o| text(&o.audience)),
+        ),
         (
             "MCP_OAUTH_JWKS_URL",
             oauth

@@ -161,7 +161,8 @@ pub fn verify(
     now: i64,
 ) -> Result<Claims, JwtError> {
     let mut parts = token.split('.');
-    let (Some(h), Some(p), Some(s), None) = (parts.next(), parts.next(), parts.next(), parts.next())
+    let (Some(h), Some(p), Some(s), None) =
+        (parts.next(), parts.next(), parts.next(), parts.next())
     else {
         return Err(JwtError::Malformed);
     };
@@ -191,7 +192,12 @@ pub fn verify(
     check_claims(&claims, issuer, audience, now)
 }
 
-fn check_claims(claims: &Value, issuer: &str, audience: &str, now: i64) -> Result<Claims, JwtError> {
+fn check_claims(
+    claims: &Value,
+    issuer: &str,
+    audience: &str,
+    now: i64,
+) -> Result<Claims, JwtError> {
     if claims["iss"].as_str() != Some(issuer) {
         return Err(JwtError::Issuer);
     }
@@ -250,7 +256,12 @@ mod tests {
     }
 
     fn check(extra: Value) -> Result<Claims, JwtError> {
-        check_claims(&claims(extra), "https://issuer.test", "https://warden.test/mcp", NOW)
+        check_claims(
+            &claims(extra),
+            "https://issuer.test",
+            "https://warden.test/mcp",
+            NOW,
+        )
     }
 
     #[test]
@@ -263,8 +274,14 @@ mod tests {
             check(json!({"aud": ["x", "https://warden.test/mcp"]})).map(|c| c.subject),
             Ok("user-1".into())
         );
-        assert_eq!(check(json!({"iss": "https://evil.test"})), Err(JwtError::Issuer));
-        assert_eq!(check(json!({"aud": "https://other.test/mcp"})), Err(JwtError::Audience));
+        assert_eq!(
+            check(json!({"iss": "https://evil.test"})),
+            Err(JwtError::Issuer)
+        );
+        assert_eq!(
+            check(json!({"aud": "https://other.test/mcp"})),
+            Err(JwtError::Audience)
+        );
         assert_eq!(check(json!({"exp": NOW - 61})), Err(JwtError::Expired));
         assert_eq!(check(json!({"exp": null})), Err(JwtError::Expired));
         assert_eq!(check(json!({"nbf": NOW + 600})), Err(JwtError::NotYetValid));
@@ -278,7 +295,13 @@ mod tests {
             let p = URL_SAFE_NO_PAD.encode(claims(json!({})).to_string());
             let token = format!("{h}.{p}.");
             assert_eq!(
-                verify(&token, &keys, "https://issuer.test", "https://warden.test/mcp", NOW),
+                verify(
+                    &token,
+                    &keys,
+                    "https://issuer.test",
+                    "https://warden.test/mcp",
+                    NOW
+                ),
                 Err(JwtError::Algorithm(alg.into()))
             );
         }

@@ -131,8 +131,11 @@ impl Authenticator {
     ) -> Result<Caller, AuthFailure> {
         match verifier.verify(token).await {
             Ok(claims) => {
-                let scopes: BTreeSet<Scope> =
-                    claims.scopes.iter().filter_map(|s| Scope::parse(s)).collect();
+                let scopes: BTreeSet<Scope> = claims
+                    .scopes
+                    .iter()
+                    .filter_map(|s| Scope::parse(s))
+                    .collect();
                 if scopes.is_empty() {
                     return Err(self.insufficient_scope(Scope::Read));
                 }
@@ -200,7 +203,10 @@ impl Authenticator {
     }
 
     fn invalid_token(&self, why: &str) -> AuthFailure {
-        self.unauthorized(Some(("invalid_token", why)), &format!("invalid credentials: {why}"))
+        self.unauthorized(
+            Some(("invalid_token", why)),
+            &format!("invalid credentials: {why}"),
+        )
     }
 
     /// 403 `insufficient_scope`: the credentials are good but lack `needed`.

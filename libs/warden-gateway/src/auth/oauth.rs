@@ -40,6 +40,8 @@ pub struct OAuthVerifier {
 
 impl OAuthVerifier {
     pub fn new(config: OAuth) -> OAuthVerifier {
+        // reqwest is built without a default rustls provider (idempotent).
+        warden_service::install_crypto_provider();
         let http = reqwest::Client::builder()
             .timeout(Duration::from_secs(5))
             .build()
@@ -64,7 +66,13 @@ impl OAuthVerifier {
     pub async fn verify(&self, token: &str) -> Result<Claims, OAuthError> {
         let now = chrono::Utc::now().timestamp();
         let keys = self.keys(false).await?;
-        match jwt::verify(token, &keys, &self.config.issuer, &self.config.audience, now) {
+        match jwt::verify(
+            token,
+            &keys,
+            &self.config.issuer,
+            &self.config.audience,
+            now,
+        ) {
             Err(JwtError::UnknownKey(_)) => {
                 // Perhaps the issuer rotated its keys: look again (rate-limited).
                 let keys = self.keys(true).await?;

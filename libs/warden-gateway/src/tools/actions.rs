@@ -280,7 +280,8 @@ impl Gateway {
                     published: accepted.published,
                 };
                 let audited =
-                    warden_core::retries::record_retried(self.core().pg(), &retried, self.actor()).await;
+                    warden_core::retries::record_retried(self.core().pg(), &retried, self.actor())
+                        .await;
                 if let Err(error) = audited {
                     tracing::warn!(message_id = %id, %error, "retried, but the audit row could not be written");
                 }

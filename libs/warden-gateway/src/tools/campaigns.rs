@@ -486,9 +486,10 @@ impl Gateway {
                 "Shorten the reason; it is a note for the audit trail.",
             )?;
         }
-        let moved = warden_core::campaigns::cancel(self.core().pg(), id, reason.as_deref(), self.actor())
-            .await
-            .map_err(campaign_error)?;
+        let moved =
+            warden_core::campaigns::cancel(self.core().pg(), id, reason.as_deref(), self.actor())
+                .await
+                .map_err(campaign_error)?;
         Ok(CancelCampaignOut {
             campaign_id: id.to_string(),
             status: "cancelled".into(),

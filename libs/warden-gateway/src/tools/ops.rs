@@ -170,7 +170,8 @@ impl Gateway {
                 .then(|| spec.parameter_format.as_str().to_owned()),
         };
         let stored =
-            warden_core::templates::record_submitted(self.core().pg(), &submitted, self.actor()).await;
+            warden_core::templates::record_submitted(self.core().pg(), &submitted, self.actor())
+                .await;
         let row = stored.map_err(|e| {
             let e = ToolError::from(e);
             if e.code == code::UNAVAILABLE {
@@ -303,7 +304,12 @@ impl Gateway {
 
     async fn archive_chat_impl(&self, a: Args) -> ToolResult<ArchiveOut> {
         let id = a.uuid("conversation_id", "conversation id from list_conversations")?;
-        let row = match self.core().as_actor(self.actor()).archive_conversation(id).await {
+        let row = match self
+            .core()
+            .as_actor(self.actor())
+            .archive_conversation(id)
+            .await
+        {
             Ok(archived) => archived.conversation,
             Err(ArchiveError::NotFound(_)) => {
                 return Err(ToolError::not_found(
