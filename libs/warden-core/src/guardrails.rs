@@ -23,6 +23,9 @@ pub struct GuardrailRefusal {
     pub retry_after_secs: Option<u64>,
 }
 
+/// An agent's limits as stored: per minute, marketing per day, allowed categories.
+type Limits = (Option<i32>, Option<i32>, Option<Vec<String>>);
+
 const MINUTE: i64 = 60;
 const DAY: i64 = 86_400;
 
@@ -45,7 +48,7 @@ pub(crate) async fn check_and_count(
     category: Category,
     now: DateTime<Utc>,
 ) -> QueryResult<Result<(), GuardrailRefusal>> {
-    let limits: Option<(Option<i32>, Option<i32>, Option<Vec<String>>)> = agents::table
+    let limits: Option<Limits> = agents::table
         .find(actor)
         .select((
             agents::max_sends_per_minute,
