@@ -56,7 +56,7 @@ pub enum Unsendable {
 impl DueMessage {
     /// The send request of this row (refusals recorded on it).
     pub fn request(&self, actor: &'static str) -> Result<SendRequest, Unsendable> {
-        let phone = warden_rules::phone::canonicalize(&self.customer_phone).map_err(|error| {
+        let phone = warden_rules::bsuid::customer_key(&self.customer_phone).map_err(|error| {
             Unsendable::Phone {
                 phone: self.customer_phone.clone(),
                 error,

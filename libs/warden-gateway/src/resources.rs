@@ -40,7 +40,7 @@ impl ResourceUri {
             ));
         };
         let customer = percent_decode(customer);
-        match phone::canonicalize(&customer) {
+        match warden_rules::bsuid::customer_key(&customer) {
             Ok(p) => Ok(ResourceUri::Conversation(p.digits().to_string())),
             Err(e) => Err(McpError::invalid_params(
                 format!("customer_id in {uri}: {e}"),
