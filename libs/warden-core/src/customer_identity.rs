@@ -187,8 +187,7 @@ pub async fn link(
     let key = match &id.phone {
         Some(phone) => phone.clone(),
         // Phone-less: the customer the BSUID already names, else a new one keyed by it.
-        None => others
-            .first()
+        None => <[String]>::first(&others)
             .and_then(|k| warden_rules::bsuid::customer_key(k).ok())
             .unwrap_or(naive),
     };

@@ -16,8 +16,8 @@ use diesel_async::RunQueryDsl;
 use futures::FutureExt;
 use serde_json::json;
 use uuid::Uuid;
+use warden_rules::bsuid::CustomerIdError;
 use warden_rules::kinds::{KindError, MessageType};
-use warden_rules::phone::PhoneError;
 use warden_store::PgPool;
 use warden_store::models::message_status::FAILED;
 use warden_store::tx::transact;
@@ -46,7 +46,10 @@ pub struct DueMessage {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum Unsendable {
     #[error("customer_id {phone:?}: {error}")]
-    Phone { phone: String, error: PhoneError },
+    Phone {
+        phone: String,
+        error: CustomerIdError,
+    },
     #[error("message_type: {0}")]
     MessageType(KindError),
     #[error("content: {0}")]

@@ -9,7 +9,6 @@ use rmcp::model::{
     Resource, ResourceContents, ResourceTemplate,
 };
 use warden_core::{Core, CoreError, conversation_view};
-use warden_rules::phone;
 
 pub const INBOX_URI: &str = "warden://inbox";
 const CONVERSATIONS_PREFIX: &str = "warden://conversations/";

@@ -29,7 +29,7 @@ use common::{Harness, Opts, SIM_PHONE_ID, SIM_TOKEN, SIM_WABA_ID, check_envelope
 const APP_SECRET: &str = "bsuid-test-secret";
 
 fn bsuid() -> String {
-    format!("ID.{}", rand::random::<u64>())
+    format!("ID.{}", Uuid::new_v4().simple())
 }
 
 /// Gateway, dispatcher, webhook server and sim (posting its webhooks to the webhook

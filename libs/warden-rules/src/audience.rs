@@ -302,6 +302,7 @@ impl AudienceFilter {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::phone::canonicalize;
     use chrono::TimeZone;
     use proptest::prelude::*;
 
