@@ -114,7 +114,12 @@ pub fn parse(input: &str) -> Result<Bsuid, BsuidError> {
     let country = s[..2].to_ascii_uppercase();
     let mut rest = &s[3..];
     let mut parent = false;
-    if rest.len() > 4 && rest[..4].eq_ignore_ascii_case("ENT.") {
+    // `get`: hostile input may put a multi-byte character at any byte offset.
+    if rest.len() > 4
+        && rest
+            .get(..4)
+            .is_some_and(|p| p.eq_ignore_ascii_case("ENT."))
+    {
         parent = true;
         rest = &rest[4..];
     }
