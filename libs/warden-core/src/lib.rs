@@ -29,6 +29,7 @@ pub mod outcomes;
 pub mod platform_errors;
 pub mod platform_events;
 pub mod policy_file;
+pub mod portfolio;
 pub mod pricing_file;
 pub mod privacy;
 pub mod quote;
@@ -39,6 +40,7 @@ pub mod refusals;
 pub mod retries;
 pub mod scheduled;
 pub mod send;
+mod send_hold;
 pub mod send_kind;
 mod send_safety;
 pub mod sql;
@@ -53,7 +55,7 @@ use chrono::{DateTime, TimeDelta, Utc};
 use diesel::prelude::*;
 use diesel_async::{AsyncPgConnection, RunQueryDsl};
 use uuid::Uuid;
-use warden_rules::compliance::{ComplianceInput, Decision, FrequencyStatus};
+use warden_rules::compliance::{ComplianceInput, Decision, FrequencyStatus, ReasonCode};
 use warden_rules::kinds::{Category, ContentKind};
 use warden_rules::phone::PhoneNumber;
 use warden_rules::policy::PolicySet;
@@ -364,7 +366,20 @@ fn decide(
         recent_count,
         now,
     };
-    warden_rules::compliance::decide(policies, &input)
+    let decision = warden_rules::compliance::decide(policies, &input);
+    // A platform 131049 in the last 24 h (counted as a full cap by `recent_count`) is
+    // reported as itself, with when it lifts, unless an opt-out or the window refused first.
+    if matches!(
+        decision.reason_code,
+        ReasonCode::FrequencyCapExceeded | ReasonCode::Ok | ReasonCode::PolicyRestriction
+    ) && let Some(hold) = warden_rules::platform_limits::marketing_hold(
+        category,
+        customer.and_then(|c| c.marketing_limited_at),
+        now,
+    ) {
+        return hold;
+    }
+    decision
 }
 
 /// Record one accepted message against the frequency count (inside the send transaction).

@@ -95,6 +95,9 @@ pub async fn claim_due(
                  SELECT id FROM messages
                  WHERE status = 'scheduled' AND deliver_at <= now()
                    AND (lease_until IS NULL OR lease_until < now())
+                   -- A held message of a paused campaign waits for resume_campaign.
+                   AND (campaign_id IS NULL OR NOT EXISTS (
+                        SELECT 1 FROM campaigns c WHERE c.id = messages.campaign_id AND c.status = 'paused'))
                  ORDER BY deliver_at
                  LIMIT $3
                  FOR UPDATE SKIP LOCKED)
@@ -196,6 +199,8 @@ pub enum Dispatched {
     Queued,
     /// Refused by compliance or policy: `failed` with the reason.
     Refused,
+    /// Refused by a rule that lifts by itself: still `scheduled`, due again when it lifts.
+    Held,
     /// The stored request cannot be sent: `failed` with `invalid_request`.
     Invalid,
     /// Not sent now (database trouble): the caller releases its lease, the next poll
@@ -214,6 +219,10 @@ pub async fn dispatch(core: &Core, row: &DueMessage) -> Dispatched {
     };
     match core.send(request).await {
         Ok(_) => Dispatched::Queued,
+        Err(SendError::Held { decision, .. }) => {
+            tracing::info!(message_id = %row.id, reason = decision.reason_code.as_str(), until = ?decision.retry_at, "scheduled message held");
+            Dispatched::Held
+        }
         Err(SendError::RefusedRecorded { decision, .. }) => {
             tracing::info!(message_id = %row.id, reason = decision.reason_code.as_str(), "scheduled message refused at dispatch");
             Dispatched::Refused

@@ -160,6 +160,17 @@ pub enum SendError {
         message: String,
         retry_after_secs: u64,
     },
+    /// RecordFailed mode: refused by a rule that lifts by itself (`decision.retry_at`); the
+    /// message waits `scheduled` until then (`send_hold`).
+    #[error("{}", .decision.human_explanation)]
+    Held {
+        message_id: Uuid,
+        decision: Decision,
+    },
+    /// A new campaign recipient refused by the portfolio messaging limit: nothing was
+    /// recorded for it and the campaign is paused (`send_hold`).
+    #[error("{}", .0.human_explanation)]
+    CampaignPaused(Decision),
 }
 
 impl From<diesel::result::Error> for SendError {
@@ -199,9 +210,10 @@ impl SendError {
     /// The tool error code of this refusal.
     pub fn code(&self) -> &'static str {
         match self {
-            SendError::Refused(d) | SendError::RefusedRecorded { decision: d, .. } => {
-                d.reason_code.as_str()
-            }
+            SendError::Refused(d)
+            | SendError::RefusedRecorded { decision: d, .. }
+            | SendError::Held { decision: d, .. }
+            | SendError::CampaignPaused(d) => d.reason_code.as_str(),
             SendError::TemplateNotFound { .. } => "NOT_FOUND",
             SendError::TemplateNotApproved { .. } => "TEMPLATE_NOT_APPROVED",
             SendError::InvalidVariables(_) | SendError::InvalidArgument(_) => "INVALID_ARGUMENT",
@@ -211,7 +223,10 @@ impl SendError {
     /// What the caller should do next.
     pub fn suggested_action(&self) -> String {
         match self {
-            SendError::Refused(d) | SendError::RefusedRecorded { decision: d, .. } => d.suggested_action.clone(),
+            SendError::Refused(d)
+            | SendError::RefusedRecorded { decision: d, .. }
+            | SendError::Held { decision: d, .. }
+            | SendError::CampaignPaused(d) => d.suggested_action.clone(),
             SendError::TemplateNotFound { .. } => {
                 "List approved templates with list_templates, or create one with create_template and wait for approval.".into()
             }
@@ -243,6 +258,8 @@ fn local_refusal(code: &str, explanation: String, action: String) -> Decision {
         human_explanation,
         suggested_action: action,
         policy_id: None,
+        retry_at: None,
+        hold: false,
     }
 }
 
@@ -410,6 +427,22 @@ impl Core {
                     }
                     return Ok(Outcome::Decided(decision, 0));
                 }
+                // The portfolio messaging limit, after compliance (`portfolio`).
+                let last_inbound = conv.as_ref().and_then(|c| c.last_inbound_at);
+                let window_open = warden_rules::window::window_open(
+                    warden_rules::window::usable_inbound(last_inbound, now),
+                    now,
+                );
+                if warden_rules::platform_limits::business_initiated(category, window_open)
+                    && let Some(refusal) =
+                        crate::portfolio::admit(c, &req.phone, message_id, now).await?
+                {
+                    // As above: nothing is created, so the key is free for a retry.
+                    if let Some(k) = key.as_ref() {
+                        idempotency::release(c, k).await?;
+                    }
+                    return Ok(Outcome::Decided(refusal, 0));
+                }
                 let Some(retry_count) = write_queued(c, &req, message_id, category, &trace).await?
                 else {
                     return Err(Abort::App(SendError::InvalidArgument(format!(
@@ -461,6 +494,26 @@ impl Core {
                     Err(SendError::Refused(decision))
                 }
                 RefusalMode::RecordFailed => {
+                    // A new campaign recipient at the portfolio limit: pause, record nothing.
+                    if let (Some(campaign), None) = (req.campaign_id, req.existing_message_id)
+                        && crate::portfolio::is_messaging_limit(&decision)
+                    {
+                        self.pause_for_limit(&mut conn, campaign, &decision, req.actor)
+                            .await?;
+                        return Err(SendError::CampaignPaused(decision));
+                    }
+                    // A rule that lifts by itself: the message waits (`send_hold`).
+                    if let Some(until) = decision.retry_at.filter(|_| decision.hold)
+                        && (req.existing_message_id.is_some() || req.campaign_id.is_some())
+                        && let Some(message_id) = self
+                            .record_hold(&mut conn, &req, category, &decision, until)
+                            .await?
+                    {
+                        return Err(SendError::Held {
+                            message_id,
+                            decision,
+                        });
+                    }
                     let message_id = self.record_refusal(&mut conn, &req, &decision).await?;
                     Err(SendError::RefusedRecorded {
                         message_id,
@@ -744,7 +797,7 @@ async fn write_queued(
     Ok(Some(0))
 }
 
-async fn insert_message(
+pub(crate) async fn insert_message(
     conn: &mut AsyncPgConnection,
     req: &SendRequest,
     message_id: Uuid,

@@ -738,6 +738,24 @@ pub struct AccountQualityOut {
     pub phone_number_id: String,
     pub display_phone_number: Option<String>,
     pub throughput_level: Option<String>,
+    /// The business portfolio's messaging limit as Warden enforces it, and its use.
+    pub messaging_limit: MessagingLimitOut,
+}
+
+/// Unique customers reached by business-initiated messages (templates sent while the
+/// customer's care window was closed) in the rolling 24 hours, shared by every number.
+#[derive(Serialize, JsonSchema)]
+pub struct MessagingLimitOut {
+    /// Customers reached in the rolling 24 hours (counted when Warden accepts the message).
+    pub used: i64,
+    /// "250", "2000", "10000", "100000", "UNLIMITED", or "UNKNOWN" (not learnt yet: not enforced).
+    pub limit: String,
+    /// Where the limit was learnt: get_account_quality, phone_number_quality_update, business_capability_update or unknown.
+    pub source: String,
+    /// When the oldest counted customer leaves the window (RFC 3339), if any.
+    pub frees_at: Option<String>,
+    /// Customers held from marketing for 24 hours after the platform's per-user marketing limit (error 131049).
+    pub marketing_limited_customers_24h: i64,
 }
 
 #[derive(Serialize, JsonSchema)]

@@ -21,6 +21,10 @@ pub const FIELD_TEMPLATE_STATUS: &str = "message_template_status_update";
 pub const FIELD_USER_PREFERENCES: &str = "user_preferences";
 /// `field` of phone number quality / limit changes.
 pub const FIELD_QUALITY: &str = "phone_number_quality_update";
+/// `field` of business portfolio capability changes (the messaging limit among them). Not
+/// a [`Change`] variant of its own: it arrives as [`Change::Other`] and is read with
+/// [`BusinessCapabilityUpdate`].
+pub const FIELD_CAPABILITY: &str = "business_capability_update";
 
 /// One webhook POST body. A POST may batch many entries and changes.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -418,6 +422,39 @@ pub struct PhoneNumberQualityUpdate {
         skip_serializing_if = "Option::is_none"
     )]
     pub old_limit: Option<String>,
+}
+
+/// `value` of a `business_capability_update` change.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct BusinessCapabilityUpdate {
+    /// The portfolio's messaging limit: 250, 2000, 10000, 100000, or -1 (unlimited).
+    #[serde(
+        default,
+        deserialize_with = "lenient::opt_int",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub max_daily_conversations_per_business: Option<i64>,
+    /// The same limit under its older name (removed by the platform in 2026-02).
+    #[serde(
+        default,
+        deserialize_with = "lenient::opt_int",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub max_daily_conversation_per_phone: Option<i64>,
+    #[serde(
+        default,
+        deserialize_with = "lenient::opt_int",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub max_phone_numbers_per_business: Option<i64>,
+}
+
+impl BusinessCapabilityUpdate {
+    /// The messaging limit it reports (the new field first), as a number; -1 is unlimited.
+    pub fn messaging_limit(&self) -> Option<i64> {
+        self.max_daily_conversations_per_business
+            .or(self.max_daily_conversation_per_phone)
+    }
 }
 
 #[cfg(test)]

@@ -277,3 +277,33 @@ diesel::table! {
         created_at -> Timestamptz,
     }
 }
+
+// Platform limits (issue 25): the portfolio's messaging limit, who it reached, held messages.
+diesel::table! {
+    portfolio_limit (id) {
+        id -> Bool,
+        tier -> Nullable<Text>,
+        unique_users -> Nullable<Int4>,
+        source -> Text,
+        updated_at -> Timestamptz,
+        checked_at -> Nullable<Timestamptz>,
+    }
+}
+
+diesel::table! {
+    portfolio_reach (customer_phone) {
+        customer_phone -> Text,
+        reached_at -> Timestamptz,
+        message_id -> Uuid,
+    }
+}
+
+diesel::table! {
+    message_holds (message_id) {
+        message_id -> Uuid,
+        reason -> Text,
+        held_until -> Timestamptz,
+        holds -> Int4,
+        updated_at -> Timestamptz,
+    }
+}

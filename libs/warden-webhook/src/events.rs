@@ -324,7 +324,9 @@ impl Builder<'_> {
             .unwrap_or_default()
             .to_string();
         // Kept raw for the quality table's payload column.
-        let raw_value = if field == warden_platform::webhook::FIELD_QUALITY {
+        let raw_value = if field == warden_platform::webhook::FIELD_QUALITY
+            || field == warden_platform::webhook::FIELD_CAPABILITY
+        {
             change.get("value").cloned().unwrap_or(Value::Null)
         } else {
             Value::Null
@@ -408,6 +410,12 @@ impl Builder<'_> {
                     ),
                     Err(reason) => self.skip(reason, clip(&field, 64)),
                 }
+            }
+            Change::Other { field, value }
+                if field == warden_platform::webhook::FIELD_CAPABILITY =>
+            {
+                let fp = fingerprint(&raw_value);
+                self.capability(value, raw_value, &fp)
             }
             Change::Other { field, .. } => self.skip("unknown_field", clip(&field, 64)),
         }
@@ -553,6 +561,33 @@ impl Builder<'_> {
                 at: entry_time
                     .and_then(|t| warden_core::inbound::plausible_time(t, now))
                     .unwrap_or(now),
+            }),
+        );
+    }
+
+    /// A `business_capability_update`: the portfolio's messaging limit, stored and applied
+    /// like a quality update's `current_limit` (event `BUSINESS_CAPABILITY_UPDATE`).
+    fn capability(&mut self, value: Value, raw: Value, fp: &str) {
+        let update: warden_platform::webhook::BusinessCapabilityUpdate =
+            match serde_json::from_value(value) {
+                Ok(u) => u,
+                Err(e) => {
+                    self.skip("bad_capability_update", clip(&e.to_string(), 128));
+                    return;
+                }
+            };
+        let Some(limit) = update.messaging_limit() else {
+            // Phone-number counts only: nothing Warden enforces.
+            self.skip("capability_without_limit", String::new());
+            return;
+        };
+        self.push(
+            format!("cap:{fp}"),
+            EventBody::Quality(QualityEvent {
+                event: warden_core::platform_events::CAPABILITY_EVENT.to_string(),
+                current_limit: Some(limit.to_string()),
+                display_phone_number: None,
+                payload: clean_json(raw),
             }),
         );
     }
