@@ -9,6 +9,7 @@ pub mod campaigns;
 pub mod conversation_archive;
 pub mod conversation_view;
 pub mod conversations;
+pub mod customer_identity;
 pub mod customer_import;
 pub mod customers;
 mod db;
@@ -225,6 +226,7 @@ impl Core {
         now: DateTime<Utc>,
     ) -> Result<Decision, CoreError> {
         let category = content.category();
+        let phone = &self.customer(phone).await?;
         let mut conn = self.pg().get().await?;
         let customer = customers::find(&mut conn, phone).await?;
         let window = self
@@ -257,6 +259,7 @@ impl Core {
         phone: &PhoneNumber,
         now: DateTime<Utc>,
     ) -> Result<FrequencyStatus, CoreError> {
+        let phone = &self.customer(phone).await?;
         let mut conn = self.pg().get().await?;
         let customer = customers::find(&mut conn, phone).await?;
         let (count, oldest) = recent_count(

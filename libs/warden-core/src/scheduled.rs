@@ -16,8 +16,8 @@ use diesel_async::RunQueryDsl;
 use futures::FutureExt;
 use serde_json::json;
 use uuid::Uuid;
+use warden_rules::bsuid::CustomerIdError;
 use warden_rules::kinds::{KindError, MessageType};
-use warden_rules::phone::PhoneError;
 use warden_store::PgPool;
 use warden_store::models::message_status::FAILED;
 use warden_store::tx::transact;
@@ -46,7 +46,10 @@ pub struct DueMessage {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum Unsendable {
     #[error("customer_id {phone:?}: {error}")]
-    Phone { phone: String, error: PhoneError },
+    Phone {
+        phone: String,
+        error: CustomerIdError,
+    },
     #[error("message_type: {0}")]
     MessageType(KindError),
     #[error("content: {0}")]
@@ -56,7 +59,7 @@ pub enum Unsendable {
 impl DueMessage {
     /// The send request of this row (refusals recorded on it).
     pub fn request(&self, actor: &'static str) -> Result<SendRequest, Unsendable> {
-        let phone = warden_rules::phone::canonicalize(&self.customer_phone).map_err(|error| {
+        let phone = warden_rules::bsuid::customer_key(&self.customer_phone).map_err(|error| {
             Unsendable::Phone {
                 phone: self.customer_phone.clone(),
                 error,

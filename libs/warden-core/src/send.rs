@@ -326,6 +326,12 @@ impl Core {
             .get()
             .await
             .map_err(|e| SendError::Unavailable(format!("database unavailable: {e}")))?;
+        // Whatever identifier the caller used, every rule below applies to the customer.
+        if req.phone.is_bsuid() {
+            req.phone = crate::customer_identity::resolve(&mut conn, &req.phone)
+                .await
+                .map_err(|e| SendError::Unavailable(format!("database unavailable: {e}")))?;
+        }
 
         // Template checks come first: they are about the request, not the customer.
         let template_category = match self.check_template(&mut conn, &req).await {
@@ -661,7 +667,7 @@ impl Core {
             )));
         };
         drop(conn);
-        let phone = warden_rules::phone::canonicalize(&row.customer_phone)
+        let phone = warden_rules::bsuid::customer_key(&row.customer_phone)
             .map_err(|e| CoreError::InvalidArgument(e.to_string()))?;
         let trace: HashMap<String, String> = row
             .trace_context

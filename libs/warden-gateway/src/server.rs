@@ -21,7 +21,7 @@ use crate::subscriptions::Subscriptions;
 
 const INSTRUCTIONS: &str = "Warden checks, sends, schedules and monitors WhatsApp business messages while enforcing \
 the platform's rules (24-hour care window, opt-outs, frequency caps, approved templates) and the business's policies. \
-Customers are identified by phone number with country code. Before messaging, call check_compliance (or \
+Customers are identified by phone number with country code, or by business-scoped user ID (BSUID, e.g. US.13491208655302741918) when the phone is hidden. Before messaging, call check_compliance (or \
 get_customer_context for the full picture). Inside an open care window use reply_customer or send_message; outside \
 it use send_template with an APPROVED template. Every failure is a result with isError and \
 {\"error\": {\"code\", \"message\", \"suggested_action\"}}: follow suggested_action.";

@@ -33,6 +33,7 @@
 #![warn(missing_docs)]
 
 pub mod audience;
+pub mod bsuid;
 pub mod campaign_status;
 pub mod compliance;
 pub mod errors;

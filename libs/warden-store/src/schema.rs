@@ -15,6 +15,9 @@ diesel::table! {
         marketing_limited_at -> Nullable<Timestamptz>,
         created_at -> Timestamptz,
         updated_at -> Timestamptz,
+        bsuid -> Nullable<Text>,
+        parent_bsuid -> Nullable<Text>,
+        username -> Nullable<Text>,
     }
 }
 

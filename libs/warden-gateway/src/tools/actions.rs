@@ -94,7 +94,7 @@ fn skipped(id: impl ToString, reason: impl Into<String>) -> RetryItem {
 impl Gateway {
     async fn reply_customer_impl(&self, a: Args) -> ToolResult<SendOut> {
         let key = a.idempotency("reply_customer", ACTOR)?;
-        let phone = a.phone("customer_id")?;
+        let phone = self.customer(&a, "customer_id").await?;
         let text = a.string("message_text", "the reply text.")?;
         check_text("message_text", &text)?;
         let channel = a.channel()?;
@@ -255,7 +255,7 @@ impl Gateway {
             SendKind::Text { .. } | SendKind::Rich(_) => MessageType::Service,
             SendKind::Template { .. } => MessageType::Template,
         });
-        let phone = match warden_rules::phone::canonicalize(&m.customer_phone) {
+        let phone = match warden_rules::bsuid::customer_key(&m.customer_phone) {
             Ok(p) => p,
             Err(e) => return Ok(skipped(id, format!("the stored recipient is invalid: {e}"))),
         };

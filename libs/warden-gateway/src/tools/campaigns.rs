@@ -299,7 +299,7 @@ impl Gateway {
 
     async fn schedule_message_impl(&self, a: Args) -> ToolResult<ScheduleMessageOut> {
         let key = a.idempotency("schedule_message", ACTOR)?;
-        let phone = a.phone("customer_id")?;
+        let phone = self.customer(&a, "customer_id").await?;
         let raw_type = a.string("message_type", "marketing, utility, service or template.")?;
         let message_type = parse_message_type(&raw_type)?;
         let content_hint = "JSON such as {\"type\":\"text\",\"text\":{\"body\":\"Hello\"}}, {\"type\":\"template\",\"template\":{\"name\":\"order_update\",\"language\":\"en\",\"variables\":[\"#1234\"]}} or the platform's own body of any kind (template with components, image, interactive, location, ...)";

@@ -56,6 +56,14 @@ impl Gateway {
         Ok(SendOut::queued(&accepted, &phone, channel))
     }
 
+    /// The customer a tool parameter names (a phone number or a BSUID), as its key:
+    /// INVALID_ARGUMENT naming `key` when malformed. A BSUID of a customer known by phone
+    /// resolves to that customer, so every rule applies whatever identifier was used.
+    pub(crate) async fn customer(&self, a: &Args, key: &str) -> ToolResult<PhoneNumber> {
+        let id = a.phone(key)?;
+        Ok(self.core().customer(&id).await?)
+    }
+
     /// A pooled Postgres connection, or UNAVAILABLE.
     pub(crate) async fn conn(&self) -> ToolResult<PooledConnection<'_, AsyncPgConnection>> {
         self.core().pg().get().await.map_err(ToolError::from)

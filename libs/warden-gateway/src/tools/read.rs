@@ -202,7 +202,7 @@ enum WindowFilter {
 
 impl Gateway {
     async fn check_conversation_impl(&self, a: Args) -> ToolResult<ConversationOut> {
-        let phone = a.phone("customer_id")?;
+        let phone = self.customer(&a, "customer_id").await?;
         let channel = a.channel()?;
         let view = self.core().conversation(&phone, channel).await?;
         let now = Utc::now();
@@ -231,7 +231,7 @@ impl Gateway {
     }
 
     async fn check_frequency_cap_impl(&self, a: Args) -> ToolResult<FrequencyOut> {
-        let phone = a.phone("customer_id")?;
+        let phone = self.customer(&a, "customer_id").await?;
         let channel = a.channel()?;
         let st = self.core().frequency(&phone, Utc::now()).await?;
         Ok(FrequencyOut {
@@ -247,7 +247,7 @@ impl Gateway {
     }
 
     async fn get_customer_context_impl(&self, a: Args) -> ToolResult<CustomerContextOut> {
-        let phone = a.phone("customer_id")?;
+        let phone = self.customer(&a, "customer_id").await?;
         let channel = a.channel()?;
         let (customer, last_refusal) = {
             let mut conn = self.conn().await?;
@@ -269,8 +269,10 @@ impl Gateway {
         let service = core
             .check(&phone, MessageType::Service.described_content(), now)
             .await?;
+        let ids = core.customer_identifiers(&phone).await?.into();
         Ok(CustomerContextOut {
             customer_id: phone.digits().to_string(),
+            ids,
             channel: channel.to_string(),
             known_customer: customer.is_some(),
             opt_in: OptIn {

@@ -25,7 +25,7 @@ use crate::util::finish;
 #[derive(JsonSchema)]
 #[allow(dead_code)] // Only its schema is used; arguments are read leniently (args.rs).
 pub struct SendMediaIn {
-    /// Recipient phone number with country code, e.g. "+6281234567890".
+    /// Recipient: phone number with country code (e.g. "+6281234567890") or BSUID (e.g. "US.13491208655302741918").
     pub to: String,
     /// image (jpeg/png), video (mp4/3gpp), audio (aac/amr/mpeg/mp4/ogg), document (pdf, office, text) or sticker (webp).
     pub media_type: String,
@@ -49,7 +49,7 @@ pub struct SendMediaIn {
 #[derive(JsonSchema)]
 #[allow(dead_code)] // Only its schema is used; arguments are read leniently (args.rs).
 pub struct SendInteractiveIn {
-    /// Recipient phone number with country code, e.g. "+6281234567890".
+    /// Recipient: phone number with country code (e.g. "+6281234567890") or BSUID (e.g. "US.13491208655302741918").
     pub to: String,
     /// buttons (1 to 3 reply buttons), list (up to 10 rows behind a button) or cta_url (one URL button).
     pub kind: String,
@@ -83,7 +83,7 @@ pub struct SendInteractiveIn {
 #[derive(JsonSchema)]
 #[allow(dead_code)] // Only its schema is used; arguments are read leniently (args.rs).
 pub struct SendLocationIn {
-    /// Recipient phone number with country code, e.g. "+6281234567890".
+    /// Recipient: phone number with country code (e.g. "+6281234567890") or BSUID (e.g. "US.13491208655302741918").
     pub to: String,
     /// Latitude in degrees, -90 to 90.
     pub latitude: f64,
@@ -314,7 +314,7 @@ impl Gateway {
 
     async fn send_media_impl(&self, a: Args) -> ToolResult<SendOut> {
         let key = a.idempotency("send_media", ACTOR)?;
-        let phone = a.phone("to")?;
+        let phone = self.customer(&a, "to").await?;
         let media_type =
             MediaType::parse(&a.string("media_type", "image, video, audio, document or sticker.")?)
                 .map_err(rich_error)?;
@@ -338,7 +338,7 @@ impl Gateway {
 
     async fn send_interactive_impl(&self, a: Args) -> ToolResult<SendOut> {
         let key = a.idempotency("send_interactive", ACTOR)?;
-        let phone = a.phone("to")?;
+        let phone = self.customer(&a, "to").await?;
         // Every required parameter is checked for presence before any is judged.
         let kind = a.string("kind", "buttons, list or cta_url.")?;
         let body = a.string("body", "the message text (at most 1024 characters).")?;
@@ -420,7 +420,7 @@ impl Gateway {
 
     async fn send_location_impl(&self, a: Args) -> ToolResult<SendOut> {
         let key = a.idempotency("send_location", ACTOR)?;
-        let phone = a.phone("to")?;
+        let phone = self.customer(&a, "to").await?;
         a.string("latitude", "the latitude in degrees, e.g. -6.2.")?;
         a.string("longitude", "the longitude in degrees, e.g. 106.8.")?;
         let location = Location {

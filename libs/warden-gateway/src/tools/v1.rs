@@ -94,7 +94,7 @@ Errors: INVALID_ARGUMENT (code is not a number).",
 
 impl Gateway {
     async fn check_compliance_impl(&self, a: Args) -> ToolResult<ComplianceOut> {
-        let phone = a.phone("customer_id")?;
+        let phone = self.customer(&a, "customer_id").await?;
         let raw_type = a.string(
             "message_type",
             "marketing, utility, template or service (free-form text).",
@@ -142,7 +142,7 @@ impl Gateway {
 
     async fn send_message_impl(&self, a: Args) -> ToolResult<SendOut> {
         let key = a.idempotency("send_message", ACTOR)?;
-        let phone = a.phone("to")?;
+        let phone = self.customer(&a, "to").await?;
         let text = a.string("text", "the message text.")?;
         check_text("text", &text)?;
         let channel = a.channel()?;
@@ -152,7 +152,7 @@ impl Gateway {
 
     async fn send_template_impl(&self, a: Args) -> ToolResult<SendOut> {
         let key = a.idempotency("send_template", ACTOR)?;
-        let phone = a.phone("to")?;
+        let phone = self.customer(&a, "to").await?;
         let name = a.string(
             "template_name",
             "the name of an APPROVED template (see list_templates).",
