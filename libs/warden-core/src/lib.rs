@@ -4,6 +4,8 @@
 //! gathers the state it needs (customer, care window, frequency count) and commits the
 //! outcome atomically.
 
+pub mod agents;
+pub mod attribution;
 pub mod campaign_create;
 pub mod campaigns;
 pub mod conversation_archive;
@@ -17,6 +19,7 @@ pub mod delivery;
 pub mod deps;
 pub mod fanout;
 pub mod gauges;
+pub mod guardrails;
 pub mod idempotency;
 pub mod inbound;
 pub mod inbound_batch;
@@ -140,7 +143,6 @@ impl<E: std::error::Error + 'static> From<bb8::RunError<E>> for CoreError {
 struct Inner {
     deps: Dependencies,
     windows: WindowCache,
-    actor: &'static str,
     clock: Clock,
 }
 
@@ -151,6 +153,8 @@ pub type Clock = Arc<dyn Fn() -> DateTime<Utc> + Send + Sync>;
 #[derive(Clone)]
 pub struct Core {
     inner: Arc<Inner>,
+    /// Who this view's writes are attributed to.
+    actor: &'static str,
 }
 
 impl Core {
@@ -160,9 +164,16 @@ impl Core {
             inner: Arc::new(Inner {
                 deps,
                 windows,
-                actor,
                 clock: Arc::new(Utc::now),
             }),
+            actor,
+        }
+    }
+    /// The same core acting as `actor` (an agent): a cheap view sharing every connection.
+    pub fn as_actor(&self, actor: &'static str) -> Core {
+        Core {
+            inner: Arc::clone(&self.inner),
+            actor,
         }
     }
 
@@ -198,7 +209,7 @@ impl Core {
         &self.inner.windows
     }
     pub fn actor(&self) -> &'static str {
-        self.inner.actor
+        self.actor
     }
     pub fn dependencies(&self) -> &Dependencies {
         &self.inner.deps

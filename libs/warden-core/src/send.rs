@@ -34,10 +34,11 @@ use warden_store::schema::messages;
 use warden_store::tx::{Abort, TxError, transact_on};
 use warden_stream::DeliveryJob;
 
+pub use crate::guardrails::GuardrailRefusal;
 use crate::idempotency::{self, Claim, IdempotencyKey};
 use crate::{
-    Core, CoreError, conversations, count_accepted, customers, decide, knowledge, recent_count,
-    send_safety, templates,
+    Core, CoreError, attribution, conversations, count_accepted, customers, decide, guardrails,
+    knowledge, recent_count, send_safety, templates,
 };
 
 static DECISIONS: LazyLock<IntCounterVec> = LazyLock::new(|| {
@@ -171,6 +172,9 @@ pub enum SendError {
     /// recorded for it and the campaign is paused (`send_hold`).
     #[error("{}", .0.human_explanation)]
     CampaignPaused(Decision),
+    /// The calling agent's guardrails refuse it (RATE_LIMITED or FORBIDDEN).
+    #[error("{}", .0.message)]
+    Guardrail(GuardrailRefusal),
 }
 
 impl From<diesel::result::Error> for SendError {
@@ -218,6 +222,7 @@ impl SendError {
             SendError::TemplateNotApproved { .. } => "TEMPLATE_NOT_APPROVED",
             SendError::InvalidVariables(_) | SendError::InvalidArgument(_) => "INVALID_ARGUMENT",
             SendError::Unavailable(_) | SendError::Busy { .. } => "UNAVAILABLE",
+            SendError::Guardrail(r) => r.code,
         }
     }
     /// What the caller should do next.
@@ -236,6 +241,7 @@ impl SendError {
             SendError::InvalidVariables(_) => "Pass `variables` as a JSON array with one value per {{n}} placeholder of the template.".into(),
             SendError::InvalidArgument(_) => "Fix the parameter and call again.".into(),
             SendError::Unavailable(_) | SendError::Busy { .. } => "Nothing was written; try again shortly.".into(),
+            SendError::Guardrail(r) => r.suggested_action.clone(),
         }
     }
 }
@@ -448,6 +454,13 @@ impl Core {
                         idempotency::release(c, k).await?;
                     }
                     return Ok(Outcome::Decided(refusal, 0));
+                }
+                // A retry or a scheduled row coming due was counted when it was asked for.
+                if req.existing_message_id.is_none()
+                    && let Err(refusal) =
+                        guardrails::check_and_count(c, req.actor, category, now).await?
+                {
+                    return Err(Abort::App(SendError::Guardrail(refusal)));
                 }
                 let Some(retry_count) = write_queued(c, &req, message_id, category, &trace).await?
                 else {
@@ -831,7 +844,9 @@ pub(crate) async fn insert_message(
             messages::trace_context.eq(trace),
         ))
         .execute(conn)
-        .await
+        .await?;
+    attribution::record(conn, message_id, req.actor).await?;
+    Ok(1)
 }
 
 #[cfg(test)]

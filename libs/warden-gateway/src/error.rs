@@ -23,6 +23,10 @@ pub mod code {
     pub const CAMPAIGN_TERMINAL_STATE: &str = "CAMPAIGN_TERMINAL_STATE";
     pub const INVALID_STATE_TRANSITION: &str = "INVALID_STATE_TRANSITION";
     pub const CONVERSATION_ACTIVE: &str = "CONVERSATION_ACTIVE";
+    /// The calling agent lacks the scope the tool needs (or its guardrails forbid it).
+    pub const FORBIDDEN: &str = "FORBIDDEN";
+    /// The calling agent spent one of its guardrail limits; `retry_after_secs` says when.
+    pub const RATE_LIMITED: &str = "RATE_LIMITED";
 }
 
 /// A refused or failed tool call.
@@ -77,6 +81,20 @@ impl ToolError {
         err.retry_after_secs = Some(retry_after_secs);
         err.suggested_action = format!("Call again in {retry_after_secs} s; nothing was changed.");
         err
+    }
+
+    /// FORBIDDEN: `agent` may not call `tool` without `scope`.
+    pub fn forbidden(tool: &str, agent: &str, scope: crate::caller::Scope) -> Self {
+        Self::new(
+            code::FORBIDDEN,
+            format!(
+                "Agent {} may not call {tool}: it needs the `{scope}` scope.",
+                echo(agent)
+            ),
+            format!(
+                "Ask an operator to grant the `{scope}` scope (warden-admin agents update), or use a tool your scopes allow (tools/list shows them)."
+            ),
+        )
     }
 
     /// A compliance refusal, in the decision's own words.
@@ -213,6 +231,11 @@ impl From<SendError> for ToolError {
                 err.suggested_action(),
             ),
             SendError::InvalidArgument(m) => ToolError::invalid(detail(m), err.suggested_action()),
+            SendError::Guardrail(r) => {
+                let mut e = ToolError::new(r.code, r.message.clone(), r.suggested_action.clone());
+                e.retry_after_secs = r.retry_after_secs;
+                e
+            }
         }
     }
 }

@@ -553,6 +553,9 @@ pub struct DeliveryOut {
     /// Present when status is failed.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<ErrorObj>,
+    /// The agent (or Warden service) that asked for the message; null for inbound
+    /// messages and for messages sent before attribution was recorded.
+    pub sent_by: Option<String>,
 }
 
 #[derive(Serialize, JsonSchema)]

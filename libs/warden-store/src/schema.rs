@@ -310,3 +310,33 @@ diesel::table! {
         updated_at -> Timestamptz,
     }
 }
+    agents (name) {
+        name -> Text,
+        key_id -> Text,
+        key_salt -> Bytea,
+        key_hash -> Bytea,
+        scopes -> Array<Text>,
+        status -> Text,
+        max_sends_per_minute -> Nullable<Int4>,
+        max_marketing_per_day -> Nullable<Int4>,
+        allowed_message_types -> Nullable<Array<Text>>,
+        created_at -> Timestamptz,
+        updated_at -> Timestamptz,
+    }
+}
+
+diesel::table! {
+    agent_usage (agent, kind, window_start) {
+        agent -> Text,
+        kind -> Text,
+        window_start -> Timestamptz,
+        used -> Int4,
+    }
+}
+
+diesel::table! {
+    message_actors (message_id) {
+        message_id -> Uuid,
+        actor -> Text,
+    }
+}

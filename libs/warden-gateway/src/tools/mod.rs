@@ -20,6 +20,7 @@ pub(crate) mod media;
 pub(crate) mod ops;
 pub(crate) mod read;
 pub(crate) mod rich;
+pub(crate) mod scopes;
 pub(crate) mod v1;
 
 use diesel_async::AsyncPgConnection;

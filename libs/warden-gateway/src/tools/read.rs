@@ -327,6 +327,9 @@ impl Gateway {
         } else {
             None
         };
+        let sent_by = warden_core::attribution::sent_by(&mut conn, &[m.id])
+            .await?
+            .remove(&m.id);
         Ok(DeliveryOut {
             message_id: m.id.to_string(),
             customer_id: m.customer_phone,
@@ -341,6 +344,7 @@ impl Gateway {
             template_name: m.template_name,
             campaign_id: m.campaign_id.map(|c| c.to_string()),
             error,
+            sent_by,
         })
     }
 

@@ -18,7 +18,7 @@ use warden_rules::rich::{
 
 use crate::args::Args;
 use crate::error::{ToolError, ToolResult};
-use crate::gateway::{ACTOR, Gateway};
+use crate::gateway::Gateway;
 use crate::schema::{self, SendOut};
 use crate::util::finish;
 
@@ -308,12 +308,12 @@ impl Gateway {
         };
         let message = RichMessage { body, context };
         message.validate().map_err(rich_error)?;
-        self.send_free_form(phone, channel, SendKind::Rich(message), ACTOR, key)
+        self.send_free_form(phone, channel, SendKind::Rich(message), self.actor(), key)
             .await
     }
 
     async fn send_media_impl(&self, a: Args) -> ToolResult<SendOut> {
-        let key = a.idempotency("send_media", ACTOR)?;
+        let key = a.idempotency("send_media", self.actor())?;
         let phone = self.customer(&a, "to").await?;
         let media_type =
             MediaType::parse(&a.string("media_type", "image, video, audio, document or sticker.")?)
@@ -337,7 +337,7 @@ impl Gateway {
     }
 
     async fn send_interactive_impl(&self, a: Args) -> ToolResult<SendOut> {
-        let key = a.idempotency("send_interactive", ACTOR)?;
+        let key = a.idempotency("send_interactive", self.actor())?;
         let phone = self.customer(&a, "to").await?;
         // Every required parameter is checked for presence before any is judged.
         let kind = a.string("kind", "buttons, list or cta_url.")?;
@@ -419,7 +419,7 @@ impl Gateway {
     }
 
     async fn send_location_impl(&self, a: Args) -> ToolResult<SendOut> {
-        let key = a.idempotency("send_location", ACTOR)?;
+        let key = a.idempotency("send_location", self.actor())?;
         let phone = self.customer(&a, "to").await?;
         a.string("latitude", "the latitude in degrees, e.g. -6.2.")?;
         a.string("longitude", "the longitude in degrees, e.g. 106.8.")?;
@@ -436,7 +436,7 @@ impl Gateway {
     }
 
     async fn react_to_message_impl(&self, a: Args) -> ToolResult<SendOut> {
-        let key = a.idempotency("react_to_message", ACTOR)?;
+        let key = a.idempotency("react_to_message", self.actor())?;
         let id = a.uuid("message_id", "the message_id of the customer's message")?;
         let emoji = a.opt_string("emoji")?.unwrap_or_default();
         warden_rules::rich::check_emoji(&emoji).map_err(rich_error)?;
