@@ -310,6 +310,8 @@ diesel::table! {
         updated_at -> Timestamptz,
     }
 }
+
+diesel::table! {
     agents (name) {
         name -> Text,
         key_id -> Text,
