@@ -12,7 +12,7 @@ use rmcp::model::{
     SubscriptionFilter,
     UnsubscribeRequestParams,
 };
-use rmcp::service::{RequestContext, SubscriptionContext};
+use rmcp::service::{NotificationContext, RequestContext, SubscriptionContext};
 use rmcp::{RoleServer, ServerHandler, tool_handler};
 use warden_core::Core;
 use warden_platform::PlatformError;
@@ -21,6 +21,7 @@ use warden_service::Dependencies;
 use crate::caller::{Caller, Scope};
 use crate::error::ToolError;
 use crate::gateway::{Acting, Gateway, Inner};
+use crate::http::session_subscriptions::{self, restored_session, session_of};
 use crate::resources::{self, ResourceUri};
 use crate::subscriptions::Subscriptions;
 
@@ -223,18 +224,57 @@ impl ServerHandler for Gateway {
         self.subscriptions
             .subscribe(&request.uri, target, context.peer.clone())
             .await
-            .map_err(|e| McpError::internal_error(e.to_string(), None))
+            .map_err(|e| McpError::internal_error(e.to_string(), None))?;
+        // Over HTTP the session may move to another replica: it subscribes again there.
+        if let (Some(redis), Some(session)) = (self.core().redis(), session_of(&context))
+            && let Err(e) = session_subscriptions::remember(redis, &session, &request.uri).await
+        {
+            tracing::warn!(error = %e, "could not record a session's subscription in Redis; it stays on this replica");
+        }
+        Ok(())
     }
 
     #[allow(deprecated)]
     async fn unsubscribe(
         &self,
         request: UnsubscribeRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<(), McpError> {
         let target = ResourceUri::parse(&request.uri)?;
         self.subscriptions.unsubscribe(&target);
+        if let (Some(redis), Some(session)) = (self.core().redis(), session_of(&context))
+            && let Err(e) = session_subscriptions::forget(redis, &session, &request.uri).await
+        {
+            tracing::warn!(error = %e, "could not drop a session's subscription from Redis");
+        }
         Ok(())
+    }
+
+    /// A legacy HTTP session restored on this replica: subscribe it again to what it had.
+    async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
+        let (Some(redis), Some(session)) = (self.core().redis(), restored_session(&context))
+        else {
+            return;
+        };
+        let uris = match session_subscriptions::recall(redis, &session).await {
+            Ok(uris) => uris,
+            Err(e) => {
+                tracing::warn!(error = %e, "could not read a restored session's subscriptions");
+                return;
+            }
+        };
+        for uri in uris {
+            let Ok(target) = ResourceUri::parse(&uri) else {
+                continue;
+            };
+            if let Err(e) = self
+                .subscriptions
+                .subscribe(&uri, target, context.peer.clone())
+                .await
+            {
+                tracing::warn!(error = %e, "could not restore a session's subscription");
+            }
+        }
     }
 
     /// Protocol 2026-07-28 (`subscriptions/listen`): the resource URIs this server serves.

@@ -439,3 +439,61 @@ async fn no_authentication_is_refused_off_loopback() {
         "{stderr}"
     );
 }
+
+/// 2025-11-25: a session subscribed on replica A opens its `GET /mcp` stream on replica B,
+/// which never saw it; B restores the session and its subscriptions (Redis), so the
+/// resource updates arrive on B's stream.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_legacy_sessions_subscriptions_follow_it_to_another_replica() {
+    let db = common::prepared_db().await;
+    let settings = common::settings_for(&db, &common::Opts::default()).await;
+    let (a, b) = (
+        GatewayProc::start(&settings, &[]),
+        GatewayProc::start(&settings, &[]),
+    );
+    let session = initialize_legacy(&a.url()).await;
+    let sub = post_legacy(
+        &a.url(),
+        &session,
+        json!({"jsonrpc": "2.0", "id": 2, "method": "resources/subscribe", "params": {"uri": "warden://inbox"}}),
+    )
+    .await;
+    assert!(sub.response(2)["error"].is_null(), "{}", sub.text);
+
+    let mut stream = http_client()
+        .get(b.url())
+        .header("accept", "text/event-stream")
+        .header("mcp-protocol-version", V_LEGACY)
+        .header("mcp-session-id", &session)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(stream.status(), 200, "{}", b.log());
+    let hints = warden_stream::Hints::connect(&settings, Duration::from_secs(10))
+        .await
+        .unwrap();
+    let customer = common::phone();
+    // Hints until B's stream carries the update: B subscribes while it restores the
+    // session, which may finish just after the stream opened.
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    let mut seen = String::new();
+    loop {
+        hints
+            .publish(&customer, warden_stream::HintKind::Inbound)
+            .await;
+        hints.flush(Duration::from_secs(5)).await.unwrap();
+        match tokio::time::timeout(Duration::from_millis(500), stream.chunk()).await {
+            Ok(Ok(Some(chunk))) => seen.push_str(&String::from_utf8_lossy(&chunk)),
+            Ok(Ok(None)) | Ok(Err(_)) => panic!("B's stream ended: {seen}\n{}", b.log()),
+            Err(_) => {}
+        }
+        if seen.contains("notifications/resources/updated") && seen.contains("warden://inbox") {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no update on B's stream within 30 s: {seen}\n{}",
+            b.log()
+        );
+    }
+}

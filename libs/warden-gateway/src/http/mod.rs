@@ -13,6 +13,7 @@
 
 pub mod auth;
 pub mod session_store;
+pub(crate) mod session_subscriptions;
 
 use std::convert::Infallible;
 use std::net::SocketAddr;
