@@ -127,7 +127,9 @@ async fn run(args: Args) -> Result<(), StartError> {
                 settings.policies_path_set,
             )
             .map_err(StartError::Policies)?;
-            let report = warden_store::prepare(&settings.database, seeds).await?;
+            let card = warden_core::pricing_file::load(settings.pricing_path.as_deref())
+                .map_err(StartError::Pricing)?;
+            let report = warden_store::prepare_with_card(&settings.database, seeds, card).await?;
             eprintln!(
                 "database {} is up to date: {} migrations applied now, {} error codes, {} pricing rows, {} policies",
                 settings.database.display_target(),

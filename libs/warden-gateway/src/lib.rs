@@ -62,11 +62,7 @@ pub async fn run_http(deps: Dependencies) -> anyhow::Result<()> {
             "MCP_HTTP_AUTH=none: /mcp takes requests without credentials, every caller acting as agent `http` with every scope (loopback only; never in production)"
         );
     }
-    let authenticator = http::authenticator_for(
-        settings.auth,
-        deps_pg,
-        &identity,
-    );
+    let authenticator = http::authenticator_for(settings.auth, deps_pg, &identity);
     let server = http::HttpServer::bind(gateway, &settings, redis, authenticator, health).await?;
     tracing::info!(
         addr = %server.local_addr()?,

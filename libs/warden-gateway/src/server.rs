@@ -9,8 +9,7 @@ use rmcp::model::{
     ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, PaginatedRequestParams,
     ProtocolVersion, ReadResourceRequestParams, ReadResourceResponse, ResultType,
     ServerCapabilities, ServerConfig, SetLevelRequestParams, SubscribeRequestParams,
-    SubscriptionFilter,
-    UnsubscribeRequestParams,
+    SubscriptionFilter, UnsubscribeRequestParams,
 };
 use rmcp::service::{NotificationContext, RequestContext, SubscriptionContext};
 use rmcp::{RoleServer, ServerHandler, tool_handler};
@@ -252,8 +251,7 @@ impl ServerHandler for Gateway {
 
     /// A legacy HTTP session restored on this replica: subscribe it again to what it had.
     async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
-        let (Some(redis), Some(session)) = (self.core().redis(), restored_session(&context))
-        else {
+        let (Some(redis), Some(session)) = (self.core().redis(), restored_session(&context)) else {
             return;
         };
         let uris = match session_subscriptions::recall(redis, &session).await {

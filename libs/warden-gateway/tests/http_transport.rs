@@ -316,9 +316,14 @@ async fn api_keys_authenticate_and_scope_every_request() {
             let (gw, send) = (&gw, send.clone());
             async move {
                 let bad = format!("Bearer wdn_{i:016x}");
-                call_as(gw, (i % 2 == 0).then_some(bad.as_str()), "send_message", send)
-                    .await
-                    .status
+                call_as(
+                    gw,
+                    (i % 2 == 0).then_some(bad.as_str()),
+                    "send_message",
+                    send,
+                )
+                .await
+                .status
             }
         })
         .buffer_unordered(16)
@@ -328,7 +333,13 @@ async fn api_keys_authenticate_and_scope_every_request() {
 
     // A valid key acts as its agent, within its scopes.
     let bearer = format!("Bearer {}", reader.key);
-    let checked = call_as(&gw, Some(&bearer), "check_compliance", check(&phone)["arguments"].clone()).await;
+    let checked = call_as(
+        &gw,
+        Some(&bearer),
+        "check_compliance",
+        check(&phone)["arguments"].clone(),
+    )
+    .await;
     assert_eq!(checked.status, 200, "{}", checked.text);
     assert!(tool_ok(&checked.response(1)).get("allowed").is_some());
     let refused = call_as(&gw, Some(&bearer), "send_message", send.clone()).await;
@@ -338,7 +349,10 @@ async fn api_keys_authenticate_and_scope_every_request() {
     assert!(result.to_string().contains("FORBIDDEN"), "{result}");
     // OAuth is not configured: no protected resource metadata.
     let metadata = http_client()
-        .get(format!("{}/.well-known/oauth-protected-resource", gw.base()))
+        .get(format!(
+            "{}/.well-known/oauth-protected-resource",
+            gw.base()
+        ))
         .send()
         .await
         .unwrap();
@@ -358,11 +372,16 @@ async fn api_keys_authenticate_and_scope_every_request() {
         .await
         .unwrap();
     assert_eq!(n.n, 0);
-    let audits: N = diesel::sql_query("SELECT count(*) AS n FROM audit_logs WHERE actor NOT IN ('test', 'reader-bot')")
-        .get_result(&mut conn)
-        .await
-        .unwrap();
-    assert_eq!(audits.n, 0, "only the agent's creation and its own calls are audited");
+    let audits: N = diesel::sql_query(
+        "SELECT count(*) AS n FROM audit_logs WHERE actor NOT IN ('test', 'reader-bot')",
+    )
+    .get_result(&mut conn)
+    .await
+    .unwrap();
+    assert_eq!(
+        audits.n, 0,
+        "only the agent's creation and its own calls are audited"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -390,7 +409,10 @@ async fn oauth_mode_serves_resource_metadata_and_refuses_api_keys() {
         ],
     );
     let metadata: Value = http_client()
-        .get(format!("{}/.well-known/oauth-protected-resource", gw.base()))
+        .get(format!(
+            "{}/.well-known/oauth-protected-resource",
+            gw.base()
+        ))
         .send()
         .await
         .unwrap()

@@ -10,8 +10,8 @@
 mod dispatch;
 mod duration;
 mod error;
-mod mcp_http;
 mod identity;
+mod mcp_http;
 mod print;
 mod source;
 
@@ -23,11 +23,11 @@ use std::time::Duration;
 pub use dispatch::{DISPATCH_VARIABLES, Dispatch};
 pub use duration::{format_duration, parse_duration};
 pub use error::{DurationError, Problem, Problems, SettingsError};
+pub use identity::{IDENTITY_VARIABLES, Identity, OAuth};
 pub use mcp_http::{
     DEFAULT_ALLOWED_HOSTS, DEFAULT_ALLOWED_ORIGINS, MCP_HTTP_VARIABLES, McpHttp, McpHttpAuth,
     McpTransport,
 };
-pub use identity::{IDENTITY_VARIABLES, Identity, OAuth};
 pub use print::{REDACTED, is_secret};
 
 use source::Source;

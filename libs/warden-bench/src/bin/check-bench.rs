@@ -20,7 +20,10 @@ use warden_store::testing::TestDatabase;
 fn summary(name: &str, mut micros: Vec<f64>) -> serde_json::Value {
     micros.sort_by(|a, b| a.partial_cmp(b).unwrap());
     let mean = micros.iter().sum::<f64>() / micros.len() as f64;
-    let (p50, p99) = (warden_bench::percentile(&micros, 0.5), warden_bench::percentile(&micros, 0.99));
+    let (p50, p99) = (
+        warden_bench::percentile(&micros, 0.5),
+        warden_bench::percentile(&micros, 0.99),
+    );
     eprintln!(
         "{name:<28} n={:<6} mean={mean:>8.1}us p50={p50:>8.1}us p99={p99:>8.1}us",
         micros.len()

@@ -34,8 +34,8 @@ use warden_core::RedisPool;
 use warden_settings::{McpHttp, McpHttpAuth};
 
 use crate::Gateway;
-use crate::caller::Caller;
 pub use crate::auth::AuthFailure;
+use crate::caller::Caller;
 pub use auth::{Authenticate, NoAuth};
 
 type Body = BoxBody<Bytes, Infallible>;

@@ -146,8 +146,14 @@ impl Gateway {
         let text = a.string("text", "the message text.")?;
         check_text("text", &text)?;
         let channel = a.channel()?;
-        self.send_free_form(phone, channel, SendKind::Text { body: text }, self.actor(), key)
-            .await
+        self.send_free_form(
+            phone,
+            channel,
+            SendKind::Text { body: text },
+            self.actor(),
+            key,
+        )
+        .await
     }
 
     async fn send_template_impl(&self, a: Args) -> ToolResult<SendOut> {
