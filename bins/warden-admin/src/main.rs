@@ -1,4 +1,7 @@
-//! `warden-admin`: operator commands (migrate, customers import, customers forget, policies check).
+//! `warden-admin`: operator commands (migrate, customers import, customers forget, policies
+//! check, agents).
+
+mod agents;
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -35,6 +38,11 @@ enum Command {
     Policies {
         #[command(subcommand)]
         command: PoliciesCommand,
+    },
+    /// Remote agents: API keys, scopes and guardrails of the HTTP gateway's callers.
+    Agents {
+        #[command(subcommand)]
+        command: agents::AgentsCommand,
     },
 }
 
@@ -119,7 +127,9 @@ async fn run(args: Args) -> Result<(), StartError> {
                 settings.policies_path_set,
             )
             .map_err(StartError::Policies)?;
-            let report = warden_store::prepare(&settings.database, seeds).await?;
+            let card = warden_core::pricing_file::load(settings.pricing_path.as_deref())
+                .map_err(StartError::Pricing)?;
+            let report = warden_store::prepare_with_card(&settings.database, seeds, card).await?;
             eprintln!(
                 "database {} is up to date: {} migrations applied now, {} error codes, {} pricing rows, {} policies",
                 settings.database.display_target(),
@@ -181,6 +191,12 @@ async fn run(args: Args) -> Result<(), StartError> {
                     "live subscribers were not told ({e}); their next read of the conversation shows the erasure"
                 ),
             }
+        }
+        Command::Agents { command } => {
+            let deps = database_only(settings).await?;
+            agents::run(&deps.pg, command, BINARY).await?;
+            // Let the pool close its connections before exit.
+            tokio::time::sleep(Duration::from_millis(10)).await;
         }
         Command::Policies { .. } => unreachable!("handled before settings are loaded"),
     }

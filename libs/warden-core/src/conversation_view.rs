@@ -94,6 +94,10 @@ pub struct HistoryMessage {
     pub redacted: bool,
     /// received or read (inbound); queued, sent, delivered, read or failed (outbound).
     pub status: String,
+    /// Outbound: the agent (or Warden service) that asked for it; absent on inbound
+    /// messages and on messages sent before attribution was recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sent_by: Option<String>,
     /// When Warden stored the message (RFC 3339).
     pub created_at: String,
     /// The platform's own time of an inbound message (RFC 3339).
@@ -294,6 +298,12 @@ async fn render(
             }
         }
     }
+    let outbound: Vec<Uuid> = rows
+        .iter()
+        .filter(|m| m.direction == "outbound")
+        .map(|m| m.id)
+        .collect();
+    let mut sent_by = crate::attribution::sent_by(c, &outbound).await?;
     let our_id = |w: &Option<String>| w.as_ref().and_then(|w| ids.get(w)).map(|id| id.to_string());
     Ok(rows
         .iter()
@@ -330,6 +340,7 @@ async fn render(
                 deleted,
                 redacted: m.redacted_at.is_some(),
                 status: public_status(&m.status).to_string(),
+                sent_by: sent_by.remove(&m.id),
                 created_at: rfc3339(m.created_at),
                 platform_timestamp: (m.direction == "inbound")
                     .then_some(v.timestamp)

@@ -109,6 +109,20 @@ pub async fn import_batch(
     let written = transact_on(conn, "import_customers", move |c| {
         let rows = Arc::clone(&rows);
         async move {
+            // A row naming a customer by BSUID lands on that customer (known by phone or
+            // not); the last line for a customer still wins.
+            let mut by_key: HashMap<String, (u64, ImportRow)> = HashMap::new();
+            for (line, row) in rows.iter() {
+                let mut row = row.clone();
+                row.phone = crate::customer_identity::resolve(c, &row.phone).await?;
+                match by_key.get(row.phone.digits()) {
+                    Some((seen, _)) if *seen > *line => {}
+                    _ => {
+                        by_key.insert(row.phone.digits().to_owned(), (*line, row));
+                    }
+                }
+            }
+            let rows: Vec<(u64, ImportRow)> = by_key.into_values().collect();
             let phones: Vec<&str> = rows.iter().map(|(_, r)| r.phone.digits()).collect();
             let current: Vec<Consent> = customers::table
                 .filter(customers::phone.eq_any(&phones))
@@ -147,6 +161,7 @@ pub async fn import_batch(
                         customers::opt_in_utility.eq(r.opt_in_utility),
                         customers::tags.eq(&r.tags),
                         customers::engagement_score.eq(r.engagement_score),
+                        customers::bsuid.eq(r.phone.bsuid()),
                     )
                 })
                 .collect();

@@ -4,11 +4,14 @@
 //! gathers the state it needs (customer, care window, frequency count) and commits the
 //! outcome atomically.
 
+pub mod agents;
+pub mod attribution;
 pub mod campaign_create;
 pub mod campaigns;
 pub mod conversation_archive;
 pub mod conversation_view;
 pub mod conversations;
+pub mod customer_identity;
 pub mod customer_import;
 pub mod customers;
 mod db;
@@ -16,6 +19,7 @@ pub mod delivery;
 pub mod deps;
 pub mod fanout;
 pub mod gauges;
+pub mod guardrails;
 pub mod idempotency;
 pub mod inbound;
 pub mod inbound_batch;
@@ -29,6 +33,7 @@ pub mod outcomes;
 pub mod platform_errors;
 pub mod platform_events;
 pub mod policy_file;
+pub mod portfolio;
 pub mod pricing_file;
 pub mod privacy;
 pub mod quote;
@@ -39,6 +44,7 @@ pub mod refusals;
 pub mod retries;
 pub mod scheduled;
 pub mod send;
+mod send_hold;
 pub mod send_kind;
 mod send_safety;
 pub mod sql;
@@ -53,7 +59,7 @@ use chrono::{DateTime, TimeDelta, Utc};
 use diesel::prelude::*;
 use diesel_async::{AsyncPgConnection, RunQueryDsl};
 use uuid::Uuid;
-use warden_rules::compliance::{ComplianceInput, Decision, FrequencyStatus};
+use warden_rules::compliance::{ComplianceInput, Decision, FrequencyStatus, ReasonCode};
 use warden_rules::kinds::{Category, ContentKind};
 use warden_rules::phone::PhoneNumber;
 use warden_rules::policy::PolicySet;
@@ -137,7 +143,6 @@ impl<E: std::error::Error + 'static> From<bb8::RunError<E>> for CoreError {
 struct Inner {
     deps: Dependencies,
     windows: WindowCache,
-    actor: &'static str,
     clock: Clock,
 }
 
@@ -148,6 +153,8 @@ pub type Clock = Arc<dyn Fn() -> DateTime<Utc> + Send + Sync>;
 #[derive(Clone)]
 pub struct Core {
     inner: Arc<Inner>,
+    /// Who this view's writes are attributed to.
+    actor: &'static str,
 }
 
 impl Core {
@@ -157,9 +164,16 @@ impl Core {
             inner: Arc::new(Inner {
                 deps,
                 windows,
-                actor,
                 clock: Arc::new(Utc::now),
             }),
+            actor,
+        }
+    }
+    /// The same core acting as `actor` (an agent): a cheap view sharing every connection.
+    pub fn as_actor(&self, actor: &'static str) -> Core {
+        Core {
+            inner: Arc::clone(&self.inner),
+            actor,
         }
     }
 
@@ -195,7 +209,7 @@ impl Core {
         &self.inner.windows
     }
     pub fn actor(&self) -> &'static str {
-        self.inner.actor
+        self.actor
     }
     pub fn dependencies(&self) -> &Dependencies {
         &self.inner.deps
@@ -223,6 +237,7 @@ impl Core {
         now: DateTime<Utc>,
     ) -> Result<Decision, CoreError> {
         let category = content.category();
+        let phone = &self.customer(phone).await?;
         let mut conn = self.pg().get().await?;
         let customer = customers::find(&mut conn, phone).await?;
         let window = self
@@ -255,6 +270,7 @@ impl Core {
         phone: &PhoneNumber,
         now: DateTime<Utc>,
     ) -> Result<FrequencyStatus, CoreError> {
+        let phone = &self.customer(phone).await?;
         let mut conn = self.pg().get().await?;
         let customer = customers::find(&mut conn, phone).await?;
         let (count, oldest) = recent_count(
@@ -364,7 +380,20 @@ fn decide(
         recent_count,
         now,
     };
-    warden_rules::compliance::decide(policies, &input)
+    let decision = warden_rules::compliance::decide(policies, &input);
+    // A platform 131049 in the last 24 h (counted as a full cap by `recent_count`) is
+    // reported as itself, with when it lifts, unless an opt-out or the window refused first.
+    if matches!(
+        decision.reason_code,
+        ReasonCode::FrequencyCapExceeded | ReasonCode::Ok | ReasonCode::PolicyRestriction
+    ) && let Some(hold) = warden_rules::platform_limits::marketing_hold(
+        category,
+        customer.and_then(|c| c.marketing_limited_at),
+        now,
+    ) {
+        return hold;
+    }
+    decision
 }
 
 /// Record one accepted message against the frequency count (inside the send transaction).

@@ -162,6 +162,7 @@ pub async fn schedule_message_keyed(
                 ))
                 .execute(c)
                 .await?;
+            crate::attribution::record(c, id, actor).await?;
             warden_store::audit::record(
                 c,
                 actor,

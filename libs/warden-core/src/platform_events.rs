@@ -35,6 +35,10 @@ pub async fn claim_keys(
     .await
 }
 
+/// The `event` a `business_capability_update` is stored under (its `current_limit` is
+/// `max_daily_conversations_per_business`).
+pub const CAPABILITY_EVENT: &str = "BUSINESS_CAPABILITY_UPDATE";
+
 /// A phone-number quality or messaging-limit update.
 #[derive(Clone, Copy, Debug)]
 pub struct QualityUpdate<'a> {
@@ -74,6 +78,15 @@ pub async fn record_quality(
     for q in quality {
         tracing::warn!(event = %q.event, current_limit = q.current_limit.unwrap_or(""),
                        "phone number quality update");
+        // The portfolio's messaging limit, as the platform reports it now (`portfolio`).
+        if let Some(limit) = q.current_limit {
+            let source = if q.event == CAPABILITY_EVENT {
+                "business_capability_update"
+            } else {
+                "phone_number_quality_update"
+            };
+            crate::portfolio::learn(c, limit, source, "webhook").await?;
+        }
     }
     Ok(())
 }

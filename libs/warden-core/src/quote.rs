@@ -52,7 +52,7 @@ impl Core {
                 "message_id: {id} is a message we sent; reactions go to the customer's (inbound) messages"
             )));
         }
-        let phone = warden_rules::phone::canonicalize(&customer)
+        let phone = warden_rules::bsuid::customer_key(&customer)
             .map_err(|e| CoreError::InvalidArgument(e.to_string()))?;
         let wamid = wamid.ok_or_else(|| {
             CoreError::InvalidArgument(format!("message_id: {id} has no platform id"))

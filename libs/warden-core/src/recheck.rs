@@ -43,6 +43,7 @@ type Facts = (
     Option<bool>,
     Option<bool>,
     Option<DateTime<Utc>>,
+    Option<DateTime<Utc>>,
 );
 
 /// Loads what the recheck needs in one query: the message's template (its category and
@@ -75,6 +76,7 @@ async fn facts(
             customers::opt_in_marketing.nullable(),
             customers::opt_in_utility.nullable(),
             conversations::last_inbound_at.nullable(),
+            customers::marketing_limited_at.nullable(),
         ))
         .first::<Facts>(conn)
         .await
@@ -91,8 +93,15 @@ pub async fn before_send(
     actor: &'static str,
 ) -> Result<Recheck, CoreError> {
     let mut conn = pg.get().await?;
-    let Some((template_name, category, status, opt_in_marketing, opt_in_utility, last_inbound)) =
-        facts(&mut conn, message_id).await?
+    let Some((
+        template_name,
+        category,
+        status,
+        opt_in_marketing,
+        opt_in_utility,
+        last_inbound,
+        marketing_limited_at,
+    )) = facts(&mut conn, message_id).await?
     else {
         return Ok(Recheck::Send);
     };
@@ -117,6 +126,16 @@ pub async fn before_send(
         now,
     };
     let Some(decision) = warden_rules::compliance::recheck(&input) else {
+        // A marketing message queued before the platform answered 131049 for its customer
+        // waits out the 24 h instead of drawing another 131049 (`platform_limits`).
+        if let Some(hold) = warden_rules::platform_limits::marketing_hold(
+            content.category(),
+            marketing_limited_at,
+            now,
+        ) {
+            hold_queued(&mut conn, message_id, &hold, actor).await?;
+            return Ok(Recheck::Refused(hold));
+        }
         return Ok(Recheck::Send);
     };
     let error = crate::knowledge::compliance_error(
@@ -176,4 +195,60 @@ pub fn retry_refusal(message: &Message) -> Option<String> {
         ));
     }
     None
+}
+
+/// A `queued` message goes back to `scheduled` until `hold.retry_at` (the scheduler sends
+/// it through `Core::send` then, checked again), with the reason in `message_holds`.
+async fn hold_queued(
+    conn: &mut diesel_async::AsyncPgConnection,
+    message_id: Uuid,
+    hold: &Decision,
+    actor: &'static str,
+) -> Result<(), CoreError> {
+    use diesel::sql_types::{Text, Timestamptz, Uuid as SqlUuid};
+    let Some(until) = hold.retry_at else {
+        return Ok(());
+    };
+    let reason = hold.policy_id.clone().unwrap_or_default();
+    transact_on(conn, "hold_before_send", move |c| {
+        let reason = reason.clone();
+        async move {
+            let moved = diesel::sql_query(
+                "UPDATE messages SET status = 'scheduled', deliver_at = $2, published_at = NULL,
+                        lease_owner = NULL, lease_until = NULL, next_attempt_at = NULL, updated_at = now()
+                 WHERE id = $1 AND status = 'queued'",
+            )
+            .bind::<SqlUuid, _>(message_id)
+            .bind::<Timestamptz, _>(until)
+            .execute(c)
+            .await?;
+            if moved > 0 {
+                diesel::sql_query(
+                    "INSERT INTO message_holds (message_id, reason, held_until) VALUES ($1, $2, $3)
+                     ON CONFLICT (message_id) DO UPDATE SET reason = EXCLUDED.reason,
+                            held_until = EXCLUDED.held_until, holds = message_holds.holds + 1,
+                            updated_at = now()",
+                )
+                .bind::<SqlUuid, _>(message_id)
+                .bind::<Text, _>(&reason)
+                .bind::<Timestamptz, _>(until)
+                .execute(c)
+                .await?;
+                warden_store::audit::record(
+                    c,
+                    actor,
+                    "message_held",
+                    "message",
+                    &message_id.to_string(),
+                    json!({"reason": reason, "until": until, "stage": "before_platform_call"}),
+                )
+                .await?;
+            }
+            Ok::<_, Abort<Infallible>>(())
+        }
+        .boxed()
+    })
+    .await?;
+    tracing::info!(%message_id, %until, "marketing message held: the platform's per-user limit (131049) holds for 24 h");
+    Ok(())
 }

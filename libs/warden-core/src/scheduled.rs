@@ -16,8 +16,8 @@ use diesel_async::RunQueryDsl;
 use futures::FutureExt;
 use serde_json::json;
 use uuid::Uuid;
+use warden_rules::bsuid::CustomerIdError;
 use warden_rules::kinds::{KindError, MessageType};
-use warden_rules::phone::PhoneError;
 use warden_store::PgPool;
 use warden_store::models::message_status::FAILED;
 use warden_store::tx::transact;
@@ -46,7 +46,10 @@ pub struct DueMessage {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum Unsendable {
     #[error("customer_id {phone:?}: {error}")]
-    Phone { phone: String, error: PhoneError },
+    Phone {
+        phone: String,
+        error: CustomerIdError,
+    },
     #[error("message_type: {0}")]
     MessageType(KindError),
     #[error("content: {0}")]
@@ -56,7 +59,7 @@ pub enum Unsendable {
 impl DueMessage {
     /// The send request of this row (refusals recorded on it).
     pub fn request(&self, actor: &'static str) -> Result<SendRequest, Unsendable> {
-        let phone = warden_rules::phone::canonicalize(&self.customer_phone).map_err(|error| {
+        let phone = warden_rules::bsuid::customer_key(&self.customer_phone).map_err(|error| {
             Unsendable::Phone {
                 phone: self.customer_phone.clone(),
                 error,
@@ -95,6 +98,9 @@ pub async fn claim_due(
                  SELECT id FROM messages
                  WHERE status = 'scheduled' AND deliver_at <= now()
                    AND (lease_until IS NULL OR lease_until < now())
+                   -- A held message of a paused campaign waits for resume_campaign.
+                   AND (campaign_id IS NULL OR NOT EXISTS (
+                        SELECT 1 FROM campaigns c WHERE c.id = messages.campaign_id AND c.status = 'paused'))
                  ORDER BY deliver_at
                  LIMIT $3
                  FOR UPDATE SKIP LOCKED)
@@ -196,6 +202,8 @@ pub enum Dispatched {
     Queued,
     /// Refused by compliance or policy: `failed` with the reason.
     Refused,
+    /// Refused by a rule that lifts by itself: still `scheduled`, due again when it lifts.
+    Held,
     /// The stored request cannot be sent: `failed` with `invalid_request`.
     Invalid,
     /// Not sent now (database trouble): the caller releases its lease, the next poll
@@ -214,6 +222,10 @@ pub async fn dispatch(core: &Core, row: &DueMessage) -> Dispatched {
     };
     match core.send(request).await {
         Ok(_) => Dispatched::Queued,
+        Err(SendError::Held { decision, .. }) => {
+            tracing::info!(message_id = %row.id, reason = decision.reason_code.as_str(), until = ?decision.retry_at, "scheduled message held");
+            Dispatched::Held
+        }
         Err(SendError::RefusedRecorded { decision, .. }) => {
             tracing::info!(message_id = %row.id, reason = decision.reason_code.as_str(), "scheduled message refused at dispatch");
             Dispatched::Refused

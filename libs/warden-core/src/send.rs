@@ -34,10 +34,11 @@ use warden_store::schema::messages;
 use warden_store::tx::{Abort, TxError, transact_on};
 use warden_stream::DeliveryJob;
 
+pub use crate::guardrails::GuardrailRefusal;
 use crate::idempotency::{self, Claim, IdempotencyKey};
 use crate::{
-    Core, CoreError, conversations, count_accepted, customers, decide, knowledge, recent_count,
-    send_safety, templates,
+    Core, CoreError, attribution, conversations, count_accepted, customers, decide, guardrails,
+    knowledge, recent_count, send_safety, templates,
 };
 
 static DECISIONS: LazyLock<IntCounterVec> = LazyLock::new(|| {
@@ -160,6 +161,20 @@ pub enum SendError {
         message: String,
         retry_after_secs: u64,
     },
+    /// RecordFailed mode: refused by a rule that lifts by itself (`decision.retry_at`); the
+    /// message waits `scheduled` until then (`send_hold`).
+    #[error("{}", .decision.human_explanation)]
+    Held {
+        message_id: Uuid,
+        decision: Decision,
+    },
+    /// A new campaign recipient refused by the portfolio messaging limit: nothing was
+    /// recorded for it and the campaign is paused (`send_hold`).
+    #[error("{}", .0.human_explanation)]
+    CampaignPaused(Decision),
+    /// The calling agent's guardrails refuse it (RATE_LIMITED or FORBIDDEN).
+    #[error("{}", .0.message)]
+    Guardrail(GuardrailRefusal),
 }
 
 impl From<diesel::result::Error> for SendError {
@@ -199,19 +214,24 @@ impl SendError {
     /// The tool error code of this refusal.
     pub fn code(&self) -> &'static str {
         match self {
-            SendError::Refused(d) | SendError::RefusedRecorded { decision: d, .. } => {
-                d.reason_code.as_str()
-            }
+            SendError::Refused(d)
+            | SendError::RefusedRecorded { decision: d, .. }
+            | SendError::Held { decision: d, .. }
+            | SendError::CampaignPaused(d) => d.reason_code.as_str(),
             SendError::TemplateNotFound { .. } => "NOT_FOUND",
             SendError::TemplateNotApproved { .. } => "TEMPLATE_NOT_APPROVED",
             SendError::InvalidVariables(_) | SendError::InvalidArgument(_) => "INVALID_ARGUMENT",
             SendError::Unavailable(_) | SendError::Busy { .. } => "UNAVAILABLE",
+            SendError::Guardrail(r) => r.code,
         }
     }
     /// What the caller should do next.
     pub fn suggested_action(&self) -> String {
         match self {
-            SendError::Refused(d) | SendError::RefusedRecorded { decision: d, .. } => d.suggested_action.clone(),
+            SendError::Refused(d)
+            | SendError::RefusedRecorded { decision: d, .. }
+            | SendError::Held { decision: d, .. }
+            | SendError::CampaignPaused(d) => d.suggested_action.clone(),
             SendError::TemplateNotFound { .. } => {
                 "List approved templates with list_templates, or create one with create_template and wait for approval.".into()
             }
@@ -221,6 +241,7 @@ impl SendError {
             SendError::InvalidVariables(_) => "Pass `variables` as a JSON array with one value per {{n}} placeholder of the template.".into(),
             SendError::InvalidArgument(_) => "Fix the parameter and call again.".into(),
             SendError::Unavailable(_) | SendError::Busy { .. } => "Nothing was written; try again shortly.".into(),
+            SendError::Guardrail(r) => r.suggested_action.clone(),
         }
     }
 }
@@ -243,6 +264,8 @@ fn local_refusal(code: &str, explanation: String, action: String) -> Decision {
         human_explanation,
         suggested_action: action,
         policy_id: None,
+        retry_at: None,
+        hold: false,
     }
 }
 
@@ -309,6 +332,12 @@ impl Core {
             .get()
             .await
             .map_err(|e| SendError::Unavailable(format!("database unavailable: {e}")))?;
+        // Whatever identifier the caller used, every rule below applies to the customer.
+        if req.phone.is_bsuid() {
+            req.phone = crate::customer_identity::resolve(&mut conn, &req.phone)
+                .await
+                .map_err(|e| SendError::Unavailable(format!("database unavailable: {e}")))?;
+        }
 
         // Template checks come first: they are about the request, not the customer.
         let template_category = match self.check_template(&mut conn, &req).await {
@@ -410,6 +439,29 @@ impl Core {
                     }
                     return Ok(Outcome::Decided(decision, 0));
                 }
+                // The portfolio messaging limit, after compliance (`portfolio`).
+                let last_inbound = conv.as_ref().and_then(|c| c.last_inbound_at);
+                let window_open = warden_rules::window::window_open(
+                    warden_rules::window::usable_inbound(last_inbound, now),
+                    now,
+                );
+                if warden_rules::platform_limits::business_initiated(category, window_open)
+                    && let Some(refusal) =
+                        crate::portfolio::admit(c, &req.phone, message_id, now).await?
+                {
+                    // As above: nothing is created, so the key is free for a retry.
+                    if let Some(k) = key.as_ref() {
+                        idempotency::release(c, k).await?;
+                    }
+                    return Ok(Outcome::Decided(refusal, 0));
+                }
+                // A retry or a scheduled row coming due was counted when it was asked for.
+                if req.existing_message_id.is_none()
+                    && let Err(refusal) =
+                        guardrails::check_and_count(c, req.actor, category, now).await?
+                {
+                    return Err(Abort::App(SendError::Guardrail(refusal)));
+                }
                 let Some(retry_count) = write_queued(c, &req, message_id, category, &trace).await?
                 else {
                     return Err(Abort::App(SendError::InvalidArgument(format!(
@@ -461,6 +513,26 @@ impl Core {
                     Err(SendError::Refused(decision))
                 }
                 RefusalMode::RecordFailed => {
+                    // A new campaign recipient at the portfolio limit: pause, record nothing.
+                    if let (Some(campaign), None) = (req.campaign_id, req.existing_message_id)
+                        && crate::portfolio::is_messaging_limit(&decision)
+                    {
+                        self.pause_for_limit(&mut conn, campaign, &decision, req.actor)
+                            .await?;
+                        return Err(SendError::CampaignPaused(decision));
+                    }
+                    // A rule that lifts by itself: the message waits (`send_hold`).
+                    if let Some(until) = decision.retry_at.filter(|_| decision.hold)
+                        && (req.existing_message_id.is_some() || req.campaign_id.is_some())
+                        && let Some(message_id) = self
+                            .record_hold(&mut conn, &req, category, &decision, until)
+                            .await?
+                    {
+                        return Err(SendError::Held {
+                            message_id,
+                            decision,
+                        });
+                    }
                     let message_id = self.record_refusal(&mut conn, &req, &decision).await?;
                     Err(SendError::RefusedRecorded {
                         message_id,
@@ -608,7 +680,7 @@ impl Core {
             )));
         };
         drop(conn);
-        let phone = warden_rules::phone::canonicalize(&row.customer_phone)
+        let phone = warden_rules::bsuid::customer_key(&row.customer_phone)
             .map_err(|e| CoreError::InvalidArgument(e.to_string()))?;
         let trace: HashMap<String, String> = row
             .trace_context
@@ -744,7 +816,7 @@ async fn write_queued(
     Ok(Some(0))
 }
 
-async fn insert_message(
+pub(crate) async fn insert_message(
     conn: &mut AsyncPgConnection,
     req: &SendRequest,
     message_id: Uuid,
@@ -772,7 +844,9 @@ async fn insert_message(
             messages::trace_context.eq(trace),
         ))
         .execute(conn)
-        .await
+        .await?;
+    attribution::record(conn, message_id, req.actor).await?;
+    Ok(1)
 }
 
 #[cfg(test)]

@@ -88,6 +88,8 @@ fn refused(r: ContentRefusal) -> Decision {
         human_explanation: r.explanation,
         suggested_action: r.suggested_action,
         policy_id: Some(r.policy_id),
+        retry_at: None,
+        hold: false,
     }
 }
 

@@ -212,7 +212,7 @@ pub async fn apply(
     // only when the row has none.
     let wamid =
         (!s.wamid.is_empty() && (record_wamid || target.wamid.is_some())).then_some(s.wamid);
-    let phone = warden_rules::phone::canonicalize(&target.customer_phone).ok();
+    let phone = warden_rules::bsuid::customer_key(&target.customer_phone).ok();
     async {
         let mut error = explanation.map(ErrorInfo::from);
         // The same decision the dispatcher takes when this error answers its call.

@@ -14,6 +14,9 @@ use warden_platform::SendRequest;
 pub struct Stored<'a> {
     pub message_id: &'a str,
     pub to: &'a str,
+    /// A BSUID or parent BSUID for a customer whose phone is unknown: sent as `recipient`
+    /// instead of `to`.
+    pub recipient: Option<&'a str>,
     pub content: &'a serde_json::Value,
     pub template_name: Option<&'a str>,
     pub template_locale: Option<&'a str>,
@@ -63,6 +66,10 @@ pub fn build(m: &Stored<'_>) -> Result<SendRequest, ContentError> {
         // Stored in the platform's shape already: only `to` is added.
         SendKind::Rich(rich) => SendRequest::rich(m.to, &rich.to_json()),
     };
+    let req = match m.recipient {
+        Some(bsuid) => req.to_recipient(bsuid),
+        None => req,
+    };
     Ok(req.with_callback_data(m.message_id))
 }
 
@@ -75,6 +82,7 @@ mod tests {
         Stored {
             message_id: "m-1",
             to: "628123456789",
+            recipient: None,
             content,
             template_name: None,
             template_locale: None,

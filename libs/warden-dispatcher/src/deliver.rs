@@ -403,6 +403,21 @@ async fn send(ctx: &Ctx, row: DeliveryRow) -> Verdict {
             return ctx.held("database", Duration::from_secs(2));
         }
     }
+    // 2c. Addressed to the phone when known, else to the parent BSUID or the BSUID.
+    let recipient = match warden_core::customer_identity::send_address_on(
+        &ctx.pg,
+        &row.customer_phone,
+    )
+    .await
+    {
+        Ok(warden_core::customer_identity::Address::Phone(_)) => None,
+        Ok(warden_core::customer_identity::Address::Recipient(r)) => Some(r),
+        Err(e) => {
+            ctx.pair.release(&row.customer_phone, &holder).await;
+            tracing::warn!(error = %e, "cannot read the recipient's BSUID; trying again shortly");
+            return ctx.held("database", Duration::from_secs(2));
+        }
+    };
     // 3. Claim: only the replica whose conditional update wins may call the platform.
     // Measured from before the claim: the lease can only be longer than this count.
     let claim_started = Instant::now();
@@ -424,6 +439,7 @@ async fn send(ctx: &Ctx, row: DeliveryRow) -> Verdict {
     let request = match body::build(&Stored {
         message_id: &holder,
         to: &row.customer_phone,
+        recipient: recipient.as_deref(),
         content: &row.content,
         template_name: row.template_name.as_deref(),
         template_locale: row.template_locale.as_deref(),

@@ -243,7 +243,7 @@ impl Args {
         }
         let raw = self.string(
             key,
-            "the customer's phone number with country code, e.g. +6281234567890",
+            "the customer's phone number with country code (e.g. +6281234567890) or BSUID (e.g. US.13491208655302741918)",
         )?;
         parse_phone(key, &raw)
     }
@@ -330,15 +330,26 @@ pub fn check_language(key: &str, value: &str) -> ToolResult<()> {
     ))
 }
 
+/// A customer: a phone number in any accepted spelling, or a BSUID (`CC.` + letters and
+/// digits, or `CC.ENT.` + ... for a parent BSUID). Returns the key as given (a BSUID is
+/// mapped to its customer by the core).
 pub fn parse_phone(key: &str, raw: &str) -> ToolResult<PhoneNumber> {
-    warden_rules::phone::canonicalize(raw).map_err(|e| {
-        ToolError::invalid(
+    warden_rules::bsuid::customer_key(raw).map_err(|e| match e {
+        warden_rules::bsuid::CustomerIdError::Bsuid(e) => ToolError::invalid(
+            format!("The parameter `{key}` is not a valid BSUID: {}.", detail(e)),
+            format!(
+                "Pass `{key}` as a BSUID like US.13491208655302741918 (or US.ENT.… for a parent BSUID), or as a phone number with the country code."
+            ),
+        ),
+        warden_rules::bsuid::CustomerIdError::Phone(e) => ToolError::invalid(
             format!(
                 "The parameter `{key}` is not a valid phone number: {}.",
                 detail(e)
             ),
-            format!("Pass `{key}` with the country code, e.g. +6281234567890 or 6281234567890."),
-        )
+            format!(
+                "Pass `{key}` with the country code, e.g. +6281234567890 or 6281234567890, or as a BSUID like US.13491208655302741918."
+            ),
+        ),
     })
 }
 

@@ -23,6 +23,10 @@ pub mod code {
     pub const CAMPAIGN_TERMINAL_STATE: &str = "CAMPAIGN_TERMINAL_STATE";
     pub const INVALID_STATE_TRANSITION: &str = "INVALID_STATE_TRANSITION";
     pub const CONVERSATION_ACTIVE: &str = "CONVERSATION_ACTIVE";
+    /// The calling agent lacks the scope the tool needs (or its guardrails forbid it).
+    pub const FORBIDDEN: &str = "FORBIDDEN";
+    /// The calling agent spent one of its guardrail limits; `retry_after_secs` says when.
+    pub const RATE_LIMITED: &str = "RATE_LIMITED";
 }
 
 /// A refused or failed tool call.
@@ -31,7 +35,8 @@ pub struct ToolError {
     pub code: String,
     pub message: String,
     pub suggested_action: String,
-    /// UNAVAILABLE after a database conflict that persisted: when to try again.
+    /// When to try again: UNAVAILABLE after a database conflict that persisted, or a refusal
+    /// that lifts by itself (quiet hours, a platform limit).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub retry_after_secs: Option<u64>,
 }
@@ -78,13 +83,30 @@ impl ToolError {
         err
     }
 
+    /// FORBIDDEN: `agent` may not call `tool` without `scope`.
+    pub fn forbidden(tool: &str, agent: &str, scope: crate::caller::Scope) -> Self {
+        Self::new(
+            code::FORBIDDEN,
+            format!(
+                "Agent {} may not call {tool}: it needs the `{scope}` scope.",
+                echo(agent)
+            ),
+            format!(
+                "Ask an operator to grant the `{scope}` scope (warden-admin agents update), or use a tool your scopes allow (tools/list shows them)."
+            ),
+        )
+    }
+
     /// A compliance refusal, in the decision's own words.
     pub fn refusal(d: &Decision) -> Self {
-        Self::new(
+        let mut err = Self::new(
             d.reason_code.as_str(),
             d.human_explanation.clone(),
             d.suggested_action.clone(),
-        )
+        );
+        // The refusal lifts by itself then (quiet hours end, a platform limit frees).
+        err.retry_after_secs = d.retry_after_secs(chrono::Utc::now());
+        err
     }
 
     /// TEMPLATE_NOT_APPROVED: template `name` (`locale`) is `status`, so `consequence`.
@@ -186,9 +208,10 @@ impl From<SendError> for ToolError {
                 message,
                 retry_after_secs,
             } => ToolError::busy(message, *retry_after_secs),
-            SendError::Refused(d) | SendError::RefusedRecorded { decision: d, .. } => {
-                ToolError::refusal(d)
-            }
+            SendError::Refused(d)
+            | SendError::RefusedRecorded { decision: d, .. }
+            | SendError::Held { decision: d, .. }
+            | SendError::CampaignPaused(d) => ToolError::refusal(d),
             SendError::TemplateNotFound { name, locale } => {
                 ToolError::not_found(no_template_message(name, locale), err.suggested_action())
             }
@@ -208,6 +231,11 @@ impl From<SendError> for ToolError {
                 err.suggested_action(),
             ),
             SendError::InvalidArgument(m) => ToolError::invalid(detail(m), err.suggested_action()),
+            SendError::Guardrail(r) => {
+                let mut e = ToolError::new(r.code, r.message.clone(), r.suggested_action.clone());
+                e.retry_after_secs = r.retry_after_secs;
+                e
+            }
         }
     }
 }
@@ -272,5 +300,29 @@ pub fn upstream(
             format!("The platform client is misconfigured: {}", detail(m)),
             "Ask an operator to check PLATFORM_API_URL and the platform settings.",
         ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use warden_rules::compliance::ReasonCode;
+
+    #[test]
+    fn a_refusal_that_lifts_by_itself_says_when() {
+        let mut d = Decision {
+            allowed: false,
+            reason_code: ReasonCode::PolicyRestriction,
+            human_explanation: "quiet".into(),
+            suggested_action: "wait".into(),
+            policy_id: Some("quiet".into()),
+            retry_at: None,
+            hold: false,
+        };
+        assert_eq!(ToolError::refusal(&d).retry_after_secs, None);
+        d.retry_at = Some(chrono::Utc::now() + chrono::TimeDelta::seconds(600));
+        let secs = ToolError::refusal(&d).retry_after_secs.unwrap();
+        assert!((590..=600).contains(&secs), "{secs}");
+        assert_eq!(ToolError::refusal(&d).code, "POLICY_RESTRICTION");
     }
 }

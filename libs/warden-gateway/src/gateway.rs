@@ -8,16 +8,34 @@ use warden_core::Core;
 use warden_platform::PlatformClient;
 use warden_stream::Hints;
 
+use crate::caller::Caller;
 use crate::subscriptions::Subscriptions;
-
-/// Who the gateway's audit rows and sends are attributed to.
-pub const ACTOR: &str = "mcp-gateway";
 
 pub(crate) struct Inner {
     pub core: Core,
     pub platform: PlatformClient,
     /// Where conversation hints arrive (NATS), for each session's subscriptions.
     pub hints: Option<Hints>,
+}
+
+/// The caller of the request being served, and the name its writes are recorded as.
+#[derive(Clone)]
+pub(crate) struct Acting {
+    pub caller: Caller,
+    pub actor: &'static str,
+}
+
+impl Acting {
+    pub fn new(caller: Caller) -> Acting {
+        let actor = warden_core::agents::intern(&caller.agent);
+        Acting { caller, actor }
+    }
+}
+
+tokio::task_local! {
+    /// Set around each tool call ([`crate::server`]) so handlers attribute their writes
+    /// to the calling agent without threading it through every signature.
+    static ACTING: Acting;
 }
 
 /// The MCP server. Cheap to clone; one per session ([`Gateway::for_session`]).
@@ -27,6 +45,8 @@ pub struct Gateway {
     /// Resource subscriptions of this gateway's session (live updates).
     pub(crate) subscriptions: Arc<Subscriptions>,
     pub(crate) tool_router: ToolRouter<Gateway>,
+    /// Who a request without a transport-attached caller is (stdio: every scope).
+    pub(crate) local: Acting,
 }
 
 impl Gateway {
@@ -37,6 +57,7 @@ impl Gateway {
             inner: self.inner.clone(),
             subscriptions: Subscriptions::new(self.inner.hints.clone()),
             tool_router: self.tool_router.clone(),
+            local: self.local.clone(),
         }
     }
 
@@ -46,6 +67,27 @@ impl Gateway {
 
     pub(crate) fn platform(&self) -> &PlatformClient {
         &self.inner.platform
+    }
+
+    /// Act as `caller` when a request carries no caller of its own (stdio, tests).
+    pub fn acting_as(mut self, caller: Caller) -> Gateway {
+        self.local = Acting::new(caller);
+        self
+    }
+
+    /// The caller a request without a transport-attached one acts as.
+    pub fn local_caller(&self) -> &Caller {
+        &self.local.caller
+    }
+
+    /// Run `fut` as `acting` (its writes attributed to that agent).
+    pub(crate) async fn scoped<F: std::future::Future>(acting: Acting, fut: F) -> F::Output {
+        ACTING.scope(acting, fut).await
+    }
+
+    /// The name the current call's writes are recorded as (audit rows, `sent_by`).
+    pub(crate) fn actor(&self) -> &'static str {
+        ACTING.try_with(|a| a.actor).unwrap_or(self.local.actor)
     }
 
     /// How many resource subscriptions are active (tests).

@@ -8,6 +8,7 @@
 //! belongs to the protocol (logs go to stderr through `warden_telemetry`).
 
 pub mod args;
+pub mod auth;
 pub mod caller;
 pub mod error;
 mod gateway;
@@ -21,6 +22,16 @@ mod tools;
 mod util;
 
 pub use gateway::Gateway;
+
+/// The scope a tool needs (README "Remote agents"); unknown tools need `admin`.
+pub fn tool_scope(tool: &str) -> caller::Scope {
+    tools::scopes::required(tool)
+}
+
+/// Whether the scope table names `tool` (a test keeps every tool in it).
+pub fn tool_scope_listed(tool: &str) -> bool {
+    tools::scopes::listed(tool).is_some()
+}
 pub use server::GatewayError;
 
 use anyhow::Context;
@@ -43,6 +54,7 @@ pub async fn run_http(deps: Dependencies) -> anyhow::Result<()> {
     let settings = deps.settings.mcp_http.clone();
     let redis = deps.redis.clone();
     let health = warden_service::admin::postgres_check(deps.pg.clone());
+    let (deps_pg, identity) = (deps.pg.clone(), deps.settings.identity.clone());
     let gateway = Gateway::new(deps)?;
     if settings.auth == McpHttpAuth::None {
         tracing::warn!(
@@ -50,7 +62,7 @@ pub async fn run_http(deps: Dependencies) -> anyhow::Result<()> {
             "MCP_HTTP_AUTH=none: /mcp takes requests without credentials, every caller acting as agent `http` with every scope (loopback only; never in production)"
         );
     }
-    let authenticator = http::authenticator_for(settings.auth);
+    let authenticator = http::authenticator_for(settings.auth, deps_pg, &identity);
     let server = http::HttpServer::bind(gateway, &settings, redis, authenticator, health).await?;
     tracing::info!(
         addr = %server.local_addr()?,

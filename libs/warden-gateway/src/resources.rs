@@ -9,7 +9,6 @@ use rmcp::model::{
     Resource, ResourceContents, ResourceTemplate,
 };
 use warden_core::{Core, CoreError, conversation_view};
-use warden_rules::phone;
 
 pub const INBOX_URI: &str = "warden://inbox";
 const CONVERSATIONS_PREFIX: &str = "warden://conversations/";
@@ -40,7 +39,7 @@ impl ResourceUri {
             ));
         };
         let customer = percent_decode(customer);
-        match phone::canonicalize(&customer) {
+        match warden_rules::bsuid::customer_key(&customer) {
             Ok(p) => Ok(ResourceUri::Conversation(p.digits().to_string())),
             Err(e) => Err(McpError::invalid_params(
                 format!("customer_id in {uri}: {e}"),

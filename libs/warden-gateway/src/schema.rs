@@ -91,7 +91,7 @@ pub struct NoParams {}
 
 #[derive(JsonSchema)]
 pub struct CheckComplianceIn {
-    /// The customer's phone number with country code, e.g. "+6281234567890" (spaces, dashes and a leading + are fine).
+    /// The customer: phone number with country code (e.g. "+6281234567890") or BSUID (e.g. "US.13491208655302741918"); spaces, dashes and a leading + are fine in a phone.
     pub customer_id: String,
     /// What you plan to send: "marketing", "utility", "template" (judged as a utility template) or "service" (free-form text; "text" also works). Case-insensitive.
     pub message_type: String,
@@ -104,7 +104,7 @@ pub struct CheckComplianceIn {
 
 #[derive(JsonSchema)]
 pub struct SendMessageIn {
-    /// Recipient phone number with country code, e.g. "+6281234567890".
+    /// Recipient: phone number with country code (e.g. "+6281234567890") or BSUID (e.g. "US.13491208655302741918").
     pub to: String,
     /// The message body (free-form text, at most 4096 characters).
     pub text: String,
@@ -117,7 +117,7 @@ pub struct SendMessageIn {
 
 #[derive(JsonSchema)]
 pub struct SendTemplateIn {
-    /// Recipient phone number with country code, e.g. "+6281234567890".
+    /// Recipient: phone number with country code (e.g. "+6281234567890") or BSUID (e.g. "US.13491208655302741918").
     pub to: String,
     /// Name of an APPROVED template stored locally (see list_templates); at most 512 characters.
     #[schemars(length(max = 512))]
@@ -144,7 +144,7 @@ pub struct ExplainErrorIn {
 
 #[derive(JsonSchema)]
 pub struct CustomerIn {
-    /// The customer's phone number with country code, e.g. "+6281234567890".
+    /// The customer: phone number with country code (e.g. "+6281234567890") or BSUID (e.g. "US.13491208655302741918").
     pub customer_id: String,
     /// Messaging channel; only "whatsapp" exists and it is the default.
     #[schemars(extend("default" = "whatsapp"))]
@@ -197,7 +197,7 @@ pub struct ListTemplatesIn {
 
 #[derive(JsonSchema)]
 pub struct ReplyCustomerIn {
-    /// The customer's phone number with country code, e.g. "+6281234567890".
+    /// The customer: phone number with country code (e.g. "+6281234567890") or BSUID (e.g. "US.13491208655302741918").
     pub customer_id: String,
     /// The reply text (free-form, at most 4096 characters).
     pub message_text: String,
@@ -226,7 +226,7 @@ pub struct SyncTemplateIn {
 
 #[derive(JsonSchema)]
 pub struct ScheduleMessageIn {
-    /// The customer's phone number with country code, e.g. "+6281234567890".
+    /// The customer: phone number with country code (e.g. "+6281234567890") or BSUID (e.g. "US.13491208655302741918").
     pub customer_id: String,
     /// "marketing", "utility", "service" (free-form text) or "template" (judged by the template's category). Case-insensitive.
     pub message_type: String,
@@ -355,6 +355,11 @@ pub struct SendOut {
     pub status: String,
     pub message_id: String,
     pub customer_id: String,
+    /// The customer's phone digits; null when it is known by BSUID only.
+    pub phone: Option<String>,
+    /// The BSUID when the customer is known by it only (see get_customer_context).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub bsuid: Option<String>,
     pub channel: String,
     /// True when an earlier call with the same idempotency_key created this message and
     /// nothing new was sent.
@@ -373,6 +378,8 @@ impl SendOut {
             status: accepted.status.to_string(),
             message_id: accepted.message_id.to_string(),
             customer_id: phone.digits().to_string(),
+            phone: phone.phone_digits().map(str::to_owned),
+            bsuid: phone.bsuid().map(str::to_owned),
             channel: channel.to_string(),
             replayed: accepted.replayed,
         }
@@ -462,9 +469,35 @@ pub struct Eligibility {
     pub service: Eligible,
 }
 
+/// A customer's identifiers: `customer_id` is its key (the phone digits when known, else
+/// the BSUID); `username` is display only.
+#[derive(Serialize, JsonSchema, Default)]
+pub struct CustomerIds {
+    /// Canonical phone digits; null for a customer known by BSUID only.
+    pub phone: Option<String>,
+    /// Business-scoped user ID, e.g. US.13491208655302741918.
+    pub bsuid: Option<String>,
+    /// Parent BSUID (CC.ENT.…) when the business's portfolios are linked.
+    pub parent_bsuid: Option<String>,
+    pub username: Option<String>,
+}
+
+impl From<warden_core::customer_identity::Identifiers> for CustomerIds {
+    fn from(i: warden_core::customer_identity::Identifiers) -> Self {
+        CustomerIds {
+            phone: i.phone,
+            bsuid: i.bsuid,
+            parent_bsuid: i.parent_bsuid,
+            username: i.username,
+        }
+    }
+}
+
 #[derive(Serialize, JsonSchema)]
 pub struct CustomerContextOut {
     pub customer_id: String,
+    #[serde(flatten)]
+    pub ids: CustomerIds,
     pub channel: String,
     /// False when Warden has never seen this customer (defaults are shown).
     pub known_customer: bool,
@@ -520,6 +553,9 @@ pub struct DeliveryOut {
     /// Present when status is failed.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<ErrorObj>,
+    /// The agent (or Warden service) that asked for the message; null for inbound
+    /// messages and for messages sent before attribution was recorded.
+    pub sent_by: Option<String>,
 }
 
 #[derive(Serialize, JsonSchema)]
@@ -738,6 +774,24 @@ pub struct AccountQualityOut {
     pub phone_number_id: String,
     pub display_phone_number: Option<String>,
     pub throughput_level: Option<String>,
+    /// The business portfolio's messaging limit as Warden enforces it, and its use.
+    pub messaging_limit: MessagingLimitOut,
+}
+
+/// Unique customers reached by business-initiated messages (templates sent while the
+/// customer's care window was closed) in the rolling 24 hours, shared by every number.
+#[derive(Serialize, JsonSchema)]
+pub struct MessagingLimitOut {
+    /// Customers reached in the rolling 24 hours (counted when Warden accepts the message).
+    pub used: i64,
+    /// "250", "2000", "10000", "100000", "UNLIMITED", or "UNKNOWN" (not learnt yet: not enforced).
+    pub limit: String,
+    /// Where the limit was learnt: get_account_quality, phone_number_quality_update, business_capability_update or unknown.
+    pub source: String,
+    /// When the oldest counted customer leaves the window (RFC 3339), if any.
+    pub frees_at: Option<String>,
+    /// Customers held from marketing for 24 hours after the platform's per-user marketing limit (error 131049).
+    pub marketing_limited_customers_24h: i64,
 }
 
 #[derive(Serialize, JsonSchema)]

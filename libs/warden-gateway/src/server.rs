@@ -2,26 +2,31 @@
 
 use std::sync::Arc;
 
+use rmcp::handler::server::tool::ToolCallContext;
 #[allow(deprecated)]
 use rmcp::model::{
-    ErrorData as McpError, Implementation, ListResourceTemplatesResult, ListResourcesResult,
-    PaginatedRequestParams, ReadResourceRequestParams, ReadResourceResponse, ServerCapabilities,
-    ServerConfig, SetLevelRequestParams, SubscribeRequestParams, SubscriptionFilter,
-    UnsubscribeRequestParams,
+    CacheScope, CallToolRequestParams, CallToolResponse, ErrorData as McpError, Implementation,
+    ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, PaginatedRequestParams,
+    ProtocolVersion, ReadResourceRequestParams, ReadResourceResponse, ResultType,
+    ServerCapabilities, ServerConfig, SetLevelRequestParams, SubscribeRequestParams,
+    SubscriptionFilter, UnsubscribeRequestParams,
 };
-use rmcp::service::{RequestContext, SubscriptionContext};
+use rmcp::service::{NotificationContext, RequestContext, SubscriptionContext};
 use rmcp::{RoleServer, ServerHandler, tool_handler};
 use warden_core::Core;
 use warden_platform::PlatformError;
 use warden_service::Dependencies;
 
-use crate::gateway::{ACTOR, Gateway, Inner};
+use crate::caller::{Caller, Scope};
+use crate::error::ToolError;
+use crate::gateway::{Acting, Gateway, Inner};
+use crate::http::session_subscriptions::{self, restored_session, session_of};
 use crate::resources::{self, ResourceUri};
 use crate::subscriptions::Subscriptions;
 
 const INSTRUCTIONS: &str = "Warden checks, sends, schedules and monitors WhatsApp business messages while enforcing \
 the platform's rules (24-hour care window, opt-outs, frequency caps, approved templates) and the business's policies. \
-Customers are identified by phone number with country code. Before messaging, call check_compliance (or \
+Customers are identified by phone number with country code, or by business-scoped user ID (BSUID, e.g. US.13491208655302741918) when the phone is hidden. Before messaging, call check_compliance (or \
 get_customer_context for the full picture). Inside an open care window use reply_customer or send_message; outside \
 it use send_template with an APPROVED template. Every failure is a result with isError and \
 {\"error\": {\"code\", \"message\", \"suggested_action\"}}: follow suggested_action.";
@@ -42,7 +47,9 @@ impl Gateway {
         let platform = warden_service::platform::client(p, None).map_err(GatewayError::Platform)?;
         let hints = deps.stream.as_ref().map(|s| s.hints.clone());
         let subscriptions = Subscriptions::new(hints.clone());
-        let core = Core::new(deps, ACTOR);
+        // stdio is local and unauthenticated: it acts as MCP_AGENT (default `stdio`).
+        let local = Acting::new(Caller::local(deps.settings.identity.agent.clone()));
+        let core = Core::new(deps, local.actor);
         Ok(Gateway {
             inner: Arc::new(Inner {
                 core,
@@ -59,7 +66,33 @@ impl Gateway {
                 + Self::listen_tools()
                 + Self::rich_tools()
                 + Self::media_tools(),
+            local,
         })
+    }
+
+    /// The caller of this request: the one the HTTP transport attached, else the local one.
+    fn acting(&self, context: &RequestContext<RoleServer>) -> Acting {
+        match Caller::of_request(context) {
+            Some(caller) => Acting::new(caller),
+            None => self.local.clone(),
+        }
+    }
+}
+
+/// A JSON-RPC error for a resource request outside the caller's scopes (resources are not
+/// tools, so there is no tool envelope to answer in).
+fn resource_forbidden(agent: &str, scope: Scope) -> McpError {
+    McpError::invalid_request(
+        format!("FORBIDDEN: agent `{agent}` needs the `{scope}` scope for resources"),
+        Some(serde_json::json!({"code": "FORBIDDEN", "scope": scope.as_str()})),
+    )
+}
+
+fn need_read(acting: &Acting) -> Result<(), McpError> {
+    if acting.caller.may(Scope::Read) {
+        Ok(())
+    } else {
+        Err(resource_forbidden(&acting.caller.agent, Scope::Read))
     }
 }
 
@@ -85,19 +118,73 @@ impl ServerHandler for Gateway {
         .with_instructions(INSTRUCTIONS)
     }
 
+    /// Only the tools the caller's scopes allow.
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, McpError> {
+        let caller = self.acting(&context).caller;
+        let everything = Scope::ALL.iter().all(|s| caller.may(*s));
+        let tools = self
+            .tool_router
+            .list_all()
+            .into_iter()
+            .filter(|t| caller.may(crate::tools::scopes::required(&t.name)))
+            .collect();
+        let supports_cache_hints = context
+            .protocol_version()
+            .is_some_and(|version| version >= ProtocolVersion::V_2026_07_28);
+        Ok(ListToolsResult {
+            result_type: Some(ResultType::COMPLETE),
+            tools,
+            meta: None,
+            next_cursor: None,
+            ttl_ms: supports_cache_hints.then_some(0),
+            // A list filtered by the caller's scopes is that caller's own.
+            cache_scope: supports_cache_hints.then_some(if everything {
+                CacheScope::Public
+            } else {
+                CacheScope::Private
+            }),
+        })
+    }
+
+    /// A tool outside the caller's scopes answers FORBIDDEN; any other runs as the caller.
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, McpError> {
+        let acting = self.acting(&context);
+        let scope = crate::tools::scopes::required(&request.name);
+        if self.tool_router.get(&request.name).is_some() && !acting.caller.may(scope) {
+            tracing::info!(agent = %acting.caller.agent, tool = %request.name, %scope, "tool call outside the caller's scopes");
+            return Ok(
+                ToolError::forbidden(&request.name, &acting.caller.agent, scope)
+                    .into_result()
+                    .into(),
+            );
+        }
+        let call = ToolCallContext::new(self, request, context);
+        Gateway::scoped(acting, self.tool_router.call(call)).await
+    }
+
     async fn list_resources(
         &self,
         _request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ListResourcesResult, McpError> {
+        need_read(&self.acting(&context))?;
         Ok(resources::list())
     }
 
     async fn read_resource(
         &self,
         request: ReadResourceRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, McpError> {
+        need_read(&self.acting(&context))?;
         let target = ResourceUri::parse(&request.uri)?;
         Ok(resources::read(self.core(), &request.uri, &target)
             .await?
@@ -107,8 +194,9 @@ impl ServerHandler for Gateway {
     async fn list_resource_templates(
         &self,
         _request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ListResourceTemplatesResult, McpError> {
+        need_read(&self.acting(&context))?;
         Ok(resources::templates())
     }
 
@@ -130,22 +218,61 @@ impl ServerHandler for Gateway {
         request: SubscribeRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<(), McpError> {
+        need_read(&self.acting(&context))?;
         let target = ResourceUri::parse(&request.uri)?;
         self.subscriptions
             .subscribe(&request.uri, target, context.peer.clone())
             .await
-            .map_err(|e| McpError::internal_error(e.to_string(), None))
+            .map_err(|e| McpError::internal_error(e.to_string(), None))?;
+        // Over HTTP the session may move to another replica: it subscribes again there.
+        if let (Some(redis), Some(session)) = (self.core().redis(), session_of(&context))
+            && let Err(e) = session_subscriptions::remember(redis, &session, &request.uri).await
+        {
+            tracing::warn!(error = %e, "could not record a session's subscription in Redis; it stays on this replica");
+        }
+        Ok(())
     }
 
     #[allow(deprecated)]
     async fn unsubscribe(
         &self,
         request: UnsubscribeRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<(), McpError> {
         let target = ResourceUri::parse(&request.uri)?;
         self.subscriptions.unsubscribe(&target);
+        if let (Some(redis), Some(session)) = (self.core().redis(), session_of(&context))
+            && let Err(e) = session_subscriptions::forget(redis, &session, &request.uri).await
+        {
+            tracing::warn!(error = %e, "could not drop a session's subscription from Redis");
+        }
         Ok(())
+    }
+
+    /// A legacy HTTP session restored on this replica: subscribe it again to what it had.
+    async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
+        let (Some(redis), Some(session)) = (self.core().redis(), restored_session(&context)) else {
+            return;
+        };
+        let uris = match session_subscriptions::recall(redis, &session).await {
+            Ok(uris) => uris,
+            Err(e) => {
+                tracing::warn!(error = %e, "could not read a restored session's subscriptions");
+                return;
+            }
+        };
+        for uri in uris {
+            let Ok(target) = ResourceUri::parse(&uri) else {
+                continue;
+            };
+            if let Err(e) = self
+                .subscriptions
+                .subscribe(&uri, target, context.peer.clone())
+                .await
+            {
+                tracing::warn!(error = %e, "could not restore a session's subscription");
+            }
+        }
     }
 
     /// Protocol 2026-07-28 (`subscriptions/listen`): the resource URIs this server serves.
@@ -164,6 +291,7 @@ impl ServerHandler for Gateway {
 
     /// One `subscriptions/listen` request: its resource updates until it is cancelled.
     async fn listen(&self, context: SubscriptionContext) -> Result<(), McpError> {
+        need_read(&self.acting(context.request_context()))?;
         let uris: Vec<(String, ResourceUri)> = context
             .accepted()
             .resource_subscriptions

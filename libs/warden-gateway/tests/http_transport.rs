@@ -1,7 +1,8 @@
 //! `mcp-gateway --http` as built: two replicas behind a client that alternates between
 //! them, in both protocol revisions; the refusals (Origin, header/body mismatch,
-//! unsupported version, authentication off only on loopback, no credentials → 401 with
-//! nothing run); `/health` and `/metrics`.
+//! unsupported version, authentication off only on loopback, no or bad credentials → 401
+//! with nothing run); API keys acting within their scopes; OAuth mode's protected resource
+//! metadata; `/health` and `/metrics`.
 
 mod common;
 mod http_support;
@@ -9,6 +10,7 @@ mod http_support;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
+use futures::StreamExt;
 use http_support::*;
 use serde_json::{Value, json};
 use warden_test_support::procs;
@@ -259,46 +261,104 @@ async fn refusals_and_process_endpoints() {
     assert_eq!(missing.status(), 404);
 }
 
+/// A 2026-07-28 `tools/call` of `name` with `authorization` (when given).
+async fn call_as(gw: &GatewayProc, authorization: Option<&str>, name: &str, args: Value) -> Answer {
+    let mut headers = vec![
+        ("mcp-protocol-version", V_NEW),
+        ("mcp-method", "tools/call"),
+        ("mcp-name", name),
+    ];
+    if let Some(a) = authorization {
+        headers.push(("authorization", a));
+    }
+    let mut params = json!({"name": name, "arguments": args});
+    params["_meta"] = meta_new();
+    post(
+        &gw.url(),
+        &headers,
+        &json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params}),
+    )
+    .await
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn authentication_on_refuses_every_request_until_an_authenticator_exists() {
+async fn api_keys_authenticate_and_scope_every_request() {
     let db = common::prepared_db().await;
     let settings = common::settings_for(&db, &common::Opts::default()).await;
+    let pool = warden_store::connect(&settings.database, 1, Duration::from_secs(10))
+        .await
+        .unwrap();
+    let reader = warden_core::agents::create(
+        &pool,
+        "reader-bot",
+        vec!["read".into()],
+        Default::default(),
+        "test",
+    )
+    .await
+    .unwrap();
     // The default (api_key), as an operator would start it.
     let gw = GatewayProc::start(&settings, &[("MCP_HTTP_AUTH", "api_key")]);
     let phone = common::phone();
-    let send = json!({"name": "send_message", "arguments": {"to": phone, "text": "hello"}});
-    for auth in [None, Some("Bearer wk_made_up"), Some("Basic Zm9vOmJhcg==")] {
-        let mut headers = vec![
-            ("mcp-protocol-version", V_NEW),
-            ("mcp-method", "tools/call"),
-            ("mcp-name", "send_message"),
-        ];
-        if let Some(a) = auth {
-            headers.push(("authorization", a));
-        }
-        let mut params = send.clone();
-        params["_meta"] = meta_new();
-        let r = post(
-            &gw.url(),
-            &headers,
-            &json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params}),
-        )
-        .await;
+    let send = json!({"to": phone, "text": "hello"});
+    for auth in [None, Some("Bearer wdn_made_up"), Some("Basic Zm9vOmJhcg==")] {
+        let r = call_as(&gw, auth, "send_message", send.clone()).await;
         assert_eq!(r.status, 401, "{auth:?}: {}", r.text);
-        assert!(r.headers.get("www-authenticate").is_some());
+        let challenge = r.headers.get("www-authenticate").unwrap().to_str().unwrap();
+        assert!(challenge.starts_with("Bearer "), "{challenge}");
     }
     let init = post(&gw.url(), &[], &json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
         "protocolVersion": V_LEGACY, "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}})).await;
     assert_eq!(init.status, 401);
-    assert!(
-        gw.log().contains("not available in this build"),
-        "{}",
-        gw.log()
-    );
-    // Nothing ran: no message row, no audit row for this customer.
-    let pool = warden_store::connect(&settings.database, 1, Duration::from_secs(10))
+    // 1,000 unauthenticated sends, 16 at a time: every one 401 (counted below: nothing ran).
+    let statuses: Vec<u16> = futures::stream::iter(0..1000)
+        .map(|i| {
+            let (gw, send) = (&gw, send.clone());
+            async move {
+                let bad = format!("Bearer wdn_{i:016x}");
+                call_as(
+                    gw,
+                    (i % 2 == 0).then_some(bad.as_str()),
+                    "send_message",
+                    send,
+                )
+                .await
+                .status
+            }
+        })
+        .buffer_unordered(16)
+        .collect()
+        .await;
+    assert!(statuses.iter().all(|s| *s == 401), "{statuses:?}");
+
+    // A valid key acts as its agent, within its scopes.
+    let bearer = format!("Bearer {}", reader.key);
+    let checked = call_as(
+        &gw,
+        Some(&bearer),
+        "check_compliance",
+        check(&phone)["arguments"].clone(),
+    )
+    .await;
+    assert_eq!(checked.status, 200, "{}", checked.text);
+    assert!(tool_ok(&checked.response(1)).get("allowed").is_some());
+    let refused = call_as(&gw, Some(&bearer), "send_message", send.clone()).await;
+    assert_eq!(refused.status, 200, "{}", refused.text);
+    let result = &refused.response(1)["result"];
+    assert_eq!(result["isError"], true, "{result}");
+    assert!(result.to_string().contains("FORBIDDEN"), "{result}");
+    // OAuth is not configured: no protected resource metadata.
+    let metadata = http_client()
+        .get(format!(
+            "{}/.well-known/oauth-protected-resource",
+            gw.base()
+        ))
+        .send()
         .await
         .unwrap();
+    assert_eq!(metadata.status(), 404);
+
+    // Nothing ran for the refused sends: no message row.
     let mut conn = pool.get().await.unwrap();
     use diesel::prelude::*;
     use diesel_async::RunQueryDsl;
@@ -312,6 +372,74 @@ async fn authentication_on_refuses_every_request_until_an_authenticator_exists()
         .await
         .unwrap();
     assert_eq!(n.n, 0);
+    let audits: N = diesel::sql_query(
+        "SELECT count(*) AS n FROM audit_logs WHERE actor NOT IN ('test', 'reader-bot')",
+    )
+    .get_result(&mut conn)
+    .await
+    .unwrap();
+    assert_eq!(
+        audits.n, 0,
+        "only the agent's creation and its own calls are audited"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn oauth_mode_serves_resource_metadata_and_refuses_api_keys() {
+    let db = common::prepared_db().await;
+    let settings = common::settings_for(&db, &common::Opts::default()).await;
+    let pool = warden_store::connect(&settings.database, 1, Duration::from_secs(10))
+        .await
+        .unwrap();
+    let agent = warden_core::agents::create(
+        &pool,
+        "keyed-bot",
+        vec!["read".into()],
+        Default::default(),
+        "test",
+    )
+    .await
+    .unwrap();
+    let gw = GatewayProc::start(
+        &settings,
+        &[
+            ("MCP_HTTP_AUTH", "oauth"),
+            ("MCP_OAUTH_ISSUER", "https://issuer.warden.test"),
+            ("MCP_OAUTH_AUDIENCE", "https://warden.test/mcp"),
+        ],
+    );
+    let metadata: Value = http_client()
+        .get(format!(
+            "{}/.well-known/oauth-protected-resource",
+            gw.base()
+        ))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(metadata["resource"], "https://warden.test/mcp");
+    assert_eq!(
+        metadata["authorization_servers"],
+        json!(["https://issuer.warden.test"])
+    );
+    // Tokens only: even a valid API key is refused, and the challenge points at the metadata.
+    let r = call_as(
+        &gw,
+        Some(&format!("Bearer {}", agent.key)),
+        "check_compliance",
+        check(&common::phone())["arguments"].clone(),
+    )
+    .await;
+    assert_eq!(r.status, 401, "{}", r.text);
+    let challenge = r.headers.get("www-authenticate").unwrap().to_str().unwrap();
+    assert!(
+        challenge.contains(
+            "resource_metadata=\"https://warden.test/.well-known/oauth-protected-resource\""
+        ),
+        "{challenge}"
+    );
 }
 
 #[tokio::test]
@@ -332,4 +460,62 @@ async fn no_authentication_is_refused_off_loopback() {
         stderr.contains("MCP_HTTP_AUTH") && stderr.contains("loopback"),
         "{stderr}"
     );
+}
+
+/// 2025-11-25: a session subscribed on replica A opens its `GET /mcp` stream on replica B,
+/// which never saw it; B restores the session and its subscriptions (Redis), so the
+/// resource updates arrive on B's stream.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_legacy_sessions_subscriptions_follow_it_to_another_replica() {
+    let db = common::prepared_db().await;
+    let settings = common::settings_for(&db, &common::Opts::default()).await;
+    let (a, b) = (
+        GatewayProc::start(&settings, &[]),
+        GatewayProc::start(&settings, &[]),
+    );
+    let session = initialize_legacy(&a.url()).await;
+    let sub = post_legacy(
+        &a.url(),
+        &session,
+        json!({"jsonrpc": "2.0", "id": 2, "method": "resources/subscribe", "params": {"uri": "warden://inbox"}}),
+    )
+    .await;
+    assert!(sub.response(2)["error"].is_null(), "{}", sub.text);
+
+    let mut stream = http_client()
+        .get(b.url())
+        .header("accept", "text/event-stream")
+        .header("mcp-protocol-version", V_LEGACY)
+        .header("mcp-session-id", &session)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(stream.status(), 200, "{}", b.log());
+    let hints = warden_stream::Hints::connect(&settings, Duration::from_secs(10))
+        .await
+        .unwrap();
+    let customer = common::phone();
+    // Hints until B's stream carries the update: B subscribes while it restores the
+    // session, which may finish just after the stream opened.
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    let mut seen = String::new();
+    loop {
+        hints
+            .publish(&customer, warden_stream::HintKind::Inbound)
+            .await;
+        hints.flush(Duration::from_secs(5)).await.unwrap();
+        match tokio::time::timeout(Duration::from_millis(500), stream.chunk()).await {
+            Ok(Ok(Some(chunk))) => seen.push_str(&String::from_utf8_lossy(&chunk)),
+            Ok(Ok(None)) | Ok(Err(_)) => panic!("B's stream ended: {seen}\n{}", b.log()),
+            Err(_) => {}
+        }
+        if seen.contains("notifications/resources/updated") && seen.contains("warden://inbox") {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no update on B's stream within 30 s: {seen}\n{}",
+            b.log()
+        );
+    }
 }

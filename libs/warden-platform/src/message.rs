@@ -15,8 +15,20 @@ pub struct SendRequest {
     pub messaging_product: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub recipient_type: Option<String>,
-    #[serde(default, deserialize_with = "lenient::string")]
+    /// The phone number; empty (and not sent) when addressed by `recipient`.
+    #[serde(
+        default,
+        deserialize_with = "lenient::string",
+        skip_serializing_if = "String::is_empty"
+    )]
     pub to: String,
+    /// A BSUID or parent BSUID, for a user whose phone is unknown (`to` wins when both).
+    #[serde(
+        default,
+        deserialize_with = "lenient::opt_string",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub recipient: Option<String>,
     #[serde(rename = "type", default)]
     pub kind: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -42,6 +54,7 @@ impl SendRequest {
             messaging_product: MESSAGING_PRODUCT.to_owned(),
             recipient_type: Some("individual".to_owned()),
             to: to.into(),
+            recipient: None,
             kind: kind.to_owned(),
             text: None,
             template: None,
@@ -124,6 +137,13 @@ impl SendRequest {
             }),
             ..Self::base(to, "template")
         }
+    }
+
+    /// Addressed by BSUID (`recipient`) instead of phone (`to`).
+    pub fn to_recipient(mut self, bsuid: impl Into<String>) -> Self {
+        self.to.clear();
+        self.recipient = Some(bsuid.into());
+        self
     }
 
     /// Sets `biz_opaque_callback_data` (Warden puts its message_id there).

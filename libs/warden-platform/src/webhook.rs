@@ -21,6 +21,10 @@ pub const FIELD_TEMPLATE_STATUS: &str = "message_template_status_update";
 pub const FIELD_USER_PREFERENCES: &str = "user_preferences";
 /// `field` of phone number quality / limit changes.
 pub const FIELD_QUALITY: &str = "phone_number_quality_update";
+/// `field` of business portfolio capability changes (the messaging limit among them). Not
+/// a [`Change`] variant of its own: it arrives as [`Change::Other`] and is read with
+/// [`BusinessCapabilityUpdate`].
+pub const FIELD_CAPABILITY: &str = "business_capability_update";
 
 /// One webhook POST body. A POST may batch many entries and changes.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -184,21 +188,63 @@ pub struct Metadata {
 pub struct Contact {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub profile: Option<Profile>,
-    #[serde(default, deserialize_with = "lenient::string")]
+    /// The phone number; absent for a user with a username who has not talked with the
+    /// business number lately.
+    #[serde(
+        default,
+        deserialize_with = "lenient::string",
+        skip_serializing_if = "String::is_empty"
+    )]
     pub wa_id: String,
+    /// The business-scoped user ID (`US.1349…`), on every messages webhook since 2026.
+    #[serde(
+        default,
+        deserialize_with = "lenient::opt_string",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub user_id: Option<String>,
+    /// The parent BSUID (`US.ENT.…`) when the business's portfolios are linked.
+    #[serde(
+        default,
+        deserialize_with = "lenient::opt_string",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub parent_user_id: Option<String>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Profile {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub name: Option<String>,
+    /// The user's username (display only: it can change).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub username: Option<String>,
 }
 
 /// A message a customer sent to the business.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct InboundMessage {
-    #[serde(default, deserialize_with = "lenient::string")]
+    /// The sender's phone number; absent (empty) for a phone-less username user.
+    #[serde(
+        default,
+        deserialize_with = "lenient::string",
+        skip_serializing_if = "String::is_empty"
+    )]
     pub from: String,
+    /// The sender's BSUID.
+    #[serde(
+        default,
+        deserialize_with = "lenient::opt_string",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub from_user_id: Option<String>,
+    /// The sender's parent BSUID.
+    #[serde(
+        default,
+        deserialize_with = "lenient::opt_string",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub from_parent_user_id: Option<String>,
     #[serde(default, deserialize_with = "lenient::string")]
     pub id: String,
     /// Unix seconds (a string on the wire).
@@ -245,8 +291,27 @@ pub struct Status {
         serialize_with = "lenient::int_as_string"
     )]
     pub timestamp: i64,
-    #[serde(default, deserialize_with = "lenient::string")]
+    /// The recipient's phone number; absent for a send by BSUID to a phone-less user.
+    #[serde(
+        default,
+        deserialize_with = "lenient::string",
+        skip_serializing_if = "String::is_empty"
+    )]
     pub recipient_id: String,
+    /// The recipient's BSUID.
+    #[serde(
+        default,
+        deserialize_with = "lenient::opt_string",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub recipient_user_id: Option<String>,
+    /// The recipient's parent BSUID.
+    #[serde(
+        default,
+        deserialize_with = "lenient::opt_string",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub recipient_parent_user_id: Option<String>,
     #[serde(
         default,
         deserialize_with = "lenient::opt_string",
@@ -385,6 +450,13 @@ pub struct UserPreferencesValue {
 pub struct UserPreference {
     #[serde(default, deserialize_with = "lenient::string")]
     pub wa_id: String,
+    /// The user's BSUID (the only id of a phone-less user).
+    #[serde(
+        default,
+        deserialize_with = "lenient::opt_string",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub user_id: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub detail: Option<String>,
     /// `marketing_messages`.
@@ -418,6 +490,39 @@ pub struct PhoneNumberQualityUpdate {
         skip_serializing_if = "Option::is_none"
     )]
     pub old_limit: Option<String>,
+}
+
+/// `value` of a `business_capability_update` change.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct BusinessCapabilityUpdate {
+    /// The portfolio's messaging limit: 250, 2000, 10000, 100000, or -1 (unlimited).
+    #[serde(
+        default,
+        deserialize_with = "lenient::opt_int",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub max_daily_conversations_per_business: Option<i64>,
+    /// The same limit under its older name (removed by the platform in 2026-02).
+    #[serde(
+        default,
+        deserialize_with = "lenient::opt_int",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub max_daily_conversation_per_phone: Option<i64>,
+    #[serde(
+        default,
+        deserialize_with = "lenient::opt_int",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub max_phone_numbers_per_business: Option<i64>,
+}
+
+impl BusinessCapabilityUpdate {
+    /// The messaging limit it reports (the new field first), as a number; -1 is unlimited.
+    pub fn messaging_limit(&self) -> Option<i64> {
+        self.max_daily_conversations_per_business
+            .or(self.max_daily_conversation_per_phone)
+    }
 }
 
 #[cfg(test)]

@@ -13,7 +13,7 @@
 use chrono::{DateTime, TimeDelta, Utc};
 use serde::{Deserialize, Serialize};
 
-use crate::phone::{PhoneError, PhoneNumber, canonicalize};
+use crate::phone::PhoneNumber;
 
 /// Which opt-in a recipient must have.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
@@ -83,7 +83,10 @@ pub enum AudienceError {
     #[error("audience_filter: {0}")]
     Shape(String),
     #[error("audience_filter.customer_ids entry {id:?}: {source}")]
-    CustomerId { id: String, source: PhoneError },
+    CustomerId {
+        id: String,
+        source: crate::bsuid::CustomerIdError,
+    },
     #[error("audience_filter.opt_in must be \"marketing\" or \"utility\", got {got:?}")]
     OptIn { got: String },
     #[error("audience_filter.active_within_days must be a non-negative whole number, got {got}")]
@@ -103,8 +106,10 @@ const KEYS: [&str; 5] = [
 /// What a recipient looks like to [`AudienceFilter::matches`].
 #[derive(Debug, Clone, PartialEq)]
 pub struct Candidate<'a> {
-    /// The customer.
+    /// The customer (its key).
     pub phone: &'a PhoneNumber,
+    /// Its other identifiers (BSUID, parent BSUID): `customer_ids` may name it by them.
+    pub aliases: &'a [String],
     /// The customer's tags.
     pub tags: &'a [String],
     /// Opted in to marketing.
@@ -187,10 +192,11 @@ impl AudienceFilter {
             .map_err(|e| AudienceError::Shape(e.to_string()))?;
         let mut customer_ids: Vec<PhoneNumber> = Vec::new();
         for id in raw.customer_ids.unwrap_or_default() {
-            let p = canonicalize(&id).map_err(|source| AudienceError::CustomerId {
-                id: id.clone(),
-                source,
-            })?;
+            let p =
+                crate::bsuid::customer_key(&id).map_err(|source| AudienceError::CustomerId {
+                    id: id.clone(),
+                    source,
+                })?;
             if !customer_ids.contains(&p) {
                 customer_ids.push(p);
             }
@@ -243,7 +249,12 @@ impl AudienceFilter {
         if self.exclude_tags.iter().any(|t| c.tags.contains(t)) {
             return false;
         }
-        if !self.customer_ids.is_empty() && !self.customer_ids.contains(c.phone) {
+        if !self.customer_ids.is_empty()
+            && !self
+                .customer_ids
+                .iter()
+                .any(|id| id == c.phone || c.aliases.iter().any(|a| a.as_str() == id.digits()))
+        {
             return false;
         }
         match self.opt_in {
@@ -291,6 +302,7 @@ impl AudienceFilter {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::phone::canonicalize;
     use chrono::TimeZone;
     use proptest::prelude::*;
 
@@ -382,6 +394,7 @@ mod tests {
         let tags = vec!["vip".to_string()];
         let c = Candidate {
             phone: &phone,
+            aliases: &[],
             tags: &tags,
             opt_in_marketing: true,
             opt_in_utility: false,

@@ -107,6 +107,14 @@ pub struct Decision {
     pub suggested_action: String,
     /// The policy that refused (or that sets the cap that was hit), if any.
     pub policy_id: Option<String>,
+    /// When the refusal lifts by itself (end of quiet hours, end of a platform limit), if
+    /// known: single sends report it as `retry_after_secs`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub retry_at: Option<DateTime<Utc>>,
+    /// Scheduled and campaign messages are held until `retry_at` (then checked again)
+    /// instead of failing.
+    #[serde(skip)]
+    pub hold: bool,
 }
 
 impl Decision {
@@ -122,7 +130,15 @@ impl Decision {
             human_explanation: why,
             suggested_action: action,
             policy_id,
+            retry_at: None,
+            hold: false,
         }
+    }
+
+    /// Whole seconds until `retry_at` from `now` (at least 1), when known.
+    pub fn retry_after_secs(&self, now: DateTime<Utc>) -> Option<u64> {
+        self.retry_at
+            .map(|t| u64::try_from((t - now).num_seconds().max(1)).unwrap_or(1))
     }
 }
 
@@ -213,12 +229,17 @@ pub fn decide(policies: &PolicySet, input: &ComplianceInput) -> Decision {
         if let Some((why, action)) =
             policy.restriction(category, &input.tags, &input.phone, input.now)
         {
-            return Decision::deny(
+            let mut d = Decision::deny(
                 ReasonCode::PolicyRestriction,
                 why,
                 action,
                 Some(policy.id().to_string()),
             );
+            if let crate::policy::Rule::QuietHours(q) = policy.rule() {
+                d.retry_at = q.ends_after(&input.phone, input.now);
+                d.hold = q.holds() && d.retry_at.is_some();
+            }
+            return d;
         }
     }
 
@@ -262,6 +283,8 @@ pub fn decide(policies: &PolicySet, input: &ComplianceInput) -> Decision {
         human_explanation: why,
         suggested_action: action,
         policy_id: None,
+        retry_at: None,
+        hold: false,
     }
 }
 

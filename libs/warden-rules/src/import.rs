@@ -26,7 +26,7 @@
 
 use std::io::{BufRead, BufReader, ErrorKind, Read};
 
-use crate::phone::{PhoneError, PhoneNumber, canonicalize};
+use crate::phone::PhoneNumber;
 
 /// The CSV header, in order.
 pub const CSV_HEADER: [&str; 5] = [
@@ -92,7 +92,10 @@ pub enum RowError {
     #[error("{field} {value:?} is not a boolean; use true/false, 1/0 or yes/no")]
     NotABool { field: String, value: String },
     #[error("customer_id {raw:?}: {source}")]
-    CustomerId { raw: String, source: PhoneError },
+    CustomerId {
+        raw: String,
+        source: crate::bsuid::CustomerIdError,
+    },
     #[error("engagement_score {raw:?} is not a number")]
     ScoreNotANumber { raw: String },
     #[error("engagement_score {value} must be a finite number of at least 0")]
@@ -191,8 +194,9 @@ fn shorten(s: &str) -> String {
     }
 }
 
+/// A phone number or a BSUID (`crate::bsuid::customer_key`).
 fn parse_phone(raw: &str) -> Result<PhoneNumber, RowError> {
-    canonicalize(raw).map_err(|source| RowError::CustomerId {
+    crate::bsuid::customer_key(raw).map_err(|source| RowError::CustomerId {
         raw: shorten(raw),
         source,
     })

@@ -13,6 +13,8 @@
 //! - [`message_status`]: a message's delivery status and how it moves forward.
 //! - [`policy`]: the business policy file (YAML) and its validation.
 //! - [`compliance`]: the decision itself and the frequency-cap status.
+//! - [`platform_limits`]: the portfolio messaging limit and the 131049 marketing hold.
+//! - [`zones`]: a customer's time zone from their number's country (quiet hours).
 //! - [`recheck`]: the dispatcher's last look before the platform call.
 //! - [`safety`]: agent safety (idempotency keys, duplicate guard, allowlist, content filter).
 //! - [`rich`]: media, interactive, location and reaction messages and their limits.
@@ -31,6 +33,7 @@
 #![warn(missing_docs)]
 
 pub mod audience;
+pub mod bsuid;
 pub mod campaign_status;
 pub mod compliance;
 pub mod errors;
@@ -39,6 +42,7 @@ pub mod keywords;
 pub mod kinds;
 pub mod message_status;
 pub mod phone;
+pub mod platform_limits;
 pub mod policy;
 pub mod pricing;
 pub mod recheck;
@@ -51,6 +55,7 @@ pub mod templates;
 pub mod text;
 pub mod throughput;
 pub mod window;
+pub mod zones;
 
 pub use campaign_status::CampaignStatus;
 pub use compliance::{ComplianceInput, Decision, FrequencyStatus, ReasonCode, decide};

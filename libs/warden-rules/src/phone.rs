@@ -77,7 +77,8 @@ pub enum PhoneError {
 /// Only [`canonicalize`] builds one, so holding a `PhoneNumber` proves the digits are valid.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct PhoneNumber {
-    digits: String,
+    // Canonical digits, or a BSUID for a customer known by no phone (`crate::bsuid`).
+    pub(crate) digits: String,
 }
 
 /// Parses any accepted spelling of a phone number into its canonical form.
@@ -156,6 +157,9 @@ impl PhoneNumber {
 
     /// The number with a leading `+`, for display and for the platform API.
     pub fn e164(&self) -> String {
+        if self.is_bsuid() {
+            return self.digits.clone();
+        }
         format!("+{}", self.digits)
     }
 
@@ -165,6 +169,9 @@ impl PhoneNumber {
     /// satellite services, unassigned codes). Pricing falls back to `DEFAULT` then;
     /// see [`PhoneNumber::pricing_country`].
     pub fn country(&self) -> Option<&'static str> {
+        if self.is_bsuid() {
+            return crate::bsuid::country_of(&self.digits);
+        }
         country_for_digits(&self.digits)
     }
 
@@ -177,7 +184,7 @@ impl PhoneNumber {
     /// which is how `country_block` policies match.
     pub fn starts_with_prefix(&self, prefix: &str) -> bool {
         let prefix = prefix.strip_prefix('+').unwrap_or(prefix);
-        !prefix.is_empty() && self.digits.starts_with(prefix)
+        !prefix.is_empty() && !self.is_bsuid() && self.digits.starts_with(prefix)
     }
 }
 
@@ -222,7 +229,7 @@ impl Serialize for PhoneNumber {
 impl<'de> Deserialize<'de> for PhoneNumber {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
         let raw = String::deserialize(deserializer)?;
-        canonicalize(&raw).map_err(serde::de::Error::custom)
+        crate::bsuid::customer_key(&raw).map_err(serde::de::Error::custom)
     }
 }
 
@@ -235,6 +242,11 @@ pub fn country_for_digits(digits: &str) -> Option<&'static str> {
         }
     }
     best.and_then(|(_, c)| c)
+}
+
+/// Every country code the calling-code table names.
+pub(crate) fn known_countries() -> impl Iterator<Item = &'static str> {
+    CALLING_CODES.iter().filter_map(|(_, c)| *c)
 }
 
 /// ITU-T country calling codes (and a few longer prefixes where one code serves

@@ -11,7 +11,8 @@
 //!     enabled: true                # default: true
 //!     start: "20:00"               # quiet_hours: local HH:MM, end exclusive, may cross midnight
 //!     end: "08:00"
-//!     timezone: Asia/Jakarta       # IANA name
+//!     timezone: Asia/Jakarta       # IANA name, or `customer` (from the number's country)
+//!     action: deny                 # deny (default) | hold: scheduled and campaign messages wait
 //!   - id: marketing_cap
 //!     type: frequency_limit        # max accepted messages per customer per rolling window
 //!     max: 2
@@ -134,7 +135,7 @@ pub enum PolicyReason {
     #[error("`{field}` must be a time HH:MM from 00:00 to 23:59 (end may be 24:00), got {text:?}")]
     Clock { field: String, text: String },
     #[error(
-        "unknown timezone {name:?}; use an IANA time zone name such as Asia/Jakarta, Europe/London or UTC"
+        "unknown timezone {name:?}; use an IANA time zone name such as Asia/Jakarta, Europe/London or UTC, or customer (the zone of the customer's country)"
     )]
     Timezone { name: String },
     #[error(
@@ -165,6 +166,8 @@ pub enum PolicyReason {
     Enabled { got: String },
     #[error("`message_types`: {0}")]
     MessageType(String),
+    #[error("`action` must be deny or hold, got {got}")]
+    QuietAction { got: String },
     #[error("`max` must be a whole number of at least 1, got {got}")]
     Max { got: String },
     /// An agent-safety policy's own reason (see `crate::safety`).
@@ -214,7 +217,7 @@ impl PolicyType {
     /// The fields only this type has.
     fn own_fields(self) -> &'static [&'static str] {
         match self {
-            Self::QuietHours => &["start", "end", "timezone"],
+            Self::QuietHours => &["start", "end", "timezone", "action"],
             Self::FrequencyLimit => &["max", "window"],
             Self::TagExclusion => &["tags"],
             Self::CountryBlock => &["prefixes"],
@@ -264,20 +267,150 @@ impl FromStr for PolicyType {
 pub struct QuietHours {
     start: u16,
     end: u16,
-    timezone: Tz,
+    timezone: QuietZone,
+    action: QuietAction,
+}
+
+/// Whose clock quiet hours are read on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum QuietZone {
+    /// One IANA zone for every customer.
+    Fixed(Tz),
+    /// `timezone: customer`: the zone of the customer's country ([`crate::zones`]).
+    Customer,
+}
+
+/// What quiet hours do to a message that falls inside them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum QuietAction {
+    /// Refuse it (single sends, scheduled and campaign messages alike).
+    #[default]
+    Deny,
+    /// Scheduled and campaign messages wait until the quiet period ends (then are checked
+    /// again); single sends are still refused, with `retry_after_secs`.
+    Hold,
+}
+
+impl QuietAction {
+    /// As written in the file.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            QuietAction::Deny => "deny",
+            QuietAction::Hold => "hold",
+        }
+    }
 }
 
 const MINUTES_PER_DAY: u16 = 24 * 60;
 
 impl QuietHours {
-    /// Builds quiet hours from `HH:MM` texts and an IANA zone name.
-    /// `end` may be `24:00` (end of day); `start` may not.
+    /// Builds quiet hours from `HH:MM` texts and an IANA zone name (or `customer`).
+    /// `end` may be `24:00` (end of day); `start` may not. The action is `deny`.
     pub fn new(start: &str, end: &str, timezone: &str) -> Result<Self, PolicyReason> {
+        let timezone = if timezone.trim() == "customer" {
+            QuietZone::Customer
+        } else {
+            QuietZone::Fixed(parse_timezone(timezone)?)
+        };
         Ok(Self {
             start: parse_clock("start", start, false)?,
             end: parse_clock("end", end, true)?,
-            timezone: parse_timezone(timezone)?,
+            timezone,
+            action: QuietAction::Deny,
         })
+    }
+
+    /// The same quiet hours with `action`.
+    pub fn with_action(mut self, action: QuietAction) -> Self {
+        self.action = action;
+        self
+    }
+
+    /// Deny or hold.
+    pub fn action(&self) -> QuietAction {
+        self.action
+    }
+
+    /// True for `action: hold`.
+    pub fn holds(&self) -> bool {
+        self.action == QuietAction::Hold
+    }
+
+    /// Whose clock is read.
+    pub fn zone(&self) -> QuietZone {
+        self.timezone
+    }
+
+    /// The zone the clock times are read in for `phone`.
+    pub fn zone_for(&self, phone: &PhoneNumber) -> Tz {
+        match self.timezone {
+            QuietZone::Fixed(tz) => tz,
+            QuietZone::Customer => crate::zones::customer_zone(phone),
+        }
+    }
+
+    fn zone_name(&self) -> &'static str {
+        match self.timezone {
+            QuietZone::Fixed(tz) => tz.name(),
+            QuietZone::Customer => "customer",
+        }
+    }
+
+    /// True when `at` falls inside the quiet interval on `phone`'s clock.
+    pub fn contains_for(&self, phone: &PhoneNumber, at: DateTime<Utc>) -> bool {
+        self.contains_minute(minute_in(self.zone_for(phone), at))
+    }
+
+    /// When the quiet period that contains `at` ends on `phone`'s clock (the first minute
+    /// outside it, at `end`). `None` when `at` is not quiet or quiet hours never end
+    /// (00:00-24:00). A local `end` skipped by a daylight-saving jump ends at the first
+    /// local minute after it.
+    pub fn ends_after(&self, phone: &PhoneNumber, at: DateTime<Utc>) -> Option<DateTime<Utc>> {
+        use chrono::{Duration, NaiveTime, TimeZone};
+        let tz = self.zone_for(phone);
+        if !self.contains_for(phone, at) {
+            return None;
+        }
+        let local = at.with_timezone(&tz).naive_local();
+        let (end_day_offset, end_minute) = if self.end == MINUTES_PER_DAY {
+            (1, 0)
+        } else {
+            (0, self.end)
+        };
+        let end_clock =
+            NaiveTime::from_hms_opt(u32::from(end_minute / 60), u32::from(end_minute % 60), 0)?;
+        // The next local `end` after now: today's, or tomorrow's when today's has passed.
+        let mut candidate = (local.date() + Duration::days(end_day_offset)).and_time(end_clock);
+        if candidate <= local {
+            candidate += Duration::days(1);
+        }
+        // Several steps only around daylight-saving changes or an interval whose end
+        // comes round again inside it (never for a valid interval); bounded anyway.
+        for _ in 0..4 {
+            let mut probe = candidate;
+            // A local time that happens twice (clocks set back): the first one after `at`.
+            let instant = loop {
+                let found: Vec<DateTime<Utc>> = match tz.from_local_datetime(&probe) {
+                    chrono::LocalResult::Single(t) => vec![t.with_timezone(&Utc)],
+                    chrono::LocalResult::Ambiguous(a, b) => {
+                        vec![a.with_timezone(&Utc), b.with_timezone(&Utc)]
+                    }
+                    // Skipped by a jump forward: the next local minute.
+                    chrono::LocalResult::None => {
+                        probe += Duration::minutes(1);
+                        continue;
+                    }
+                };
+                break found.into_iter().find(|t| *t > at);
+            };
+            if let Some(instant) = instant
+                && !self.contains_for(phone, instant)
+            {
+                return Some(instant);
+            }
+            candidate += Duration::days(1);
+        }
+        None
     }
 
     /// Start as `HH:MM`.
@@ -290,9 +423,12 @@ impl QuietHours {
         format_clock(self.end)
     }
 
-    /// The time zone the clock times are in.
-    pub fn timezone(&self) -> Tz {
-        self.timezone
+    /// The time zone the clock times are in (`None` for `timezone: customer`).
+    pub fn timezone(&self) -> Option<Tz> {
+        match self.timezone {
+            QuietZone::Fixed(tz) => Some(tz),
+            QuietZone::Customer => None,
+        }
     }
 
     /// True when `minute_of_day` (0..1440, local) falls inside the quiet interval.
@@ -307,21 +443,27 @@ impl QuietHours {
         }
     }
 
-    /// The local minute of day of `at` in this zone.
+    /// The local minute of day of `at` in this zone (UTC for `timezone: customer`; use
+    /// [`QuietHours::contains_for`] with a phone).
     pub fn local_minute(&self, at: DateTime<Utc>) -> u16 {
-        let local = at.with_timezone(&self.timezone);
-        (local.hour() * 60 + local.minute()) as u16
+        minute_in(self.timezone().unwrap_or(Tz::UTC), at)
     }
 
-    /// True when `at` falls inside the quiet interval, in local time.
+    /// True when `at` falls inside the quiet interval, in local time (UTC for
+    /// `timezone: customer`).
     pub fn contains(&self, at: DateTime<Utc>) -> bool {
         self.contains_minute(self.local_minute(at))
     }
 
     /// `20:00-08:00 Asia/Jakarta`, for explanations.
     pub fn describe(&self) -> String {
-        format!("{}-{} {}", self.start(), self.end(), self.timezone.name())
+        format!("{}-{} {}", self.start(), self.end(), self.zone_name())
     }
+}
+
+fn minute_in(tz: Tz, at: DateTime<Utc>) -> u16 {
+    let local = at.with_timezone(&tz);
+    (local.hour() * 60 + local.minute()) as u16
 }
 
 fn parse_clock(field: &str, text: &str, allow_24: bool) -> Result<u16, PolicyReason> {
@@ -474,6 +616,7 @@ struct RawPolicy {
     phones: Option<Value>,
     deny_patterns: Option<Value>,
     link_domains: Option<Value>,
+    action: Option<Value>,
 }
 
 /// Raw shape of the file.
@@ -625,7 +768,10 @@ impl Policy {
             Rule::QuietHours(q) => {
                 m.insert("start".into(), J::from(q.start()));
                 m.insert("end".into(), J::from(q.end()));
-                m.insert("timezone".into(), J::from(q.timezone.name()));
+                m.insert("timezone".into(), J::from(q.zone_name()));
+                if q.holds() {
+                    m.insert("action".into(), J::from(q.action.as_str()));
+                }
             }
             Rule::FrequencyLimit { max, window } => {
                 m.insert("max".into(), json!(max));
@@ -779,7 +925,13 @@ impl Policy {
                 let start = text("start", "\"20:00\"")?;
                 let end = text("end", "\"08:00\"")?;
                 let tz = text("timezone", "Asia/Jakarta")?;
-                Rule::QuietHours(QuietHours::new(&start, &end, &tz)?)
+                let action = match &raw.action {
+                    None => QuietAction::Deny,
+                    Some(Value::String(a)) if a.trim() == "deny" => QuietAction::Deny,
+                    Some(Value::String(a)) if a.trim() == "hold" => QuietAction::Hold,
+                    Some(other) => return Err(PolicyReason::QuietAction { got: show(other) }),
+                };
+                Rule::QuietHours(QuietHours::new(&start, &end, &tz)?.with_action(action))
             }
             PolicyType::FrequencyLimit => {
                 let max = match required("max", &raw.max, "max: 2")? {
@@ -919,20 +1071,33 @@ impl Policy {
                 ))
             }
             Rule::QuietHours(q) => {
-                if !q.contains(now) {
+                if !q.contains_for(phone, now) {
                     return None;
                 }
-                let local = format_clock(q.local_minute(now));
+                let tz = q.zone_for(phone);
+                let local = format_clock(minute_in(tz, now));
                 Some((
                     format!(
-                        "Policy {} forbids {what} during quiet hours {}; it is now {local} there.",
+                        "Policy {} forbids {what} during quiet hours {}-{} {}{}; it is now {local} there.",
                         self.id,
-                        q.describe()
+                        q.start(),
+                        q.end(),
+                        tz.name(),
+                        if q.zone() == QuietZone::Customer {
+                            " (the customer's time zone, from their number's country)"
+                        } else {
+                            ""
+                        }
                     ),
                     format!(
-                        "Wait until {} {} (end of quiet hours) and try again, or schedule the message for then with schedule_message.",
+                        "Wait until {} {} (end of quiet hours) and try again, or schedule the message for then with schedule_message{}.",
                         q.end(),
-                        q.timezone.name()
+                        tz.name(),
+                        if q.holds() {
+                            " (scheduled and campaign messages wait for it by themselves)"
+                        } else {
+                            ""
+                        }
                     ),
                 ))
             }
@@ -1141,6 +1306,10 @@ impl PolicySet {
         serde_json::Value::Array(self.policies.iter().map(Policy::to_json).collect())
     }
 }
+
+#[cfg(test)]
+#[path = "policy_hold_tests.rs"]
+mod hold_tests;
 
 #[cfg(test)]
 mod tests {

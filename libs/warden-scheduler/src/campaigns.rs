@@ -60,6 +60,10 @@ struct PageOutcome {
     /// Recipients not attempted (pause, cancel, shutdown, database trouble).
     skipped: usize,
     unavailable: usize,
+    /// Recipients held `scheduled` until a rule lifts (also in `enqueued`).
+    held: usize,
+    /// The portfolio messaging limit paused the campaign.
+    paused_by_limit: bool,
     /// Why a batch check stopped the page.
     stopped_by: Option<StoppedBy>,
 }
@@ -142,6 +146,8 @@ async fn run_campaign(
         report.recipients_enqueued += outcome.enqueued;
         report.recipients_refused += outcome.refused;
         report.recipients_errors += outcome.errors;
+        report.recipients_held += outcome.held;
+        report.campaigns_paused_by_limit += usize::from(outcome.paused_by_limit);
         if outcome.stopped_by == Some(StoppedBy::Status(CampaignStatus::Cancelled))
             && outcome.unavailable == 0
         {
@@ -262,6 +268,14 @@ async fn send_page(
                     unpublished.push(message_id);
                 }
             }
+            Slot::Sent(RecipientOutcome::Held { .. }) => {
+                out.enqueued += 1;
+                out.held += 1;
+            }
+            Slot::Sent(RecipientOutcome::CampaignPaused) => {
+                out.skipped += 1;
+                out.paused_by_limit = true;
+            }
             Slot::Sent(RecipientOutcome::Refused) => out.refused += 1,
             Slot::Sent(RecipientOutcome::Error) => out.errors += 1,
             Slot::Sent(RecipientOutcome::Unavailable) => out.unavailable += 1,
@@ -299,7 +313,10 @@ async fn send_recipient(
         return Slot::Skipped;
     }
     let outcome = fanout::send_recipient(s.recipient_core(), plan, phone).await;
-    if outcome == RecipientOutcome::Unavailable {
+    if matches!(
+        outcome,
+        RecipientOutcome::Unavailable | RecipientOutcome::CampaignPaused
+    ) {
         stop.store(true, Ordering::SeqCst);
     }
     Slot::Sent(outcome)

@@ -170,10 +170,16 @@ pub struct TickReport {
     pub messages_claimed: usize,
     pub messages_queued: usize,
     pub messages_refused: usize,
+    /// Due messages held again (quiet hours with `action: hold`, a platform limit).
+    pub messages_held: usize,
     pub messages_invalid: usize,
     pub campaigns_claimed: usize,
     pub recipients_enqueued: usize,
     pub recipients_refused: usize,
+    /// Campaign recipients held `scheduled` until a rule lifts (also in `recipients_enqueued`).
+    pub recipients_held: usize,
+    /// Campaigns paused because the portfolio messaging limit was reached.
+    pub campaigns_paused_by_limit: usize,
     pub recipients_errors: usize,
     pub campaigns_finished_fanout: usize,
     pub campaigns_settled: usize,

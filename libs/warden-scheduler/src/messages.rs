@@ -48,6 +48,10 @@ pub(crate) async fn dispatch_due(s: &Scheduler, report: &mut TickReport) -> Resu
                     report.messages_refused += 1;
                     "refused"
                 }
+                Dispatched::Held => {
+                    report.messages_held += 1;
+                    "held"
+                }
                 Dispatched::Invalid => {
                     report.messages_invalid += 1;
                     "invalid"

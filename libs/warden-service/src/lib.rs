@@ -68,17 +68,12 @@ pub async fn start(settings: Arc<Settings>, needs: Needs) -> Result<Dependencies
         .map_err(StartError::Pricing)?;
     let wait = Duration::from_secs(10);
     let pg = warden_store::connect(&settings.database, needs.pool_size, wait).await?;
-    let report = warden_store::prepare(&settings.database, seeds).await?;
-    // The rate card as data (PRICING_PATH or the built-in card), dated rows.
-    let card_rows = warden_core::pricing_file::install(&pg, &card)
-        .await
-        .map_err(|e| {
-            StartError::Postgres(warden_store::StoreError::Startup(format!("rate card: {e}")))
-        })?;
+    let cards = card.cards.len();
+    let report = warden_store::prepare_with_card(&settings.database, seeds, card).await?;
     tracing::info!(
         pricing_path = %settings.pricing_path.as_ref().map_or("built-in".to_string(), |p| p.display().to_string()),
-        cards = card.cards.len(),
-        rows = card_rows,
+        cards,
+        rows = report.pricing_rows,
         "rate card installed"
     );
     tracing::info!(

@@ -10,6 +10,7 @@
 mod dispatch;
 mod duration;
 mod error;
+mod identity;
 mod mcp_http;
 mod print;
 mod source;
@@ -22,6 +23,7 @@ use std::time::Duration;
 pub use dispatch::{DISPATCH_VARIABLES, Dispatch};
 pub use duration::{format_duration, parse_duration};
 pub use error::{DurationError, Problem, Problems, SettingsError};
+pub use identity::{IDENTITY_VARIABLES, Identity, OAuth};
 pub use mcp_http::{
     DEFAULT_ALLOWED_HOSTS, DEFAULT_ALLOWED_ORIGINS, MCP_HTTP_VARIABLES, McpHttp, McpHttpAuth,
     McpTransport,
@@ -254,6 +256,8 @@ pub struct Settings {
     pub mcp_http: McpHttp,
     /// The host name (`HOSTNAME`), part of the lease owner ids; `None` when unset.
     pub hostname: Option<String>,
+    /// The gateway's callers: stdio's agent name, the optional OAuth issuer.
+    pub identity: Identity,
 }
 
 impl Settings {
@@ -392,6 +396,14 @@ impl Settings {
             }
         };
 
+        let mcp_http = McpHttp::read(src);
+        let identity = Identity::read(src);
+        if mcp_http.auth == McpHttpAuth::OAuth && identity.oauth.is_none() {
+            src.problem(
+                "MCP_HTTP_AUTH",
+                "`oauth` needs MCP_OAUTH_ISSUER and MCP_OAUTH_AUDIENCE (or use `api_key`)",
+            );
+        }
         Settings {
             http_port: src.number::<u16>("SERVER_HTTP_PORT", 8080),
             admin_port: src.optional_number::<u16>("ADMIN_HTTP_PORT"),
@@ -437,9 +449,10 @@ impl Settings {
                 .filter(|s| !s.is_empty()),
             media_max_bytes,
             dispatch: Dispatch::read(src),
-            mcp_http: McpHttp::read(src),
+            mcp_http,
             // The environment only: it names this host, not the deployment.
             hostname: src.env_only("HOSTNAME").filter(|h| !h.is_empty()),
+            identity,
         }
     }
 }
@@ -450,6 +463,7 @@ fn is_variable(key: &str) -> bool {
         .iter()
         .chain(DISPATCH_VARIABLES.iter().map(|(name, _)| name))
         .chain(MCP_HTTP_VARIABLES.iter().map(|(name, _)| name))
+        .chain(IDENTITY_VARIABLES.iter().map(|(name, _)| name))
         .any(|v| v.eq_ignore_ascii_case(key))
 }
 

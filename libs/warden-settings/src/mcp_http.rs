@@ -216,6 +216,8 @@ mod tests {
             ),
             ("MCP_ALLOWED_HOSTS", "*"),
             ("MCP_HTTP_AUTH", "oauth"),
+            ("MCP_OAUTH_ISSUER", "https://issuer.example"),
+            ("MCP_OAUTH_AUDIENCE", "https://warden.example/mcp"),
         ])
         .unwrap();
         assert_eq!(s.mcp_http.transport, McpTransport::Http);
@@ -226,6 +228,13 @@ mod tests {
         );
         assert!(s.mcp_http.allowed_hosts.is_empty());
         assert_eq!(s.mcp_http.auth, McpHttpAuth::OAuth);
+    }
+
+    #[test]
+    fn oauth_needs_an_issuer() {
+        let err = load(&[("MCP_HTTP_AUTH", "oauth")]).unwrap_err().to_string();
+        assert!(err.contains("MCP_HTTP_AUTH"), "{err}");
+        assert!(err.contains("MCP_OAUTH_ISSUER"), "{err}");
     }
 
     #[test]

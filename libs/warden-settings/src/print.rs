@@ -110,6 +110,7 @@ impl Settings {
         ];
         out.extend(dispatch_entries(&self.dispatch));
         out.extend(mcp_http_entries(&self.mcp_http));
+        out.extend(identity_entries(&self.identity));
         out
     }
 
@@ -132,6 +133,28 @@ impl Settings {
         }
         out
     }
+}
+
+fn identity_entries(i: &crate::Identity) -> Vec<(&'static str, Value)> {
+    let oauth = i.oauth.as_ref();
+    let unset = || Value::Unset("API keys only");
+    vec![
+        ("MCP_AGENT", text(&i.agent)),
+        (
+            "MCP_OAUTH_ISSUER",
+            oauth.map_or_else(unset, |o| text(&o.issuer)),
+        ),
+        (
+            "MCP_OAUTH_AUDIENCE",
+            oauth.map_or_else(unset, |o| text(&o.audience)),
+        ),
+        (
+            "MCP_OAUTH_JWKS_URL",
+            oauth
+                .and_then(|o| o.jwks_url.as_ref())
+                .map_or(Value::Unset("from the issuer's metadata"), text),
+        ),
+    ]
 }
 
 fn dispatch_entries(d: &Dispatch) -> Vec<(&'static str, Value)> {

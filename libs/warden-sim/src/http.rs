@@ -219,10 +219,35 @@ fn handle_send(sim: &Sim, send: SendRequest) -> Result<SendResponse, Refusal> {
             "The parameter messaging_product is required and must be 'whatsapp'",
         ));
     }
+    // `to` wins when both are given; else `recipient`, a BSUID or parent BSUID the
+    // platform must know.
     let to_digits = digits(&send.to);
-    if to_digits.is_empty() {
-        return Err(Refusal::new(400, 100, "The parameter to is required"));
-    }
+    let to_digits = match send.recipient.as_deref().map(str::trim) {
+        _ if !to_digits.is_empty() => to_digits,
+        Some(r) if !r.is_empty() => {
+            if !crate::users::is_bsuid(r) {
+                return Err(Refusal::new(
+                    400,
+                    100,
+                    format!("Invalid parameter: recipient {r:?} is not a business-scoped user ID"),
+                ));
+            }
+            match sim.users.get(r) {
+                // A parent BSUID reaches the user's own BSUID on this number.
+                Some(u) => u.user_id.unwrap_or_else(|| r.to_owned()),
+                None => {
+                    return Err(Refusal::new(
+                        400,
+                        131026,
+                        format!(
+                            "Message undeliverable: recipient {r} is not a WhatsApp user known to this business"
+                        ),
+                    ));
+                }
+            }
+        }
+        _ => return Err(Refusal::new(400, 100, "The parameter to is required")),
+    };
     let kind = if send.kind.is_empty() {
         "text"
     } else {
@@ -321,7 +346,11 @@ fn handle_send(sim: &Sim, send: SendRequest) -> Result<SendResponse, Refusal> {
     Ok(SendResponse {
         messaging_product: "whatsapp".to_owned(),
         contacts: vec![SendContact {
-            input: send.to,
+            input: if send.to.is_empty() {
+                send.recipient.clone().unwrap_or_default()
+            } else {
+                send.to.clone()
+            },
             wa_id: to_digits,
         }],
         messages: vec![SentMessage {

@@ -23,6 +23,7 @@ pub mod listen;
 pub mod media;
 pub mod state;
 pub mod templates;
+pub mod users;
 pub mod webhooks;
 
 pub use config::SimConfig;

@@ -7,7 +7,18 @@ use serde_json::{Map, Value, json};
 use crate::state::{InboundContent, Sim};
 
 /// Fields of `/sim/inbound` that are the sim's, not the platform message object's.
-const CONTROL_FIELDS: &[&str] = &["from", "type", "text", "name", "timestamp", "wamid", "id"];
+const CONTROL_FIELDS: &[&str] = &[
+    "from",
+    "user_id",
+    "parent_user_id",
+    "username",
+    "type",
+    "text",
+    "name",
+    "timestamp",
+    "wamid",
+    "id",
+];
 
 /// The longest text a `{"from","text"}` request may carry (the platform's text limit).
 const MAX_TEXT: usize = 4096;
@@ -19,7 +30,7 @@ pub enum InboundError {
     Json(String),
     #[error("the body must be a JSON object")]
     NotObject,
-    #[error("from must hold a phone number")]
+    #[error("from must hold a phone number, or user_id a BSUID (e.g. US.13491208655302741918)")]
     From,
     #[error("{0}")]
     Shape(String),
@@ -28,7 +39,7 @@ pub enum InboundError {
 /// A parsed `/sim/inbound` request.
 #[derive(Debug)]
 pub struct InboundRequest {
-    pub from: String,
+    pub from: crate::users::SimUser,
     pub name: Option<String>,
     pub timestamp: Option<i64>,
     pub wamid: Option<String>,
@@ -57,8 +68,24 @@ pub fn parse_inbound(body: &[u8]) -> Result<InboundRequest, InboundError> {
     let Value::Object(obj) = v else {
         return Err(InboundError::NotObject);
     };
-    let from = digits(&text_of(obj.get("from")).unwrap_or_default());
-    if from.is_empty() {
+    // `from` (a phone), or `user_id` (a BSUID) with `username` for a user whose phone is
+    // hidden; both for a user who shares them.
+    let phone = digits(&text_of(obj.get("from")).unwrap_or_default());
+    let bsuid = |key: &str| -> Result<Option<String>, InboundError> {
+        match text_of(obj.get(key)).map(|s| s.trim().to_owned()) {
+            None => Ok(None),
+            Some(s) if s.is_empty() => Ok(None),
+            Some(s) if crate::users::is_bsuid(&s) => Ok(Some(s)),
+            Some(_) => Err(InboundError::From),
+        }
+    };
+    let from = crate::users::SimUser {
+        phone: (!phone.is_empty()).then_some(phone),
+        user_id: bsuid("user_id")?,
+        parent_user_id: bsuid("parent_user_id")?,
+        username: text_of(obj.get("username")).filter(|u| !u.trim().is_empty()),
+    };
+    if from.phone.is_none() && from.user_id.is_none() {
         return Err(InboundError::From);
     }
     let kind = match obj.get("type") {
@@ -122,11 +149,11 @@ pub async fn sim_inbound(sim: web::Data<Sim>, body: web::Bytes) -> HttpResponse 
         Ok(r) => r,
         Err(e) => return HttpResponse::BadRequest().json(json!({ "error": e.to_string() })),
     };
-    let from = r.from.clone();
+    let (from, user_id) = (r.from.phone.clone(), r.from.user_id.clone());
     let kind = r.content.kind.clone();
     let (wamid, queued) = sim.inbound(r.from, r.content, r.name, r.timestamp, r.wamid);
     HttpResponse::Ok().json(json!({
-        "wamid": wamid, "from": from, "type": kind, "webhook_queued": queued
+        "wamid": wamid, "from": from, "user_id": user_id, "type": kind, "webhook_queued": queued
     }))
 }
 
@@ -170,7 +197,7 @@ mod tests {
     #[test]
     fn plain_text_still_works() {
         let r = parse_inbound(br#"{"from": "+62 811 000", "text": "hi"}"#).unwrap();
-        assert_eq!(r.from, "62811000");
+        assert_eq!(r.from.phone.as_deref(), Some("62811000"));
         assert_eq!(r.content.kind, "text");
         assert_eq!(r.content.text.as_deref(), Some("hi"));
         assert!(r.content.other.is_empty());
@@ -191,6 +218,22 @@ mod tests {
         assert_eq!(r.content.other["context"]["id"], "wamid.X");
         assert_eq!(r.timestamp, Some(1_764_000_000));
         assert!(!r.content.other.contains_key("from"));
+    }
+
+    #[test]
+    fn a_username_user_without_a_phone() {
+        let r = parse_inbound(
+            br#"{"user_id": "US.13491208655302741918", "username": "@ana", "text": "STOP"}"#,
+        )
+        .unwrap();
+        assert_eq!(r.from.phone, None);
+        assert_eq!(r.from.user_id.as_deref(), Some("US.13491208655302741918"));
+        assert_eq!(r.from.username.as_deref(), Some("@ana"));
+        assert!(!r.content.other.contains_key("user_id"));
+        assert_eq!(
+            parse_inbound(br#"{"user_id": "not a bsuid", "text": "hi"}"#).unwrap_err(),
+            InboundError::From
+        );
     }
 
     #[test]

@@ -227,6 +227,8 @@ pub struct Sim {
     pub webhooks: Option<Arc<WebhookQueue>>,
     /// Uploaded media (`POST /{phone}/media`, `POST /sim/media`).
     pub media: crate::media::MediaStore,
+    /// Users known by BSUID (`crate::users`).
+    pub users: crate::users::Users,
     /// Runtime for timers, so they outlive the HTTP worker that scheduled them.
     runtime: tokio::runtime::Handle,
 }
@@ -250,6 +252,7 @@ impl Sim {
             template_seq: AtomicU64::new(1),
             webhooks,
             media: crate::media::MediaStore::default(),
+            users: crate::users::Users::default(),
             runtime,
         };
         {
@@ -411,7 +414,18 @@ impl Sim {
                 id: wamid.clone(),
                 status: kind.to_owned(),
                 timestamp: now,
-                recipient_id: a.to_digits.clone(),
+                // A send by BSUID names no phone, as on the platform.
+                recipient_id: if crate::users::is_bsuid(&a.to_digits) {
+                    String::new()
+                } else {
+                    a.to_digits.clone()
+                },
+                recipient_user_id: if crate::users::is_bsuid(&a.to_digits) {
+                    Some(a.to_digits.clone())
+                } else {
+                    self.users.bsuid_of_phone(&a.to_digits)
+                },
+                recipient_parent_user_id: None,
                 biz_opaque_callback_data: a.callback.clone(),
                 conversation: None,
                 pricing: errors.is_empty().then(|| Pricing {
@@ -522,6 +536,7 @@ impl Sim {
         }
         self.set_latency_ms(0);
         *self.phone.lock().unwrap_or_else(|p| p.into_inner()) = PhoneState::default();
+        self.users.clear();
     }
 
     pub fn webhook_stats(&self) -> QueueStats {
@@ -544,27 +559,36 @@ impl Sim {
     /// webhook will be sent.
     pub fn inbound(
         &self,
-        from: String,
+        from: crate::users::SimUser,
         message: InboundContent,
         name: Option<String>,
         timestamp: Option<i64>,
         wamid: Option<String>,
     ) -> (String, bool) {
         let wamid = wamid.unwrap_or_else(|| self.next_wamid());
+        self.users.remember(&from);
         let Some(q) = &self.webhooks else {
             return (wamid, false);
         };
+        // A username user without a phone arrives as the platform sends them: no `wa_id`,
+        // no `from`, only the BSUIDs.
+        let phone = from.phone.unwrap_or_default();
         let change = Change::Messages(MessagesValue {
             messaging_product: Some("whatsapp".to_owned()),
             metadata: Some(self.metadata()),
             contacts: vec![Contact {
                 profile: Some(Profile {
                     name: Some(name.unwrap_or_else(|| "Sim Customer".to_owned())),
+                    username: from.username,
                 }),
-                wa_id: from.clone(),
+                wa_id: phone.clone(),
+                user_id: from.user_id.clone(),
+                parent_user_id: from.parent_user_id.clone(),
             }],
             messages: vec![InboundMessage {
-                from,
+                from: phone,
+                from_user_id: from.user_id,
+                from_parent_user_id: from.parent_user_id,
                 id: wamid.clone(),
                 timestamp: timestamp.unwrap_or_else(unix_now),
                 kind: message.kind,
@@ -589,11 +613,14 @@ impl Sim {
             contacts: vec![Contact {
                 profile: Some(Profile {
                     name: Some("Sim Customer".to_owned()),
+                    username: None,
                 }),
                 wa_id: wa_id.clone(),
+                ..Default::default()
             }],
             user_preferences: vec![UserPreference {
                 wa_id,
+                user_id: None,
                 detail: Some(detail),
                 category: "marketing_messages".to_owned(),
                 value,

@@ -14,4 +14,4 @@ pub mod tx;
 pub use error::DbError;
 pub use pool::{PgConn, PgPool, StoreError, connect};
 pub use seeds::PolicySeed;
-pub use startup::{SeedReport, prepare};
+pub use startup::{SeedReport, prepare, prepare_with_card};

@@ -15,6 +15,9 @@ diesel::table! {
         marketing_limited_at -> Nullable<Timestamptz>,
         created_at -> Timestamptz,
         updated_at -> Timestamptz,
+        bsuid -> Nullable<Text>,
+        parent_bsuid -> Nullable<Text>,
+        username -> Nullable<Text>,
     }
 }
 
@@ -275,5 +278,67 @@ diesel::table! {
         args_hash -> Text,
         result -> Jsonb,
         created_at -> Timestamptz,
+    }
+}
+
+// Platform limits (issue 25): the portfolio's messaging limit, who it reached, held messages.
+diesel::table! {
+    portfolio_limit (id) {
+        id -> Bool,
+        tier -> Nullable<Text>,
+        unique_users -> Nullable<Int4>,
+        source -> Text,
+        updated_at -> Timestamptz,
+        checked_at -> Nullable<Timestamptz>,
+    }
+}
+
+diesel::table! {
+    portfolio_reach (customer_phone) {
+        customer_phone -> Text,
+        reached_at -> Timestamptz,
+        message_id -> Uuid,
+    }
+}
+
+diesel::table! {
+    message_holds (message_id) {
+        message_id -> Uuid,
+        reason -> Text,
+        held_until -> Timestamptz,
+        holds -> Int4,
+        updated_at -> Timestamptz,
+    }
+}
+
+diesel::table! {
+    agents (name) {
+        name -> Text,
+        key_id -> Text,
+        key_salt -> Bytea,
+        key_hash -> Bytea,
+        scopes -> Array<Text>,
+        status -> Text,
+        max_sends_per_minute -> Nullable<Int4>,
+        max_marketing_per_day -> Nullable<Int4>,
+        allowed_message_types -> Nullable<Array<Text>>,
+        created_at -> Timestamptz,
+        updated_at -> Timestamptz,
+    }
+}
+
+diesel::table! {
+    agent_usage (agent, kind, window_start) {
+        agent -> Text,
+        kind -> Text,
+        window_start -> Timestamptz,
+        used -> Int4,
+    }
+}
+
+diesel::table! {
+    message_actors (message_id) {
+        message_id -> Uuid,
+        actor -> Text,
     }
 }

@@ -5,6 +5,7 @@ use diesel::prelude::*;
 use diesel_async::AsyncPgConnection;
 use diesel_async::async_connection_wrapper::AsyncConnectionWrapper;
 use diesel_migrations::{EmbeddedMigrations, MigrationHarness, embed_migrations};
+use warden_rules::pricing::RateCard;
 use warden_settings::Database;
 
 use crate::pool::{StoreError, error_chain, one_line};
@@ -25,13 +26,23 @@ pub struct SeedReport {
 
 type SyncPg = AsyncConnectionWrapper<AsyncPgConnection>;
 
-/// Migrate and seed the database. Safe to call from several processes at once.
+/// Migrate and seed the database with the built-in rate card. Safe to call from several
+/// processes at once.
 pub async fn prepare(db: &Database, policies: Vec<PolicySeed>) -> Result<SeedReport, StoreError> {
+    prepare_with_card(db, policies, warden_rules::pricing::builtin()).await
+}
+
+/// [`prepare`] with the process's rate card (PRICING_PATH, read by the caller).
+pub async fn prepare_with_card(
+    db: &Database,
+    policies: Vec<PolicySeed>,
+    card: RateCard,
+) -> Result<SeedReport, StoreError> {
     let url = db.url();
     let target = db.display_target();
     // The migration harness blocks, and panics on a current-thread runtime: run it on a
     // blocking thread of its own.
-    tokio::task::spawn_blocking(move || prepare_blocking(&url, &target, &policies))
+    tokio::task::spawn_blocking(move || prepare_blocking(&url, &target, &policies, &card))
         .await
         .map_err(|e| StoreError::Startup(format!("start-up task failed: {e}")))?
 }
@@ -40,13 +51,14 @@ fn prepare_blocking(
     url: &str,
     target: &str,
     policies: &[PolicySeed],
+    card: &RateCard,
 ) -> Result<SeedReport, StoreError> {
     let mut conn = <SyncPg as Connection>::establish(url).map_err(|e| StoreError::Unreachable {
         target: target.to_string(),
         reason: one_line(&error_chain(&e)),
     })?;
     diesel::sql_query(format!("SELECT pg_advisory_lock({STARTUP_LOCK_KEY})")).execute(&mut conn)?;
-    let outcome = migrate_and_seed(&mut conn, policies);
+    let outcome = migrate_and_seed(&mut conn, policies, card);
     let unlock = diesel::sql_query(format!("SELECT pg_advisory_unlock({STARTUP_LOCK_KEY})"))
         .execute(&mut conn);
     let report = outcome?;
@@ -54,7 +66,11 @@ fn prepare_blocking(
     Ok(report)
 }
 
-fn migrate_and_seed(conn: &mut SyncPg, policies: &[PolicySeed]) -> Result<SeedReport, StoreError> {
+fn migrate_and_seed(
+    conn: &mut SyncPg,
+    policies: &[PolicySeed],
+    card: &RateCard,
+) -> Result<SeedReport, StoreError> {
     let applied = conn
         .run_pending_migrations(MIGRATIONS)
         .map_err(|e| {
@@ -65,7 +81,7 @@ fn migrate_and_seed(conn: &mut SyncPg, policies: &[PolicySeed]) -> Result<SeedRe
         Ok(SeedReport {
             migrations_applied: applied,
             error_codes: seeds::seed_errors(conn)?,
-            pricing_rows: seeds::seed_pricing(conn)?,
+            pricing_rows: seeds::seed_rate_card(conn, card)?,
             policies: seeds::seed_policies(conn, policies)?,
         })
     })

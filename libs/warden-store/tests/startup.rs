@@ -62,11 +62,12 @@ async fn empty_database_gets_every_table_and_seed_and_a_second_start_changes_not
         .unwrap();
     assert!(first.migrations_applied >= 1);
     assert!(first.error_codes >= 40);
-    assert_eq!(first.pricing_rows, 24);
+    let card_rows: usize = warden_rules::pricing::builtin().cards.iter().map(|c| c.rates.values().map(|r| r.len()).sum::<usize>()).sum();
+    assert_eq!(first.pricing_rows, card_rows);
     let before = counts(&db).await;
     let get = |c: &[(String, i64)], t: &str| c.iter().find(|(n, _)| n == t).unwrap().1;
     assert!(get(&before, "error_knowledge_base") >= 40);
-    assert_eq!(get(&before, "conversation_pricing"), 24);
+    assert_eq!(get(&before, "conversation_pricing"), card_rows as i64);
     assert_eq!(get(&before, "policies"), 1);
 
     let second = prepare(&db.settings.database, vec![policy("skip_vip")])

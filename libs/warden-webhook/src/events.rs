@@ -20,10 +20,11 @@ use std::collections::HashSet;
 use chrono::{DateTime, Utc};
 use serde::Deserialize;
 use serde_json::Value;
+use warden_core::customer_identity::Identity;
 use warden_core::inbound::NoWindow;
 use warden_platform::webhook::{
-    Change, ErrorDetail, InboundMessage, Metadata, PhoneNumberQualityUpdate, Status, StatusKind,
-    TemplateStatusUpdate,
+    Change, Contact, ErrorDetail, InboundMessage, Metadata, PhoneNumberQualityUpdate, Status,
+    StatusKind, TemplateStatusUpdate,
 };
 use warden_rules::keywords::OptChange;
 use warden_rules::phone::PhoneNumber;
@@ -107,7 +108,11 @@ pub enum EventBody {
 #[derive(Debug, Clone)]
 pub struct InboundEvent {
     pub wamid: String,
+    /// The customer as the webhook names it: the phone when it carries one, else the
+    /// BSUID (`warden_core::customer_identity` maps it to the customer's key).
     pub phone: PhoneNumber,
+    /// Every identifier the webhook carries for the sender (phone, BSUID, parent, username).
+    pub identity: Identity,
     /// The message's own platform timestamp (clamped to `now`); `now` when implausible.
     pub at: DateTime<Utc>,
     /// `Ok(at)` when the message opens or extends the care window (a plausible customer
@@ -174,6 +179,7 @@ pub struct TemplateEvent {
 /// A marketing stop / resume preference.
 #[derive(Debug, Clone)]
 pub struct PreferenceEvent {
+    /// The phone (`wa_id`), else the BSUID (`user_id`).
     pub phone: PhoneNumber,
     pub change: OptChange,
     pub at: DateTime<Utc>,
@@ -324,7 +330,9 @@ impl Builder<'_> {
             .unwrap_or_default()
             .to_string();
         // Kept raw for the quality table's payload column.
-        let raw_value = if field == warden_platform::webhook::FIELD_QUALITY {
+        let raw_value = if field == warden_platform::webhook::FIELD_QUALITY
+            || field == warden_platform::webhook::FIELD_CAPABILITY
+        {
             change.get("value").cloned().unwrap_or(Value::Null)
         } else {
             Value::Null
@@ -347,7 +355,7 @@ impl Builder<'_> {
                     return;
                 }
                 for msg in value.messages {
-                    self.inbound(msg, now);
+                    self.inbound(msg, &value.contacts, now);
                 }
                 for status in value.statuses {
                     self.status(status, now);
@@ -376,7 +384,15 @@ impl Builder<'_> {
                         self.skip("preference_value", clip(&pref.value, 64));
                         continue;
                     };
-                    let Ok(phone) = warden_rules::phone::canonicalize(&pref.wa_id) else {
+                    let phone = warden_rules::phone::canonicalize(&pref.wa_id)
+                        .ok()
+                        .or_else(|| {
+                            pref.user_id
+                                .as_deref()
+                                .and_then(|u| warden_rules::bsuid::parse(u).ok())
+                                .map(|b| b.key())
+                        });
+                    let Some(phone) = phone else {
                         self.skip("bad_phone", clip(&pref.wa_id, 64));
                         continue;
                     };
@@ -409,18 +425,30 @@ impl Builder<'_> {
                     Err(reason) => self.skip(reason, clip(&field, 64)),
                 }
             }
+            Change::Other { field, value }
+                if field == warden_platform::webhook::FIELD_CAPABILITY =>
+            {
+                let fp = fingerprint(&raw_value);
+                self.capability(value, raw_value, &fp)
+            }
             Change::Other { field, .. } => self.skip("unknown_field", clip(&field, 64)),
         }
     }
 
-    fn inbound(&mut self, msg: InboundMessage, now: DateTime<Utc>) {
+    fn inbound(&mut self, msg: InboundMessage, contacts: &[Contact], now: DateTime<Utc>) {
         let wamid = clean(&msg.id);
         if wamid.is_empty() || wamid.len() > MAX_ID_LEN {
             self.skip("bad_wamid", clip(&wamid, 64));
             return;
         }
-        let Ok(phone) = warden_rules::phone::canonicalize(&msg.from) else {
-            self.skip("bad_phone", clip(&msg.from, 64));
+        let identity = sender_identity(&msg, contacts);
+        let Some(phone) = identity.key() else {
+            let shown = if msg.from.is_empty() {
+                msg.from_user_id.as_deref().unwrap_or("")
+            } else {
+                &msg.from
+            };
+            self.skip("bad_phone", clip(shown, 64));
             return;
         };
         let keyword = keyword_of(&msg);
@@ -434,6 +462,7 @@ impl Builder<'_> {
             EventBody::Inbound(InboundEvent {
                 wamid,
                 phone,
+                identity,
                 at,
                 window,
                 message_type: if message_type.is_empty() {
@@ -487,7 +516,15 @@ impl Builder<'_> {
                 status: kind,
                 at: event_time(status.timestamp, now),
                 callback,
-                recipient_id: clip(&clean(&status.recipient_id), 64),
+                // The phone, else the BSUID (a send by BSUID to a phone-less user).
+                recipient_id: clip(
+                    &clean(if status.recipient_id.is_empty() {
+                        status.recipient_user_id.as_deref().unwrap_or("")
+                    } else {
+                        &status.recipient_id
+                    }),
+                    64,
+                ),
                 error,
                 pricing: status.pricing.as_ref().map(|p| {
                     let short = |s: &Option<String>| {
@@ -557,6 +594,33 @@ impl Builder<'_> {
         );
     }
 
+    /// A `business_capability_update`: the portfolio's messaging limit, stored and applied
+    /// like a quality update's `current_limit` (event `BUSINESS_CAPABILITY_UPDATE`).
+    fn capability(&mut self, value: Value, raw: Value, fp: &str) {
+        let update: warden_platform::webhook::BusinessCapabilityUpdate =
+            match serde_json::from_value(value) {
+                Ok(u) => u,
+                Err(e) => {
+                    self.skip("bad_capability_update", clip(&e.to_string(), 128));
+                    return;
+                }
+            };
+        let Some(limit) = update.messaging_limit() else {
+            // Phone-number counts only: nothing Warden enforces.
+            self.skip("capability_without_limit", String::new());
+            return;
+        };
+        self.push(
+            format!("cap:{fp}"),
+            EventBody::Quality(QualityEvent {
+                event: warden_core::platform_events::CAPABILITY_EVENT.to_string(),
+                current_limit: Some(limit.to_string()),
+                display_phone_number: None,
+                payload: clean_json(raw),
+            }),
+        );
+    }
+
     fn quality(&mut self, update: PhoneNumberQualityUpdate, raw: Value, fp: &str) {
         let event = clip(&clean(&update.event), 64);
         if event.is_empty() {
@@ -574,6 +638,56 @@ impl Builder<'_> {
             }),
         );
     }
+}
+
+/// The sender's identifiers: the message's own (`from`, `from_user_id`,
+/// `from_parent_user_id`) and those of its contact (matched by phone or BSUID, or the only
+/// contact). A malformed identifier counts as absent.
+fn sender_identity(msg: &InboundMessage, contacts: &[Contact]) -> Identity {
+    let user_id = msg.from_user_id.as_deref().filter(|u| !u.is_empty());
+    let contact = contacts
+        .iter()
+        .find(|c| {
+            (!msg.from.is_empty() && c.wa_id == msg.from)
+                || (user_id.is_some() && c.user_id.as_deref() == user_id)
+        })
+        .or(if contacts.len() == 1 {
+            contacts.first()
+        } else {
+            None
+        });
+    let phone = [Some(msg.from.as_str()), contact.map(|c| c.wa_id.as_str())]
+        .into_iter()
+        .flatten()
+        .filter(|p| !p.trim().is_empty())
+        .find_map(|p| warden_rules::phone::canonicalize(p).ok());
+    let bsuid = bsuid_of([user_id, contact.and_then(|c| c.user_id.as_deref())], false);
+    let parent_bsuid = bsuid_of(
+        [
+            msg.from_parent_user_id.as_deref(),
+            contact.and_then(|c| c.parent_user_id.as_deref()),
+        ],
+        true,
+    );
+    let username = contact
+        .and_then(|c| c.profile.as_ref())
+        .and_then(|p| p.username.as_deref())
+        .map(|u| clip(clean(u).trim(), 64))
+        .filter(|u| !u.is_empty());
+    Identity {
+        phone,
+        bsuid,
+        parent_bsuid,
+        username,
+    }
+}
+
+/// The first valid BSUID (or parent BSUID, with `parent`) of `ids`.
+fn bsuid_of(ids: [Option<&str>; 2], parent: bool) -> Option<warden_rules::bsuid::Bsuid> {
+    ids.into_iter()
+        .flatten()
+        .filter_map(|u| warden_rules::bsuid::parse(&clean(u)).ok())
+        .find(|b| b.is_parent() == parent)
 }
 
 /// A stop / resume request in a text, or in the text of a quick-reply / interactive button

@@ -39,9 +39,11 @@ use chrono::{DateTime, Utc};
 use diesel::QueryResult;
 use diesel_async::{AsyncConnection, AsyncPgConnection};
 use futures::{FutureExt, StreamExt};
+use serde_json::Value;
 use uuid::Uuid;
 use warden_core::Core;
 use warden_core::HintKind;
+use warden_core::customer_identity;
 use warden_core::customers::{self, OptScope};
 use warden_core::inbound::NoWindow;
 use warden_core::inbound_batch::{self, Inbound};
@@ -50,6 +52,7 @@ use warden_core::platform_events::{self, QualityUpdate};
 use warden_core::statuses::{self, StatusApplied, StatusTargets, StatusUpdate};
 use warden_platform::webhook::StatusKind;
 use warden_rules::message_status::MessageStatus;
+use warden_rules::phone::PhoneNumber;
 use warden_store::DbError;
 use warden_store::models::Conversation;
 use warden_store::tx::{self, Abort, TxError, transact};
@@ -411,17 +414,37 @@ async fn apply_batch(
         return Ok(());
     }
 
-    let inbound: Vec<Inbound> = fresh
+    // Each sender's identifiers are linked first (a phone and a BSUID seen together name
+    // one customer, merging two records when both exist), so everything below is keyed by
+    // the customer's key whatever identifier this webhook carried.
+    let mut keys: HashMap<&str, PhoneNumber> = HashMap::new();
+    for e in &fresh {
+        if let EventBody::Inbound(i) = &e.body
+            && let Some(key) = customer_identity::link(c, &i.identity, i.at, ACTOR).await?
+        {
+            keys.insert(e.key.as_str(), key);
+        }
+    }
+    let key_of = |e: &Event, i: &InboundEvent| -> PhoneNumber {
+        keys.get(e.key.as_str())
+            .cloned()
+            .unwrap_or_else(|| i.phone.clone())
+    };
+    let resolved: Vec<(&Event, &InboundEvent, PhoneNumber)> = fresh
         .iter()
         .filter_map(|e| match &e.body {
-            EventBody::Inbound(i) => Some(Inbound {
-                phone: &i.phone,
-                wamid: &i.wamid,
-                message_type: &i.message_type,
-                content: &i.content,
-                window: i.window,
-            }),
+            EventBody::Inbound(i) => Some((*e, i, key_of(e, i))),
             _ => None,
+        })
+        .collect();
+    let inbound: Vec<Inbound> = resolved
+        .iter()
+        .map(|(_, i, key)| Inbound {
+            phone: key,
+            wamid: &i.wamid,
+            message_type: &i.message_type,
+            content: &i.content,
+            window: i.window,
         })
         .collect();
     let recorded = inbound_batch::record(c, CHANNEL, &inbound).await?;
@@ -446,14 +469,15 @@ async fn apply_batch(
     for event in &fresh {
         let applied = match &event.body {
             EventBody::Inbound(i) => {
-                state.hint_inbound.insert(i.phone.digits().to_string());
+                let key = key_of(event, i);
+                state.hint_inbound.insert(key.digits().to_string());
                 if i.message_type == "system" {
-                    changed_number(c, i).await?;
+                    changed_number(c, i, &key).await?;
                 }
                 if let Some(change) = i.keyword {
                     customers::apply_opt_change(
                         c,
-                        &i.phone,
+                        &key,
                         change,
                         OptScope::All,
                         "stop_keyword",
@@ -529,13 +553,32 @@ async fn apply_batch(
 
 /// A "user changed number" system message (sent from the old number, naming the new
 /// one): the new number inherits the old one's opt-outs and continues its history.
-async fn changed_number(c: &mut AsyncPgConnection, i: &InboundEvent) -> QueryResult<()> {
+/// A "user changed BSUID" system message (`user_changed_user_id`, naming the new BSUID
+/// in `system.user_id`): the customer keeps its key and every opt-out, and takes the new
+/// BSUID.
+async fn changed_number(
+    c: &mut AsyncPgConnection,
+    i: &InboundEvent,
+    key: &PhoneNumber,
+) -> QueryResult<()> {
+    let system = i.content.get("system");
+    if system.and_then(|s| s.get("type")).and_then(Value::as_str) == Some("user_changed_user_id") {
+        let new = system
+            .and_then(|s| s.get("user_id").or_else(|| s.get("new_user_id")))
+            .and_then(Value::as_str)
+            .and_then(|u| warden_rules::bsuid::parse(u).ok());
+        match new {
+            Some(new) => customer_identity::change_bsuid(c, key, &new, i.at, ACTOR).await?,
+            None => tracing::info!(wamid = %i.wamid, "BSUID change names no valid new BSUID"),
+        }
+        return Ok(());
+    }
     let Some(new) = warden_core::message_view::normalise(&i.content).new_number else {
         return Ok(());
     };
     match warden_rules::phone::canonicalize(&new) {
         Ok(new) => {
-            warden_core::number_change::link(c, &i.phone, &new, i.at, ACTOR).await?;
+            warden_core::number_change::link(c, key, &new, i.at, ACTOR).await?;
         }
         Err(_) => tracing::info!(wamid = %i.wamid, "number change names no valid new number"),
     }
@@ -565,9 +608,10 @@ fn status_update(s: &StatusEvent) -> StatusUpdate<'_> {
 }
 
 async fn apply_preference(c: &mut AsyncPgConnection, p: &PreferenceEvent) -> QueryResult<bool> {
+    let key = customer_identity::resolve(c, &p.phone).await?;
     customers::apply_opt_change(
         c,
-        &p.phone,
+        &key,
         p.change,
         OptScope::Marketing,
         "user_preferences",

@@ -17,27 +17,13 @@ use warden_rules::kinds::MessageType;
 use warden_store::schema::templates;
 use warden_store::testing::TestDatabase;
 
-fn percentile(sorted: &[f64], p: f64) -> f64 {
-    sorted[((sorted.len() as f64 - 1.0) * p).round() as usize]
-}
-
-/// Peak resident set size of this process so far (VmHWM), MiB.
-fn peak_rss_mib() -> f64 {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with("VmHWM:"))
-                .and_then(|l| l.split_whitespace().nth(1))
-                .and_then(|v| v.parse::<f64>().ok())
-        })
-        .map_or(0.0, |kib| kib / 1024.0)
-}
-
 fn summary(name: &str, mut micros: Vec<f64>) -> serde_json::Value {
     micros.sort_by(|a, b| a.partial_cmp(b).unwrap());
     let mean = micros.iter().sum::<f64>() / micros.len() as f64;
-    let (p50, p99) = (percentile(&micros, 0.5), percentile(&micros, 0.99));
+    let (p50, p99) = (
+        warden_bench::percentile(&micros, 0.5),
+        warden_bench::percentile(&micros, 0.99),
+    );
     eprintln!(
         "{name:<28} n={:<6} mean={mean:>8.1}us p50={p50:>8.1}us p99={p99:>8.1}us",
         micros.len()
@@ -164,7 +150,7 @@ async fn main() -> anyhow::Result<()> {
     let p99 = |v: &[f64]| {
         let mut v = v.to_vec();
         v.sort_by(|a, b| a.partial_cmp(b).unwrap());
-        percentile(&v, 0.99)
+        warden_bench::percentile(&v, 0.99)
     };
     let ratio = p99(&safe_sends) / p99(&sends);
     eprintln!("p99 ratio (key + duplicate_guard) / plain: {ratio:.3}");
@@ -173,7 +159,7 @@ async fn main() -> anyhow::Result<()> {
         "results": [summary("compliance check (dry run)", checks), summary("send accepted (row + ack)", sends),
                     summary("send accepted, key + duplicate_guard", safe_sends)],
         "safety_p99_ratio": ratio,
-        "peak_rss_mib": peak_rss_mib(),
+        "peak_rss_mib": warden_bench::own_peak_rss_mib(),
     });
     println!("{report}");
     if let Some(stream) = core.stream() {

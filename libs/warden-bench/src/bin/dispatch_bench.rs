@@ -92,7 +92,7 @@ async fn main() {
     if !args.skip_accuracy {
         report["accuracy"] = accuracy(&args).await;
     }
-    let rss = peak_rss_mib();
+    let rss = warden_bench::own_peak_rss_mib();
     println!("peak RSS (VmHWM) of this process (dispatcher + platform-sim): {rss:.1} MiB");
     report["peak_rss_mib"] = json!(rss);
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/bench");
@@ -273,19 +273,6 @@ async fn raw_updates(h: &Harness, jobs: &[(uuid::Uuid, String)], concurrency: us
     assert_eq!(failed, 0, "every raw update touched its row");
     let secs = t.elapsed().as_secs_f64();
     (secs, jobs.len() as f64 / secs)
-}
-
-/// Peak resident set size of this process so far (VmHWM), MiB.
-fn peak_rss_mib() -> f64 {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with("VmHWM:"))
-                .and_then(|l| l.split_whitespace().nth(1))
-                .and_then(|v| v.parse::<f64>().ok())
-        })
-        .map_or(0.0, |kib| kib / 1024.0)
 }
 
 /// Mean platform call latency so far (seconds), from the dispatcher's histogram.

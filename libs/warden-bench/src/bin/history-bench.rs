@@ -22,13 +22,12 @@ struct Id {
     id: uuid::Uuid,
 }
 
-fn percentile(sorted: &[f64], p: f64) -> f64 {
-    sorted[((sorted.len() as f64 - 1.0) * p).round() as usize]
-}
-
 fn summary(name: &str, mut ms: Vec<f64>) -> serde_json::Value {
     ms.sort_by(|a, b| a.partial_cmp(b).unwrap());
-    let (p50, p99) = (percentile(&ms, 0.5), percentile(&ms, 0.99));
+    let (p50, p99) = (
+        warden_bench::percentile(&ms, 0.5),
+        warden_bench::percentile(&ms, 0.99),
+    );
     eprintln!(
         "{name:<32} n={:<5} p50={p50:>7.3}ms p99={p99:>7.3}ms",
         ms.len()

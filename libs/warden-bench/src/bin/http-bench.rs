@@ -14,24 +14,6 @@ use serde_json::{Value, json};
 use tokio::process::Command;
 use warden_store::testing::TestDatabase;
 
-fn free_port() -> anyhow::Result<u16> {
-    Ok(std::net::TcpListener::bind("127.0.0.1:0")?
-        .local_addr()?
-        .port())
-}
-
-fn peak_rss_mib(pid: u32) -> Option<f64> {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
-    let kib: f64 = status
-        .lines()
-        .find(|l| l.starts_with("VmHWM:"))?
-        .split_whitespace()
-        .nth(1)?
-        .parse()
-        .ok()?;
-    Some(kib / 1024.0)
-}
-
 /// One 2026-07-28 `check_compliance` call; fails unless it answered as a tool result.
 async fn check(client: &reqwest::Client, url: &str, i: usize) -> anyhow::Result<()> {
     let body = json!({"jsonrpc": "2.0", "id": i, "method": "tools/call", "params": {
@@ -83,7 +65,7 @@ async fn main() -> anyhow::Result<()> {
     let clients: usize = args.next().map(|a| a.parse()).transpose()?.unwrap_or(32);
     let db = TestDatabase::create();
     let stream = format!("BENCH_{}", uuid::Uuid::new_v4().simple()).to_uppercase();
-    let port = free_port()?;
+    let port = warden_bench::free_port()?;
     let mut child = Command::new(&gateway)
         .arg("--http")
         .env("DB_NAME", db.name())
@@ -154,7 +136,7 @@ async fn main() -> anyhow::Result<()> {
     }
     let seconds = load.elapsed().as_secs_f64();
     let calls = concurrent_us.len();
-    let gateway_rss = pid.and_then(peak_rss_mib);
+    let gateway_rss = pid.and_then(|pid| warden_bench::peak_rss_mib(&pid.to_string()));
     let report = json!({
         "benchmark": "check_compliance over Streamable HTTP (2026-07-28, stateless)",
         "machine_cores": std::thread::available_parallelism().map(|n| n.get()).unwrap_or(0),

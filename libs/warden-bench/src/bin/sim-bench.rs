@@ -213,7 +213,7 @@ fn main() {
                 args.sends as f64 / sim_cpu
             );
         }
-        let peak_rss = peak_rss_mib();
+        let peak_rss = warden_bench::own_peak_rss_mib();
         println!("  peak RSS (VmHWM) of this process (sim + receiver + load): {peak_rss:.1} MiB");
         if let Some(path) = &args.json {
             let cpu: serde_json::Map<String, serde_json::Value> = overall
@@ -252,19 +252,6 @@ fn main() {
             }
         }
     });
-}
-
-/// Peak resident set size of this process so far (VmHWM), MiB.
-fn peak_rss_mib() -> f64 {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with("VmHWM:"))
-                .and_then(|l| l.split_whitespace().nth(1))
-                .and_then(|v| v.parse::<f64>().ok())
-        })
-        .map_or(0.0, |kib| kib / 1024.0)
 }
 
 fn ms(d: Duration) -> f64 {

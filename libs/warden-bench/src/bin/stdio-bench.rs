@@ -66,19 +66,6 @@ impl Session {
     }
 }
 
-/// Peak resident set size (VmHWM) of process `pid` (`self` for this one), MiB.
-fn peak_rss_mib(pid: &str) -> Option<f64> {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
-    let kib: f64 = status
-        .lines()
-        .find(|l| l.starts_with("VmHWM:"))?
-        .split_whitespace()
-        .nth(1)?
-        .parse()
-        .ok()?;
-    Some(kib / 1024.0)
-}
-
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> anyhow::Result<()> {
     let mut args = std::env::args().skip(1);
@@ -157,7 +144,7 @@ async fn main() -> anyhow::Result<()> {
         );
     }
     // Read before the gateway exits: its /proc entry goes with it.
-    let gateway_rss = gateway_pid.and_then(|pid| peak_rss_mib(&pid.to_string()));
+    let gateway_rss = gateway_pid.and_then(|pid| warden_bench::peak_rss_mib(&pid.to_string()));
     let report = json!({
         "benchmark": "tool latency over stdio",
         "machine_cores": std::thread::available_parallelism().map(|n| n.get()).unwrap_or(0),
@@ -166,7 +153,7 @@ async fn main() -> anyhow::Result<()> {
             warden_bench::summarise("send_template accepted over stdio", send_us),
         ],
         "gateway_peak_rss_mib": gateway_rss,
-        "client_peak_rss_mib": peak_rss_mib("self"),
+        "client_peak_rss_mib": warden_bench::peak_rss_mib("self"),
     });
     println!("{report}");
     drop(s);

@@ -283,15 +283,15 @@ fn main() {
         }
     }
     if let Some(pid) = args.server_pid {
-        let rss = peak_rss_mib(&pid.to_string());
+        let rss = warden_bench::peak_rss_mib(&pid.to_string());
         println!(
             "peak RSS (VmHWM): webhook server {}  load generator {}",
             rss.map_or("?".into(), |m| format!("{m:.1} MiB")),
-            peak_rss_mib("self").map_or("?".into(), |m| format!("{m:.1} MiB"))
+            warden_bench::peak_rss_mib("self").map_or("?".into(), |m| format!("{m:.1} MiB"))
         );
         report["server_peak_rss_mib"] = json!(rss);
     }
-    report["load_peak_rss_mib"] = json!(peak_rss_mib("self"));
+    report["load_peak_rss_mib"] = json!(warden_bench::peak_rss_mib("self"));
     if let Some(path) = &args.json {
         if let Some(dir) = path.parent() {
             let _ = std::fs::create_dir_all(dir);
@@ -302,19 +302,6 @@ fn main() {
     if failures > 0 {
         std::process::exit(1);
     }
-}
-
-/// Peak resident set size (VmHWM) of process `pid` (`self` for this one), MiB.
-fn peak_rss_mib(pid: &str) -> Option<f64> {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
-    let kib: f64 = status
-        .lines()
-        .find(|l| l.starts_with("VmHWM:"))?
-        .split_whitespace()
-        .nth(1)?
-        .parse()
-        .ok()?;
-    Some(kib / 1024.0)
 }
 
 /// The reference: as many message rows as the two phases stored, inserted raw into

@@ -218,7 +218,7 @@ pub async fn record_failed(
     actor: &'static str,
     at: DateTime<Utc>,
 ) -> Result<Failed, DeliveryError> {
-    let phone = phone.parse::<warden_rules::phone::PhoneNumber>().ok();
+    let phone = warden_rules::bsuid::customer_key(phone).ok();
     let (error, effect) = (error.clone(), effect.clone());
     Ok(transact(pg, "record_failed", move |c| {
         let (phone, error, effect) = (phone.clone(), error.clone(), effect.clone());

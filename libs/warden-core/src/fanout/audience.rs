@@ -31,6 +31,10 @@ struct AudienceRow {
     opt_in_utility: bool,
     #[diesel(sql_type = Nullable<Timestamptz>)]
     last_interaction_at: Option<DateTime<Utc>>,
+    #[diesel(sql_type = Nullable<Text>)]
+    bsuid: Option<String>,
+    #[diesel(sql_type = Nullable<Text>)]
+    parent_bsuid: Option<String>,
 }
 
 /// One page of recipients.
@@ -56,7 +60,8 @@ FROM customers c
 WHERE c.phone > $2
   AND (cardinality($3::text[]) = 0 OR c.tags && $3::text[])
   AND NOT (c.tags && $4::text[])
-  AND (cardinality($5::text[]) = 0 OR c.phone = ANY($5::text[]))
+  AND (cardinality($5::text[]) = 0 OR c.phone = ANY($5::text[])
+       OR c.bsuid = ANY($5::text[]) OR c.parent_bsuid = ANY($5::text[]))
   AND ($6::text IS NULL
        OR ($6::text = 'marketing' AND c.opt_in_marketing)
        OR ($6::text = 'utility' AND c.opt_in_utility))
@@ -70,7 +75,8 @@ WHERE c.phone > $2
 }
 
 const PAGE_SQL: &str = concat!(
-    "SELECT c.phone, c.tags, c.opt_in_marketing, c.opt_in_utility, c.last_interaction_at",
+    "SELECT c.phone, c.tags, c.opt_in_marketing, c.opt_in_utility, c.last_interaction_at, \
+     c.bsuid, c.parent_bsuid",
     audience_where!(),
     "
 ORDER BY c.phone
@@ -151,7 +157,7 @@ pub async fn load_page(
     for row in rows {
         // Rows are keyed by canonical digits; anything else cannot be matched back to
         // its messages, so it is skipped rather than risk a second message.
-        let phone = match warden_rules::phone::canonicalize(&row.phone) {
+        let phone = match warden_rules::bsuid::customer_key(&row.phone) {
             Ok(p) if p.digits() == row.phone => p,
             _ => {
                 tracing::warn!(
@@ -162,8 +168,13 @@ pub async fn load_page(
                 continue;
             }
         };
+        let aliases: Vec<String> = [row.bsuid, row.parent_bsuid]
+            .into_iter()
+            .flatten()
+            .collect();
         let candidate = Candidate {
             phone: &phone,
+            aliases: &aliases,
             tags: &row.tags,
             opt_in_marketing: row.opt_in_marketing,
             opt_in_utility: row.opt_in_utility,

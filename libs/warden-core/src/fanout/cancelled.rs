@@ -35,7 +35,8 @@ pub struct CancelledMessages {
     pub messages: i64,
 }
 
-/// Up to `limit` queued messages of cancelled campaigns end `failed` (audited per
+/// Up to `limit` queued messages of cancelled campaigns (and those held `scheduled` by a
+/// quiet-hours or platform-limit hold) end `failed` (audited per
 /// campaign). Returns what moved, per campaign; fewer than `limit` in all means none is
 /// left (but for rows locked by a dispatcher right now).
 pub async fn fail_queued(
@@ -48,7 +49,7 @@ pub async fn fail_queued(
             let moved: Vec<CancelledMessages> = diesel::sql_query(
                 "WITH doomed AS (
                      SELECT m.id FROM messages m JOIN campaigns c ON c.id = m.campaign_id
-                     WHERE c.status = $5 AND m.status = 'queued'
+                     WHERE c.status = $5 AND m.status IN ('queued', 'scheduled')
                      LIMIT $1
                      FOR UPDATE OF m SKIP LOCKED),
                  failed AS (
@@ -56,7 +57,7 @@ pub async fn fail_queued(
                             lease_until = NULL, lease_owner = NULL,
                             error_code = 0, error_category = $2, error_can_retry = false,
                             error_explanation = $3, error_suggested_action = $4
-                     FROM doomed WHERE m.id = doomed.id AND m.status = 'queued'
+                     FROM doomed WHERE m.id = doomed.id AND m.status IN ('queued', 'scheduled')
                      RETURNING m.campaign_id)
                  SELECT campaign_id, count(*) AS messages FROM failed GROUP BY campaign_id ORDER BY campaign_id",
             )

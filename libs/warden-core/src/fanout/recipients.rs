@@ -25,6 +25,10 @@ pub enum RecipientOutcome {
     Enqueued { message_id: Uuid, published: bool },
     /// Refused by compliance or policy (recorded `failed` with the reason).
     Refused,
+    /// Refused by a rule that lifts by itself: recorded `scheduled` until it lifts.
+    Held { message_id: Uuid },
+    /// The portfolio messaging limit is reached: nothing recorded, the campaign is paused.
+    CampaignPaused,
     /// Not sendable for another reason (logged; nothing recorded).
     Error,
     /// The database could not take it now: the fan-out should stop and retry later.
@@ -66,6 +70,8 @@ pub async fn send_recipient(
             published: accepted.published,
         },
         Err(SendError::RefusedRecorded { .. }) => RecipientOutcome::Refused,
+        Err(SendError::Held { message_id, .. }) => RecipientOutcome::Held { message_id },
+        Err(SendError::CampaignPaused(_)) => RecipientOutcome::CampaignPaused,
         Err(
             SendError::Unavailable(reason)
             | SendError::Busy {

@@ -382,7 +382,7 @@ async fn run(o: &Opts) -> Result<bool> {
     }
     let chain: Vec<Link> = diesel::sql_query(format!(
         "SELECT details->>'from_status' AS from_status, details->>'to_status' AS to_status
-         FROM audit_logs WHERE entity_id = '{id}' AND actor = 'mcp-gateway'
+         FROM audit_logs WHERE entity_id = '{id}' AND actor = 'stdio'
            AND action IN ('campaign_paused', 'campaign_resumed', 'campaign_cancelled')
          ORDER BY id"
     ))

@@ -3,31 +3,12 @@
 //! put into the request's extensions, where [`Caller::of_request`] finds it.
 
 use futures::future::BoxFuture;
-use warden_settings::McpHttpAuth;
+use serde_json::Value;
+use warden_settings::{Identity, McpHttpAuth};
+use warden_store::PgPool;
 
+use crate::auth::{AuthFailure, Authenticator};
 use crate::caller::Caller;
-
-/// Why a request was refused before anything ran (an HTTP answer, not a JSON-RPC one).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct AuthFailure {
-    /// 401 (no or bad credentials) or 403 (insufficient scope).
-    pub status: u16,
-    /// The `WWW-Authenticate` header of the answer, when there is one.
-    pub www_authenticate: Option<String>,
-    /// The body (plain text); never echoes the credential.
-    pub body: String,
-}
-
-impl AuthFailure {
-    /// 401 with `WWW-Authenticate: Bearer`.
-    pub fn unauthorized(body: impl Into<String>) -> AuthFailure {
-        AuthFailure {
-            status: 401,
-            www_authenticate: Some("Bearer".into()),
-            body: body.into(),
-        }
-    }
-}
 
 /// Turns a request's `Authorization` header into the [`Caller`] it acts as.
 pub trait Authenticate: Send + Sync + 'static {
@@ -36,6 +17,12 @@ pub trait Authenticate: Send + Sync + 'static {
         &self,
         authorization: Option<&str>,
     ) -> BoxFuture<'_, Result<Caller, AuthFailure>>;
+
+    /// RFC 9728 Protected Resource Metadata, served at
+    /// `/.well-known/oauth-protected-resource` (`None`: not served, 404).
+    fn protected_resource_metadata(&self) -> Option<Value> {
+        None
+    }
 }
 
 /// `MCP_HTTP_AUTH=none`: every request acts as the local agent `http` with every scope
@@ -51,27 +38,26 @@ impl Authenticate for NoAuth {
     }
 }
 
-/// An authentication mode this build cannot check yet: every request is refused with 401,
-/// so turning authentication on never lets anyone in by accident.
-pub struct Unavailable {
-    pub mode: McpHttpAuth,
-}
+impl Authenticate for Authenticator {
+    fn authenticate(
+        &self,
+        authorization: Option<&str>,
+    ) -> BoxFuture<'_, Result<Caller, AuthFailure>> {
+        let authorization = authorization.map(str::to_owned);
+        Box::pin(async move { Authenticator::authenticate(self, authorization.as_deref()).await })
+    }
 
-impl Authenticate for Unavailable {
-    fn authenticate(&self, _: Option<&str>) -> BoxFuture<'_, Result<Caller, AuthFailure>> {
-        let body = format!(
-            "authentication `{}` is not available in this build; every request is refused",
-            self.mode.as_str()
-        );
-        Box::pin(async move { Err(AuthFailure::unauthorized(body)) })
+    fn protected_resource_metadata(&self) -> Option<Value> {
+        Authenticator::protected_resource_metadata(self)
     }
 }
 
-/// The authenticator for `mode` that this build has, or `None` when it has none (the
-/// caller then starts with [`Unavailable`] and says so in its start-up log).
-pub fn for_mode(mode: McpHttpAuth) -> Option<Box<dyn Authenticate>> {
+/// The authenticator `mode` asks for: none, API keys (and OAuth access tokens beside them
+/// when an issuer is configured), or OAuth access tokens only.
+pub fn for_mode(mode: McpHttpAuth, pg: PgPool, identity: &Identity) -> Box<dyn Authenticate> {
     match mode {
-        McpHttpAuth::None => Some(Box::new(NoAuth)),
-        McpHttpAuth::ApiKey | McpHttpAuth::OAuth => None,
+        McpHttpAuth::None => Box::new(NoAuth),
+        McpHttpAuth::ApiKey => Box::new(Authenticator::new(pg, identity)),
+        McpHttpAuth::OAuth => Box::new(Authenticator::new(pg, identity).without_api_keys()),
     }
 }

@@ -13,6 +13,7 @@
 
 pub mod auth;
 pub mod session_store;
+pub(crate) mod session_subscriptions;
 
 use std::convert::Infallible;
 use std::net::SocketAddr;
@@ -33,14 +34,18 @@ use warden_core::RedisPool;
 use warden_settings::{McpHttp, McpHttpAuth};
 
 use crate::Gateway;
+pub use crate::auth::AuthFailure;
 use crate::caller::Caller;
-pub use auth::{AuthFailure, Authenticate, NoAuth};
+pub use auth::{Authenticate, NoAuth};
 
 type Body = BoxBody<Bytes, Infallible>;
 type McpService = StreamableHttpService<Gateway, LocalSessionManager>;
 
 /// The path agents connect to.
 pub const MCP_PATH: &str = "/mcp";
+
+/// Where OAuth clients discover the authorization server (RFC 9728).
+pub const PROTECTED_RESOURCE_PATH: &str = "/.well-known/oauth-protected-resource";
 
 /// How long in-flight requests may take to finish after SIGTERM.
 const DRAIN: Duration = Duration::from_secs(10);
@@ -172,6 +177,7 @@ impl App {
         let (route, response) = match req.uri().path() {
             MCP_PATH => (MCP_PATH, self.mcp(req).await),
             "/health" => ("/health", self.health().await),
+            PROTECTED_RESOURCE_PATH => (PROTECTED_RESOURCE_PATH, self.resource_metadata()),
             "/metrics" => (
                 "/metrics",
                 text(
@@ -213,6 +219,14 @@ impl App {
         }
     }
 
+    /// RFC 9728 metadata when OAuth is configured; 404 otherwise.
+    fn resource_metadata(&self) -> Response<Body> {
+        match self.authenticator.protected_resource_metadata() {
+            Some(doc) => text(StatusCode::OK, "application/json", doc.to_string()),
+            None => text(StatusCode::NOT_FOUND, "text/plain", "Not Found"),
+        }
+    }
+
     async fn health(&self) -> Response<Body> {
         match (self.health)().await {
             Ok(()) => text(StatusCode::OK, "text/plain", "OK"),
@@ -235,8 +249,8 @@ fn text(status: StatusCode, content_type: &str, body: impl Into<Bytes>) -> Respo
 fn refusal(failure: AuthFailure) -> Response<Body> {
     let status = StatusCode::from_u16(failure.status).unwrap_or(StatusCode::UNAUTHORIZED);
     let mut response = text(status, "text/plain; charset=utf-8", failure.body);
-    if let Some(value) = failure
-        .www_authenticate
+    if let Some(value) = Some(failure.www_authenticate)
+        .filter(|v| !v.is_empty())
         .and_then(|v| http::HeaderValue::from_str(&v).ok())
     {
         response
@@ -246,18 +260,11 @@ fn refusal(failure: AuthFailure) -> Response<Body> {
     response
 }
 
-/// The authenticator `MCP_HTTP_AUTH` asks for, or one that refuses every request when this
-/// build cannot check that kind of credential (logged as an error at start).
-pub fn authenticator_for(mode: McpHttpAuth) -> Box<dyn Authenticate> {
-    match auth::for_mode(mode) {
-        Some(a) => a,
-        None => {
-            tracing::error!(
-                auth = mode.as_str(),
-                "MCP_HTTP_AUTH={} is not available in this build: every /mcp request is refused with 401 (available: none, on loopback addresses only)",
-                mode.as_str()
-            );
-            Box::new(auth::Unavailable { mode })
-        }
-    }
+/// The authenticator `MCP_HTTP_AUTH` asks for (API keys are checked against `pg`).
+pub fn authenticator_for(
+    mode: McpHttpAuth,
+    pg: warden_store::PgPool,
+    identity: &warden_settings::Identity,
+) -> Box<dyn Authenticate> {
+    auth::for_mode(mode, pg, identity)
 }

@@ -39,6 +39,14 @@ impl SessionStore for RedisSessionStore {
             .arg(SESSION_TTL.as_secs())
             .query_async(&mut *c)
             .await?;
+        if raw.is_some() {
+            // The session's subscriptions live as long as the session.
+            let _: i64 = redis::cmd("EXPIRE")
+                .arg(super::session_subscriptions::key(id))
+                .arg(SESSION_TTL.as_secs())
+                .query_async(&mut *c)
+                .await?;
+        }
         Ok(match raw {
             Some(raw) => Some(serde_json::from_str(&raw)?),
             None => None,
@@ -60,7 +68,11 @@ impl SessionStore for RedisSessionStore {
 
     async fn delete(&self, id: &str) -> Result<(), SessionStoreError> {
         let mut c = self.pool.get().await?;
-        let _: i64 = redis::cmd("DEL").arg(key(id)).query_async(&mut *c).await?;
+        let _: i64 = redis::cmd("DEL")
+            .arg(key(id))
+            .arg(super::session_subscriptions::key(id))
+            .query_async(&mut *c)
+            .await?;
         Ok(())
     }
 }

@@ -25,8 +25,9 @@ impl Gateway {
     #[tool(
         name = "get_account_quality",
         description = "Read the business account's standing live from the platform (not cached): quality_rating (GREEN, \
-YELLOW, RED), quality_tier, the messaging limit tier and current_limit (business-initiated conversations per 24 hours). \
-Check it before large campaigns; a falling rating means pause marketing. Errors: UPSTREAM_ERROR (the platform refused; the \
+YELLOW, RED), quality_tier, the messaging limit tier and current_limit (unique customers reached by business-initiated \
+messages per rolling 24 hours, shared by every number), and messaging_limit: how many of them were used (Warden refuses \
+a business-initiated send beyond it and pauses campaigns), with the customers held after error 131049. Check it before large campaigns; a falling rating means pause marketing. Errors: UPSTREAM_ERROR (the platform refused; the \
 message explains its code), UNAVAILABLE (the platform cannot be reached: retry later).",
         input_schema = schema::input::<NoParams>(),
         output_schema = schema::output::<AccountQualityOut>(),
@@ -170,6 +171,17 @@ impl Gateway {
             .unwrap_or_else(|| "UNKNOWN".into())
             .to_ascii_uppercase();
         let limit_tier = phone.messaging_limit_tier.clone().unwrap_or_default();
+        // The tier read now is the portfolio's limit from here on (core records it).
+        if !limit_tier.is_empty() {
+            warden_core::portfolio::learn_from_platform(
+                self.core().pg(),
+                &limit_tier,
+                "get_account_quality",
+                "mcp-gateway",
+            )
+            .await?;
+        }
+        let usage = warden_core::portfolio::current_usage(self.core().pg(), Utc::now()).await?;
         Ok(AccountQualityOut {
             waba_id: settings.account_id.clone(),
             name: phone
@@ -192,6 +204,17 @@ impl Gateway {
             },
             display_phone_number: phone.display_phone_number,
             throughput_level: phone.throughput.map(|t| t.level),
+            messaging_limit: MessagingLimitOut {
+                used: usage.used,
+                limit: usage
+                    .limit
+                    .map_or_else(|| "UNKNOWN".to_string(), |l| l.to_string()),
+                source: usage.source,
+                frees_at: usage
+                    .frees_at
+                    .map(|t| t.to_rfc3339_opts(chrono::SecondsFormat::Secs, true)),
+                marketing_limited_customers_24h: usage.marketing_limited,
+            },
         })
     }
 

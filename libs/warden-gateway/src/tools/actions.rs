@@ -16,7 +16,7 @@ use warden_store::schema::messages;
 
 use crate::args::Args;
 use crate::error::{ToolError, ToolResult, code, upstream};
-use crate::gateway::{ACTOR, Gateway};
+use crate::gateway::Gateway;
 use crate::schema::{self, *};
 use crate::text::{ECHO_CHARS, detail, echo, shorten};
 use crate::tools::{check_text, template_name_arg};
@@ -93,8 +93,8 @@ fn skipped(id: impl ToString, reason: impl Into<String>) -> RetryItem {
 
 impl Gateway {
     async fn reply_customer_impl(&self, a: Args) -> ToolResult<SendOut> {
-        let key = a.idempotency("reply_customer", ACTOR)?;
-        let phone = a.phone("customer_id")?;
+        let key = a.idempotency("reply_customer", self.actor())?;
+        let phone = self.customer(&a, "customer_id").await?;
         let text = a.string("message_text", "the reply text.")?;
         check_text("message_text", &text)?;
         let channel = a.channel()?;
@@ -106,7 +106,7 @@ impl Gateway {
                     channel,
                     SendKind::Text { body: text },
                     MessageType::Service,
-                    ACTOR,
+                    self.actor(),
                 ),
                 key,
             )
@@ -255,7 +255,7 @@ impl Gateway {
             SendKind::Text { .. } | SendKind::Rich(_) => MessageType::Service,
             SendKind::Template { .. } => MessageType::Template,
         });
-        let phone = match warden_rules::phone::canonicalize(&m.customer_phone) {
+        let phone = match warden_rules::bsuid::customer_key(&m.customer_phone) {
             Ok(p) => p,
             Err(e) => return Ok(skipped(id, format!("the stored recipient is invalid: {e}"))),
         };
@@ -269,7 +269,7 @@ impl Gateway {
                 campaign_id: m.campaign_id,
                 existing_message_id: Some(id),
                 refusal: RefusalMode::Error,
-                actor: ACTOR,
+                actor: self.actor(),
             })
             .await;
         match result {
@@ -284,7 +284,8 @@ impl Gateway {
                     published: accepted.published,
                 };
                 let audited =
-                    warden_core::retries::record_retried(self.core().pg(), &retried, ACTOR).await;
+                    warden_core::retries::record_retried(self.core().pg(), &retried, self.actor())
+                        .await;
                 if let Err(error) = audited {
                     tracing::warn!(message_id = %id, %error, "retried, but the audit row could not be written");
                 }
@@ -338,7 +339,7 @@ impl Gateway {
             &platform_template(&info),
             &locale,
             SyncSource::SyncTemplateStatus,
-            ACTOR,
+            self.actor(),
         )
         .await?;
         let (previous, row) = (synced.previous_status, synced.template);

@@ -18,7 +18,7 @@ use warden_rules::kinds::MessageType;
 use crate::args::Args;
 use crate::args::check_language;
 use crate::error::{ToolError, ToolResult, code};
-use crate::gateway::{ACTOR, Gateway};
+use crate::gateway::Gateway;
 use crate::schema::{self, *};
 use crate::text::{detail, echo, no_template_message};
 use crate::tools::{check_text, check_variables, parse_components, parse_message_type};
@@ -298,8 +298,8 @@ impl Gateway {
     }
 
     async fn schedule_message_impl(&self, a: Args) -> ToolResult<ScheduleMessageOut> {
-        let key = a.idempotency("schedule_message", ACTOR)?;
-        let phone = a.phone("customer_id")?;
+        let key = a.idempotency("schedule_message", self.actor())?;
+        let phone = self.customer(&a, "customer_id").await?;
         let raw_type = a.string("message_type", "marketing, utility, service or template.")?;
         let message_type = parse_message_type(&raw_type)?;
         let content_hint = "JSON such as {\"type\":\"text\",\"text\":{\"body\":\"Hello\"}}, {\"type\":\"template\",\"template\":{\"name\":\"order_update\",\"language\":\"en\",\"variables\":[\"#1234\"]}} or the platform's own body of any kind (template with components, image, interactive, location, ...)";
@@ -360,7 +360,7 @@ impl Gateway {
                 message_type,
                 deliver_at,
             },
-            ACTOR,
+            self.actor(),
             key,
         )
         .await
@@ -378,7 +378,7 @@ impl Gateway {
 
     async fn schedule_campaign_impl(&self, a: Args) -> ToolResult<ScheduleCampaignOut> {
         self.require_pro("schedule_campaign")?;
-        let key = a.idempotency("schedule_campaign", ACTOR)?;
+        let key = a.idempotency("schedule_campaign", self.actor())?;
         let name = a.string("name", "a name for the campaign.")?;
         if name.chars().count() > MAX_CAMPAIGN_NAME {
             return Err(ToolError::invalid(
@@ -471,7 +471,7 @@ impl Gateway {
                 audience_filter: audience,
                 deliver_at,
             },
-            ACTOR,
+            self.actor(),
             key,
         )
         .await
@@ -500,9 +500,10 @@ impl Gateway {
                 "Shorten the reason; it is a note for the audit trail.",
             )?;
         }
-        let moved = warden_core::campaigns::cancel(self.core().pg(), id, reason.as_deref(), ACTOR)
-            .await
-            .map_err(campaign_error)?;
+        let moved =
+            warden_core::campaigns::cancel(self.core().pg(), id, reason.as_deref(), self.actor())
+                .await
+                .map_err(campaign_error)?;
         Ok(CancelCampaignOut {
             campaign_id: id.to_string(),
             status: "cancelled".into(),
@@ -514,7 +515,7 @@ impl Gateway {
     async fn pause_campaign_impl(&self, a: Args) -> ToolResult<CampaignMoveOut> {
         self.require_pro("pause_campaign")?;
         let id = a.uuid("campaign_id", "campaign_id schedule_campaign returned")?;
-        let before = warden_core::campaigns::pause(self.core().pg(), id, ACTOR)
+        let before = warden_core::campaigns::pause(self.core().pg(), id, self.actor())
             .await
             .map_err(campaign_error)?
             .before;
@@ -536,7 +537,7 @@ impl Gateway {
     async fn resume_campaign_impl(&self, a: Args) -> ToolResult<CampaignMoveOut> {
         self.require_pro("resume_campaign")?;
         let id = a.uuid("campaign_id", "campaign_id schedule_campaign returned")?;
-        let before = warden_core::campaigns::resume(self.core().pg(), id, ACTOR)
+        let before = warden_core::campaigns::resume(self.core().pg(), id, self.actor())
             .await
             .map_err(campaign_error)?
             .before;

@@ -22,7 +22,7 @@ use crate::util::bounded;
 #[allow(dead_code)]
 #[derive(JsonSchema)]
 pub struct HistoryIn {
-    /// The customer's phone number with country code, e.g. "+6281234567890".
+    /// The customer: phone number with country code (e.g. "+6281234567890") or BSUID (e.g. "US.13491208655302741918").
     pub customer_id: String,
     /// Messaging channel; only "whatsapp" exists and it is the default.
     #[schemars(extend("default" = "whatsapp"))]
@@ -124,7 +124,7 @@ refused), UNAVAILABLE.",
 
 impl Gateway {
     async fn history_impl(&self, a: Args) -> ToolResult<HistoryPage> {
-        let phone = a.phone("customer_id")?;
+        let phone = self.customer(&a, "customer_id").await?;
         let channel = a.channel()?;
         let limit = match a.opt_int("limit")? {
             Some(l) => bounded("limit", l, 1, 500, "between 1 and 500 (default 50)")?,

@@ -20,6 +20,7 @@ pub(crate) mod media;
 pub(crate) mod ops;
 pub(crate) mod read;
 pub(crate) mod rich;
+pub(crate) mod scopes;
 pub(crate) mod v1;
 
 use diesel_async::AsyncPgConnection;
@@ -54,6 +55,14 @@ impl Gateway {
             )
             .await?;
         Ok(SendOut::queued(&accepted, &phone, channel))
+    }
+
+    /// The customer a tool parameter names (a phone number or a BSUID), as its key:
+    /// INVALID_ARGUMENT naming `key` when malformed. A BSUID of a customer known by phone
+    /// resolves to that customer, so every rule applies whatever identifier was used.
+    pub(crate) async fn customer(&self, a: &Args, key: &str) -> ToolResult<PhoneNumber> {
+        let id = a.phone(key)?;
+        Ok(self.core().customer(&id).await?)
     }
 
     /// A pooled Postgres connection, or UNAVAILABLE.

@@ -18,7 +18,7 @@ use warden_store::schema::templates;
 
 use crate::args::{Args, check_language};
 use crate::error::{ToolError, ToolResult, code};
-use crate::gateway::{ACTOR, Gateway};
+use crate::gateway::Gateway;
 use crate::schema::{self, *};
 use crate::text::{detail, echo, kind_message};
 use crate::tools::actions::platform_template;
@@ -170,7 +170,8 @@ impl Gateway {
                 .then(|| spec.parameter_format.as_str().to_owned()),
         };
         let stored =
-            warden_core::templates::record_submitted(self.core().pg(), &submitted, ACTOR).await;
+            warden_core::templates::record_submitted(self.core().pg(), &submitted, self.actor())
+                .await;
         let row = stored.map_err(|e| {
             let e = ToolError::from(e);
             if e.code == code::UNAVAILABLE {
@@ -227,7 +228,7 @@ impl Gateway {
                         &info,
                         &local.locale,
                         SyncSource::SyncWebhooks,
-                        ACTOR,
+                        self.actor(),
                     )
                     .await?;
                     updated += 1;
@@ -283,7 +284,7 @@ impl Gateway {
                 messages_reconciled: reconciled,
                 messages_awaiting_status: awaiting,
             },
-            ACTOR,
+            self.actor(),
         )
         .await?;
         let note = if notes.is_empty() {
@@ -303,7 +304,12 @@ impl Gateway {
 
     async fn archive_chat_impl(&self, a: Args) -> ToolResult<ArchiveOut> {
         let id = a.uuid("conversation_id", "conversation id from list_conversations")?;
-        let row = match self.core().archive_conversation(id).await {
+        let row = match self
+            .core()
+            .as_actor(self.actor())
+            .archive_conversation(id)
+            .await
+        {
             Ok(archived) => archived.conversation,
             Err(ArchiveError::NotFound(_)) => {
                 return Err(ToolError::not_found(

@@ -202,7 +202,7 @@ enum WindowFilter {
 
 impl Gateway {
     async fn check_conversation_impl(&self, a: Args) -> ToolResult<ConversationOut> {
-        let phone = a.phone("customer_id")?;
+        let phone = self.customer(&a, "customer_id").await?;
         let channel = a.channel()?;
         let view = self.core().conversation(&phone, channel).await?;
         let now = Utc::now();
@@ -231,7 +231,7 @@ impl Gateway {
     }
 
     async fn check_frequency_cap_impl(&self, a: Args) -> ToolResult<FrequencyOut> {
-        let phone = a.phone("customer_id")?;
+        let phone = self.customer(&a, "customer_id").await?;
         let channel = a.channel()?;
         let st = self.core().frequency(&phone, Utc::now()).await?;
         Ok(FrequencyOut {
@@ -247,7 +247,7 @@ impl Gateway {
     }
 
     async fn get_customer_context_impl(&self, a: Args) -> ToolResult<CustomerContextOut> {
-        let phone = a.phone("customer_id")?;
+        let phone = self.customer(&a, "customer_id").await?;
         let channel = a.channel()?;
         let (customer, last_refusal) = {
             let mut conn = self.conn().await?;
@@ -269,8 +269,10 @@ impl Gateway {
         let service = core
             .check(&phone, MessageType::Service.described_content(), now)
             .await?;
+        let ids = core.customer_identifiers(&phone).await?.into();
         Ok(CustomerContextOut {
             customer_id: phone.digits().to_string(),
+            ids,
             channel: channel.to_string(),
             known_customer: customer.is_some(),
             opt_in: OptIn {
@@ -325,6 +327,9 @@ impl Gateway {
         } else {
             None
         };
+        let sent_by = warden_core::attribution::sent_by(&mut conn, &[m.id])
+            .await?
+            .remove(&m.id);
         Ok(DeliveryOut {
             message_id: m.id.to_string(),
             customer_id: m.customer_phone,
@@ -339,6 +344,7 @@ impl Gateway {
             template_name: m.template_name,
             campaign_id: m.campaign_id.map(|c| c.to_string()),
             error,
+            sent_by,
         })
     }
 

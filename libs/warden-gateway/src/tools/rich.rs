@@ -18,14 +18,14 @@ use warden_rules::rich::{
 
 use crate::args::Args;
 use crate::error::{ToolError, ToolResult};
-use crate::gateway::{ACTOR, Gateway};
+use crate::gateway::Gateway;
 use crate::schema::{self, SendOut};
 use crate::util::finish;
 
 #[derive(JsonSchema)]
 #[allow(dead_code)] // Only its schema is used; arguments are read leniently (args.rs).
 pub struct SendMediaIn {
-    /// Recipient phone number with country code, e.g. "+6281234567890".
+    /// Recipient: phone number with country code (e.g. "+6281234567890") or BSUID (e.g. "US.13491208655302741918").
     pub to: String,
     /// image (jpeg/png), video (mp4/3gpp), audio (aac/amr/mpeg/mp4/ogg), document (pdf, office, text) or sticker (webp).
     pub media_type: String,
@@ -49,7 +49,7 @@ pub struct SendMediaIn {
 #[derive(JsonSchema)]
 #[allow(dead_code)] // Only its schema is used; arguments are read leniently (args.rs).
 pub struct SendInteractiveIn {
-    /// Recipient phone number with country code, e.g. "+6281234567890".
+    /// Recipient: phone number with country code (e.g. "+6281234567890") or BSUID (e.g. "US.13491208655302741918").
     pub to: String,
     /// buttons (1 to 3 reply buttons), list (up to 10 rows behind a button) or cta_url (one URL button).
     pub kind: String,
@@ -83,7 +83,7 @@ pub struct SendInteractiveIn {
 #[derive(JsonSchema)]
 #[allow(dead_code)] // Only its schema is used; arguments are read leniently (args.rs).
 pub struct SendLocationIn {
-    /// Recipient phone number with country code, e.g. "+6281234567890".
+    /// Recipient: phone number with country code (e.g. "+6281234567890") or BSUID (e.g. "US.13491208655302741918").
     pub to: String,
     /// Latitude in degrees, -90 to 90.
     pub latitude: f64,
@@ -308,13 +308,13 @@ impl Gateway {
         };
         let message = RichMessage { body, context };
         message.validate().map_err(rich_error)?;
-        self.send_free_form(phone, channel, SendKind::Rich(message), ACTOR, key)
+        self.send_free_form(phone, channel, SendKind::Rich(message), self.actor(), key)
             .await
     }
 
     async fn send_media_impl(&self, a: Args) -> ToolResult<SendOut> {
-        let key = a.idempotency("send_media", ACTOR)?;
-        let phone = a.phone("to")?;
+        let key = a.idempotency("send_media", self.actor())?;
+        let phone = self.customer(&a, "to").await?;
         let media_type =
             MediaType::parse(&a.string("media_type", "image, video, audio, document or sticker.")?)
                 .map_err(rich_error)?;
@@ -337,8 +337,8 @@ impl Gateway {
     }
 
     async fn send_interactive_impl(&self, a: Args) -> ToolResult<SendOut> {
-        let key = a.idempotency("send_interactive", ACTOR)?;
-        let phone = a.phone("to")?;
+        let key = a.idempotency("send_interactive", self.actor())?;
+        let phone = self.customer(&a, "to").await?;
         // Every required parameter is checked for presence before any is judged.
         let kind = a.string("kind", "buttons, list or cta_url.")?;
         let body = a.string("body", "the message text (at most 1024 characters).")?;
@@ -419,8 +419,8 @@ impl Gateway {
     }
 
     async fn send_location_impl(&self, a: Args) -> ToolResult<SendOut> {
-        let key = a.idempotency("send_location", ACTOR)?;
-        let phone = a.phone("to")?;
+        let key = a.idempotency("send_location", self.actor())?;
+        let phone = self.customer(&a, "to").await?;
         a.string("latitude", "the latitude in degrees, e.g. -6.2.")?;
         a.string("longitude", "the longitude in degrees, e.g. 106.8.")?;
         let location = Location {
@@ -436,7 +436,7 @@ impl Gateway {
     }
 
     async fn react_to_message_impl(&self, a: Args) -> ToolResult<SendOut> {
-        let key = a.idempotency("react_to_message", ACTOR)?;
+        let key = a.idempotency("react_to_message", self.actor())?;
         let id = a.uuid("message_id", "the message_id of the customer's message")?;
         let emoji = a.opt_string("emoji")?.unwrap_or_default();
         warden_rules::rich::check_emoji(&emoji).map_err(rich_error)?;

@@ -8,7 +8,7 @@ use warden_rules::kinds::MessageType;
 
 use crate::args::Args;
 use crate::error::{ToolError, ToolResult};
-use crate::gateway::{ACTOR, Gateway};
+use crate::gateway::Gateway;
 use crate::schema::{self, *};
 use crate::text::{detail, echo};
 use crate::tools::{check_text, check_variables, parse_components, parse_message_type};
@@ -94,7 +94,7 @@ Errors: INVALID_ARGUMENT (code is not a number).",
 
 impl Gateway {
     async fn check_compliance_impl(&self, a: Args) -> ToolResult<ComplianceOut> {
-        let phone = a.phone("customer_id")?;
+        let phone = self.customer(&a, "customer_id").await?;
         let raw_type = a.string(
             "message_type",
             "marketing, utility, template or service (free-form text).",
@@ -141,18 +141,24 @@ impl Gateway {
     }
 
     async fn send_message_impl(&self, a: Args) -> ToolResult<SendOut> {
-        let key = a.idempotency("send_message", ACTOR)?;
-        let phone = a.phone("to")?;
+        let key = a.idempotency("send_message", self.actor())?;
+        let phone = self.customer(&a, "to").await?;
         let text = a.string("text", "the message text.")?;
         check_text("text", &text)?;
         let channel = a.channel()?;
-        self.send_free_form(phone, channel, SendKind::Text { body: text }, ACTOR, key)
-            .await
+        self.send_free_form(
+            phone,
+            channel,
+            SendKind::Text { body: text },
+            self.actor(),
+            key,
+        )
+        .await
     }
 
     async fn send_template_impl(&self, a: Args) -> ToolResult<SendOut> {
-        let key = a.idempotency("send_template", ACTOR)?;
-        let phone = a.phone("to")?;
+        let key = a.idempotency("send_template", self.actor())?;
+        let phone = self.customer(&a, "to").await?;
         let name = a.string(
             "template_name",
             "the name of an APPROVED template (see list_templates).",
@@ -180,7 +186,7 @@ impl Gateway {
                     campaign_id: None,
                     existing_message_id: None,
                     refusal: RefusalMode::Error,
-                    actor: ACTOR,
+                    actor: self.actor(),
                 },
                 key,
             )

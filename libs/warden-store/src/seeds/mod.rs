@@ -1,11 +1,10 @@
 //! Idempotent seed data: re-running updates rows in place and never adds duplicates.
 
 pub mod errors;
-pub mod pricing;
 
-use chrono::NaiveDate;
 use diesel::prelude::*;
 use diesel::upsert::excluded;
+use warden_rules::pricing::RateCard;
 
 use crate::schema::{conversation_pricing, error_knowledge_base, policies};
 
@@ -48,33 +47,42 @@ pub fn seed_errors(conn: &mut impl Connection<Backend = diesel::pg::Pg>) -> Quer
     Ok(errors::KNOWN_ERRORS.len())
 }
 
-/// Upsert the dated pricing rows; returns the number of rows.
-pub fn seed_pricing(conn: &mut impl Connection<Backend = diesel::pg::Pg>) -> QueryResult<usize> {
+/// Upsert every rate of `card` (PRICING_PATH or the built-in card) as a dated row;
+/// returns the number of rows. A later card is new rows, an edited rate updates its row.
+pub fn seed_rate_card(
+    conn: &mut impl Connection<Backend = diesel::pg::Pg>,
+    card: &RateCard,
+) -> QueryResult<usize> {
     use conversation_pricing::dsl as cp;
-    let (y, m, d) = pricing::EFFECTIVE_DATE;
-    let date = NaiveDate::from_ymd_opt(y, m, d).expect("valid seed date");
-    for rate in pricing::RATES {
-        diesel::insert_into(cp::conversation_pricing)
-            .values((
-                cp::country.eq(rate.country),
-                cp::conversation_type.eq(rate.conversation_type),
-                cp::cost_e4.eq(rate.cost_e4),
-                cp::currency.eq(pricing::CURRENCY),
-                cp::pricing_category.eq(pricing::pricing_category(rate.conversation_type)),
-                cp::pricing_model_version.eq(pricing::PRICING_MODEL_VERSION),
-                cp::effective_date.eq(date),
-            ))
-            .on_conflict((cp::country, cp::conversation_type, cp::effective_date))
-            .do_update()
-            .set((
-                cp::cost_e4.eq(excluded(cp::cost_e4)),
-                cp::currency.eq(excluded(cp::currency)),
-                cp::pricing_category.eq(excluded(cp::pricing_category)),
-                cp::pricing_model_version.eq(excluded(cp::pricing_model_version)),
-            ))
-            .execute(conn)?;
+    let mut n = 0;
+    for dated in &card.cards {
+        let version = dated.version();
+        for (country, rates) in &dated.rates {
+            for (category, cost) in rates {
+                diesel::insert_into(cp::conversation_pricing)
+                    .values((
+                        cp::country.eq(country),
+                        cp::conversation_type.eq(category),
+                        cp::cost_e4.eq(cost),
+                        cp::currency.eq(&card.currency),
+                        cp::pricing_category.eq(category.to_ascii_uppercase()),
+                        cp::pricing_model_version.eq(&version),
+                        cp::effective_date.eq(dated.effective_from),
+                    ))
+                    .on_conflict((cp::country, cp::conversation_type, cp::effective_date))
+                    .do_update()
+                    .set((
+                        cp::cost_e4.eq(excluded(cp::cost_e4)),
+                        cp::currency.eq(excluded(cp::currency)),
+                        cp::pricing_category.eq(excluded(cp::pricing_category)),
+                        cp::pricing_model_version.eq(excluded(cp::pricing_model_version)),
+                    ))
+                    .execute(conn)?;
+                n += 1;
+            }
+        }
     }
-    Ok(pricing::RATES.len())
+    Ok(n)
 }
 
 /// Make the policies table the runtime copy of the file: upsert by id in file order, and

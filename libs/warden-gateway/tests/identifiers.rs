@@ -1,0 +1,405 @@
+//! Customers without phone numbers (issue 24), end to end: a phone-less user writes through
+//! platform-sim's signed webhook, the reply by BSUID goes tool -> core -> stream ->
+//! dispatcher (`recipient` = the BSUID) -> sim, and the sim's status webhook settles it.
+//! A STOP from the phone-less user blocks marketing by BSUID and, once a webhook links
+//! their phone, by phone. Every tool that takes a customer takes a BSUID and refuses a
+//! malformed one with INVALID_ARGUMENT naming the parameter.
+
+mod common;
+
+use std::net::TcpListener;
+use std::sync::Arc;
+use std::time::Duration;
+
+use chrono::{TimeDelta, Utc};
+use diesel::prelude::*;
+use diesel_async::RunQueryDsl;
+use rmcp::RoleClient;
+use rmcp::model::{CallToolRequestParams, CallToolResult};
+use rmcp::service::RunningService;
+use serde_json::{Value, json};
+use uuid::Uuid;
+use warden_gateway::Gateway;
+use warden_service::Dependencies;
+use warden_sim::users::SimUser;
+use warden_store::testing::TestDatabase;
+
+use common::{Harness, Opts, SIM_PHONE_ID, SIM_TOKEN, SIM_WABA_ID, check_envelope, phone};
+
+const APP_SECRET: &str = "bsuid-test-secret";
+
+fn bsuid() -> String {
+    format!("ID.{}", Uuid::new_v4().simple())
+}
+
+/// Gateway, dispatcher, webhook server and sim (posting its webhooks to the webhook
+/// server), on a database and stream of their own.
+struct Stack {
+    _db: TestDatabase,
+    deps: Dependencies,
+    client: RunningService<RoleClient, ()>,
+    sim: Arc<warden_sim::Sim>,
+    _stop: tokio::sync::oneshot::Sender<()>,
+}
+
+impl Stack {
+    async fn start() -> Stack {
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        let db = common::prepared_db().await;
+        let mut settings = common::settings_for(&db, &Opts::default()).await;
+        settings.platform.app_secret = Some(APP_SECRET.into());
+
+        let webhook_deps = common::deps_for(settings.clone(), true).await;
+        let state = warden_webhook::AppState::new(warden_core::Core::new(webhook_deps, "webhook"))
+            .expect("secret set");
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let webhook_url = format!("http://{}/webhook", listener.local_addr().unwrap());
+        tokio::spawn(warden_webhook::server(listener, state).unwrap());
+
+        let config = warden_sim::SimConfig {
+            http_host: "127.0.0.1".into(),
+            http_port: 0,
+            webhook_url: Some(webhook_url),
+            app_secret: APP_SECRET.into(),
+            access_token: SIM_TOKEN.into(),
+            phone_number_id: SIM_PHONE_ID.into(),
+            waba_id: SIM_WABA_ID.into(),
+            approval_delay: Duration::from_secs(3600),
+            workers: 1,
+            ..warden_sim::SimConfig::default()
+        };
+        let running =
+            warden_sim::start(config, TcpListener::bind("127.0.0.1:0").unwrap()).expect("sim");
+        let sim_url = running.base_url();
+        let sim = running.state();
+        tokio::spawn(running.wait());
+        settings.platform.api_url = sim_url;
+
+        let deps = common::deps_for(settings.clone(), true).await;
+        let mut config = warden_dispatcher::DispatcherConfig::defaults(&settings);
+        config.bucket_channel = Some(format!("t-{}", Uuid::new_v4().simple()));
+        config.dispatch.pair_interval = Duration::ZERO;
+        let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+        warden_dispatcher::start(deps.clone(), config, async move {
+            let _ = rx.await;
+        })
+        .await
+        .expect("dispatcher starts");
+        let client = common::connect(Gateway::new(deps.clone()).expect("gateway")).await;
+        Stack {
+            _db: db,
+            deps,
+            client,
+            sim,
+            _stop: tx,
+        }
+    }
+
+    async fn call(&self, name: &str, args: Value) -> (bool, Value) {
+        let params = CallToolRequestParams::new(name.to_string())
+            .with_arguments(args.as_object().cloned().expect("arguments object"));
+        let res: CallToolResult = self.client.call_tool(params).await.expect("tools/call");
+        check_envelope(name, &res);
+        (
+            res.is_error == Some(true),
+            res.structured_content.clone().unwrap(),
+        )
+    }
+
+    async fn ok(&self, name: &str, args: Value) -> Value {
+        let (is_err, v) = self.call(name, args.clone()).await;
+        assert!(!is_err, "{name}({args}) failed: {v}");
+        v
+    }
+
+    /// A user's message through the sim's signed webhook; waits until it is stored.
+    async fn inbound(&self, user: SimUser, text: &str) -> String {
+        let (wamid, queued) = self.sim.inbound(user, text.into(), None, None, None);
+        assert!(queued, "the sim has a webhook target");
+        let deps = self.deps.clone();
+        let w = wamid.clone();
+        warden_test_support::wait::until_some(
+            Duration::from_secs(15),
+            "inbound message stored",
+            || {
+                let (deps, w) = (deps.clone(), w.clone());
+                async move { customer_of_wamid(&deps, &w).await }
+            },
+        )
+        .await
+    }
+
+    async fn status(&self, id: Uuid) -> String {
+        use warden_store::schema::messages;
+        let mut c = self.deps.pg.get().await.unwrap();
+        messages::table
+            .find(id)
+            .select(messages::status)
+            .first(&mut c)
+            .await
+            .unwrap()
+    }
+}
+
+/// The customer key of the stored inbound message `wamid`.
+async fn customer_of_wamid(deps: &Dependencies, wamid: &str) -> Option<String> {
+    use warden_store::schema::messages;
+    let mut c = deps.pg.get().await.unwrap();
+    messages::table
+        .filter(messages::wamid.eq(wamid))
+        .select(messages::customer_phone)
+        .first(&mut c)
+        .await
+        .optional()
+        .unwrap()
+}
+
+fn phoneless(b: &str) -> SimUser {
+    SimUser {
+        phone: None,
+        user_id: Some(b.to_string()),
+        parent_user_id: None,
+        username: Some("@ana".into()),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_phoneless_user_is_answered_by_bsuid_and_their_stop_holds_by_phone_after_linking() {
+    let s = Stack::start().await;
+    let b = bsuid();
+
+    // A phone-less message: stored under the BSUID, window open.
+    assert_eq!(s.inbound(phoneless(&b), "hello").await, b);
+    let ctx = s
+        .ok("get_customer_context", json!({"customer_id": b}))
+        .await;
+    assert_eq!(ctx["customer_id"], b.as_str());
+    assert_eq!(ctx["phone"], Value::Null);
+    assert_eq!(ctx["bsuid"], b.as_str());
+    assert_eq!(ctx["username"], "@ana");
+    assert_eq!(ctx["conversation"]["window_open"], true);
+
+    // The reply by BSUID reaches the sim as `recipient` and its status webhook settles it.
+    let r = s
+        .ok(
+            "send_message",
+            json!({"to": b, "text": "Your order is ready"}),
+        )
+        .await;
+    assert_eq!(r["status"], "queued");
+    assert_eq!(r["phone"], Value::Null);
+    assert_eq!(r["bsuid"], b.as_str());
+    let id: Uuid = r["message_id"].as_str().unwrap().parse().unwrap();
+    warden_test_support::wait::until(Duration::from_secs(20), "delivered", || async {
+        matches!(s.status(id).await.as_str(), "delivered" | "read")
+    })
+    .await;
+    let stats = s.sim.stats();
+    let sent = &stats.by_message[&id.to_string()];
+    assert_eq!(sent.count, 1, "sent once");
+    assert_eq!(sent.recipient, b, "addressed by BSUID");
+
+    // STOP from the phone-less user: marketing by BSUID is refused.
+    s.inbound(phoneless(&b), "STOP").await;
+    let check = |id: String| {
+        let s = &s;
+        async move {
+            s.ok(
+                "check_compliance",
+                json!({"customer_id": id, "message_type": "marketing"}),
+            )
+            .await
+        }
+    };
+    let c = check(b.clone()).await;
+    assert_eq!(c["allowed"], false, "{c}");
+    assert_eq!(c["reason_code"], "USER_OPTED_OUT");
+
+    // The user later shows their phone with the BSUID: the phone is the same customer.
+    let p = phone();
+    let linked = SimUser {
+        phone: Some(p.clone()),
+        ..phoneless(&b)
+    };
+    assert_eq!(
+        s.inbound(linked, "it's me").await,
+        p,
+        "stored under the phone"
+    );
+    let c = check(p.clone()).await;
+    assert_eq!(c["allowed"], false, "opted out by phone after linking: {c}");
+    assert_eq!(c["reason_code"], "USER_OPTED_OUT");
+    let c = check(b.clone()).await;
+    assert_eq!(c["allowed"], false, "still opted out by BSUID: {c}");
+    let ctx = s
+        .ok("get_customer_context", json!({"customer_id": b}))
+        .await;
+    assert_eq!(ctx["customer_id"], p.as_str());
+    assert_eq!(ctx["phone"], p.as_str());
+    assert_eq!(ctx["bsuid"], b.as_str());
+    // The whole history is the phone customer's now.
+    let hist = s
+        .ok("get_conversation_history", json!({"customer_id": p}))
+        .await;
+    assert!(
+        hist.to_string().contains("Your order is ready") && hist.to_string().contains("hello"),
+        "{hist}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn the_sim_refuses_an_unknown_bsuid_and_to_wins_over_recipient() {
+    let s = Stack::start().await;
+    let known = bsuid();
+    s.inbound(phoneless(&known), "hi").await;
+    let send = |body: Value| {
+        let http = reqwest::Client::new();
+        let url = format!(
+            "{}/v25.0/{}/messages",
+            s.deps.settings.platform.api_url, SIM_PHONE_ID
+        );
+        async move {
+            let r = http
+                .post(url)
+                .bearer_auth(SIM_TOKEN)
+                .json(&body)
+                .send()
+                .await
+                .unwrap();
+            (r.status().as_u16(), r.json::<Value>().await.unwrap())
+        }
+    };
+    let (st, v) = send(
+        json!({"messaging_product": "whatsapp", "recipient": bsuid(),
+                              "type": "text", "text": {"body": "x"}}),
+    )
+    .await;
+    assert_eq!(st, 400, "{v}");
+    assert_eq!(v["error"]["code"], 131026);
+    let (st, v) = send(json!({"messaging_product": "whatsapp", "recipient": known,
+                              "type": "text", "text": {"body": "x"}}))
+    .await;
+    assert_eq!(st, 200, "{v}");
+    let p = phone();
+    let (st, v) = send(
+        json!({"messaging_product": "whatsapp", "to": p, "recipient": bsuid(),
+                              "type": "text", "text": {"body": "x"}}),
+    )
+    .await;
+    assert_eq!(st, 200, "`to` wins: {v}");
+    assert_eq!(v["contacts"][0]["wa_id"], p.as_str());
+}
+
+/// Every tool parameter naming a customer, with the other arguments it needs.
+fn customer_tools(id: &str) -> Vec<(&'static str, &'static str, Value)> {
+    let at = (Utc::now() + TimeDelta::hours(2)).to_rfc3339();
+    vec![
+        (
+            "check_compliance",
+            "customer_id",
+            json!({"customer_id": id, "message_type": "service"}),
+        ),
+        ("send_message", "to", json!({"to": id, "text": "hi"})),
+        (
+            "send_template",
+            "to",
+            json!({"to": id, "template_name": "order", "variables": "[\"A1\"]"}),
+        ),
+        (
+            "check_conversation",
+            "customer_id",
+            json!({"customer_id": id}),
+        ),
+        (
+            "check_frequency_cap",
+            "customer_id",
+            json!({"customer_id": id}),
+        ),
+        (
+            "get_customer_context",
+            "customer_id",
+            json!({"customer_id": id}),
+        ),
+        (
+            "reply_customer",
+            "customer_id",
+            json!({"customer_id": id, "message_text": "hi"}),
+        ),
+        (
+            "schedule_message",
+            "customer_id",
+            json!({"customer_id": id, "message_type": "service",
+                   "content": "{\"type\":\"text\",\"text\":{\"body\":\"later\"}}", "deliver_at": at}),
+        ),
+        (
+            "get_conversation_history",
+            "customer_id",
+            json!({"customer_id": id}),
+        ),
+        (
+            "send_media",
+            "to",
+            json!({"to": id, "media_type": "image", "link": "https://cdn.example/a.jpg"}),
+        ),
+        (
+            "send_interactive",
+            "to",
+            json!({"to": id, "kind": "buttons", "body": "Ok?",
+                   "buttons": [{"id": "y", "title": "Yes"}]}),
+        ),
+        (
+            "send_location",
+            "to",
+            json!({"to": id, "latitude": -6.2, "longitude": 106.8}),
+        ),
+        (
+            "schedule_campaign",
+            "customer_ids",
+            json!({"name": "c", "type": "Utility", "template_name": "order", "deliver_at": at,
+                   "variables": "{\"1\": \"A1\"}",
+                   "audience_filter": json!({"customer_ids": [id]}).to_string()}),
+        ),
+    ]
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_customer_taking_tool_accepts_a_bsuid_and_refuses_a_malformed_one() {
+    let h = Harness::start().await;
+    h.insert_template("order", "en", "utility", "APPROVED", "Order {{1}}")
+        .await;
+    let b = bsuid();
+    // A phone-less customer with an open window (as a BSUID-only webhook leaves it).
+    let key = warden_rules::bsuid::customer_key(&b).unwrap();
+    {
+        let mut c = h.conn().await;
+        warden_core::customers::ensure(&mut c, &key).await.unwrap();
+        warden_core::conversations::record_inbound(&mut c, &key, "whatsapp", Utc::now())
+            .await
+            .unwrap();
+    }
+    let p = phone();
+    for good in [b.as_str(), p.as_str()] {
+        for (tool, param, args) in customer_tools(good) {
+            let (is_err, v) = h.call(tool, args).await;
+            assert!(
+                !is_err || v["error"]["code"] != "INVALID_ARGUMENT",
+                "{tool} refused {good} as malformed: {v}"
+            );
+            let _ = param;
+        }
+    }
+    for bad in ["US.12-34", "U.123", "US.", "US.ENT.", "1D.123"] {
+        for (tool, param, args) in customer_tools(bad) {
+            let e = h.err("INVALID_ARGUMENT", tool, args).await;
+            let msg = e["message"].as_str().unwrap_or_default();
+            assert!(msg.contains(param), "{tool}({bad}): {e}");
+        }
+    }
+    // A send by BSUID is recorded under the customer's key, whatever form was used.
+    let sent = h
+        .count(&format!(
+            "SELECT count(*) AS n FROM messages WHERE customer_phone = '{b}' AND direction = 'outbound'"
+        ))
+        .await;
+    assert!(sent >= 1, "sends to the BSUID were recorded under it");
+}

@@ -1,0 +1,195 @@
+//! Platform limits in the scheduler's two send paths (issue 25): a campaign that reaches the
+//! portfolio's messaging limit pauses with reason `messaging_limit` and resumes; a scheduled
+//! message beyond it waits for a free slot; quiet hours with `action: hold` delay a
+//! scheduled message and a campaign batch to the end of the quiet period, check them again
+//! when due, and send them once it is over.
+
+mod common;
+
+use std::time::Duration;
+
+use chrono::{TimeDelta, Timelike, Utc};
+use common::*;
+use serde_json::json;
+use warden_rules::policy::QuietHours;
+
+async fn learn(h: &Harness, limit: &str) {
+    assert!(
+        warden_core::portfolio::learn_from_platform(
+            h.core.pg(),
+            limit,
+            "get_account_quality",
+            "test"
+        )
+        .await
+        .expect("learn")
+    );
+}
+
+fn clock(t: chrono::DateTime<Utc>) -> String {
+    format!("{:02}:{:02}", t.hour(), t.minute())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn campaign_pauses_at_the_messaging_limit_and_resumes() {
+    let h = harness(false).await;
+    h.add_template("notice", "utility", "APPROVED", "Hello {{1}}")
+        .await;
+    h.add_customers(1, 10, 0, 0, 0).await;
+    learn(&h, "4").await;
+    let id = h
+        .campaign(
+            "notice",
+            json!({"1": "Ana"}),
+            json!({}),
+            "running",
+            Utc::now(),
+        )
+        .await;
+    let s = h.scheduler("limits-1");
+    let r = s.tick().await.expect("tick");
+    assert_eq!(r.campaigns_paused_by_limit, 1, "{r:?}");
+    let c = h.campaign_row(id).await;
+    assert_eq!(c.status, "paused");
+    let reason = c.status_reason.unwrap_or_default();
+    assert!(reason.starts_with("messaging_limit"), "{reason}");
+    assert_eq!(
+        h.campaign_messages(id).await,
+        4,
+        "exactly the limit was reached"
+    );
+    h.ticks_enqueue_nothing(&s, 2).await;
+
+    // A scheduled message to a customer not reached yet waits for a free slot (held, not
+    // failed); the slot frees 24 h after the oldest reach.
+    let m = h
+        .schedule(
+            "6281299990000",
+            "template",
+            template_content("notice", &["Ana"]),
+            Utc::now(),
+        )
+        .await;
+    let r = s.tick().await.expect("tick");
+    assert_eq!(r.messages_held, 1, "{r:?}");
+    let row = h.message_row(m).await;
+    assert_eq!(row.status, "scheduled");
+    assert!(
+        row.deliver_at
+            .is_some_and(|t| t > Utc::now() + TimeDelta::hours(23)),
+        "{:?}",
+        row.deliver_at
+    );
+    assert_eq!(
+        h.text(&format!(
+            "SELECT reason AS t FROM message_holds WHERE message_id = '{m}'"
+        ))
+        .await
+        .as_deref(),
+        Some("messaging_limit")
+    );
+
+    // A higher limit and resume_campaign: the rest of the audience goes out (ten, and the
+    // customer the scheduled message added).
+    learn(&h, "TIER_2K").await;
+    warden_core::campaigns::resume(h.core.pg(), id, "test")
+        .await
+        .expect("resume");
+    warden_test_support::wait::until(Duration::from_secs(60), "the whole audience", || async {
+        s.tick().await.expect("tick");
+        h.campaign_messages(id).await == 11
+    })
+    .await;
+    assert_ne!(h.campaign_row(id).await.status, "paused");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn quiet_hours_hold_delays_scheduled_and_campaign_messages_to_their_end() {
+    // Quiet from an hour ago until two minutes from now (UTC), action hold.
+    let now = Utc::now();
+    let (start, end) = (
+        clock(now - TimeDelta::hours(1)),
+        clock(now + TimeDelta::minutes(2)),
+    );
+    let policies = format!(
+        "version: 1\npolicies:\n  - id: quiet_now\n    type: quiet_hours\n    start: \"{start}\"\n    end: \"{end}\"\n    timezone: UTC\n    action: hold\n"
+    );
+    let h = harness_with(false, &policies).await;
+    h.add_template("notice", "utility", "APPROVED", "Hello {{1}}")
+        .await;
+    let phone = "6281299990001";
+    let ends = QuietHours::new(&start, &end, "UTC")
+        .unwrap()
+        .ends_after(
+            &warden_rules::phone::canonicalize(phone).unwrap(),
+            Utc::now(),
+        )
+        .expect("quiet now");
+    let m = h
+        .schedule(
+            phone,
+            "template",
+            template_content("notice", &["Ana"]),
+            Utc::now(),
+        )
+        .await;
+    h.add_customers(1, 3, 0, 0, 0).await;
+    let id = h
+        .campaign(
+            "notice",
+            json!({"1": "Ana"}),
+            json!({}),
+            "running",
+            Utc::now(),
+        )
+        .await;
+    let s = h.scheduler("quiet-1");
+    let r = s.tick().await.expect("tick");
+    // The campaign's audience: three customers and the scheduled message's.
+    assert_eq!((r.messages_held, r.recipients_held), (1, 4), "{r:?}");
+    assert_eq!(r.messages_refused + r.recipients_refused, 0, "{r:?}");
+    // Every one waits `scheduled` until the end of the quiet period.
+    let held = h
+        .count(&format!(
+            "SELECT count(*) AS n FROM messages m JOIN message_holds h ON h.message_id = m.id
+             WHERE m.status = 'scheduled' AND h.reason = 'quiet_now'
+               AND m.deliver_at = '{}'::timestamptz AND (m.id = '{m}' OR m.campaign_id = '{id}')",
+            ends.to_rfc3339()
+        ))
+        .await;
+    assert_eq!(held, 5);
+    assert_eq!(h.campaign_messages(id).await, 4);
+    assert_ne!(
+        h.campaign_row(id).await.status,
+        "completed",
+        "held recipients keep the campaign open"
+    );
+
+    // Due again while still quiet: checked again and held again.
+    h.exec("UPDATE messages SET deliver_at = now() WHERE status = 'scheduled'")
+        .await;
+    let r = s.tick().await.expect("tick");
+    assert_eq!(r.messages_held, 5, "{r:?}");
+    assert_eq!(
+        h.count("SELECT count(*) AS n FROM message_holds WHERE holds = 2")
+            .await,
+        5
+    );
+
+    // Once the quiet period is over they go out.
+    warden_test_support::wait::until(
+        Duration::from_secs(240),
+        "the quiet period to end",
+        || async { Utc::now() > ends },
+    )
+    .await;
+    let r = s.tick().await.expect("tick");
+    assert_eq!(r.messages_queued, 5, "{r:?}");
+    assert_eq!(
+        h.count(&format!(
+            "SELECT count(*) AS n FROM messages WHERE status = 'queued' AND (id = '{m}' OR campaign_id = '{id}')"
+        ))
+        .await,
+        5
+    );
+}

@@ -1,0 +1,3 @@
+DROP TABLE IF EXISTS message_actors;
+DROP TABLE IF EXISTS agent_usage;
+DROP TABLE IF EXISTS agents;
