@@ -8,8 +8,8 @@ use std::path::Path;
 use diesel::prelude::*;
 use diesel_async::RunQueryDsl;
 use warden_rules::pricing::{self, PricingError, RateCard};
-use warden_store::schema::conversation_pricing as cp;
 use warden_store::PgPool;
+use warden_store::schema::conversation_pricing as cp;
 
 #[derive(Debug, thiserror::Error)]
 pub enum PricingFileError {

@@ -205,7 +205,7 @@ async fn hold_queued(
     hold: &Decision,
     actor: &'static str,
 ) -> Result<(), CoreError> {
-    use diesel::sql_types::{Text, Timestamptz, Uuid as SqlUuid};
+    use diesel::sql_types::{Timestamptz, Uuid as SqlUuid};
     let Some(until) = hold.retry_at else {
         return Ok(());
     };
@@ -223,24 +223,13 @@ async fn hold_queued(
             .execute(c)
             .await?;
             if moved > 0 {
-                diesel::sql_query(
-                    "INSERT INTO message_holds (message_id, reason, held_until) VALUES ($1, $2, $3)
-                     ON CONFLICT (message_id) DO UPDATE SET reason = EXCLUDED.reason,
-                            held_until = EXCLUDED.held_until, holds = message_holds.holds + 1,
-                            updated_at = now()",
-                )
-                .bind::<SqlUuid, _>(message_id)
-                .bind::<Text, _>(&reason)
-                .bind::<Timestamptz, _>(until)
-                .execute(c)
-                .await?;
-                warden_store::audit::record(
+                crate::send_hold::note_hold(
                     c,
+                    message_id,
+                    &reason,
+                    until,
                     actor,
-                    "message_held",
-                    "message",
-                    &message_id.to_string(),
-                    json!({"reason": reason, "until": until, "stage": "before_platform_call"}),
+                    json!({"stage": "before_platform_call"}),
                 )
                 .await?;
             }

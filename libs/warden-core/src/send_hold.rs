@@ -24,6 +24,40 @@ use crate::send::{SendError, SendRequest, insert_message};
 use crate::{Core, customers};
 
 /// The `message_holds.reason` of a decision: the rule that held it.
+/// Why `message_id` waits until `until` (one row per message; each hold counts), audited
+/// as `message_held` with `detail` added to the reason and the time.
+pub(crate) async fn note_hold(
+    c: &mut AsyncPgConnection,
+    message_id: Uuid,
+    reason: &str,
+    until: DateTime<Utc>,
+    actor: &str,
+    mut detail: serde_json::Value,
+) -> diesel::QueryResult<()> {
+    diesel::sql_query(
+        "INSERT INTO message_holds (message_id, reason, held_until) VALUES ($1, $2, $3)
+         ON CONFLICT (message_id) DO UPDATE SET reason = EXCLUDED.reason,
+                held_until = EXCLUDED.held_until, holds = message_holds.holds + 1,
+                updated_at = now()",
+    )
+    .bind::<SqlUuid, _>(message_id)
+    .bind::<Text, _>(reason)
+    .bind::<Timestamptz, _>(until)
+    .execute(c)
+    .await?;
+    detail["reason"] = json!(reason);
+    detail["until"] = json!(until);
+    warden_store::audit::record(
+        c,
+        actor,
+        "message_held",
+        "message",
+        &message_id.to_string(),
+        detail,
+    )
+    .await
+}
+
 fn hold_reason(d: &Decision) -> String {
     d.policy_id
         .clone()
@@ -78,26 +112,7 @@ impl Core {
                         .execute(c)
                         .await?;
                 }
-                diesel::sql_query(
-                    "INSERT INTO message_holds (message_id, reason, held_until) VALUES ($1, $2, $3)
-                     ON CONFLICT (message_id) DO UPDATE SET reason = EXCLUDED.reason,
-                            held_until = EXCLUDED.held_until, holds = message_holds.holds + 1,
-                            updated_at = now()",
-                )
-                .bind::<SqlUuid, _>(message_id)
-                .bind::<Text, _>(&reason)
-                .bind::<Timestamptz, _>(until)
-                .execute(c)
-                .await?;
-                warden_store::audit::record(
-                    c,
-                    actor,
-                    "message_held",
-                    "message",
-                    &message_id.to_string(),
-                    json!({"reason": reason, "until": until}),
-                )
-                .await?;
+                note_hold(c, message_id, &reason, until, actor, json!({})).await?;
                 Ok::<_, Abort<SendError>>(true)
             }
             .boxed()

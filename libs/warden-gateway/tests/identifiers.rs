@@ -7,24 +7,18 @@
 
 mod common;
 
-use std::net::TcpListener;
-use std::sync::Arc;
 use std::time::Duration;
 
 use chrono::{TimeDelta, Utc};
 use diesel::prelude::*;
 use diesel_async::RunQueryDsl;
-use rmcp::RoleClient;
-use rmcp::model::{CallToolRequestParams, CallToolResult};
-use rmcp::service::RunningService;
 use serde_json::{Value, json};
 use uuid::Uuid;
-use warden_gateway::Gateway;
 use warden_service::Dependencies;
 use warden_sim::users::SimUser;
-use warden_store::testing::TestDatabase;
 
-use common::{Harness, Opts, SIM_PHONE_ID, SIM_TOKEN, SIM_WABA_ID, check_envelope, phone};
+use common::stack::Stack;
+use common::{Harness, SIM_PHONE_ID, SIM_TOKEN, phone};
 
 const APP_SECRET: &str = "bsuid-test-secret";
 
@@ -32,86 +26,12 @@ fn bsuid() -> String {
     format!("ID.{}", Uuid::new_v4().simple())
 }
 
-/// Gateway, dispatcher, webhook server and sim (posting its webhooks to the webhook
-/// server), on a database and stream of their own.
-struct Stack {
-    _db: TestDatabase,
-    deps: Dependencies,
-    client: RunningService<RoleClient, ()>,
-    sim: Arc<warden_sim::Sim>,
-    _stop: tokio::sync::oneshot::Sender<()>,
+/// The whole pipeline, as these tests need it.
+async fn stack() -> Stack {
+    Stack::start(APP_SECRET, |_| {}).await
 }
 
 impl Stack {
-    async fn start() -> Stack {
-        let _ = rustls::crypto::ring::default_provider().install_default();
-        let db = common::prepared_db().await;
-        let mut settings = common::settings_for(&db, &Opts::default()).await;
-        settings.platform.app_secret = Some(APP_SECRET.into());
-
-        let webhook_deps = common::deps_for(settings.clone(), true).await;
-        let state = warden_webhook::AppState::new(warden_core::Core::new(webhook_deps, "webhook"))
-            .expect("secret set");
-        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-        let webhook_url = format!("http://{}/webhook", listener.local_addr().unwrap());
-        tokio::spawn(warden_webhook::server(listener, state).unwrap());
-
-        let config = warden_sim::SimConfig {
-            http_host: "127.0.0.1".into(),
-            http_port: 0,
-            webhook_url: Some(webhook_url),
-            app_secret: APP_SECRET.into(),
-            access_token: SIM_TOKEN.into(),
-            phone_number_id: SIM_PHONE_ID.into(),
-            waba_id: SIM_WABA_ID.into(),
-            approval_delay: Duration::from_secs(3600),
-            workers: 1,
-            ..warden_sim::SimConfig::default()
-        };
-        let running =
-            warden_sim::start(config, TcpListener::bind("127.0.0.1:0").unwrap()).expect("sim");
-        let sim_url = running.base_url();
-        let sim = running.state();
-        tokio::spawn(running.wait());
-        settings.platform.api_url = sim_url;
-
-        let deps = common::deps_for(settings.clone(), true).await;
-        let mut config = warden_dispatcher::DispatcherConfig::defaults(&settings);
-        config.bucket_channel = Some(format!("t-{}", Uuid::new_v4().simple()));
-        config.dispatch.pair_interval = Duration::ZERO;
-        let (tx, rx) = tokio::sync::oneshot::channel::<()>();
-        warden_dispatcher::start(deps.clone(), config, async move {
-            let _ = rx.await;
-        })
-        .await
-        .expect("dispatcher starts");
-        let client = common::connect(Gateway::new(deps.clone()).expect("gateway")).await;
-        Stack {
-            _db: db,
-            deps,
-            client,
-            sim,
-            _stop: tx,
-        }
-    }
-
-    async fn call(&self, name: &str, args: Value) -> (bool, Value) {
-        let params = CallToolRequestParams::new(name.to_string())
-            .with_arguments(args.as_object().cloned().expect("arguments object"));
-        let res: CallToolResult = self.client.call_tool(params).await.expect("tools/call");
-        check_envelope(name, &res);
-        (
-            res.is_error == Some(true),
-            res.structured_content.clone().unwrap(),
-        )
-    }
-
-    async fn ok(&self, name: &str, args: Value) -> Value {
-        let (is_err, v) = self.call(name, args.clone()).await;
-        assert!(!is_err, "{name}({args}) failed: {v}");
-        v
-    }
-
     /// A user's message through the sim's signed webhook; waits until it is stored.
     async fn inbound(&self, user: SimUser, text: &str) -> String {
         let (wamid, queued) = self.sim.inbound(user, text.into(), None, None, None);
@@ -165,7 +85,7 @@ fn phoneless(b: &str) -> SimUser {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_phoneless_user_is_answered_by_bsuid_and_their_stop_holds_by_phone_after_linking() {
-    let s = Stack::start().await;
+    let s = stack().await;
     let b = bsuid();
 
     // A phone-less message: stored under the BSUID, window open.
@@ -249,7 +169,7 @@ async fn a_phoneless_user_is_answered_by_bsuid_and_their_stop_holds_by_phone_aft
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn the_sim_refuses_an_unknown_bsuid_and_to_wins_over_recipient() {
-    let s = Stack::start().await;
+    let s = stack().await;
     let known = bsuid();
     s.inbound(phoneless(&known), "hi").await;
     let send = |body: Value| {

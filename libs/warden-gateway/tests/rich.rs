@@ -5,8 +5,6 @@
 
 mod common;
 
-use std::net::TcpListener;
-use std::sync::Arc;
 use std::time::Duration;
 
 use base64::Engine as _;
@@ -14,113 +12,23 @@ use base64::engine::general_purpose::STANDARD;
 use chrono::{TimeDelta, Utc};
 use diesel::prelude::*;
 use diesel_async::RunQueryDsl;
-use rmcp::RoleClient;
-use rmcp::model::{CallToolRequestParams, CallToolResult, ContentBlock};
-use rmcp::service::RunningService;
+use rmcp::model::ContentBlock;
 use serde_json::{Value, json};
 use uuid::Uuid;
-use warden_gateway::Gateway;
 use warden_service::Dependencies;
-use warden_store::testing::TestDatabase;
 
-use common::{Harness, Opts, SIM_PHONE_ID, SIM_TOKEN, SIM_WABA_ID, check_envelope, phone};
+use common::stack::Stack;
+use common::{Harness, SIM_TOKEN, SIM_WABA_ID, check_envelope, phone};
 
 const APP_SECRET: &str = "rich-test-secret";
 const MEDIA_LIMIT: u64 = 64 * 1024;
 
-/// Gateway, dispatcher, webhook server and sim (sending its webhooks to the webhook
-/// server), on a database and stream of their own.
-struct Stack {
-    _db: TestDatabase,
-    deps: Dependencies,
-    client: RunningService<RoleClient, ()>,
-    sim: Arc<warden_sim::Sim>,
-    sim_url: String,
-    http: reqwest::Client,
-    _stop: tokio::sync::oneshot::Sender<()>,
+/// The whole pipeline, as these tests need it.
+async fn stack() -> Stack {
+    Stack::start(APP_SECRET, |s| s.media_max_bytes = MEDIA_LIMIT).await
 }
 
 impl Stack {
-    async fn start() -> Stack {
-        let _ = rustls::crypto::ring::default_provider().install_default();
-        let db = common::prepared_db().await;
-        let mut settings = common::settings_for(&db, &Opts::default()).await;
-        settings.platform.app_secret = Some(APP_SECRET.into());
-        settings.media_max_bytes = MEDIA_LIMIT;
-
-        // The webhook server first: the sim needs its URL.
-        let webhook_deps = common::deps_for(settings.clone(), true).await;
-        let state = warden_webhook::AppState::new(warden_core::Core::new(webhook_deps, "webhook"))
-            .expect("secret set");
-        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-        let webhook_url = format!("http://{}/webhook", listener.local_addr().unwrap());
-        let server = warden_webhook::server(listener, state).unwrap();
-        tokio::spawn(server);
-
-        let config = warden_sim::SimConfig {
-            http_host: "127.0.0.1".into(),
-            http_port: 0,
-            webhook_url: Some(webhook_url),
-            app_secret: APP_SECRET.into(),
-            access_token: SIM_TOKEN.into(),
-            phone_number_id: SIM_PHONE_ID.into(),
-            waba_id: SIM_WABA_ID.into(),
-            approval_delay: Duration::from_secs(3600),
-            workers: 1,
-            ..warden_sim::SimConfig::default()
-        };
-        let running =
-            warden_sim::start(config, TcpListener::bind("127.0.0.1:0").unwrap()).expect("sim");
-        let sim_url = running.base_url();
-        let sim = running.state();
-        tokio::spawn(running.wait());
-        settings.platform.api_url = sim_url.clone();
-
-        let deps = common::deps_for(settings.clone(), true).await;
-        let mut config = warden_dispatcher::DispatcherConfig::defaults(&settings);
-        config.bucket_channel = Some(format!("t-{}", Uuid::new_v4().simple()));
-        config.dispatch.pair_interval = Duration::ZERO;
-        let (tx, rx) = tokio::sync::oneshot::channel::<()>();
-        warden_dispatcher::start(deps.clone(), config, async move {
-            let _ = rx.await;
-        })
-        .await
-        .expect("dispatcher starts");
-        let client = common::connect(Gateway::new(deps.clone()).expect("gateway")).await;
-        Stack {
-            _db: db,
-            deps,
-            client,
-            sim,
-            sim_url,
-            http: reqwest::Client::new(),
-            _stop: tx,
-        }
-    }
-
-    async fn raw(&self, name: &str, args: Value) -> CallToolResult {
-        let params = CallToolRequestParams::new(name.to_string())
-            .with_arguments(args.as_object().cloned().expect("arguments object"));
-        self.client.call_tool(params).await.expect("tools/call")
-    }
-
-    async fn ok(&self, name: &str, args: Value) -> Value {
-        let res = self.raw(name, args.clone()).await;
-        check_envelope(name, &res);
-        let v = res.structured_content.clone().unwrap();
-        assert_ne!(res.is_error, Some(true), "{name}({args}) failed: {v}");
-        v
-    }
-
-    async fn err(&self, code: &str, name: &str, args: Value) -> Value {
-        let res = self.raw(name, args.clone()).await;
-        check_envelope(name, &res);
-        let v = res.structured_content.clone().unwrap();
-        assert_eq!(res.is_error, Some(true), "{name}({args}) succeeded: {v}");
-        assert_eq!(v["error"]["code"], code, "{name}({args}): {v}");
-        v["error"].clone()
-    }
-
     /// A customer message through the sim's signed webhook; returns its message_id.
     async fn inbound(&self, from: &str) -> Uuid {
         let (wamid, queued) = self
@@ -225,7 +133,7 @@ fn png(n: usize) -> Vec<u8> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn every_kind_goes_tool_to_platform_and_back() {
-    let s = Stack::start().await;
+    let s = stack().await;
     let to = phone();
     let inbound = s.inbound(&to).await;
     let inbound_wamid = wamid_of(&s.deps, inbound).await;
@@ -379,7 +287,7 @@ async fn every_kind_goes_tool_to_platform_and_back() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn get_media_content_blocks_and_limits() {
-    let s = Stack::start().await;
+    let s = stack().await;
     let audio = s.sim_media("audio/ogg", vec![1; 2000]).await;
     let res = s.raw("get_media", json!({"media_id": audio})).await;
     check_envelope("get_media", &res);
@@ -849,7 +757,7 @@ fn url_suffix(text: &str) -> Value {
 /// -> status webhooks -> delivered.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_template_with_components_is_created_approved_and_delivered() {
-    let s = Stack::start().await;
+    let s = stack().await;
     let created = s
         .ok(
             "create_template",
@@ -894,7 +802,7 @@ async fn a_template_with_components_is_created_approved_and_delivered() {
 /// so its sends are checked against them (and reach the customer).
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_synced_template_carries_the_platforms_components() {
-    let s = Stack::start().await;
+    let s = stack().await;
     let resp = s
         .http
         .post(format!(
@@ -970,7 +878,7 @@ async fn a_synced_template_carries_the_platforms_components() {
 /// it is combined with a text header, names another type, or is put on a list.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn an_interactive_message_takes_a_media_header() {
-    let s = Stack::start().await;
+    let s = stack().await;
     let to = phone();
     s.inbound(&to).await;
     let buttons = json!([{"id": "yes", "title": "Yes"}, {"id": "no", "title": "No"}]);

@@ -157,7 +157,7 @@ pub fn parse(text: &str) -> Result<RateCard, PricingError> {
                         format!("unknown category (one of {})", CATEGORIES.join(", ")),
                     ));
                 }
-                if !rate.is_finite() || rate < 0.0 || rate > 1000.0 {
+                if !rate.is_finite() || !(0.0..=1000.0).contains(&rate) {
                     return Err(field(f, "must be a rate between 0 and 1000"));
                 }
                 row.insert(name, (rate * 10_000.0).round() as i64);

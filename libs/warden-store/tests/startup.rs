@@ -62,7 +62,11 @@ async fn empty_database_gets_every_table_and_seed_and_a_second_start_changes_not
         .unwrap();
     assert!(first.migrations_applied >= 1);
     assert!(first.error_codes >= 40);
-    let card_rows: usize = warden_rules::pricing::builtin().cards.iter().map(|c| c.rates.values().map(|r| r.len()).sum::<usize>()).sum();
+    let card_rows: usize = warden_rules::pricing::builtin()
+        .cards
+        .iter()
+        .map(|c| c.rates.values().map(|r| r.len()).sum::<usize>())
+        .sum();
     assert_eq!(first.pricing_rows, card_rows);
     let before = counts(&db).await;
     let get = |c: &[(String, i64)], t: &str| c.iter().find(|(n, _)| n == t).unwrap().1;

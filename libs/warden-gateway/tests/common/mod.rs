@@ -2,6 +2,7 @@
 //! and the gateway served in process over `tokio::io::duplex` to an rmcp client.
 #![allow(dead_code)]
 
+pub mod stack;
 pub mod webhook;
 
 use std::net::TcpListener;

@@ -1,0 +1,119 @@
+//! The whole pipeline in process: the gateway (an rmcp client over a duplex pipe), a
+//! dispatcher, the webhook server, and a platform-sim that posts its signed webhooks to
+//! that server, on a database and stream of their own.
+
+use std::net::TcpListener;
+use std::sync::Arc;
+use std::time::Duration;
+
+use rmcp::RoleClient;
+use rmcp::model::{CallToolRequestParams, CallToolResult};
+use rmcp::service::RunningService;
+use serde_json::Value;
+use uuid::Uuid;
+use warden_gateway::Gateway;
+use warden_service::Dependencies;
+use warden_settings::Settings;
+use warden_store::testing::TestDatabase;
+
+use super::{Opts, SIM_PHONE_ID, SIM_TOKEN, SIM_WABA_ID, check_envelope};
+
+pub struct Stack {
+    _db: TestDatabase,
+    pub deps: Dependencies,
+    pub client: RunningService<RoleClient, ()>,
+    pub sim: Arc<warden_sim::Sim>,
+    pub sim_url: String,
+    pub http: reqwest::Client,
+    _stop: tokio::sync::oneshot::Sender<()>,
+}
+
+impl Stack {
+    /// Start everything; the webhook server and the sim share `app_secret`, and `adjust`
+    /// changes the settings before anything starts.
+    pub async fn start(app_secret: &str, adjust: impl FnOnce(&mut Settings)) -> Stack {
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        let db = super::prepared_db().await;
+        let mut settings = super::settings_for(&db, &Opts::default()).await;
+        settings.platform.app_secret = Some(app_secret.into());
+        adjust(&mut settings);
+
+        // The webhook server first: the sim needs its URL.
+        let webhook_deps = super::deps_for(settings.clone(), true).await;
+        let state = warden_webhook::AppState::new(warden_core::Core::new(webhook_deps, "webhook"))
+            .expect("secret set");
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let webhook_url = format!("http://{}/webhook", listener.local_addr().unwrap());
+        tokio::spawn(warden_webhook::server(listener, state).unwrap());
+
+        let config = warden_sim::SimConfig {
+            http_host: "127.0.0.1".into(),
+            http_port: 0,
+            webhook_url: Some(webhook_url),
+            app_secret: app_secret.into(),
+            access_token: SIM_TOKEN.into(),
+            phone_number_id: SIM_PHONE_ID.into(),
+            waba_id: SIM_WABA_ID.into(),
+            approval_delay: Duration::from_secs(3600),
+            workers: 1,
+            ..warden_sim::SimConfig::default()
+        };
+        let running =
+            warden_sim::start(config, TcpListener::bind("127.0.0.1:0").unwrap()).expect("sim");
+        let sim_url = running.base_url();
+        let sim = running.state();
+        tokio::spawn(running.wait());
+        settings.platform.api_url = sim_url.clone();
+
+        let deps = super::deps_for(settings.clone(), true).await;
+        let mut config = warden_dispatcher::DispatcherConfig::defaults(&settings);
+        config.bucket_channel = Some(format!("t-{}", Uuid::new_v4().simple()));
+        config.dispatch.pair_interval = Duration::ZERO;
+        let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+        warden_dispatcher::start(deps.clone(), config, async move {
+            let _ = rx.await;
+        })
+        .await
+        .expect("dispatcher starts");
+        let client = super::connect(Gateway::new(deps.clone()).expect("gateway")).await;
+        Stack {
+            _db: db,
+            deps,
+            client,
+            sim,
+            sim_url,
+            http: reqwest::Client::new(),
+            _stop: tx,
+        }
+    }
+
+    pub async fn raw(&self, name: &str, args: Value) -> CallToolResult {
+        let params = CallToolRequestParams::new(name.to_string())
+            .with_arguments(args.as_object().cloned().expect("arguments object"));
+        self.client.call_tool(params).await.expect("tools/call")
+    }
+
+    /// Whether the call failed, and its structured result.
+    pub async fn call(&self, name: &str, args: Value) -> (bool, Value) {
+        let res = self.raw(name, args).await;
+        check_envelope(name, &res);
+        (
+            res.is_error == Some(true),
+            res.structured_content.clone().unwrap(),
+        )
+    }
+
+    pub async fn ok(&self, name: &str, args: Value) -> Value {
+        let (is_err, v) = self.call(name, args.clone()).await;
+        assert!(!is_err, "{name}({args}) failed: {v}");
+        v
+    }
+
+    /// The error of a call that must fail with `code`.
+    pub async fn err(&self, code: &str, name: &str, args: Value) -> Value {
+        let (is_err, v) = self.call(name, args.clone()).await;
+        assert!(is_err, "{name}({args}) succeeded: {v}");
+        assert_eq!(v["error"]["code"], code, "{name}({args}): {v}");
+        v["error"].clone()
+    }
+}
