@@ -145,6 +145,7 @@ pub async fn before_send(
     );
     let details = json!({
         "reason_code": decision.reason_code.as_str(),
+        "policy_id": decision.policy_id,
         "explanation": decision.human_explanation,
         "stage": "before_platform_call",
     });

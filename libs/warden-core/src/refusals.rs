@@ -1,11 +1,14 @@
-//! The last send refused for a customer and why (get_customer_context): read from the
-//! `send_refused` audit row every refused tool send writes (`Core::send`).
+//! The last send refused for a customer and why (get_customer_context): the newest of the
+//! `send_refused` audit row every refused tool send writes (`Core::send`) and the
+//! `message_refused_at_dispatch` row of a scheduled or campaign message refused when it
+//! came due, or by the dispatcher's last check before the platform call.
 
 use chrono::{DateTime, Utc};
 use diesel::prelude::*;
+use diesel::sql_types::Text;
 use diesel_async::{AsyncPgConnection, RunQueryDsl};
 use serde_json::Value;
-use warden_store::schema::audit_logs;
+use warden_store::schema::{audit_logs, messages};
 
 /// One refusal: when, the code, the policy (if one refused) and the explanation.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -21,7 +24,7 @@ pub async fn last_refusal(
     conn: &mut AsyncPgConnection,
     phone: &str,
 ) -> QueryResult<Option<LastRefusal>> {
-    let row: Option<(DateTime<Utc>, Value)> = audit_logs::table
+    let tool: Option<(DateTime<Utc>, Value)> = audit_logs::table
         .filter(audit_logs::entity_type.eq("customer"))
         .filter(audit_logs::entity_id.eq(phone))
         .filter(audit_logs::action.eq("send_refused"))
@@ -30,6 +33,22 @@ pub async fn last_refusal(
         .first(conn)
         .await
         .optional()?;
+    let customer_messages = messages::table
+        .filter(messages::customer_phone.eq(phone))
+        .select(diesel::dsl::sql::<Text>("id::text"));
+    let queued: Option<(DateTime<Utc>, Value)> = audit_logs::table
+        .filter(audit_logs::entity_type.eq("message"))
+        .filter(audit_logs::action.eq("message_refused_at_dispatch"))
+        .filter(audit_logs::entity_id.eq_any(customer_messages))
+        .order(audit_logs::occurred_at.desc())
+        .select((audit_logs::occurred_at, audit_logs::details))
+        .first(conn)
+        .await
+        .optional()?;
+    let row = match (tool, queued) {
+        (Some(a), Some(b)) => Some(if b.0 > a.0 { b } else { a }),
+        (a, b) => a.or(b),
+    };
     Ok(row.map(|(at, d)| {
         let text = |k: &str| d.get(k).and_then(Value::as_str).map(str::to_string);
         LastRefusal {

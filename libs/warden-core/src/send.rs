@@ -625,21 +625,43 @@ impl Core {
             SendKind::Template { .. } => Category::Utility,
         };
         let actor = req.actor;
+        let details = json!({
+            "reason_code": decision.reason_code.as_str(),
+            "policy_id": decision.policy_id,
+            "explanation": decision.human_explanation,
+        });
         // Owned, so each attempt of the transaction borrows nothing but its connection.
         let (shared_req, shared_error) = (Arc::new(req.clone()), Arc::new(error));
         let failed = MessageStatus::Failed.as_str();
         transact_on(conn, "record_refusal", move |c| {
             let (req_ref, error_ref) = (Arc::clone(&shared_req), Arc::clone(&shared_error));
+            let details = details.clone();
             async move {
                 customers::ensure(c, &req_ref.phone).await?;
                 let now = Utc::now();
                 if req_ref.existing_message_id.is_some() {
-                    diesel::update(messages::table.find(message_id).filter(messages::status.ne(failed)))
-                        .set((messages::status.eq(failed), messages::failed_at.eq(now), messages::updated_at.eq(now)))
-                        .execute(c)
-                        .await?;
+                    diesel::update(
+                        messages::table
+                            .find(message_id)
+                            .filter(messages::status.ne(failed)),
+                    )
+                    .set((
+                        messages::status.eq(failed),
+                        messages::failed_at.eq(now),
+                        messages::updated_at.eq(now),
+                    ))
+                    .execute(c)
+                    .await?;
                 } else {
-                    insert_message(c, &req_ref, message_id, category.as_str(), MessageStatus::Failed, None).await?;
+                    insert_message(
+                        c,
+                        &req_ref,
+                        message_id,
+                        category.as_str(),
+                        MessageStatus::Failed,
+                        None,
+                    )
+                    .await?;
                     diesel::update(messages::table.find(message_id))
                         .set(messages::failed_at.eq(now))
                         .execute(c)
@@ -653,7 +675,7 @@ impl Core {
                     "message_refused_at_dispatch",
                     "message",
                     &message_id.to_string(),
-                    json!({"reason_code": error_ref.human_explanation.split(':').next(), "explanation": error_ref.human_explanation}),
+                    details,
                 )
                 .await?;
                 Ok::<_, Abort<SendError>>(())

@@ -11,7 +11,9 @@ use diesel::prelude::*;
 use diesel_async::RunQueryDsl;
 use serde_json::json;
 use warden_core::idempotency::IdempotencyKey;
-use warden_core::{Core, Dependencies, SendError, SendKind, SendRequest, conversations};
+use warden_core::{
+    Core, Dependencies, RefusalMode, SendError, SendKind, SendRequest, conversations,
+};
 use warden_rules::compliance::ReasonCode;
 use warden_rules::kinds::{ContentKind, MessageType};
 use warden_rules::phone::{PhoneNumber, canonicalize};
@@ -321,6 +323,35 @@ async fn the_allowlist_admits_listed_phones_and_tagged_customers_only() {
         .unwrap();
     assert_eq!(last.policy_id.as_deref(), Some("staging_only"));
     assert_eq!(last.reason_code, "POLICY_RESTRICTION");
+}
+
+/// A scheduled or campaign message refused when it comes due is recorded as a failed row,
+/// not answered to a caller: it is still the customer's last refusal.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refusal_recorded_when_a_message_came_due_is_the_customers_last_refusal() {
+    let h = harness(&POLICIES.replace("    enabled: false\n", "")).await;
+    let other = phone();
+    h.open_window(&other).await;
+    let mut req = SendRequest::from_tool(
+        other.clone(),
+        "whatsapp",
+        SendKind::Text {
+            body: "hello".into(),
+        },
+        MessageType::Service,
+        "scheduler",
+    );
+    req.refusal = RefusalMode::RecordFailed;
+    let r = h.core.send(req).await;
+    assert!(matches!(r, Err(SendError::RefusedRecorded { .. })));
+    let mut conn = h.core.pg().get().await.unwrap();
+    let last = warden_core::refusals::last_refusal(&mut conn, other.digits())
+        .await
+        .unwrap()
+        .expect("the recorded refusal");
+    assert_eq!(last.policy_id.as_deref(), Some("staging_only"));
+    assert_eq!(last.reason_code, "POLICY_RESTRICTION");
+    assert!(!last.explanation.is_empty());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
