@@ -238,11 +238,13 @@ impl Core {
     ) -> Result<Decision, CoreError> {
         let category = content.category();
         let phone = &self.customer(phone).await?;
-        let mut conn = self.pg().get().await?;
-        let customer = customers::find(&mut conn, phone).await?;
+        // Before taking a connection: on a Redis miss this takes one of its own, and a
+        // request holding two at once starves the pool under concurrency.
         let window = self
             .conversation(phone, warden_settings::DEFAULT_CHANNEL)
             .await?;
+        let mut conn = self.pg().get().await?;
+        let customer = customers::find(&mut conn, phone).await?;
         let recent = recent_count(
             &mut conn,
             self.policies(),

@@ -84,7 +84,7 @@ fn read_checks(out: &Path) -> BTreeMap<String, Vec<(String, String, String)>> {
             .filter(|(_, c)| *c == '-')
             .map(|(i, _)| i)
             .find(|&i| {
-                let t = rest[i + 1..].as_bytes();
+                let t = &rest.as_bytes()[i + 1..];
                 t.len() > 11
                     && t[..4].iter().all(u8::is_ascii_digit)
                     && t[4] == b'-'

@@ -1,0 +1,44 @@
+//! A read use case never holds two pooled connections at once: with a pool of one
+//! connection and no Redis (every window read falls back to Postgres), each still answers,
+//! and 16 concurrent calls all answer. Holding one connection while waiting for a second
+//! starved the pool under concurrency (32 HTTP clients timed out).
+
+use std::sync::Arc;
+
+use chrono::Utc;
+use warden_core::{Core, Dependencies};
+use warden_rules::kinds::MessageType;
+use warden_rules::phone::canonicalize;
+use warden_store::testing::TestDatabase;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn read_use_cases_answer_with_a_pool_of_one_connection() {
+    warden_telemetry::install_crypto_provider();
+    let db = TestDatabase::create();
+    let pg = warden_test_support::migrated_pool(&db, 1).await;
+    let deps = Dependencies {
+        settings: Arc::new(db.settings.clone()),
+        pg,
+        redis: None,
+        stream: None,
+        policies: Arc::new(warden_rules::policy::PolicySet::default()),
+    };
+    let core = Core::new(deps, "test");
+    let calls = (0..16).map(|i| {
+        let core = core.clone();
+        async move {
+            let phone = canonicalize(&format!("+1555020{i:04}")).unwrap();
+            let now = Utc::now();
+            core.check(&phone, MessageType::Marketing.described_content(), now)
+                .await
+                .expect("check answers");
+            core.frequency(&phone, now)
+                .await
+                .expect("frequency answers");
+            core.conversation(&phone, "whatsapp")
+                .await
+                .expect("conversation answers");
+        }
+    });
+    futures::future::join_all(calls).await;
+}
