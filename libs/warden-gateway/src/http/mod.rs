@@ -142,6 +142,10 @@ impl HttpServer {
                             continue;
                         }
                     };
+                    // Small JSON-RPC answers go out at once (no 40 ms delayed-ACK wait).
+                    if let Err(e) = stream.set_nodelay(true) {
+                        tracing::debug!(error = %e, "TCP_NODELAY not set");
+                    }
                     let app = self.app.clone();
                     let service = hyper::service::service_fn(move |req| {
                         let app = app.clone();
