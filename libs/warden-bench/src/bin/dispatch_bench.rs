@@ -6,9 +6,10 @@
 //!    Then, as the reference, the raw Postgres rate for the same rows: one single-row
 //!    UPDATE of each message row per transaction, through the dispatcher's own pool at its
 //!    concurrency (the dispatcher's per-message write is one such transaction).
-//! 1b. one hot pair: the same run, plus one customer whose every call the platform answers
-//!    131056 (pair rate hit); the rate of the other messages as a ratio of run 1 (goal
-//!    >= 95 %: only that pair backs off).
+//!
+//!    With one hot pair: the same run, plus one customer whose every call the platform
+//!    answers 131056 (pair rate hit); the rate of the other messages as a ratio of the
+//!    plain run (goal >= 95 %: only that pair backs off).
 //! 2. rate-limit accuracy: a configured MPS over a measured window (default 60 s) after a
 //!    warm-up, with the bucket drained first so only its refill paces the run.
 //!
