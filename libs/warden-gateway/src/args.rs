@@ -26,6 +26,11 @@ impl Args {
         Args(map)
     }
 
+    /// Whether `key` was given (an empty string counts; null does not).
+    pub fn has(&self, key: &str) -> bool {
+        self.raw(key).is_some()
+    }
+
     fn raw(&self, key: &str) -> Option<&Value> {
         self.0.get(key).filter(|v| !v.is_null())
     }

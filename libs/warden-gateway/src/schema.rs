@@ -788,8 +788,9 @@ pub struct MessagingLimitOut {
     pub limit: String,
     /// Where the limit was learnt: get_account_quality, phone_number_quality_update, business_capability_update or unknown.
     pub source: String,
-    /// When the oldest counted customer leaves the window (RFC 3339), if any.
-    pub frees_at: Option<String>,
+    /// When `used` next goes down: the oldest counted customer leaves the rolling window
+    /// (RFC 3339); null when nobody is counted.
+    pub resets_at: Option<String>,
     /// Customers held from marketing for 24 hours after the platform's per-user marketing limit (error 131049).
     pub marketing_limited_customers_24h: i64,
 }

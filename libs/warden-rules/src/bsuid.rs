@@ -20,7 +20,7 @@ pub const MAX_ID_CHARS: usize = 128;
 pub enum BsuidError {
     /// No two-letter country code and dot at the start.
     #[error(
-        "BSUID must start with a two-letter country code and a dot, e.g. US.13491208655302741918"
+        "BSUID must start with a two-letter upper-case country code and a dot, e.g. US.13491208655302741918"
     )]
     Country,
     /// Nothing after the country code.
@@ -99,27 +99,24 @@ pub fn looks_like_bsuid(input: &str) -> bool {
         .is_some_and(|c| c.is_ascii_alphabetic())
 }
 
-/// Parses `CC.<id>` or `CC.ENT.<id>`; `<id>` is 1 to 128 ASCII letters and digits.
-/// Surrounding whitespace is ignored; the country code and `ENT` are upper-cased.
+/// Parses `CC.<id>` or `CC.ENT.<id>`: `CC` two upper-case letters (as the platform writes
+/// them; `us.1` is refused, not guessed at), `<id>` 1 to 128 ASCII letters and digits.
+/// Surrounding whitespace is ignored.
 pub fn parse(input: &str) -> Result<Bsuid, BsuidError> {
     let s = input.trim();
     let bytes = s.as_bytes();
     if bytes.len() < 3
-        || !bytes[0].is_ascii_alphabetic()
-        || !bytes[1].is_ascii_alphabetic()
+        || !bytes[0].is_ascii_uppercase()
+        || !bytes[1].is_ascii_uppercase()
         || bytes[2] != b'.'
     {
         return Err(BsuidError::Country);
     }
-    let country = s[..2].to_ascii_uppercase();
+    let country = &s[..2];
     let mut rest = &s[3..];
     let mut parent = false;
     // `get`: hostile input may put a multi-byte character at any byte offset.
-    if rest.len() > 4
-        && rest
-            .get(..4)
-            .is_some_and(|p| p.eq_ignore_ascii_case("ENT."))
-    {
+    if rest.len() > 4 && rest.starts_with("ENT.") {
         parent = true;
         rest = &rest[4..];
     }
@@ -188,7 +185,7 @@ mod tests {
         let b = parse("US.13491208655302741918").unwrap();
         assert!(!b.is_parent());
         assert_eq!(b.country(), Some("US"));
-        let p = parse(" us.ent.11815799212886844830 ").unwrap();
+        let p = parse(" US.ENT.11815799212886844830 ").unwrap();
         assert!(p.is_parent());
         assert_eq!(p.as_str(), "US.ENT.11815799212886844830");
         assert_eq!(parse("BR.abcDEF12").unwrap().as_str(), "BR.abcDEF12");
@@ -199,6 +196,12 @@ mod tests {
         assert_eq!(parse("U.123"), Err(BsuidError::Country));
         assert_eq!(parse("USA123"), Err(BsuidError::Country));
         assert_eq!(parse("1S.123"), Err(BsuidError::Country));
+        assert_eq!(parse("us.1349"), Err(BsuidError::Country));
+        assert_eq!(parse("Us.1349"), Err(BsuidError::Country));
+        assert_eq!(
+            parse("US.ent.1"),
+            Err(BsuidError::InvalidCharacter { ch: '.' })
+        );
         assert_eq!(parse("US."), Err(BsuidError::EmptyId));
         assert_eq!(
             parse("US.ENT."),
@@ -243,13 +246,13 @@ mod tests {
     proptest! {
         #[test]
         fn valid_bsuids_parse_and_are_canonical(
-            cc in "[A-Za-z]{2}", ent in any::<bool>(), id in "[A-Za-z0-9]{1,128}"
+            cc in "[A-Z]{2}", ent in any::<bool>(), id in "[A-Za-z0-9]{1,128}"
         ) {
             let raw = if ent { format!("{cc}.ENT.{id}") } else { format!("{cc}.{id}") };
             let b = parse(&raw).unwrap();
             prop_assert_eq!(b.is_parent(), ent);
             prop_assert!(b.as_str().ends_with(&id));
-            prop_assert_eq!(&b.as_str()[..2], cc.to_ascii_uppercase());
+            prop_assert_eq!(&b.as_str()[..2], cc.as_str());
             // Parsing the canonical form changes nothing.
             prop_assert_eq!(parse(b.as_str()).unwrap(), b.clone());
             let key = customer_key(&raw).unwrap();
@@ -264,7 +267,7 @@ mod tests {
             let raw = format!("{cc}.{head}{bad}{tail}");
             // Whitespace at the ends is trimmed; a dot may form `ENT.`; anything else fails.
             let trimmed_ok = raw.trim() != raw && parse(raw.trim()).is_ok();
-            let ent = head.eq_ignore_ascii_case("ENT") && bad == ".";
+            let ent = head == "ENT" && bad == ".";
             if !trimmed_ok && !ent {
                 prop_assert!(parse(&raw).is_err());
             }

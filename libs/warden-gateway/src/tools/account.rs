@@ -210,7 +210,7 @@ impl Gateway {
                     .limit
                     .map_or_else(|| "UNKNOWN".to_string(), |l| l.to_string()),
                 source: usage.source,
-                frees_at: usage
+                resets_at: usage
                     .frees_at
                     .map(|t| t.to_rfc3339_opts(chrono::SecondsFormat::Secs, true)),
                 marketing_limited_customers_24h: usage.marketing_limited,

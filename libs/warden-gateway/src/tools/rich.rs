@@ -107,8 +107,8 @@ pub struct SendLocationIn {
 pub struct ReactIn {
     /// message_id of the customer's (inbound) message to react to.
     pub message_id: String,
-    /// One emoji such as "👍"; empty or absent removes the reaction.
-    pub emoji: Option<String>,
+    /// One emoji such as "👍"; an empty string "" removes the reaction.
+    pub emoji: String,
     /// Optional: 1..128 printable ASCII characters naming this call. Repeating the call with the same key and the same arguments within 24 h returns the first result (same message_id, replayed true) and sends nothing; the same key with other arguments is INVALID_ARGUMENT. Use one key per intended message, e.g. when retrying after a timeout.
     pub idempotency_key: Option<String>,
 }
@@ -438,6 +438,12 @@ impl Gateway {
     async fn react_to_message_impl(&self, a: Args) -> ToolResult<SendOut> {
         let key = a.idempotency("react_to_message", self.actor())?;
         let id = a.uuid("message_id", "the message_id of the customer's message")?;
+        if !a.has("emoji") {
+            return Err(ToolError::invalid(
+                "The parameter `emoji` is required: one emoji, or \"\" to remove the reaction.",
+                "Pass `emoji`, e.g. \"👍\", or \"\" to remove your reaction.",
+            ));
+        }
         let emoji = a.opt_string("emoji")?.unwrap_or_default();
         warden_rules::rich::check_emoji(&emoji).map_err(rich_error)?;
         let (phone, wamid) = self.core().reaction_target(id).await?;
