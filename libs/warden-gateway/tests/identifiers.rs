@@ -14,7 +14,6 @@ use diesel::prelude::*;
 use diesel_async::RunQueryDsl;
 use serde_json::{Value, json};
 use uuid::Uuid;
-use warden_service::Dependencies;
 use warden_sim::users::SimUser;
 
 use common::stack::Stack;
@@ -34,19 +33,7 @@ async fn stack() -> Stack {
 impl Stack {
     /// A user's message through the sim's signed webhook; waits until it is stored.
     async fn inbound(&self, user: SimUser, text: &str) -> String {
-        let (wamid, queued) = self.sim.inbound(user, text.into(), None, None, None);
-        assert!(queued, "the sim has a webhook target");
-        let deps = self.deps.clone();
-        let w = wamid.clone();
-        warden_test_support::wait::until_some(
-            Duration::from_secs(15),
-            "inbound message stored",
-            || {
-                let (deps, w) = (deps.clone(), w.clone());
-                async move { customer_of_wamid(&deps, &w).await }
-            },
-        )
-        .await
+        self.inbound_text(user, text).await.1
     }
 
     async fn status(&self, id: Uuid) -> String {
@@ -59,19 +46,6 @@ impl Stack {
             .await
             .unwrap()
     }
-}
-
-/// The customer key of the stored inbound message `wamid`.
-async fn customer_of_wamid(deps: &Dependencies, wamid: &str) -> Option<String> {
-    use warden_store::schema::messages;
-    let mut c = deps.pg.get().await.unwrap();
-    messages::table
-        .filter(messages::wamid.eq(wamid))
-        .select(messages::customer_phone)
-        .first(&mut c)
-        .await
-        .optional()
-        .unwrap()
 }
 
 fn phoneless(b: &str) -> SimUser {

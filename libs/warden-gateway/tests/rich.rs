@@ -31,16 +31,7 @@ async fn stack() -> Stack {
 impl Stack {
     /// A customer message through the sim's signed webhook; returns its message_id.
     async fn inbound(&self, from: &str) -> Uuid {
-        let (wamid, queued) = self
-            .sim
-            .inbound(from.into(), "hello".into(), None, None, None);
-        assert!(queued, "the sim has a webhook target");
-        warden_test_support::wait::until_some(
-            Duration::from_secs(15),
-            "inbound message stored",
-            || async { message_by_wamid(&self.deps, &wamid).await },
-        )
-        .await
+        self.inbound_text(from.into(), "hello").await.0
     }
 
     /// Waits until `id` is delivered or read (the sim's status webhooks arrived); returns
@@ -76,18 +67,6 @@ impl Stack {
             .unwrap();
         resp["id"].as_str().unwrap().to_string()
     }
-}
-
-async fn message_by_wamid(deps: &Dependencies, wamid: &str) -> Option<Uuid> {
-    use warden_store::schema::messages;
-    let mut c = deps.pg.get().await.unwrap();
-    messages::table
-        .filter(messages::wamid.eq(wamid))
-        .select(messages::id)
-        .first(&mut c)
-        .await
-        .optional()
-        .unwrap()
 }
 
 async fn status(deps: &Dependencies, id: Uuid) -> String {

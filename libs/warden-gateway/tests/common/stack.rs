@@ -1,27 +1,23 @@
 //! The whole pipeline in process: the gateway (an rmcp client over a duplex pipe), a
 //! dispatcher, the webhook server, and a platform-sim that posts its signed webhooks to
-//! that server, on a database and stream of their own.
+//! that server, on a database and stream of their own. It derefs to the [`Harness`] it
+//! extends, so the tool-calling helpers are the harness's.
 
 use std::net::TcpListener;
 use std::sync::Arc;
 use std::time::Duration;
 
-use rmcp::RoleClient;
-use rmcp::model::{CallToolRequestParams, CallToolResult};
-use rmcp::service::RunningService;
-use serde_json::Value;
+use diesel::prelude::*;
+use diesel_async::RunQueryDsl;
 use uuid::Uuid;
 use warden_gateway::Gateway;
-use warden_service::Dependencies;
 use warden_settings::Settings;
-use warden_store::testing::TestDatabase;
+use warden_sim::users::SimUser;
 
-use super::{Opts, SIM_PHONE_ID, SIM_TOKEN, SIM_WABA_ID, check_envelope};
+use super::{Harness, Opts, SIM_PHONE_ID, SIM_TOKEN, SIM_WABA_ID};
 
 pub struct Stack {
-    _db: TestDatabase,
-    pub deps: Dependencies,
-    pub client: RunningService<RoleClient, ()>,
+    harness: Harness,
     pub sim: Arc<warden_sim::Sim>,
     pub sim_url: String,
     pub http: reqwest::Client,
@@ -77,43 +73,49 @@ impl Stack {
         .expect("dispatcher starts");
         let client = super::connect(Gateway::new(deps.clone()).expect("gateway")).await;
         Stack {
-            _db: db,
-            deps,
-            client,
+            harness: Harness {
+                db,
+                deps,
+                client,
+                sim: None,
+                stream: None,
+            },
             sim,
             sim_url,
             http: reqwest::Client::new(),
             _stop: tx,
         }
     }
+}
 
-    pub async fn raw(&self, name: &str, args: Value) -> CallToolResult {
-        let params = CallToolRequestParams::new(name.to_string())
-            .with_arguments(args.as_object().cloned().expect("arguments object"));
-        self.client.call_tool(params).await.expect("tools/call")
-    }
-
-    /// Whether the call failed, and its structured result.
-    pub async fn call(&self, name: &str, args: Value) -> (bool, Value) {
-        let res = self.raw(name, args).await;
-        check_envelope(name, &res);
-        (
-            res.is_error == Some(true),
-            res.structured_content.clone().unwrap(),
+impl Stack {
+    /// A user's text through the sim's signed webhook, waited for until the webhook server
+    /// stored it: its message_id and the customer key it was stored under.
+    pub async fn inbound_text(&self, user: SimUser, text: &str) -> (Uuid, String) {
+        let (wamid, queued) = self.sim.inbound(user, text.into(), None, None, None);
+        assert!(queued, "the sim has a webhook target");
+        warden_test_support::wait::until_some(
+            Duration::from_secs(15),
+            "inbound message stored",
+            || async {
+                use warden_store::schema::messages;
+                let mut c = self.deps.pg.get().await.unwrap();
+                messages::table
+                    .filter(messages::wamid.eq(&wamid))
+                    .select((messages::id, messages::customer_phone))
+                    .first(&mut c)
+                    .await
+                    .optional()
+                    .unwrap()
+            },
         )
+        .await
     }
+}
 
-    pub async fn ok(&self, name: &str, args: Value) -> Value {
-        let (is_err, v) = self.call(name, args.clone()).await;
-        assert!(!is_err, "{name}({args}) failed: {v}");
-        v
-    }
-
-    /// The error of a call that must fail with `code`.
-    pub async fn err(&self, code: &str, name: &str, args: Value) -> Value {
-        let (is_err, v) = self.call(name, args.clone()).await;
-        assert!(is_err, "{name}({args}) succeeded: {v}");
-        assert_eq!(v["error"]["code"], code, "{name}({args}): {v}");
-        v["error"].clone()
+impl std::ops::Deref for Stack {
+    type Target = Harness;
+    fn deref(&self) -> &Harness {
+        &self.harness
     }
 }

@@ -22,37 +22,18 @@ pub struct GatewayProc {
     _dir: tempfile::TempDir,
 }
 
-/// The environment that points a binary at `settings`' services.
+/// The environment that points a binary at `settings`' services, plus the gateway's own.
 pub fn env_for(settings: &Settings) -> Vec<(String, String)> {
-    let d = &settings.database;
-    [
-        ("DB_HOST", d.host.clone()),
-        ("DB_PORT", d.port.to_string()),
-        ("DB_USER", d.user.clone()),
-        ("DB_PASSWORD", d.password.clone()),
-        ("DB_NAME", d.name.clone()),
-        ("DB_SSLMODE", d.sslmode.as_str().to_string()),
-        ("REDIS_ADDR", settings.redis.addr.clone()),
-        ("REDIS_PASSWORD", settings.redis.password.clone()),
-        ("REDIS_DB", settings.redis.db.to_string()),
-        ("NATS_URL", settings.nats_url.clone()),
-        ("DELIVERY_STREAM", settings.delivery_stream.clone()),
-        (
-            "POLICIES_PATH",
-            settings.policies_path.display().to_string(),
-        ),
-        ("PLATFORM_API_URL", settings.platform.api_url.clone()),
-        (
-            "PLATFORM_PHONE_NUMBER_ID",
-            settings.platform.phone_number_id.clone(),
-        ),
-        ("TIER", "pro".to_string()),
-        ("SERVER_MCP_NAME", "warden-http-test".to_string()),
-        ("RUST_LOG", "info".to_string()),
-    ]
-    .into_iter()
-    .map(|(k, v)| (k.to_string(), v))
-    .collect()
+    let mut env = crate::common::webhook::env_of(settings);
+    env.extend(
+        [
+            ("TIER", "pro"),
+            ("SERVER_MCP_NAME", "warden-http-test"),
+            ("RUST_LOG", "info"),
+        ]
+        .map(|(k, v)| (k.to_string(), v.to_string())),
+    );
+    env
 }
 
 impl GatewayProc {
