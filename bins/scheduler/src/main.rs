@@ -43,8 +43,7 @@ async fn run(args: Args) -> Result<(), StartError> {
         Needs {
             redis: true,
             nats: true,
-            // Start-up checks only: the scheduler builds its own, larger pool (see
-            // warden_scheduler::pool).
+            // Start-up checks only: the scheduler opens its own, larger pool.
             pool_size: 2,
         },
     )

@@ -8,6 +8,7 @@ pub mod agents;
 pub mod attribution;
 pub mod campaign_create;
 pub mod campaigns;
+mod compliance_check;
 pub mod conversation_archive;
 pub mod conversation_view;
 pub mod conversations;
@@ -60,7 +61,7 @@ use diesel::prelude::*;
 use diesel_async::{AsyncPgConnection, RunQueryDsl};
 use uuid::Uuid;
 use warden_rules::compliance::{ComplianceInput, Decision, FrequencyStatus, ReasonCode};
-use warden_rules::kinds::{Category, ContentKind};
+use warden_rules::kinds::Category;
 use warden_rules::phone::PhoneNumber;
 use warden_rules::policy::PolicySet;
 use warden_settings::Settings;
@@ -228,44 +229,6 @@ impl Core {
         }
     }
 
-    /// Dry-run compliance: what a send would decide now. Never writes.
-    /// `content` is what would be sent; its category (never a caller's label) decides.
-    pub async fn check(
-        &self,
-        phone: &PhoneNumber,
-        content: ContentKind,
-        now: DateTime<Utc>,
-    ) -> Result<Decision, CoreError> {
-        let category = content.category();
-        let phone = &self.customer(phone).await?;
-        // Before taking a connection: on a Redis miss this takes one of its own, and a
-        // request holding two at once starves the pool under concurrency.
-        let window = self
-            .conversation(phone, warden_settings::DEFAULT_CHANNEL)
-            .await?;
-        let mut conn = self.pg().get().await?;
-        let customer = customers::find(&mut conn, phone).await?;
-        let recent = recent_count(
-            &mut conn,
-            self.policies(),
-            phone.digits(),
-            category,
-            customer.as_ref(),
-            now,
-            None,
-        )
-        .await?;
-        Ok(decide(
-            self.policies(),
-            phone,
-            customer.as_ref(),
-            window.last_inbound_at,
-            category,
-            recent.0,
-            now,
-        ))
-    }
-
     /// check_frequency_cap: the marketing cap's status for a customer. Never writes.
     pub async fn frequency(
         &self,
@@ -351,21 +314,58 @@ async fn recent_count(
         ))
         .first(conn)
         .await?;
-    let mut count = count as u32;
-    if category == Category::Marketing
+    let customer = customer.map(CustomerFacts::from);
+    Ok(counting_platform_hold(
+        policies,
+        category,
+        customer.as_ref(),
+        (count as u32, oldest),
+        now,
+    ))
+}
+
+/// A platform 131049 (marketing limited for this user) in the last 24 h counts as a full
+/// marketing cap.
+fn counting_platform_hold(
+    policies: &PolicySet,
+    category: Category,
+    customer: Option<&CustomerFacts>,
+    (count, oldest): (u32, Option<DateTime<Utc>>),
+    now: DateTime<Utc>,
+) -> (u32, Option<DateTime<Utc>>) {
+    let Some(limit) = policies.frequency_limit(category) else {
+        return (count, oldest);
+    };
+    let held = category == Category::Marketing
         && customer
             .and_then(|c| c.marketing_limited_at)
-            .is_some_and(|at| at > now - TimeDelta::hours(24))
-    {
-        count = count.max(limit.max);
+            .is_some_and(|at| at > now - TimeDelta::hours(24));
+    (if held { count.max(limit.max) } else { count }, oldest)
+}
+
+/// What the compliance rules read of a known customer.
+struct CustomerFacts<'a> {
+    opt_in_marketing: bool,
+    opt_in_utility: bool,
+    tags: &'a [String],
+    marketing_limited_at: Option<DateTime<Utc>>,
+}
+
+impl<'a> From<&'a Customer> for CustomerFacts<'a> {
+    fn from(c: &'a Customer) -> Self {
+        CustomerFacts {
+            opt_in_marketing: c.opt_in_marketing,
+            opt_in_utility: c.opt_in_utility,
+            tags: &c.tags,
+            marketing_limited_at: c.marketing_limited_at,
+        }
     }
-    Ok((count, oldest))
 }
 
 fn decide(
     policies: &PolicySet,
     phone: &PhoneNumber,
-    customer: Option<&Customer>,
+    customer: Option<&CustomerFacts>,
     last_inbound_at: Option<DateTime<Utc>>,
     category: Category,
     recent_count: u32,
@@ -376,7 +376,7 @@ fn decide(
         category,
         opted_out_marketing: customer.is_some_and(|c| !c.opt_in_marketing),
         opted_out_utility: customer.is_some_and(|c| !c.opt_in_utility),
-        tags: customer.map(|c| c.tags.clone()).unwrap_or_default(),
+        tags: customer.map(|c| c.tags.to_vec()).unwrap_or_default(),
         phone: phone.clone(),
         last_inbound_at,
         recent_count,

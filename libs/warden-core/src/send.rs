@@ -410,7 +410,7 @@ impl Core {
                 let decision = decide(
                     core.policies(),
                     &req.phone,
-                    Some(&customer),
+                    Some(&(&customer).into()),
                     conv.as_ref().and_then(|c| c.last_inbound_at),
                     category,
                     recent,

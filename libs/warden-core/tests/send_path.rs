@@ -670,3 +670,87 @@ async fn wait_for_lock_waiters(core: &Core, n: i64) {
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
 }
+
+/// check_compliance reads in one statement what the send path reads in several: the same
+/// state gives the same answer, and a check writes nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_check_reads_the_state_a_send_decides_on() {
+    use warden_store::schema::customers as customer_rows;
+    let h = harness(false, None).await;
+    let marketing = MessageType::Marketing.described_content();
+    let service = MessageType::Service.described_content();
+    let utility = MessageType::Utility.described_content();
+    let check = |p: PhoneNumber, content| {
+        let core = h.core.clone();
+        async move {
+            let d = core.check(&p, content, Utc::now()).await.unwrap();
+            d.reason_code.as_str().to_string()
+        }
+    };
+
+    // Never seen: opted in, no window; and the check does not create the customer.
+    let unknown = phone();
+    assert_eq!(check(unknown.clone(), marketing).await, "OK");
+    assert_eq!(
+        check(unknown.clone(), service).await,
+        "TEMPLATE_REQUIRED"
+    );
+    let mut conn = h.core.pg().get().await.unwrap();
+    let rows: i64 = customer_rows::table
+        .filter(customer_rows::phone.eq(unknown.digits()))
+        .count()
+        .get_result(&mut conn)
+        .await
+        .unwrap();
+    assert_eq!(rows, 0, "a check wrote a customer");
+
+    // Opted out of marketing: marketing refused, utility allowed.
+    let opted_out = phone();
+    customers::apply_opt_change(
+        &mut conn,
+        &opted_out,
+        OptChange::Stop,
+        OptScope::Marketing,
+        "user_preferences",
+        "test",
+        Utc::now(),
+    )
+    .await
+    .unwrap();
+    assert_eq!(
+        check(opted_out.clone(), marketing).await,
+        "USER_OPTED_OUT"
+    );
+    assert_eq!(check(opted_out.clone(), utility).await, "OK");
+
+    // Tagged vip: the tag_exclusion policy refuses marketing.
+    let vip = phone();
+    customers::ensure(&mut conn, &vip).await.unwrap();
+    diesel::update(customer_rows::table.find(vip.digits()))
+        .set(customer_rows::tags.eq(vec!["vip".to_string()]))
+        .execute(&mut conn)
+        .await
+        .unwrap();
+    assert_eq!(
+        check(vip.clone(), marketing).await,
+        "POLICY_RESTRICTION"
+    );
+
+    // An inbound message an hour ago: free-form allowed, and a send agrees.
+    let talking = phone();
+    customers::ensure(&mut conn, &talking).await.unwrap();
+    conversations::record_inbound(
+        &mut conn,
+        &talking,
+        "whatsapp",
+        Utc::now() - TimeDelta::hours(1),
+    )
+    .await
+    .unwrap();
+    assert_eq!(check(talking.clone(), service).await, "OK");
+    h.core.send(text_send(&talking)).await.unwrap();
+    assert_eq!(
+        h.core.send(text_send(&unknown)).await.unwrap_err().code(),
+        "TEMPLATE_REQUIRED"
+    );
+}

@@ -169,13 +169,11 @@ pub async fn start(
 /// is never resent and is settled by the status webhook. Halves the WAL flushes per
 /// message, the dispatcher's bottleneck on a slow disk. Falls back to the main pool.
 async fn relaxed_pool(deps: &Dependencies) -> warden_store::PgPool {
-    use diesel_async::AsyncPgConnection;
-    use diesel_async::pooled_connection::AsyncDieselConnectionManager;
     let url = format!(
         "{}&options=-c%20synchronous_commit%3Doff",
         deps.settings.database.url()
     );
-    let manager = AsyncDieselConnectionManager::<AsyncPgConnection>::new(url);
+    let manager = warden_store::pool::manager(url);
     match warden_store::PgPool::builder()
         // Asynchronous commits are quick: a few sessions serve every task.
         .max_size(8)

@@ -44,7 +44,9 @@ pub struct Gateway {
     pub(crate) inner: Arc<Inner>,
     /// Resource subscriptions of this gateway's session (live updates).
     pub(crate) subscriptions: Arc<Subscriptions>,
-    pub(crate) tool_router: ToolRouter<Gateway>,
+    /// Shared: a stateless HTTP request builds a gateway, and cloning 35 tool routes
+    /// (schemas, descriptions) per request was most of a cheap call's cost.
+    pub(crate) tool_router: Arc<ToolRouter<Gateway>>,
     /// Who a request without a transport-attached caller is (stdio: every scope).
     pub(crate) local: Acting,
 }

@@ -57,15 +57,17 @@ impl Gateway {
                 hints,
             }),
             subscriptions,
-            tool_router: Self::v1_tools()
-                + Self::read_tools()
-                + Self::action_tools()
-                + Self::campaign_tools()
-                + Self::account_tools()
-                + Self::ops_tools()
-                + Self::listen_tools()
-                + Self::rich_tools()
-                + Self::media_tools(),
+            tool_router: Arc::new(
+                Self::v1_tools()
+                    + Self::read_tools()
+                    + Self::action_tools()
+                    + Self::campaign_tools()
+                    + Self::account_tools()
+                    + Self::ops_tools()
+                    + Self::listen_tools()
+                    + Self::rich_tools()
+                    + Self::media_tools(),
+            ),
             local,
         })
     }

@@ -44,7 +44,6 @@ mod cancelled;
 mod error;
 mod messages;
 pub mod metrics;
-pub mod pool;
 mod relay;
 
 use std::collections::{HashMap, HashSet};
@@ -478,8 +477,8 @@ async fn serve(listener: std::net::TcpListener, deps: Dependencies) -> anyhow::R
     let settings = deps.settings.clone();
     tracing::info!(addr = %listener.local_addr()?, "admin HTTP listening");
     metrics::init();
-    // The scheduler's own pool: larger, and without the per-checkout `SELECT 1` (see `pool`).
-    let pg = pool::connect(&settings.database, POOL_SIZE, Duration::from_secs(10)).await?;
+    // The scheduler's own pool: larger than the one `Dependencies` opened.
+    let pg = warden_store::connect(&settings.database, POOL_SIZE, Duration::from_secs(10)).await?;
     let deps = Dependencies { pg, ..deps };
     let server = admin::serve(listener, admin::postgres_check(deps.pg.clone()))?;
     let handle = server.handle();

@@ -74,9 +74,7 @@ impl AppState {
     /// thread. Call it on the worker (inside the `HttpServer` factory).
     pub fn for_worker(&self) -> AppState {
         let deps = self.core.dependencies().clone();
-        let manager = diesel_async::pooled_connection::AsyncDieselConnectionManager::<
-            diesel_async::AsyncPgConnection,
-        >::new(deps.settings.database.url());
+        let manager = warden_store::pool::manager(deps.settings.database.url());
         let pg = diesel_async::pooled_connection::bb8::Pool::builder()
             .max_size(WORKER_PG_CONNECTIONS)
             .connection_timeout(Duration::from_secs(5))

@@ -51,7 +51,6 @@ struct Args {
     page_size: i64,
     json: Option<String>,
     batch_publish: bool,
-    checked_pool: bool,
 }
 
 fn args() -> anyhow::Result<Args> {
@@ -61,7 +60,6 @@ fn args() -> anyhow::Result<Args> {
         page_size: 1000,
         json: Some("target/bench/campaign.json".into()),
         batch_publish: true,
-        checked_pool: false,
     };
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
@@ -73,7 +71,6 @@ fn args() -> anyhow::Result<Args> {
             "--json" => a.json = Some(value()?),
             "--no-json" => a.json = None,
             "--publish-each" => a.batch_publish = false,
-            "--checked-pool" => a.checked_pool = true,
             "-h" | "--help" => {
                 println!(
                     "campaign-bench [--recipients N] [--concurrency N] [--page-size N] [--json PATH | --no-json]"
@@ -154,12 +151,7 @@ async fn bench(args: &Args, db: &TestDatabase) -> anyhow::Result<()> {
     let policies = warden_rules::policy::PolicySet::from_yaml(POLICIES)?;
     warden_store::prepare(&settings.database, vec![]).await?;
     let pool_size = (args.concurrency as u32 + 8).min(90);
-    let pg = if args.checked_pool {
-        warden_store::connect(&settings.database, pool_size, Duration::from_secs(5)).await?
-    } else {
-        warden_scheduler::pool::connect(&settings.database, pool_size, Duration::from_secs(5))
-            .await?
-    };
+    let pg = warden_store::connect(&settings.database, pool_size, Duration::from_secs(5)).await?;
     let redis = warden_service::redis_pool::connect(&settings.redis, Duration::from_secs(2))
         .await
         .map_err(|e| anyhow::anyhow!(e))?;
@@ -369,16 +361,11 @@ async fn run(args: &Args, n: i64, core: &Core, pg: &warden_store::PgPool) -> any
             .unwrap_or(0)
     );
     println!(
-        "  mode: {}, pool {}",
+        "  mode: {}",
         if args.batch_publish {
             "Core::send per recipient + page publish"
         } else {
             "Core::send per recipient (publishes each)"
-        },
-        if args.checked_pool {
-            "checks connections on checkout"
-        } else {
-            "no checkout ping"
         }
     );
     println!("  customers inserted           {n} in {customers_secs:.2} s");
@@ -428,7 +415,6 @@ async fn run(args: &Args, n: i64, core: &Core, pg: &warden_store::PgPool) -> any
             "concurrency": args.concurrency,
             "page_size": args.page_size,
             "batch_publish": args.batch_publish,
-            "checked_pool": args.checked_pool,
             "seconds": campaign_secs,
             "recipients_per_second": rate,
             "peak_rss_mib": hwm as f64 / 1024.0,

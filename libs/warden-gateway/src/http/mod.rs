@@ -93,7 +93,12 @@ impl HttpServer {
         let mut config = StreamableHttpServerConfig::default()
             .with_cancellation_token(cancel.clone())
             .with_allowed_origins(settings.allowed_origins.clone())
-            .enforce_origin_validation();
+            .enforce_origin_validation()
+            // A stateless request whose handler emits nothing before its result is
+            // answered as plain JSON: an SSE stream per call (chunked body, keep-alive
+            // timer, a second write) cost more than a compliance check itself. A handler
+            // that sends progress or a log first still gets a stream (rmcp falls back).
+            .with_json_response(true);
         config = if settings.allowed_hosts.is_empty() {
             config.disable_allowed_hosts()
         } else {
