@@ -159,6 +159,22 @@ async fn status_of(core: &Core, id: uuid::Uuid) -> (String, Option<chrono::DateT
         .unwrap()
 }
 
+/// The customer texts STOP for marketing (as a user_preferences webhook records it);
+/// true when their consent changed.
+async fn stop_marketing(conn: &mut diesel_async::AsyncPgConnection, p: &PhoneNumber) -> bool {
+    customers::apply_opt_change(
+        conn,
+        p,
+        OptChange::Stop,
+        OptScope::Marketing,
+        "user_preferences",
+        "test",
+        Utc::now(),
+    )
+    .await
+    .unwrap()
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn concurrent_marketing_sends_pass_the_cap_exactly_twice() {
     let h = harness(true, None).await;
@@ -246,32 +262,9 @@ async fn opt_out_lands_in_one_place_with_an_audit_row() {
     add_template(&h.core, "receipt", "utility", "APPROVED").await;
     let p = phone();
     let mut conn = h.core.pg().get().await.unwrap();
-    let changed = customers::apply_opt_change(
-        &mut conn,
-        &p,
-        OptChange::Stop,
-        OptScope::Marketing,
-        "user_preferences",
-        "test",
-        Utc::now(),
-    )
-    .await
-    .unwrap();
-    assert!(changed);
+    assert!(stop_marketing(&mut conn, &p).await);
     // Re-applying changes nothing.
-    assert!(
-        !customers::apply_opt_change(
-            &mut conn,
-            &p,
-            OptChange::Stop,
-            OptScope::Marketing,
-            "user_preferences",
-            "test",
-            Utc::now()
-        )
-        .await
-        .unwrap()
-    );
+    assert!(!stop_marketing(&mut conn, &p).await);
     let err = h
         .core
         .send(template_send(&p, "promo", RefusalMode::Error))
@@ -691,10 +684,7 @@ async fn a_check_reads_the_state_a_send_decides_on() {
     // Never seen: opted in, no window; and the check does not create the customer.
     let unknown = phone();
     assert_eq!(check(unknown.clone(), marketing).await, "OK");
-    assert_eq!(
-        check(unknown.clone(), service).await,
-        "TEMPLATE_REQUIRED"
-    );
+    assert_eq!(check(unknown.clone(), service).await, "TEMPLATE_REQUIRED");
     let mut conn = h.core.pg().get().await.unwrap();
     let rows: i64 = customer_rows::table
         .filter(customer_rows::phone.eq(unknown.digits()))
@@ -706,21 +696,8 @@ async fn a_check_reads_the_state_a_send_decides_on() {
 
     // Opted out of marketing: marketing refused, utility allowed.
     let opted_out = phone();
-    customers::apply_opt_change(
-        &mut conn,
-        &opted_out,
-        OptChange::Stop,
-        OptScope::Marketing,
-        "user_preferences",
-        "test",
-        Utc::now(),
-    )
-    .await
-    .unwrap();
-    assert_eq!(
-        check(opted_out.clone(), marketing).await,
-        "USER_OPTED_OUT"
-    );
+    assert!(stop_marketing(&mut conn, &opted_out).await);
+    assert_eq!(check(opted_out.clone(), marketing).await, "USER_OPTED_OUT");
     assert_eq!(check(opted_out.clone(), utility).await, "OK");
 
     // Tagged vip: the tag_exclusion policy refuses marketing.
@@ -731,10 +708,7 @@ async fn a_check_reads_the_state_a_send_decides_on() {
         .execute(&mut conn)
         .await
         .unwrap();
-    assert_eq!(
-        check(vip.clone(), marketing).await,
-        "POLICY_RESTRICTION"
-    );
+    assert_eq!(check(vip.clone(), marketing).await, "POLICY_RESTRICTION");
 
     // An inbound message an hour ago: free-form allowed, and a send agrees.
     let talking = phone();
