@@ -1,6 +1,8 @@
 //! Helpers shared by the benchmark binaries: percentiles, peak memory and the JSON report
 //! line.
 
+pub mod http1;
+
 /// The `p` quantile (0..=1) of ascending `sorted` samples (nearest rank).
 pub fn percentile(sorted: &[f64], p: f64) -> f64 {
     sorted[((sorted.len() as f64 - 1.0) * p).round() as usize]

@@ -2,49 +2,47 @@
 //! (`MCP_HTTP_AUTH=none`, loopback) and times stateless 2026-07-28 `tools/call` POSTs, first
 //! from one client (to compare with stdio-bench's figure: the transport's overhead), then
 //! from 32 concurrent clients (p50/p99 under load). Each client is one keep-alive HTTP/1.1
-//! connection. The JSON line also carries the gateway's peak RSS.
+//! connection written by a minimal client ([`warden_bench::http1`]). The JSON line also carries the gateway's peak RSS.
 //!
 //! Usage: http-bench GATEWAY_BINARY [CALLS_PER_CLIENT] [CLIENTS]. Uses the usual
 //! DB_*/REDIS_*/NATS environment; creates and drops a database of its own.
 
+use std::net::SocketAddr;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
+const MCP_PATH: &str = "/mcp";
+
 use serde_json::{Value, json};
 use tokio::process::Command;
+use warden_bench::http1::Connection;
 use warden_store::testing::TestDatabase;
 
+/// The headers of a stateless 2026-07-28 `check_compliance` call.
+const HEADERS: &[(&str, &str)] = &[
+    ("Accept", "application/json, text/event-stream"),
+    ("Content-Type", "application/json"),
+    ("MCP-Protocol-Version", "2026-07-28"),
+    ("Mcp-Method", "tools/call"),
+    ("Mcp-Name", "check_compliance"),
+];
+
 /// One 2026-07-28 `check_compliance` call; fails unless it answered as a tool result.
-/// The client does as little as it can per call (a parsed URL, a body written as text):
-/// it shares the machine's two cores with the gateway and Postgres it measures.
-async fn check(client: &reqwest::Client, url: &reqwest::Url, i: usize) -> anyhow::Result<()> {
+/// The client does as little as it can per call (see [`warden_bench::http1`]): it shares
+/// the machine's two cores with the gateway and Postgres it measures.
+async fn check(conn: &mut Connection, i: usize) -> anyhow::Result<()> {
     let body = format!(
         r#"{{"jsonrpc":"2.0","id":{i},"method":"tools/call","params":{{"_meta":{{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":{{"name":"http-bench","version":"1"}},"io.modelcontextprotocol/clientCapabilities":{{}}}},"name":"check_compliance","arguments":{{"customer_id":"6281{:09}","message_type":"marketing"}}}}}}"#,
         i % 500
     );
-    let res = client
-        .post(url.clone())
-        .header("accept", "application/json, text/event-stream")
-        .header("content-type", "application/json")
-        .header("mcp-protocol-version", "2026-07-28")
-        .header("mcp-method", "tools/call")
-        .header("mcp-name", "check_compliance")
-        .body(body)
-        .send()
-        .await?;
-    anyhow::ensure!(res.status() == 200, "HTTP {}", res.status());
-    let bytes = res.bytes().await?;
-    let msg: Value = serde_json::from_slice(&bytes).or_else(|_| {
-        let text = String::from_utf8_lossy(&bytes);
-        text.lines()
-            .filter_map(|l| l.strip_prefix("data:"))
-            .find_map(|d| {
-                serde_json::from_str::<Value>(d.trim())
-                    .ok()
-                    .filter(|v| v.get("id").is_some())
-            })
-            .ok_or_else(|| anyhow::anyhow!("no response in {text}"))
-    })?;
+    let res = conn.post(MCP_PATH, HEADERS, body.as_bytes()).await?;
+    anyhow::ensure!(
+        res.status == 200,
+        "HTTP {}: {}",
+        res.status,
+        String::from_utf8_lossy(&res.body)
+    );
+    let msg: Value = serde_json::from_slice(&res.body)?;
     anyhow::ensure!(
         msg.pointer("/result/isError") == Some(&json!(false)),
         "check_compliance failed: {msg}"
@@ -77,7 +75,7 @@ async fn main() -> anyhow::Result<()> {
         .kill_on_drop(true)
         .spawn()?;
     let pid = child.id();
-    let url: reqwest::Url = format!("http://127.0.0.1:{port}/mcp").parse()?;
+    let addr: SocketAddr = ([127, 0, 0, 1], port).into();
     let health = format!("http://127.0.0.1:{port}/health");
     let started = Instant::now();
     loop {
@@ -96,16 +94,14 @@ async fn main() -> anyhow::Result<()> {
     }
 
     // One client, one connection: the figure stdio-bench's check_compliance compares with.
-    let one = reqwest::Client::builder()
-        .pool_max_idle_per_host(1)
-        .build()?;
+    let mut one = Connection::open(addr).await?;
     for i in 0..100 {
-        check(&one, &url, i).await?;
+        check(&mut one, i).await?;
     }
     let mut single_us = Vec::with_capacity(per_client * 4);
     for i in 0..per_client * 4 {
         let t = Instant::now();
-        check(&one, &url, i).await?;
+        check(&mut one, i).await?;
         single_us.push(t.elapsed().as_secs_f64() * 1e6);
     }
 
@@ -113,16 +109,13 @@ async fn main() -> anyhow::Result<()> {
     let load = Instant::now();
     let mut tasks = Vec::new();
     for c in 0..clients {
-        let url = url.clone();
         tasks.push(tokio::spawn(async move {
-            let client = reqwest::Client::builder()
-                .pool_max_idle_per_host(1)
-                .build()?;
-            check(&client, &url, c).await?;
+            let mut conn = Connection::open(addr).await?;
+            check(&mut conn, c).await?;
             let mut us = Vec::with_capacity(per_client);
             for i in 0..per_client {
                 let t = Instant::now();
-                check(&client, &url, c * per_client + i).await?;
+                check(&mut conn, c * per_client + i).await?;
                 us.push(t.elapsed().as_secs_f64() * 1e6);
             }
             anyhow::Ok(us)
