@@ -53,6 +53,39 @@ struct Args {
     batch_publish: bool,
 }
 
+/// How often the campaign's progress is printed.
+const PROGRESS_EVERY: Duration = Duration::from_secs(5);
+
+/// Print the campaign's progress every [`PROGRESS_EVERY`] on stderr (stdout is the
+/// report): on a loaded machine the fan-out can take minutes.
+async fn progress(pg: warden_store::PgPool, campaign: Uuid, n: i64) {
+    #[derive(diesel::QueryableByName)]
+    struct Checked {
+        #[diesel(sql_type = diesel::sql_types::Integer)]
+        checked: i32,
+    }
+    let started = Instant::now();
+    loop {
+        tokio::time::sleep(PROGRESS_EVERY).await;
+        let Ok(mut conn) = pg.get().await else {
+            continue;
+        };
+        let checked: Result<Checked, _> = diesel::sql_query(
+            "SELECT enqueued_count + failed_count AS checked FROM campaigns WHERE id = $1",
+        )
+        .bind::<SqlUuid, _>(campaign)
+        .get_result(&mut conn)
+        .await;
+        if let Ok(c) = checked {
+            eprintln!(
+                "campaign-bench: {} of {n} recipients checked in {:.0} s",
+                c.checked,
+                started.elapsed().as_secs_f64()
+            );
+        }
+    }
+}
+
 fn args() -> anyhow::Result<Args> {
     let mut a = Args {
         recipients: 100_000,
@@ -176,6 +209,7 @@ async fn bench(args: &Args, db: &TestDatabase) -> anyhow::Result<()> {
 async fn run(args: &Args, n: i64, core: &Core, pg: &warden_store::PgPool) -> anyhow::Result<()> {
     let mut conn = pg.get().await?;
     // --- data set
+    eprintln!("campaign-bench: inserting {n} customers");
     let t = Instant::now();
     diesel::sql_query(
         "INSERT INTO customers (phone, country, opt_in_marketing, tags, last_interaction_at)
@@ -212,6 +246,7 @@ async fn run(args: &Args, n: i64, core: &Core, pg: &warden_store::PgPool) -> any
     };
 
     // --- reference: raw inserts of message-like rows
+    eprintln!("campaign-bench: raw reference, {n} rows 1,000 per INSERT");
     diesel::sql_query("CREATE TABLE bench_raw (LIKE messages INCLUDING ALL)")
         .execute(&mut conn)
         .await?;
@@ -240,6 +275,10 @@ async fn run(args: &Args, n: i64, core: &Core, pg: &warden_store::PgPool) -> any
     drop(conn);
     // One INSERT per row, each its own transaction, `concurrency` connections: the commit
     // pattern of a per-recipient send.
+    eprintln!(
+        "campaign-bench: raw reference, {n} rows one per transaction ({} connections)",
+        args.concurrency
+    );
     let t = Instant::now();
     let content = serde_json::json!({"type":"template","template":{"name":"bench_promo","locale":"en","variables":["20%"]}});
     let errors = futures::stream::iter(1..=n)
@@ -301,7 +340,9 @@ async fn run(args: &Args, n: i64, core: &Core, pg: &warden_store::PgPool) -> any
     }
     let cpu_self_before = cpu_secs("self").unwrap_or(0.0);
     let cpu_pg_before = backend_cpu(pg).await;
+    eprintln!("campaign-bench: campaign to {n} recipients");
     let t = Instant::now();
+    let progress = tokio::spawn(progress(pg.clone(), campaign, n));
     let mut ticks = 0;
     loop {
         ticks += 1;
@@ -322,6 +363,7 @@ async fn run(args: &Args, n: i64, core: &Core, pg: &warden_store::PgPool) -> any
         anyhow::ensure!(ticks < 1000, "audience not done after {ticks} polls");
     }
     let campaign_secs = t.elapsed().as_secs_f64();
+    progress.abort();
     let hwm = vm_kib("VmHWM:").unwrap_or(0);
     let cpu_self = cpu_secs("self").unwrap_or(0.0) - cpu_self_before;
     let cpu_pg = backend_cpu(pg).await - cpu_pg_before;
