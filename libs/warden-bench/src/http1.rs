@@ -95,10 +95,9 @@ impl Connection {
     }
 
     async fn fill(&mut self) -> anyhow::Result<()> {
-        let mut chunk = [0u8; 4096];
-        let n = self.stream.read(&mut chunk).await?;
+        self.buffer.reserve(4096);
+        let n = self.stream.read_buf(&mut self.buffer).await?;
         anyhow::ensure!(n > 0, "the server closed the connection");
-        self.buffer.extend_from_slice(&chunk[..n]);
         Ok(())
     }
 }

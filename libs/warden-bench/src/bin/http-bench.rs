@@ -2,7 +2,8 @@
 //! (`MCP_HTTP_AUTH=none`, loopback) and times stateless 2026-07-28 `tools/call` POSTs, first
 //! from one client (to compare with stdio-bench's figure: the transport's overhead), then
 //! from 32 concurrent clients (p50/p99 under load). Each client is one keep-alive HTTP/1.1
-//! connection written by a minimal client ([`warden_bench::http1`]). The JSON line also carries the gateway's peak RSS.
+//! connection written by a minimal client ([`warden_bench::http1`]). The JSON line also
+//! carries the gateway's peak RSS.
 //!
 //! Usage: http-bench GATEWAY_BINARY [CALLS_PER_CLIENT] [CLIENTS]. Uses the usual
 //! DB_*/REDIS_*/NATS environment; creates and drops a database of its own.
@@ -11,12 +12,12 @@ use std::net::SocketAddr;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-const MCP_PATH: &str = "/mcp";
-
 use serde_json::{Value, json};
 use tokio::process::Command;
 use warden_bench::http1::Connection;
 use warden_store::testing::TestDatabase;
+
+const MCP_PATH: &str = "/mcp";
 
 /// The headers of a stateless 2026-07-28 `check_compliance` call.
 const HEADERS: &[(&str, &str)] = &[
