@@ -53,8 +53,9 @@ limit() { local secs=$1; shift; timeout -k 10 "$secs" "$@"; }
 bench_sim() { limit 90 "$REL/sim-bench" --sends 50000 --json "$OUT/sim.json" | tee "$OUT/sim.txt"; }
 bench_check() { POLICIES_PATH=policies/default.yaml limit 90 "$REL/check-bench" 5000 >"$OUT/check.json"; }
 bench_stdio() { limit 90 "$REL/stdio-bench" "$REL/mcp-gateway" 2000 1000 >"$OUT/stdio.json"; }
-# 1,000 calls from each of 32 concurrent clients (about 4 s: long enough that one stall
-# does not decide the p99), after 4,000 from one (the stdio comparison).
+# 1,000 timed calls from each of 32 concurrent clients (about 4 s: long enough that one stall
+# does not decide the p99), once all 32 have warmed up together (50 untimed calls each), after
+# 4,000 from one (the stdio comparison).
 bench_http() { limit 120 "$REL/http-bench" "$REL/mcp-gateway" 1000 32 >"$OUT/http.json"; }
 # start_webhook DB_PREFIX LOG: a fresh database and a release webhook server on a free
 # port, waited for until healthy; sets db, wh and port (the caller declares `local port`).

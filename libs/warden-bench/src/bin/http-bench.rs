@@ -10,14 +10,19 @@
 
 use std::net::SocketAddr;
 use std::process::Stdio;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 use tokio::process::Command;
+use tokio::sync::Barrier;
 use warden_bench::http1::Connection;
 use warden_store::testing::TestDatabase;
 
 const MCP_PATH: &str = "/mcp";
+
+/// Untimed calls each concurrent client makes before the timed ones.
+const WARM_UP_CALLS: usize = 50;
 
 /// The headers of a stateless 2026-07-28 `check_compliance` call.
 const HEADERS: &[(&str, &str)] = &[
@@ -106,27 +111,42 @@ async fn main() -> anyhow::Result<()> {
         single_us.push(t.elapsed().as_secs_f64() * 1e6);
     }
 
-    // 32 concurrent clients, each its own connection.
-    let load = Instant::now();
+    // 32 concurrent clients, each its own connection. They warm up together first (the
+    // gateway's pool opens its Postgres connections, each new connection prepares the
+    // statement) and are timed only once every client is warm: the steady state, as a
+    // long-running gateway serves it.
+    let warm = Arc::new(Barrier::new(clients));
     let mut tasks = Vec::new();
     for c in 0..clients {
+        let warm = warm.clone();
         tasks.push(tokio::spawn(async move {
             let mut conn = Connection::open(addr).await?;
-            check(&mut conn, c).await?;
+            for i in 0..WARM_UP_CALLS {
+                check(&mut conn, c + i).await?;
+            }
+            warm.wait().await;
+            let started = Instant::now();
             let mut us = Vec::with_capacity(per_client);
             for i in 0..per_client {
                 let t = Instant::now();
                 check(&mut conn, c * per_client + i).await?;
                 us.push(t.elapsed().as_secs_f64() * 1e6);
             }
-            anyhow::Ok(us)
+            anyhow::Ok((started, Instant::now(), us))
         }));
     }
     let mut concurrent_us = Vec::with_capacity(clients * per_client);
+    let (mut first_start, mut last_end) = (None::<Instant>, None::<Instant>);
     for t in tasks {
-        concurrent_us.extend(t.await??);
+        let (started, ended, us) = t.await??;
+        first_start = Some(first_start.map_or(started, |f| f.min(started)));
+        last_end = Some(last_end.map_or(ended, |l| l.max(ended)));
+        concurrent_us.extend(us);
     }
-    let seconds = load.elapsed().as_secs_f64();
+    let seconds = match (first_start, last_end) {
+        (Some(s), Some(e)) => (e - s).as_secs_f64(),
+        _ => 0.0,
+    };
     let calls = concurrent_us.len();
     let gateway_rss = pid.and_then(|pid| warden_bench::peak_rss_mib(&pid.to_string()));
     let report = json!({
