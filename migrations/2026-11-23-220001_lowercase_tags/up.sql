@@ -1,4 +1,4 @@
--- Tags are case-insensitive (issue 22): stored trimmed and lower-cased, so `VIP` and `vip`
+-- Tags are case-insensitive: stored trimmed and lower-cased, so `VIP` and `vip`
 -- are one tag everywhere (tag_exclusion policies, audience filters, imports). Duplicates
 -- that lower-casing creates are merged, keeping the first one's position.
 UPDATE customers c

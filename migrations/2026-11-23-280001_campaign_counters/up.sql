@@ -1,4 +1,4 @@
--- Campaign counters (issue 22, hole 13): each recipient is counted once, in the latest
+-- Campaign counters: each recipient is counted once, in the latest
 -- state of its message. Every writer of `messages` (send path, dispatcher, webhook,
 -- scheduler) moves a recipient between buckets through the trigger below, in the same
 -- transaction as the status change, so committed counters always equal what the rows

@@ -1,4 +1,4 @@
--- Conversation history (issue 15): keyset pagination of one customer's messages, newest
+-- Conversation history: keyset pagination of one customer's messages, newest
 -- first, on (created_at, id); a deep page costs what the first does.
 CREATE INDEX IF NOT EXISTS messages_history_idx
     ON messages (customer_phone, channel, created_at, id);

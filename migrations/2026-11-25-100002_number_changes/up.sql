@@ -1,4 +1,4 @@
--- "User changed number" (issue 15): the new number continues the old one's history and
+-- "User changed number": the new number continues the old one's history and
 -- inherits its opt-outs. One row per change, from the platform's system message.
 CREATE TABLE IF NOT EXISTS customer_number_changes (
     old_phone   TEXT        NOT NULL,

@@ -1,4 +1,4 @@
--- Privacy (issue 15): message content is redacted after MESSAGE_CONTENT_RETENTION or when
+-- Privacy: message content is redacted after MESSAGE_CONTENT_RETENTION or when
 -- a customer is forgotten; the row (type, status, timestamps) stays.
 ALTER TABLE messages ADD COLUMN IF NOT EXISTS redacted_at timestamptz;
 -- The retention job's scan: the oldest content not yet redacted.

@@ -1,4 +1,4 @@
--- Platform limits (issue 25, items 2, 3 and 8).
+-- Platform limits (docs/compliance.md).
 --
 -- The business portfolio's messaging limit (unique users reached by business-initiated
 -- messages per rolling 24 h, shared by every number). One row: Warden serves one

@@ -1,4 +1,4 @@
--- Customers without phone numbers (issue 24). The key column `customers.phone` stays the
+-- Customers without phone numbers. The key column `customers.phone` stays the
 -- customer's key: canonical phone digits when known, else the BSUID (a BSUID starts with
 -- a letter, a phone key with a digit). Additive only: new nullable columns, a backfill,
 -- then the unique indexes.

@@ -1,4 +1,4 @@
--- Agent safety: an agent's idempotency keys (CONTRACT.md "Agent safety"). One row per
+-- Agent safety: an agent's idempotency keys (docs/tools.md, Conventions). One row per
 -- (actor, key): the fingerprint of the first call's arguments and its result, written in
 -- the transaction that records the message, so a retried or concurrent call with the key
 -- finds it (or waits for it) and replays the result. Rows older than 24 h are ignored

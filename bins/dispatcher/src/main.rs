@@ -9,7 +9,7 @@ const BINARY: &str = "dispatcher";
 
 /// Consumes the delivery stream, rate-limits with the shared token bucket and calls the platform (/health, /metrics on ADMIN_HTTP_PORT, default 9090).
 ///
-/// Configuration comes from the environment (see README "Configuration"), optionally
+/// Configuration comes from the environment (see docs/configuration.md), optionally
 /// layered over a TOML file whose keys are the variable names in lower case.
 #[derive(Parser)]
 #[command(name = BINARY, version, after_help = dispatcher_variables())]

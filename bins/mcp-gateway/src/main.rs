@@ -1,6 +1,6 @@
-//! `mcp-gateway`: the agent tools (the spec's 24 plus get_campaign and resume_campaign)
+//! `mcp-gateway`: the agent tools (docs/tools.md)
 //! over MCP stdio (an agent host spawns it; stdout carries only the protocol, logs go to
-//! stderr) or Streamable HTTP (`--http`, README "Remote agents").
+//! stderr) or Streamable HTTP (`--http`, docs/remote-agents.md).
 
 use std::path::PathBuf;
 
@@ -24,7 +24,7 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 /// Serves Warden's agent tools over MCP on stdin/stdout until stdin closes or SIGTERM
 /// (or over Streamable HTTP with --http).
 ///
-/// Configuration comes from the environment (see README "Configuration"), optionally
+/// Configuration comes from the environment (see docs/configuration.md), optionally
 /// layered over a TOML file whose keys are the variable names in lower case. Postgres,
 /// Redis and NATS must be reachable at start; if NATS goes away later, accepted messages
 /// stay queued and are published by the scheduler's relay.

@@ -9,7 +9,7 @@ const BINARY: &str = "scheduler";
 
 /// Dispatches due scheduled messages and campaigns and republishes queued rows whose publish was lost (/health, /metrics on ADMIN_HTTP_PORT, default 9091).
 ///
-/// Configuration comes from the environment (see README "Configuration"), optionally
+/// Configuration comes from the environment (see docs/configuration.md), optionally
 /// layered over a TOML file whose keys are the variable names in lower case.
 #[derive(Parser)]
 #[command(name = BINARY, version)]

@@ -9,7 +9,7 @@ const BINARY: &str = "webhook";
 
 /// Ingests the platform's signed webhook events (GET/POST /webhook, /health, /metrics on SERVER_HTTP_PORT).
 ///
-/// Configuration comes from the environment (see README "Configuration"), optionally
+/// Configuration comes from the environment (see docs/configuration.md), optionally
 /// layered over a TOML file whose keys are the variable names in lower case.
 #[derive(Parser)]
 #[command(name = BINARY, version)]

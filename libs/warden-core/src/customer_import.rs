@@ -1,7 +1,7 @@
 //! Bulk customer import (`warden-admin customers import`): one batch of parsed rows
 //! written with one upsert. A row that would opt a customer back in to what they opted out
 //! of themselves (STOP, the platform's preference event) is kept out and reported: only
-//! the customer lifts their own opt-out (CONTRACT.md). Tags arrive lower-cased from the
+//! the customer lifts their own opt-out (docs/compliance.md). Tags arrive lower-cased from the
 //! parser (`warden_rules::import`).
 
 use std::collections::HashMap;

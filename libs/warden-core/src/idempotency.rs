@@ -1,4 +1,4 @@
-//! Idempotency keys (CONTRACT.md "Agent safety"): the same key with the same arguments
+//! Idempotency keys (docs/tools.md, Conventions): the same key with the same arguments
 //! within 24 h replays the first call's result and creates nothing; with other arguments
 //! it is an `INVALID_ARGUMENT` naming `idempotency_key`.
 //!

@@ -1,6 +1,6 @@
 //! Which inbound messages open (or extend) the care window, and from when.
 //!
-//! CONTRACT.md, "Compliance decisions": an inbound message opens the window only if it is
+//! docs/compliance.md, Compliance decisions: an inbound message opens the window only if it is
 //! a customer message (not `system`), is for a number we serve, and its timestamp is
 //! plausible (present, after 2010, at most 5 minutes in the future). Anything else is
 //! stored (when ours) and counted, and opens nothing. The number check happens where the

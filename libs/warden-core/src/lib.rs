@@ -371,7 +371,7 @@ fn decide(
     recent_count: u32,
     now: DateTime<Utc>,
 ) -> Decision {
-    // A customer seen for the first time starts opted in to both (CONTRACT.md).
+    // A customer seen for the first time starts opted in to both (docs/compliance.md).
     let input = ComplianceInput {
         category,
         opted_out_marketing: customer.is_some_and(|c| !c.opt_in_marketing),

@@ -1,4 +1,4 @@
-//! The normalised view of a stored message (CONTRACT.md, "Conversations (listen)").
+//! The normalised view of a stored message (docs/tools.md, The conversation loop).
 //!
 //! Messages are stored as the platform sent them (inbound: the webhook's message object;
 //! outbound: the platform-shaped body we send). [`normalise`] turns one stored content into

@@ -1,7 +1,7 @@
 //! What a platform error does, decided once for both ways it arrives: answered to the
-//! dispatcher's call, or reported later by a `failed` status webhook (CONTRACT.md: "a
-//! platform error has one consequence whether it came back from the call or by status
-//! webhook").
+//! dispatcher's call, or reported later by a `failed` status webhook: a platform
+//! error has one consequence whichever way it arrives (docs/operations.md, Webhook
+//! ingestion).
 //!
 //! - [`consequence`]: retry (with backoff; 131056 backs off that recipient only) or end
 //!   `failed`, plus the fact it records: 131050 opt-out of marketing, 131049 marketing

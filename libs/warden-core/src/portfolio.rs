@@ -1,5 +1,5 @@
-//! The business portfolio's messaging limit (issue 25, item 2): unique customers reached
-//! by business-initiated messages per rolling 24 h, shared by every number.
+//! The business portfolio's messaging limit (docs/compliance.md, Platform limits): unique
+//! customers reached by business-initiated messages per rolling 24 h, shared by every number.
 //!
 //! - **The limit** is learnt from the platform: `get_account_quality`'s tier,
 //!   `phone_number_quality_update.current_limit` and

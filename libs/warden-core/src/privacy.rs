@@ -1,4 +1,4 @@
-//! Privacy: content retention and forgetting a customer (CONTRACT.md "Conversations").
+//! Privacy: content retention and forgetting a customer (docs/compliance.md, Privacy).
 //!
 //! - [`redact_older_than`]: the content of messages older than `MESSAGE_CONTENT_RETENTION`
 //!   is erased (`content` keeps only `type` and the platform `timestamp`; `redacted_at` set); type, status, timestamps, ids and

@@ -357,7 +357,7 @@ impl Core {
             }
             Err(err) => return Err(err),
         };
-        // The content decides the category (CONTRACT.md "Compliance decisions"): free-form
+        // The content decides the category (docs/compliance.md, Compliance decisions): free-form
         // needs the window and a template is judged by its stored category, whatever
         // `message_type` the caller gave.
         let category = match template_category {
@@ -767,7 +767,8 @@ impl Core {
 }
 
 /// The stream's de-duplication id of a publish. The first publish of a message uses its id
-/// (CONTRACT.md), so racing publishers of the same row collapse into one stream message.
+/// (the stream de-duplicates on it), so racing publishers of the same row collapse into one
+/// stream message.
 /// A retry gets a new id per retry; a republish of a row the stream already took (campaign
 /// resume, a lost stream message) one per previous publish time — still shared by racers.
 pub fn dedupe_id(

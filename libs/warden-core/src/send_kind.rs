@@ -62,10 +62,10 @@ impl SendKind {
         }
     }
 
-    /// Characters the platform refuses (CONTRACT.md): NUL and other control characters in
-    /// the text (line breaks and tabs are fine there), and in template parameters also
-    /// newlines, tabs and runs of more than four spaces. Checked on every path, so no row
-    /// is half-written by a value Postgres or the platform rejects.
+    /// Characters the platform refuses (docs/tools.md, Conventions): NUL and other control
+    /// characters in the text (line breaks and tabs are fine there), and in template
+    /// parameters also newlines, tabs and runs of more than four spaces. Checked on every
+    /// path, so no row is half-written by a value Postgres or the platform rejects.
     pub fn check_text(&self) -> Result<(), SendError> {
         use warden_rules::text::{TextKind, check};
         match self {

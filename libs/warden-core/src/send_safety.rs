@@ -1,4 +1,4 @@
-//! The content rules of the send path (CONTRACT.md "Agent safety"): `content_filter`
+//! The content rules of the send path (docs/compliance.md): `content_filter`
 //! (pure, `warden_rules::safety`) and `duplicate_guard`, which compares the message with
 //! what this customer was sent inside the guard's window. Runs inside the send
 //! transaction after the customer row lock, so two identical sends racing to one customer

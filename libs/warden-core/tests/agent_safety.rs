@@ -1,4 +1,4 @@
-//! Issue 27, agent safety, against real Postgres and NATS: idempotency keys (a retry after a
+//! Agent safety against real Postgres and NATS: idempotency keys (a retry after a
 //! timeout, 20 concurrent identical calls, a key reused for another text), the duplicate
 //! guard at its window's edge (injectable clock), the recipient allowlist by phone and by
 //! tag, and the content filter on a caption and on a template's URL parameter.

@@ -1,4 +1,4 @@
-//! The business portfolio's messaging limit in the one send path (issue 25, item 2), against
+//! The business portfolio's messaging limit in the one send path, against
 //! real Postgres: the limit at its edge, a customer already reached does not count again,
 //! messages inside an open care window do not count, two concurrent sends at limit - 1
 //! never both pass, and the 24 h window rolls (rows back-dated).

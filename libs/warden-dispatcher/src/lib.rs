@@ -1,5 +1,5 @@
 //! The dispatcher: consumes the delivery stream, rate-limits with the shared token bucket,
-//! calls the platform and records outcomes (CONTRACT.md "Delivery stream").
+//! calls the platform and records outcomes (docs/operations.md, Delivery).
 //!
 //! Every replica shares one durable pull consumer (`dispatcher`, explicit ack). A message
 //! is sent only after its row was claimed in Postgres (`queued -> sending`, with a lease),
@@ -40,7 +40,7 @@ use warden_stream::DeliveryStream;
 pub use config::{CONSUMER_NAME, DispatcherConfig, VARIABLES};
 pub use deliver::{ACTOR, Stats, StatsSnapshot};
 
-/// ADMIN_HTTP_PORT default (CONTRACT.md).
+/// ADMIN_HTTP_PORT default (docs/configuration.md).
 pub const DEFAULT_ADMIN_PORT: u16 = 9090;
 
 /// A running in-process dispatcher.

@@ -1,5 +1,5 @@
-//! The platform's per-user marketing limit (error 131049), end to end against platform-sim
-//! (issue 25, item 3): the message answered 131049 is not retried; the customer is held
+//! The platform's per-user marketing limit (error 131049), end to end against platform-sim:
+//! the message answered 131049 is not retried; the customer is held
 //! from marketing for 24 h (check_compliance says so, get_account_quality counts it); a
 //! marketing message already queued for them waits out the hold instead of drawing another
 //! 131049; after the 24 h (rows back-dated) it gets exactly one attempt.

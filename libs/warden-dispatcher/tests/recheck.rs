@@ -1,4 +1,4 @@
-//! Issue 22: right before the platform call the dispatcher re-checks opt-out, the care
+//! Right before the platform call the dispatcher re-checks opt-out, the care
 //! window (free-form) and the template's status; a message refused there ends `failed`
 //! with a compliance error and is never handed to the platform.
 

@@ -1,4 +1,4 @@
-//! The one error shape every tool answers with (CONTRACT.md "Tool results"):
+//! The one error shape every tool answers with (docs/tools.md, Errors):
 //! `{"error": {"code", "message", "suggested_action"}}` in `structuredContent`, the same
 //! JSON as one text block, and `isError: true`.
 
@@ -11,7 +11,8 @@ use warden_store::DbError;
 
 use crate::text::{detail, echo, no_template_message};
 
-/// Codes beyond the spec's table (CONTRACT.md).
+/// Every code but the compliance refusals, which carry the decision's own reason code
+/// (docs/tools.md, Errors).
 pub mod code {
     pub const INVALID_ARGUMENT: &str = "INVALID_ARGUMENT";
     pub const NOT_FOUND: &str = "NOT_FOUND";

@@ -23,7 +23,7 @@ mod util;
 
 pub use gateway::Gateway;
 
-/// The scope a tool needs (README "Remote agents"); unknown tools need `admin`.
+/// The scope a tool needs (docs/remote-agents.md, Scopes); unknown tools need `admin`.
 pub fn tool_scope(tool: &str) -> caller::Scope {
     tools::scopes::required(tool)
 }

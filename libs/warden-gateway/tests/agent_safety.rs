@@ -1,4 +1,4 @@
-//! Issue 27 through the tools: idempotency_key on the send and schedule tools (replayed
+//! Agent safety through the tools: idempotency_key on the send and schedule tools (replayed
 //! results, a bad key, a key reused with other arguments), check_compliance judging a
 //! planned text by the content policies, and get_customer_context's last refusal.
 

@@ -1,5 +1,5 @@
-//! Campaign audience filters that would select everyone by accident (issue 22, hole 3),
-//! and the control tools' answers and counters as an agent sees them (issue 28).
+//! Campaign audience filters that would select everyone by accident,
+//! and the control tools' answers and counters as an agent sees them.
 
 mod common;
 

@@ -1,4 +1,5 @@
-//! Issue 22: one regression test per hole of the send path, named after the behaviour.
+//! One regression test per hole the send path once had, named after the behaviour
+//! (docs/compliance.md, Compliance decisions on every path).
 
 mod common;
 

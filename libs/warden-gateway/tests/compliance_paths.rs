@@ -1,4 +1,4 @@
-//! Property test over the real entry paths (issue 22): the same customer state and the same
+//! Property test over the real entry paths: the same customer state and the same
 //! content get the same decision and reason code from check_compliance, send_message,
 //! reply_customer, send_template, schedule_message (at scheduling and at dispatch, as the
 //! scheduler builds the send), a campaign recipient (as the scheduler builds it),

@@ -1,4 +1,4 @@
-//! Customers without phone numbers (issue 24), end to end: a phone-less user writes through
+//! Customers without phone numbers, end to end: a phone-less user writes through
 //! platform-sim's signed webhook, the reply by BSUID goes tool -> core -> stream ->
 //! dispatcher (`recipient` = the BSUID) -> sim, and the sim's status webhook settles it.
 //! A STOP from the phone-less user blocks marketing by BSUID and, once a webhook links

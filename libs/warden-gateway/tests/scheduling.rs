@@ -117,7 +117,7 @@ async fn schedule_message_writes_a_scheduled_row_in_the_send_paths_shape() {
         .await;
     let m = phone();
     h.opt_out(&m, false).await;
-    // The content decides, not the label (issue 22): a marketing template is refused
+    // The content decides, not the label: a marketing template is refused
     // whatever it is called; text is free-form (a marketing opt-out leaves service
     // messages alone; its window is judged at dispatch).
     h.insert_template("promo", "en", "marketing", "APPROVED", "Sale")

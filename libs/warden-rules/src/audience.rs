@@ -1,4 +1,4 @@
-//! Campaign audience filters (CONTRACT.md "Campaigns": `audience_filter`).
+//! Campaign audience filters (docs/operations.md, Scheduling and campaigns: `audience_filter`).
 //!
 //! A JSON object whose keys are all optional: `include_tags` (any of), `exclude_tags`
 //! (none of), `customer_ids`, `opt_in` (`marketing` | `utility`) and

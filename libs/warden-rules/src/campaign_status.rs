@@ -1,4 +1,4 @@
-//! A campaign's status: the states of CONTRACT.md "States and transitions", with the
+//! A campaign's status: the states `get_campaign` shows (docs/tools.md), with the
 //! spellings stored in `campaigns.status` and shown to agents.
 //! Pause takes an active campaign (scheduled, running, sending) to paused, resume a paused
 //! one to running, cancel any non-terminal one to cancelled; the fan-out ends a running

@@ -4,7 +4,7 @@
 //! 1. opt-out, 2. care window (free-form only), 3. frequency limit, 4. the other
 //!    enabled policies that apply to the category, in file order.
 //!
-//! Opt-out semantics (CONTRACT.md: a stop keyword opts out of marketing *and*
+//! Opt-out semantics (docs/compliance.md: a stop keyword opts out of marketing *and*
 //! utility; platform error 131050 and a marketing "stop" only of marketing):
 //! - a marketing opt-out blocks **marketing** only;
 //! - a utility opt-out blocks **utility, authentication and service** (free-form

@@ -1,6 +1,6 @@
 //! Customer import rows (`warden-admin customers import FILE`), parsed as a stream.
 //!
-//! Formats (CONTRACT.md "Customer import"):
+//! Formats (docs/operations.md, Operator CLI):
 //! - CSV with the header `customer_id,opt_in_marketing,opt_in_utility,tags,engagement_score`;
 //!   booleans `true`/`false`, `1`/`0`, `yes`/`no` (any case); tags joined with `|`.
 //! - JSON lines: one object per line with `customer_id`, `opt_in: {marketing, utility}`,

@@ -1,6 +1,6 @@
 //! Stop and resume keywords in inbound customer texts.
 //!
-//! CONTRACT.md: the whole message, case-insensitive, is one of STOP, STOP ALL,
+//! docs/compliance.md: the whole message, case-insensitive, is one of STOP, STOP ALL,
 //! UNSUBSCRIBE, OPT OUT, OPTOUT, CANCEL, END, QUIT, STOP PROMOTIONS (opt out of
 //! marketing *and* utility), or START, UNSTOP, RESUME (opt back in to both).
 //! "Whole message" means a keyword inside a sentence ("please stop") is not one.

@@ -67,8 +67,8 @@ impl MessageType {
     }
 }
 
-/// What a message carries. It alone decides the rule category (CONTRACT.md "Compliance
-/// decisions"): free-form content needs the care window whatever the caller calls it, and
+/// What a message carries. It alone decides the rule category (docs/compliance.md):
+/// free-form content needs the care window whatever the caller calls it, and
 /// a template is judged by its **stored** category, never by the caller's `message_type`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum ContentKind {

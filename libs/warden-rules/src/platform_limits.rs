@@ -1,4 +1,4 @@
-//! The platform's own limits that Warden enforces before the platform would (issue 25):
+//! The platform's own limits that Warden enforces before the platform would (docs/compliance.md):
 //!
 //! - **Messaging limit per business portfolio** (since 2025-10-07): unique users reached by
 //!   business-initiated messages per rolling 24 h, shared by every number: 250 / 2,000 /

@@ -1,6 +1,6 @@
 //! Business policies: the YAML file at `POLICIES_PATH`, validated when loaded.
 //!
-//! The format is fixed by CONTRACT.md ("Compliance rules" -> "Policies"):
+//! The format (docs/compliance.md, The policy file):
 //!
 //! ```yaml
 //! version: 1
@@ -42,7 +42,7 @@ use serde_yaml::Value;
 use crate::kinds::Category;
 use crate::phone::PhoneNumber;
 
-/// The marketing cap when the file sets none (CONTRACT.md: 2 per rolling 24 h).
+/// The marketing cap when the file sets none (2 per rolling 24 h; docs/compliance.md).
 pub const DEFAULT_MARKETING_MAX: u32 = 2;
 /// Window of the default marketing cap.
 pub const DEFAULT_MARKETING_WINDOW: TimeDelta = TimeDelta::hours(24);

@@ -1,4 +1,5 @@
-//! Quiet hours' `action: deny | hold` and `timezone: customer` (issue 25, item 8).
+//! Quiet hours' `action: deny | hold` and `timezone: customer` (docs/compliance.md, Platform
+//! limits).
 
 use chrono::{DateTime, TimeDelta, TimeZone, Utc};
 use chrono_tz::Tz;

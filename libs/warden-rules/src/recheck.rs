@@ -1,5 +1,6 @@
-//! The dispatcher's last look before the platform call (CONTRACT.md "Compliance
-//! decisions"): a message accepted earlier may have lost its right to leave since.
+//! The dispatcher's last look before the platform call (docs/compliance.md, Compliance
+//! decisions on every path): a message accepted earlier may have lost its right to leave
+//! since.
 
 use chrono::{DateTime, Utc};
 
@@ -24,7 +25,7 @@ pub struct RecheckInput {
     pub now: DateTime<Utc>,
 }
 
-/// The last look before the platform call (CONTRACT.md "Compliance decisions"): a message
+/// The last look before the platform call (docs/compliance.md): a message
 /// accepted earlier may have lost its right to leave since (a STOP, a window that closed, a
 /// template paused). Checks the template's status, then opt-out, then the care window for
 /// free-form content; the frequency cap and the policies were decided at acceptance, where

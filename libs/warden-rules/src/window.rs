@@ -25,7 +25,7 @@ pub fn expires_at(last_inbound_at: Option<DateTime<Utc>>) -> Option<DateTime<Utc
 /// How far in the future an inbound timestamp may be (clock skew) and still count.
 pub const MAX_FUTURE_SKEW: TimeDelta = TimeDelta::minutes(5);
 
-/// True when an inbound timestamp can be real (CONTRACT.md): after 2010 and at most
+/// True when an inbound timestamp can be real (docs/compliance.md): after 2010 and at most
 /// [`MAX_FUTURE_SKEW`] after `now`. Compliance decisions ignore any other as if there
 /// were no inbound message, so a forged or broken timestamp never opens a window.
 pub fn plausible_inbound(at: DateTime<Utc>, now: DateTime<Utc>) -> bool {

@@ -72,7 +72,7 @@ fn last_inbound(w: Window) -> Option<DateTime<Utc>> {
     }
 }
 
-/// THE table (CONTRACT.md "Compliance rules" and "Compliance decisions"), by hand:
+/// THE table (docs/compliance.md, Compliance rules and decisions), by hand:
 /// the content's category decides; checks in order opt-out, window (free-form), cap
 /// (marketing), then the policies in file order.
 fn table(s: &State, content: ContentKind) -> &'static str {

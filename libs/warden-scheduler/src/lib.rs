@@ -62,7 +62,7 @@ use warden_settings::Settings;
 
 pub use error::{PhaseError, TickError};
 
-/// ADMIN_HTTP_PORT default (CONTRACT.md).
+/// ADMIN_HTTP_PORT default (docs/configuration.md).
 pub const DEFAULT_ADMIN_PORT: u16 = 9091;
 
 /// The actor named in audit rows and send requests.
@@ -363,7 +363,7 @@ impl Scheduler {
         if n > 0 {
             tracing::info!(messages = n, "message content past its retention redacted");
         }
-        // Idempotency keys live 24 h (CONTRACT.md "Agent safety"); older ones are ignored
+        // Idempotency keys live 24 h (docs/tools.md, Conventions); older ones are ignored
         // by the send path and removed here.
         let keys =
             warden_core::idempotency::purge_expired(self.core.pg(), Utc::now(), batch).await?;

@@ -1,4 +1,4 @@
-//! Campaign control under load (issue 28): pause / resume / cancel while a 10,000-recipient
+//! Campaign control under load: pause / resume / cancel while a 10,000-recipient
 //! campaign fans out and outcomes arrive, from two independent "gateway" Cores (each its
 //! own connection pool, as two mcp-gateway processes have). Every call answers its proper
 //! result, never UNAVAILABLE; the final state is the last successful call's; the counters

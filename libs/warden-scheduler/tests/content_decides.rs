@@ -1,4 +1,4 @@
-//! Issue 22, through the real scheduler: a scheduled message is judged by its content (free
+//! Through the real scheduler: a scheduled message is judged by its content (free
 //! text needs the window; a template by its stored category), never by the `message_type`
 //! the caller stored with it.
 

@@ -18,7 +18,7 @@ pub enum Failure {
 }
 
 impl Failure {
-    /// The exit code a binary uses for it (README: 2 configuration, 1 dependency).
+    /// The exit code a binary uses for it (2 configuration, 1 dependency; docs/operations.md).
     pub fn exit_code(self) -> i32 {
         match self {
             Failure::Config => crate::exit::CONFIG,

@@ -21,7 +21,7 @@ pub use error::{Failure, StartError};
 pub use warden_core::{Dependencies, RedisPool};
 pub use warden_telemetry::install_crypto_provider;
 
-/// Exit codes shared by every binary (README "Processes"); the binaries choose them.
+/// Exit codes shared by every binary (docs/operations.md, Processes); the binaries choose them.
 pub mod exit {
     /// Bad or missing configuration (a variable or the policy file).
     pub const CONFIG: i32 = 2;

@@ -1,4 +1,4 @@
-//! The dispatcher's knobs (README "Dispatcher tuning"). The webhook reads the retry bound
+//! The dispatcher's knobs (docs/configuration.md, Dispatcher). The webhook reads the retry bound
 //! (`DISPATCH_MAX_ATTEMPTS`, `DISPATCH_BACKOFF_*`) too, so both paths share one bound.
 
 use std::time::Duration;

@@ -1,4 +1,4 @@
-//! Who the gateway's callers are (README "Remote agents"): the local agent's name over
+//! Who the gateway's callers are (docs/remote-agents.md): the local agent's name over
 //! stdio, and the optional OAuth 2.1 issuer whose access tokens the HTTP gateway accepts
 //! beside API keys.
 

@@ -1,6 +1,6 @@
 //! Warden's settings: one typed tree loaded once per process.
 //!
-//! Sources, later wins: built-in defaults (CONTRACT.md), an optional TOML config file
+//! Sources, later wins: built-in defaults (docs/configuration.md), an optional TOML config file
 //! (keys are the environment variable names in lower case, e.g. `db_host = "..."`), then
 //! the environment. Every bad value is one line naming the variable, all of them reported
 //! by one load ([`SettingsError`]); the binaries turn it into exit code 2.
@@ -32,10 +32,10 @@ pub use print::{REDACTED, is_secret};
 
 use source::Source;
 
-/// The single messaging channel (CONTRACT.md: not configurable).
+/// The single messaging channel (not configurable).
 pub const DEFAULT_CHANNEL: &str = "whatsapp";
 
-/// Every variable Warden reads, in the order the README documents them.
+/// Every variable Warden reads, in the order docs/configuration.md documents them.
 /// The platform API version when `PLATFORM_API_VERSION` is unset (v20.0 was retired on
 /// 2026-09-24).
 pub const DEFAULT_API_VERSION: &str = "v25.0";
@@ -200,7 +200,7 @@ pub struct Platform {
     pub phone_number_id: String,
     pub account_id: String,
     pub webhook_verify_token: String,
-    /// None: the webhook server refuses to start (CONTRACT.md).
+    /// None: the webhook server refuses to start.
     pub app_secret: Option<String>,
 }
 
@@ -252,7 +252,7 @@ pub struct Settings {
     pub media_max_bytes: u64,
     /// The dispatcher's knobs (its retry bound is the webhook's too).
     pub dispatch: Dispatch,
-    /// The MCP gateway's HTTP transport (README "Remote agents").
+    /// The MCP gateway's HTTP transport (docs/remote-agents.md).
     pub mcp_http: McpHttp,
     /// The host name (`HOSTNAME`), part of the lease owner ids; `None` when unset.
     pub hostname: Option<String>,

@@ -1,4 +1,4 @@
-//! The MCP gateway's HTTP transport (README "Remote agents"): where it listens, which
+//! The MCP gateway's HTTP transport (docs/remote-agents.md): where it listens, which
 //! browser origins and host names it accepts, and how callers authenticate.
 
 use std::net::SocketAddr;

@@ -1,4 +1,4 @@
-//! What the listen tools need of the sim (CONTRACT.md, "Conversations (listen)"):
+//! What the listen tools need of the sim (docs/tools.md, The conversation loop):
 //! `/sim/inbound` for every message type, and read receipts on the messages endpoint.
 
 use actix_web::{HttpResponse, web};

@@ -1,4 +1,4 @@
-//! The delivery stream (CONTRACT.md "Delivery stream").
+//! The delivery stream (docs/operations.md, Delivery).
 //!
 //! One JetStream stream (`DELIVERY_STREAM`, default `DELIVERY`) capturing
 //! `<stream lower-case>.outbound.<channel>`: file storage, work-queue retention, and a

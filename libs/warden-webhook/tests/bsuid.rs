@@ -1,4 +1,4 @@
-//! Customers without phone numbers (issue 24): webhooks with and without `wa_id` /
+//! Customers without phone numbers: webhooks with and without `wa_id` /
 //! `from`, identified by business-scoped user IDs (BSUIDs). Every shape is stored and
 //! obeyed (window, STOP), a phone and a BSUID seen together name one customer (two
 //! records merge, the stricter consent wins, the history is kept), and an opt-out holds

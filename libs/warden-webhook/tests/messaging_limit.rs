@@ -1,4 +1,4 @@
-//! The portfolio's messaging limit learnt from webhooks (issue 25, item 2):
+//! The portfolio's messaging limit learnt from webhooks (docs/compliance.md):
 //! `phone_number_quality_update.current_limit` and
 //! `business_capability_update.max_daily_conversations_per_business` (or its older name)
 //! set the limit the send path enforces; the last one received wins; a replay changes nothing.

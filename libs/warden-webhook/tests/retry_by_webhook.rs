@@ -1,6 +1,6 @@
 //! A platform error has one consequence whichever way it arrives: a retryable code
 //! reported by a `failed` status webhook puts the message back in the queue, exactly as the
-//! dispatcher does when the same code answers its call (CONTRACT.md, "Compliance decisions").
+//! dispatcher does when the same code answers its call (docs/operations.md, Webhook ingestion).
 
 mod common;
 

@@ -1,4 +1,4 @@
-//! Which inbound webhooks may open the care window (CONTRACT.md, "Compliance decisions"):
+//! Which inbound webhooks may open the care window (docs/operations.md, Webhook ingestion):
 //! only a customer's own message, for our number, with a plausible timestamp.
 
 mod common;

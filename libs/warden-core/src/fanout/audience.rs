@@ -1,6 +1,6 @@
 //! A campaign's audience, read in keyset pages straight from `customers`.
 //!
-//! The whole filter (CONTRACT.md "Campaigns": include_tags any-of, exclude_tags,
+//! The whole filter (docs/operations.md, campaigns: include_tags any-of, exclude_tags,
 //! customer_ids, opt_in, active_within_days) runs in SQL, and the rows are checked again
 //! with [`AudienceFilter::matches`] so the semantics are the rules crate's. Customers
 //! that already have a message of this campaign are left out by the query itself: a

@@ -197,7 +197,7 @@ impl Harness {
         status: &str,
     ) -> Uuid {
         self.insert_customer(phone).await;
-        // The dispatcher re-checks compliance right before the call (issue 22): a text
+        // The dispatcher re-checks compliance right before the call: a text
         // needs an open care window and a template an APPROVED row, as accepted rows have.
         match content["type"].as_str() {
             Some("template") => {
@@ -374,7 +374,7 @@ impl Harness {
         .execute(&mut c)
         .await
         .unwrap();
-        // Open care windows: the dispatcher re-checks them before each text (issue 22).
+        // Open care windows: the dispatcher re-checks them before each text.
         diesel::sql_query(format!(
             "INSERT INTO conversations (customer_phone, channel, last_inbound_at, window_expires_at)
              SELECT '62' || ({base} + i)::text, 'whatsapp', now() - interval '1 hour',

@@ -8,10 +8,10 @@
 //! The environment is passed through (the caller sets DB_NAME etc.). Checked: the gateway
 //! never exits while its stdin is open; every stdout line is a JSON-RPC 2.0 message; every
 //! request gets exactly one response; a call to a known tool always gets a `result` (never
-//! a JSON-RPC error) and a failure carries CONTRACT.md's envelope
+//! a JSON-RPC error) and a failure carries the tool error envelope (docs/tools.md, Errors)
 //! `{"error": {"code", "message", "suggested_action"}}` with one of its codes and a message
-//! of at most 1,000 characters (the contract asks for one sentence); a call to an
-//! unknown tool gets JSON-RPC error -32602 (the MCP spec; CONTRACT.md says nothing) or that
+//! of at most 1,000 characters (a message is one sentence); a call to an
+//! unknown tool gets JSON-RPC error -32602 (as the MCP specification answers) or that
 //! envelope; after stdin closes the gateway exits 0 within 10 s. Exit 0 when all held, 1
 //! when not, 2 on bad usage.
 
@@ -33,7 +33,8 @@ use tokio::sync::{Semaphore, oneshot};
 
 const USAGE: &str = "usage: fuzz-tools --gateway PATH_TO_mcp-gateway [--calls 10000] [--seed N] [--inflight 32] [--call-timeout-secs 60]";
 
-/// The codes CONTRACT.md allows in the error envelope: the spec's table plus its four.
+/// The codes the error envelope may carry over stdio (docs/tools.md, Errors; FORBIDDEN and
+/// RATE_LIMITED need an HTTP caller's scopes or guardrails).
 const CONTRACT_CODES: [&str; 14] = [
     "TEMPLATE_REQUIRED",
     "USER_OPTED_OUT",
@@ -53,8 +54,8 @@ const CONTRACT_CODES: [&str; 14] = [
 
 /// JSON-RPC "invalid params": what the MCP spec answers for an unknown tool.
 const INVALID_PARAMS: i64 = -32602;
-/// An error message longer than this (in characters) is a violation: the contract asks for
-/// one sentence, so a message that echoes a huge argument back is a bug.
+/// An error message longer than this (in characters) is a violation: a message is one
+/// sentence, so a message that echoes a huge argument back is a bug.
 const LONG_MESSAGE: usize = 1000;
 /// Offending request/response pairs printed, and how much of each.
 const MAX_EXAMPLES: usize = 8;

@@ -1,4 +1,4 @@
-//! Listen: what customers wrote (CONTRACT.md, "Conversations (listen)"):
+//! Listen: what customers wrote (docs/tools.md, The conversation loop):
 //! get_conversation_history, list_inbox, mark_as_read. The reads are
 //! `warden_core::conversation_view`; the results are its structs, as the MCP resources
 //! serve them.
