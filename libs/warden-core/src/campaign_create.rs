@@ -1,5 +1,10 @@
 //! schedule_campaign: a template campaign recorded for a future time. The scheduler's
 //! fan-out sends it at `deliver_at`, each recipient through the one send path.
+//!
+//! Customers named by `audience_filter.customer_ids` whom Warden has never seen are
+//! created with the campaign, as a first `send_template` to them would create them
+//! (opted in to both categories): the fan-out then checks them like anyone else instead
+//! of silently finding nobody (see docs/operations.md, Campaigns).
 
 use std::sync::Arc;
 
@@ -172,6 +177,7 @@ pub async fn schedule_campaign_keyed(
                     .iter()
                     .map(|(n, v)| (n.clone(), Value::String(v.clone()))),
             );
+            let created = ensure_named_customers(c, &new.audience_filter).await?;
             let components =
                 (!new.components.is_empty()).then(|| Value::Array(new.components.clone()));
             diesel::insert_into(campaigns::table)
@@ -202,6 +208,7 @@ pub async fn schedule_campaign_keyed(
                     "locale": new.locale,
                     "deliver_at": new.deliver_at.to_rfc3339_opts(SecondsFormat::AutoSi, true),
                     "audience_filter": new.audience_filter,
+                    "customers_created": created,
                 }),
             )
             .await?;
@@ -219,6 +226,31 @@ pub async fn schedule_campaign_keyed(
     })?;
     if !created.replayed {
         tracing::info!(campaign_id = %id, "campaign scheduled");
+    }
+    Ok(created)
+}
+
+/// Create the customers `audience_filter.customer_ids` names that do not exist yet (a BSUID
+/// that names a known customer is that customer). Returns how many were created.
+async fn ensure_named_customers(
+    c: &mut diesel_async::AsyncPgConnection,
+    audience_filter: &Value,
+) -> diesel::QueryResult<usize> {
+    // The gateway checked the filter; an unparsable one names nobody here.
+    let Ok(filter) = warden_rules::audience::AudienceFilter::from_value(audience_filter) else {
+        return Ok(0);
+    };
+    let mut created = 0;
+    for id in &filter.customer_ids {
+        let key = crate::customer_identity::resolve(c, id).await?;
+        created += diesel::insert_into(warden_store::schema::customers::table)
+            .values((
+                warden_store::schema::customers::phone.eq(key.digits()),
+                warden_store::schema::customers::country.eq(key.pricing_country()),
+            ))
+            .on_conflict_do_nothing()
+            .execute(c)
+            .await?;
     }
     Ok(created)
 }

@@ -136,7 +136,7 @@ impl Action {
             Action::Cancel => "campaign_cancelled",
         }
     }
-    /// The rule of the state table (spec "States and transitions", CONTRACT.md).
+    /// The rule of the state table (docs/operations.md, Scheduling and campaigns).
     fn check(self, c: &Campaign) -> Result<(), CampaignError> {
         // No state of the table: a broken row, moved by nobody.
         let status: CampaignStatus = c
@@ -227,6 +227,8 @@ async fn transition(
                     campaigns::status.eq(to.as_str()),
                     campaigns::paused_at.eq(paused_at),
                     campaigns::status_reason.eq(status_reason),
+                    // A person's or agent's action: no rule holds it any more.
+                    campaigns::paused_by_rule.eq(None::<String>),
                     campaigns::updated_at.eq(now),
                 ))
                 .execute(c)

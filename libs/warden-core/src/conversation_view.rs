@@ -1,4 +1,4 @@
-//! What an agent reads of its conversations (CONTRACT.md, "Conversations (listen)"):
+//! What an agent reads of its conversations (docs/tools.md, the conversation loop):
 //! [`history`] (one customer's messages, both directions, newest first, keyset-paginated)
 //! and [`inbox`] (customers waiting for an answer). Read-only; the same serialisable
 //! structs back the tools and the MCP resources, so both show the same JSON.
@@ -121,7 +121,8 @@ pub struct InboxPage {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct InboxItem {
     pub customer_id: String,
-    /// When their latest message arrived (RFC 3339).
+    /// When they wrote their latest message: the platform's timestamp (RFC 3339), the
+    /// time the care window counts from.
     pub last_inbound_at: String,
     /// The normalised text of their latest message (null for media without caption etc.).
     pub last_inbound_text: Option<String>,
@@ -430,10 +431,17 @@ pub async fn inbox(
         .into_iter()
         .map(|r| {
             let state = WindowState::at(r.last_inbound_at, now);
+            let latest = normalise(&r.latest_content);
+            // When the customer wrote: the platform's time (the window counts from it),
+            // not when Warden stored the webhook (a retried webhook arrives minutes later).
+            let wrote_at = latest
+                .timestamp
+                .and_then(|t| DateTime::<Utc>::from_timestamp(t, 0))
+                .unwrap_or(r.latest_at);
             InboxItem {
                 customer_id: r.customer_phone,
-                last_inbound_at: rfc3339(r.latest_at),
-                last_inbound_text: normalise(&r.latest_content).text,
+                last_inbound_at: rfc3339(wrote_at),
+                last_inbound_text: latest.text,
                 unanswered_count: r.unanswered,
                 window_open: state.open,
                 time_remaining_secs: state.time_remaining_secs,

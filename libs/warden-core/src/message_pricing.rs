@@ -9,9 +9,10 @@
 //! message in the 24 h before) is free (`warden_rules::pricing::billable`). The actual: the
 //! messages the platform reported billable, at the rate of the category it reported.
 
+use chrono::{DateTime, Utc};
 use diesel::QueryResult;
 use diesel::prelude::*;
-use diesel::sql_types::{BigInt, Text, Uuid as SqlUuid};
+use diesel::sql_types::{BigInt, Bool, Nullable, Text, Timestamptz, Uuid as SqlUuid};
 use diesel_async::{AsyncPgConnection, RunQueryDsl};
 use uuid::Uuid;
 use warden_store::schema::message_pricing as mp;
@@ -108,9 +109,30 @@ fn rate_sql(category_expr: &str) -> String {
     )
 }
 
+/// Which messages a cost report covers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ReportScope {
+    /// One campaign's messages.
+    Campaign(Uuid),
+    /// Outbound messages accepted from `since` (inclusive) to `until` (exclusive).
+    Period {
+        since: DateTime<Utc>,
+        until: DateTime<Utc>,
+    },
+}
+
 /// Estimated and actual cost of a campaign's messages, by category.
 pub async fn campaign_report(pg: &PgPool, campaign_id: Uuid) -> Result<Vec<CostLine>, DbError> {
+    report(pg, ReportScope::Campaign(campaign_id)).await
+}
+
+/// Estimated and actual cost of the messages of `scope`, by category. Never writes.
+pub async fn report(pg: &PgPool, scope: ReportScope) -> Result<Vec<CostLine>, DbError> {
     let mut c = pg.get().await?;
+    let filter = match scope {
+        ReportScope::Campaign(_) => "m.campaign_id = $1",
+        ReportScope::Period { .. } => "m.created_at >= $1 AND m.created_at < $2",
+    };
     // Window open at send: the customer wrote within the 24 h before the message.
     let sql = format!(
         "WITH rows AS (
@@ -128,7 +150,7 @@ pub async fn campaign_report(pg: &PgPool, campaign_id: Uuid) -> Result<Vec<CostL
              FROM messages m
              LEFT JOIN customers cu ON cu.phone = m.customer_phone
              LEFT JOIN message_pricing mp ON mp.message_id = m.id
-            WHERE m.campaign_id = $1 AND m.direction = 'outbound')
+            WHERE {filter} AND m.direction = 'outbound')
          SELECT category,
                 count(*) FILTER (WHERE delivered) AS delivered,
                 count(*) FILTER (WHERE delivered AND billable_by_rule) AS estimated_billable,
@@ -142,8 +164,52 @@ pub async fn campaign_report(pg: &PgPool, campaign_id: Uuid) -> Result<Vec<CostL
         estimate = rate_sql("m.category"),
         actual = rate_sql("COALESCE(mp.category, m.category)"),
     );
-    Ok(diesel::sql_query(sql)
-        .bind::<SqlUuid, _>(campaign_id)
-        .load(&mut c)
-        .await?)
+    let q = diesel::sql_query(sql).into_boxed();
+    let q = match scope {
+        ReportScope::Campaign(id) => q.bind::<SqlUuid, _>(id),
+        ReportScope::Period { since, until } => q
+            .bind::<Timestamptz, _>(since)
+            .bind::<Timestamptz, _>(until),
+    };
+    Ok(q.load(&mut c).await?)
+}
+
+/// What the platform reported one message cost.
+#[derive(Clone, Debug, PartialEq, Eq, QueryableByName)]
+pub struct MessageCharge {
+    #[diesel(sql_type = Nullable<Bool>)]
+    pub billable: Option<bool>,
+    #[diesel(sql_type = Nullable<Text>)]
+    pub pricing_model: Option<String>,
+    /// The category the platform charged it as.
+    #[diesel(sql_type = Nullable<Text>)]
+    pub category: Option<String>,
+    /// regular, free_customer_service or free_entry_point.
+    #[diesel(sql_type = Nullable<Text>)]
+    pub pricing_type: Option<String>,
+    /// The reported category's rate for the customer's country on the day it was sent when
+    /// billable, else 0 (1/10000 of the currency).
+    #[diesel(sql_type = BigInt)]
+    pub actual_e4: i64,
+}
+
+/// The pricing the platform reported for `message_id`; `None` before any report.
+pub async fn charge_of(
+    c: &mut AsyncPgConnection,
+    message_id: Uuid,
+) -> QueryResult<Option<MessageCharge>> {
+    let sql = format!(
+        "SELECT mp.billable, mp.pricing_model, mp.category, mp.pricing_type,
+                CASE WHEN mp.billable IS TRUE THEN {actual} ELSE 0 END::int8 AS actual_e4
+           FROM message_pricing mp
+           JOIN messages m ON m.id = mp.message_id
+           LEFT JOIN customers cu ON cu.phone = m.customer_phone
+          WHERE mp.message_id = $1",
+        actual = rate_sql("COALESCE(mp.category, m.category)"),
+    );
+    diesel::sql_query(sql)
+        .bind::<SqlUuid, _>(message_id)
+        .get_result(c)
+        .await
+        .optional()
 }

@@ -99,7 +99,8 @@ pub async fn backlog(pg: &PgPool, which: Backlog, limit: i64) -> Result<Vec<Pend
     Ok(diesel::sql_query(format!(
         "SELECT {PENDING_COLUMNS} FROM messages m LEFT JOIN campaigns c ON c.id = m.campaign_id
          WHERE m.status = 'queued' AND {condition}
-           AND (c.id IS NULL OR NOT (c.status = ANY($3)))
+           AND (c.id IS NULL OR NOT (c.status = ANY($3))
+                OR (c.status = 'paused' AND c.paused_by_rule IS NOT NULL))
          ORDER BY {order}
          LIMIT $4"
     ))

@@ -1,4 +1,4 @@
-//! Refusals that wait instead of failing (issue 25). A scheduled or campaign message
+//! Refusals that wait instead of failing. A scheduled or campaign message
 //! refused by a rule that lifts by itself — quiet hours with `action: hold`, a customer
 //! held after 131049, the portfolio messaging limit — stays `scheduled` with `deliver_at`
 //! moved to when it lifts (`message_holds` says why); the scheduler sends it through
@@ -138,13 +138,15 @@ impl Core {
             let reason = reason.clone();
             async move {
                 let n = diesel::sql_query(
-                    "UPDATE campaigns SET status = $2, paused_at = now(), status_reason = $3, updated_at = now()
+                    "UPDATE campaigns SET status = $2, paused_at = now(), status_reason = $3,
+                            paused_by_rule = $5, updated_at = now()
                      WHERE id = $1 AND status = ANY($4)",
                 )
                 .bind::<SqlUuid, _>(campaign_id)
                 .bind::<Text, _>(CampaignStatus::Paused.as_str())
                 .bind::<Text, _>(&reason)
                 .bind::<Array<Text>, _>(CampaignStatus::names(&CampaignStatus::ACTIVE))
+                .bind::<Text, _>(warden_rules::platform_limits::MESSAGING_LIMIT)
                 .execute(c)
                 .await?;
                 if n > 0 {

@@ -5,7 +5,7 @@
 #![allow(dead_code)]
 
 mod cost;
-pub use cost::{CostLineOut, CostReport};
+pub use cost::{CostLineOut, CostReport, SpendIn, SpendOut};
 
 use std::sync::Arc;
 
@@ -401,6 +401,8 @@ pub struct ExplainOut {
 #[derive(Serialize, JsonSchema)]
 pub struct ConversationOut {
     pub customer_id: String,
+    #[serde(flatten)]
+    pub ids: CustomerIds,
     pub channel: String,
     /// The conversation's id (null when the customer never wrote); archive_chat takes it.
     pub conversation_id: Option<String>,
@@ -556,6 +558,28 @@ pub struct DeliveryOut {
     /// The agent (or Warden service) that asked for the message; null for inbound
     /// messages and for messages sent before attribution was recorded.
     pub sent_by: Option<String>,
+    /// What the platform reported the message cost (from its status webhooks); null until
+    /// it reported pricing.
+    pub pricing: Option<MessagePricingOut>,
+}
+
+/// A message's pricing as the platform reported it.
+#[derive(Serialize, JsonSchema)]
+pub struct MessagePricingOut {
+    /// The category the platform charged: marketing, utility, authentication, service, ...
+    pub category: Option<String>,
+    /// Whether the platform charges for it.
+    pub billable: Option<bool>,
+    /// regular, free_customer_service or free_entry_point.
+    #[serde(rename = "type")]
+    pub pricing_type: Option<String>,
+    /// The platform's pricing model, e.g. PMP (per message).
+    pub pricing_model: Option<String>,
+    /// What it cost (decimal string, 4 places): the rate of the charged category for the
+    /// customer's country on the day it was sent when billable, else "0.0000".
+    pub actual_cost: String,
+    /// The rate card's currency.
+    pub currency: String,
 }
 
 #[derive(Serialize, JsonSchema)]
@@ -784,8 +808,13 @@ pub struct AccountQualityOut {
 pub struct MessagingLimitOut {
     /// Customers reached in the rolling 24 hours (counted when Warden accepts the message).
     pub used: i64,
-    /// "250", "2000", "10000", "100000", "UNLIMITED", or "UNKNOWN" (not learnt yet: not enforced).
-    pub limit: String,
+    /// Unique customers allowed per rolling 24 hours (250, 2000, 10000, 100000, ...); null
+    /// when unlimited or not learnt yet (then `unlimited` tells which).
+    pub limit: Option<i64>,
+    /// True when the portfolio's limit is unlimited; false when it is a number or unknown.
+    pub unlimited: bool,
+    /// False until the platform told Warden the limit (nothing is enforced until then).
+    pub known: bool,
     /// Where the limit was learnt: get_account_quality, phone_number_quality_update, business_capability_update or unknown.
     pub source: String,
     /// When `used` next goes down: the oldest counted customer leaves the rolling window

@@ -81,6 +81,7 @@ fn spec() -> HashMap<&'static str, (Vec<&'static str>, Vec<&'static str>)> {
         ("cancel_campaign", (vec!["campaign_id"], vec!["reason"])),
         ("pause_campaign", (vec!["campaign_id"], vec![])),
         ("get_account_quality", (vec![], vec![])),
+        ("get_spend", (vec![], vec!["since", "until"])),
         (
             "estimate_cost",
             (vec!["message_type"], vec!["recipient_country", "quantity"]),
@@ -106,7 +107,7 @@ fn spec() -> HashMap<&'static str, (Vec<&'static str>, Vec<&'static str>)> {
             "mark_as_read",
             (vec!["message_id"], vec!["typing_indicator"]),
         ),
-        // Rich messages and media (CONTRACT.md "Rich messages", "Conversations").
+        // Rich messages and media.
         (
             "send_media",
             (
@@ -166,6 +167,8 @@ const BOOL_PARAMS: &[(&str, &str)] = &[("mark_as_read", "typing_indicator")];
 
 const READ_ONLY: &[&str] = &[
     "get_media",
+    "get_account_quality",
+    "get_spend",
     "check_compliance",
     "explain_error",
     "check_conversation",
@@ -472,7 +475,7 @@ async fn works_with_protocol_versions_2025_06_18_2025_11_25_and_2026_07_28() {
             info.server_info.clone().unwrap().name,
             "warden-gateway-test"
         );
-        assert_eq!(client.list_all_tools().await.unwrap().len(), 35);
+        assert_eq!(client.list_all_tools().await.unwrap().len(), 36);
         let res = client
             .call_tool(
                 rmcp::model::CallToolRequestParams::new("explain_error")
@@ -506,7 +509,7 @@ async fn works_with_protocol_versions_2025_06_18_2025_11_25_and_2026_07_28() {
         info.server_info.clone().unwrap().name,
         "warden-gateway-test"
     );
-    assert_eq!(client.list_all_tools().await.unwrap().len(), 35);
+    assert_eq!(client.list_all_tools().await.unwrap().len(), 36);
     let res = client
         .call_tool(
             rmcp::model::CallToolRequestParams::new("get_delivery_status")
@@ -622,7 +625,7 @@ async fn huge_string_arguments_are_refused_in_one_short_sentence() {
             <= 65,
         "{r}"
     );
-    // Control characters are refused naming the parameter and the character (issue 22);
+    // Control characters are refused naming the parameter and the character;
     // other unusual characters are shown escaped.
     let e = h
         .err(

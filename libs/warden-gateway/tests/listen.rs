@@ -513,3 +513,163 @@ async fn a_changed_number_inherits_opt_outs_and_continues_the_history() {
     assert_eq!(by_wamid(&hist, &first)["text"], "before");
     assert_eq!(h.audits("customer_number_changed").await, 1);
 }
+
+/// POST one signed statuses webhook for our message `message_id` (matched by
+/// `biz_opaque_callback_data`), carrying the platform's per-message `pricing`.
+async fn deliver_status(url: &str, to: &str, message_id: &str, status: &str, pricing: Value) {
+    let body = json!({"object": "whatsapp_business_account",
+        "entry": [{"id": "200000000000777", "time": now(), "changes": [{"field": "messages",
+            "value": {"messaging_product": "whatsapp",
+                      "metadata": {"display_phone_number": "15550100000",
+                                   "phone_number_id": SIM_PHONE_ID},
+                      "statuses": [{"id": wamid(), "status": status, "timestamp": now().to_string(),
+                                    "recipient_id": to, "biz_opaque_callback_data": message_id,
+                                    "pricing": pricing}]}}]}]})
+    .to_string();
+    let res = reqwest::Client::new()
+        .post(format!("{url}/webhook"))
+        .header("content-type", "application/json")
+        .header(
+            "x-hub-signature-256",
+            signature::sign(SECRET.as_bytes(), body.as_bytes()),
+        )
+        .body(body)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status().as_u16(), 200);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_customer_wrote_at_the_platform_time_everywhere() {
+    let h = Harness::with(Opts {
+        sim: true,
+        nats: false,
+        ..Opts::default()
+    })
+    .await;
+    let url = webhook(&h);
+    let a = phone();
+    // A webhook the platform retried: the customer wrote ten minutes before it arrived.
+    let wrote = now() - 600;
+    let mut m = message(&a, &wamid(), "text", json!({"body": "still there?"}));
+    m["timestamp"] = json!(wrote.to_string());
+    deliver(&url, vec![m]).await;
+    let wrote_at = chrono::DateTime::from_timestamp(wrote, 0)
+        .unwrap()
+        .to_rfc3339_opts(chrono::SecondsFormat::AutoSi, true);
+
+    let inbox = h.ok("list_inbox", json!({})).await;
+    assert_eq!(inbox["items"][0]["customer_id"], a.as_str(), "{inbox}");
+    assert_eq!(
+        inbox["items"][0]["last_inbound_at"],
+        wrote_at.as_str(),
+        "{inbox}"
+    );
+    let conv = h.ok("check_conversation", json!({"customer_id": a})).await;
+    assert_eq!(conv["last_inbound_at"], wrote_at.as_str(), "{conv}");
+    let hist = history(&h, &a, json!({})).await;
+    assert_eq!(hist["messages"][0]["platform_timestamp"], wrote_at.as_str());
+
+    // check_conversation says who the customer is, like every tool that takes one.
+    assert_eq!(conv["phone"], a.as_str(), "{conv}");
+    for k in ["bsuid", "parent_bsuid", "username"] {
+        assert!(conv.get(k).is_some_and(Value::is_null), "{k}: {conv}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_message_shows_what_it_cost_and_spend_sums_a_period() {
+    let h = Harness::with(Opts {
+        sim: true,
+        nats: false,
+        ..Opts::default()
+    })
+    .await;
+    let url = webhook(&h);
+    h.insert_template(
+        "order_update",
+        "en",
+        "utility",
+        "APPROVED",
+        "Order {{1}} shipped",
+    )
+    .await;
+    let b = phone();
+    let sent = h
+        .ok(
+            "send_template",
+            json!({"to": b, "template_name": "order_update", "variables": ["A-1"]}),
+        )
+        .await;
+    let id = sent["message_id"].as_str().unwrap().to_string();
+    let before = h.ok("get_delivery_status", json!({"message_id": id})).await;
+    assert!(before["pricing"].is_null(), "{before}");
+
+    deliver_status(
+        &url,
+        &b,
+        &id,
+        "delivered",
+        json!({"billable": true, "pricing_model": "PMP", "category": "utility", "type": "regular"}),
+    )
+    .await;
+    let status = h.ok("get_delivery_status", json!({"message_id": id})).await;
+    let p = &status["pricing"];
+    assert_eq!(p["category"], "utility", "{status}");
+    assert_eq!(p["billable"], true);
+    assert_eq!(p["type"], "regular");
+    assert_eq!(p["pricing_model"], "PMP");
+    let rate = h
+        .ok(
+            "estimate_pricing",
+            json!({"conversation_type": "utility", "recipient_country": "ID"}),
+        )
+        .await;
+    let actual: f64 = p["actual_cost"].as_str().unwrap().parse().unwrap();
+    assert!(actual > 0.0, "{status}");
+    assert!(
+        (actual - rate["cost_per_conversation"].as_f64().unwrap()).abs() < 1e-9,
+        "{status} {rate}"
+    );
+    assert_eq!(p["currency"], rate["currency"]);
+
+    // The period's spend: estimated beside actual.
+    let spend = h.ok("get_spend", json!({})).await;
+    assert_eq!(spend["actual"], p["actual_cost"], "{spend}");
+    assert_eq!(spend["estimated"], p["actual_cost"], "{spend}");
+    let line = &spend["by_category"][0];
+    assert_eq!(line["category"], "utility", "{spend}");
+    assert_eq!(
+        (line["reported"].clone(), line["actual_billable"].clone()),
+        (json!(1), json!(1))
+    );
+    // A period before the message: nothing.
+    let old = h
+        .ok(
+            "get_spend",
+            json!({"since": "2020-01-01T00:00:00Z", "until": "2020-02-01T00:00:00Z"}),
+        )
+        .await;
+    assert_eq!(old["actual"], "0.0000", "{old}");
+    let e = h
+        .err(
+            "INVALID_ARGUMENT",
+            "get_spend",
+            json!({"since": "2030-01-02T00:00:00Z", "until": "2030-01-01T00:00:00Z"}),
+        )
+        .await;
+    assert!(e["message"].as_str().unwrap().contains("since"), "{e}");
+    h.err(
+        "INVALID_ARGUMENT",
+        "get_spend",
+        json!({"until": "yesterday"}),
+    )
+    .await;
+    h.err(
+        "INVALID_ARGUMENT",
+        "get_spend",
+        json!({"since": "2020-01-01T00:00:00Z", "until": "2022-01-01T00:00:00Z"}),
+    )
+    .await;
+}

@@ -181,6 +181,14 @@ async fn account_quality_is_read_live() {
     }
     assert_eq!(q["quality_rating"], "GREEN");
     assert_eq!(q["quality_tier"], "HIGH");
+    // The portfolio limit is a number (the sim's TIER_1K reads as 2,000), never a string.
+    let ml = &q["messaging_limit"];
+    assert_eq!(ml["limit"], 2000, "{q}");
+    assert_eq!(
+        (ml["unlimited"].clone(), ml["known"].clone()),
+        (json!(false), json!(true))
+    );
+    assert_eq!(ml["used"], 0);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -505,3 +505,45 @@ async fn shutdown_mid_campaign_stops_promptly_and_another_scheduler_finishes() {
     assert_eq!(h.campaign_messages(id).await, 1500);
     h.assert_stream_once_each(1500).await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn customer_ids_never_seen_are_customers_like_a_first_send_makes_them() {
+    let h = harness(false).await;
+    h.add_template("notice", "utility", "APPROVED", "Hello {{1}}")
+        .await;
+    // Numbers that never wrote and were never imported.
+    let ids = ["6281290000001", "+62 812-9000-0002", "6281290000003"];
+    let new = warden_core::campaign_create::NewCampaign {
+        name: "first contact".into(),
+        campaign_type: warden_core::campaign_create::CampaignType::Utility,
+        template_name: "notice".into(),
+        locale: "en".into(),
+        variables: vec!["Ana".into()],
+        named_variables: vec![],
+        components: vec![],
+        audience_filter: serde_json::json!({"customer_ids": ids}),
+        deliver_at: chrono::Utc::now(),
+    };
+    let id = warden_core::campaign_create::schedule_campaign(h.core.pg(), new, "test")
+        .await
+        .expect("scheduled");
+    assert_eq!(
+        h.count("SELECT count(*) AS n FROM customers WHERE phone LIKE '62812900000%'")
+            .await,
+        3,
+        "the named customers exist from scheduling on"
+    );
+    let s = h.scheduler("first-contact");
+    warden_test_support::wait::until(
+        std::time::Duration::from_secs(60),
+        "every recipient",
+        || async {
+            s.tick().await.expect("tick");
+            h.campaign_messages(id).await == 3
+        },
+    )
+    .await;
+    let c = h.campaign_row(id).await;
+    assert_ne!(c.status, "failed", "{:?}", c.status_reason);
+    assert_eq!(c.failed_count, 0);
+}

@@ -1,4 +1,4 @@
-//! Platform limits in the scheduler's two send paths (issue 25): a campaign that reaches the
+//! Platform limits in the scheduler's two send paths: a campaign that reaches the
 //! portfolio's messaging limit pauses with reason `messaging_limit` and resumes; a scheduled
 //! message beyond it waits for a free slot; quiet hours with `action: hold` delay a
 //! scheduled message and a campaign batch to the end of the quiet period, check them again
@@ -101,6 +101,91 @@ async fn campaign_pauses_at_the_messaging_limit_and_resumes() {
     })
     .await;
     assert_ne!(h.campaign_row(id).await.status, "paused");
+}
+
+/// Message ids of campaign `id`.
+async fn campaign_message_ids(h: &Harness, id: uuid::Uuid) -> Vec<uuid::Uuid> {
+    use diesel::prelude::*;
+    use diesel_async::RunQueryDsl;
+    use warden_store::schema::messages;
+    let mut c = h.core.pg().get().await.expect("conn");
+    messages::table
+        .filter(messages::campaign_id.eq(id))
+        .select(messages::id)
+        .load(&mut c)
+        .await
+        .expect("ids")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_campaign_at_the_limit_sends_up_to_it_then_pauses() {
+    // The platform's tier event says 50; 53 customers; nobody reached yet.
+    let h = harness(false).await;
+    h.add_template("notice", "utility", "APPROVED", "Hello {{1}}")
+        .await;
+    h.add_customers(1, 53, 0, 0, 0).await;
+    learn(&h, "TIER_50").await;
+    let id = h
+        .campaign(
+            "notice",
+            json!({"1": "Ana"}),
+            json!({}),
+            "running",
+            Utc::now(),
+        )
+        .await;
+    let s = h.scheduler("limits-50");
+    let r = s.tick().await.expect("tick");
+    assert_eq!(r.campaigns_paused_by_limit, 1, "{r:?}");
+    assert_eq!(h.campaign_row(id).await.status, "paused");
+    let accepted = campaign_message_ids(&h, id).await;
+    assert_eq!(accepted.len(), 50, "exactly the limit was accepted");
+
+    // What was accepted within the limit goes out although the campaign is paused: the
+    // dispatcher may claim every one of them.
+    let claimed = warden_core::delivery::claim::claim_many(
+        h.core.pg(),
+        &accepted,
+        "test-dispatcher",
+        Duration::from_secs(60),
+    )
+    .await
+    .expect("claim");
+    assert_eq!(
+        claimed.len(),
+        50,
+        "accepted messages of a campaign the limit paused are sent"
+    );
+
+    // A pause by hand holds what is still queued.
+    let id2 = h
+        .campaign(
+            "notice",
+            json!({"1": "Ana"}),
+            json!({}),
+            "running",
+            Utc::now(),
+        )
+        .await;
+    learn(&h, "TIER_UNLIMITED").await;
+    s.tick().await.expect("tick");
+    warden_core::campaigns::pause(h.core.pg(), id2, "test")
+        .await
+        .expect("pause");
+    let queued = campaign_message_ids(&h, id2).await;
+    assert!(!queued.is_empty());
+    let claimed = warden_core::delivery::claim::claim_many(
+        h.core.pg(),
+        &queued,
+        "test-dispatcher",
+        Duration::from_secs(60),
+    )
+    .await
+    .expect("claim");
+    assert!(
+        claimed.is_empty(),
+        "a campaign paused by hand holds its queued messages"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -84,6 +84,7 @@ diesel::table! {
         updated_at -> Timestamptz,
         cancelled_count -> Int4,
         components -> Nullable<Jsonb>,
+        paused_by_rule -> Nullable<Text>,
     }
 }
 
@@ -281,7 +282,7 @@ diesel::table! {
     }
 }
 
-// Platform limits (issue 25): the portfolio's messaging limit, who it reached, held messages.
+// Platform limits: the portfolio's messaging limit, who it reached, held messages.
 diesel::table! {
     portfolio_limit (id) {
         id -> Bool,

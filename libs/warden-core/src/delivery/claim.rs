@@ -39,7 +39,11 @@ pub async fn claim_many(
               AND (m.next_attempt_at IS NULL OR m.next_attempt_at <= now())
               AND (m.deliver_at IS NULL OR m.deliver_at <= now())
               AND NOT EXISTS (SELECT 1 FROM campaigns c
-                               WHERE c.id = m.campaign_id AND c.status IN ('paused', 'cancelled'))
+                               WHERE c.id = m.campaign_id
+                                 AND (c.status = 'cancelled'
+                                      -- A rule's pause (messaging limit) lets what it had
+                                      -- accepted go out; a pause by hand holds it.
+                                      OR (c.status = 'paused' AND c.paused_by_rule IS NULL)))
             ORDER BY m.id
             FOR UPDATE OF m SKIP LOCKED)
          UPDATE messages m

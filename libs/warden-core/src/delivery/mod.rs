@@ -150,7 +150,9 @@ impl From<StoredStatus> for Option<MessageStatus> {
 
 /// The select list of [`DeliveryRow`] over `messages m LEFT JOIN campaigns c`.
 pub(crate) const ROW_COLUMNS: &str = "m.id, m.customer_phone, m.channel, m.direction, m.status, m.content,
-                m.template_name, m.template_locale, m.campaign_id, c.status AS campaign_status,
+                m.template_name, m.template_locale, m.campaign_id,
+                CASE WHEN c.status = 'paused' AND c.paused_by_rule IS NOT NULL
+                     THEN 'paused_by_rule' ELSE c.status END AS campaign_status,
                 m.deliver_at, m.next_attempt_at, m.lease_until,
                 m.retry_count, (m.error_code IS NOT NULL) AS has_error, m.updated_at AS claimed_at,
                 CASE WHEN m.status = 'sending'

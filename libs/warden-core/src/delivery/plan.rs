@@ -122,7 +122,9 @@ pub fn plan(row: &DeliveryRow, unknown: UnknownOutcome) -> Plan {
             }
         },
         Some(MessageStatus::Queued) => match row.campaign_status.as_deref() {
-            // Stays queued; the scheduler republishes it when the campaign resumes.
+            // Stays queued; the scheduler republishes it when the campaign resumes. A
+            // campaign a rule paused (`paused_by_rule`: the messaging limit) is not this:
+            // what it accepted was admitted within the limit and goes out.
             Some("paused") => Plan::Done("campaign_paused"),
             Some("cancelled") => Plan::CancelledCampaign,
             _ => {
@@ -283,6 +285,12 @@ mod tests {
         let mut r = row(MessageStatus::Queued);
         r.campaign_status = Some("paused".into());
         assert_eq!(plan(&r, SETTLE), Plan::Done("campaign_paused"));
+        r.campaign_status = Some("paused_by_rule".into());
+        assert_eq!(
+            plan(&r, SETTLE),
+            Plan::Send,
+            "a rule's pause lets accepted messages go"
+        );
         r.campaign_status = Some("cancelled".into());
         assert_eq!(plan(&r, SETTLE), Plan::CancelledCampaign);
         r.campaign_status = Some("running".into());

@@ -950,7 +950,7 @@ fn envelope_code(env: &Value) -> Result<(String, usize), String> {
         .ok_or("error.code is not a string")?;
     if !CONTRACT_CODES.contains(&code) {
         return Err(format!(
-            "error.code {code:?} is not one of CONTRACT.md's codes"
+            "error.code {code:?} is not one of the documented error codes"
         ));
     }
     let message = e

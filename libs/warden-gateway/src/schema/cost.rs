@@ -33,3 +33,22 @@ pub struct CostLineOut {
     /// Reported free: a free entry point conversation.
     pub free_entry_point: i64,
 }
+
+#[derive(JsonSchema)]
+pub struct SpendIn {
+    /// Start of the period (RFC 3339, inclusive): messages accepted from then on. Default: 30 days before `until`.
+    pub since: Option<String>,
+    /// End of the period (RFC 3339, exclusive). Default: now.
+    pub until: Option<String>,
+}
+
+/// Spend over a period: Warden's estimate beside what the platform reported.
+#[derive(Serialize, JsonSchema)]
+pub struct SpendOut {
+    /// Start of the period (RFC 3339, inclusive).
+    pub since: String,
+    /// End of the period (RFC 3339, exclusive).
+    pub until: String,
+    #[serde(flatten)]
+    pub report: CostReport,
+}

@@ -1,4 +1,5 @@
-//! Group D, account and cost: get_account_quality, estimate_cost, estimate_pricing.
+//! Group D, account and cost: get_account_quality, estimate_cost, estimate_pricing,
+//! get_spend.
 
 use chrono::Utc;
 use diesel::prelude::*;
@@ -14,7 +15,7 @@ use crate::error::{ToolError, ToolResult};
 use crate::gateway::Gateway;
 use crate::schema::{self, *};
 use crate::text::{echo, kind_message};
-use crate::util::{bounded, finish};
+use crate::util::{bounded, finish, ts};
 
 /// The most messages one estimate covers.
 const MAX_QUANTITY: i64 = 1_000_000_000;
@@ -27,11 +28,12 @@ impl Gateway {
         description = "Read the business account's standing live from the platform (not cached): quality_rating (GREEN, \
 YELLOW, RED), quality_tier, the messaging limit tier and current_limit (unique customers reached by business-initiated \
 messages per rolling 24 hours, shared by every number), and messaging_limit: how many of them were used (Warden refuses \
-a business-initiated send beyond it and pauses campaigns), with the customers held after error 131049. Check it before large campaigns; a falling rating means pause marketing. Errors: UPSTREAM_ERROR (the platform refused; the \
+a business-initiated send beyond it and pauses campaigns), with the customers held after error 131049. Check it before large campaigns; a falling rating means pause marketing. Read-only: it changes nothing \
+but Warden's copy of the limit the platform reports (the same the platform's webhooks update). Errors: UPSTREAM_ERROR (the platform refused; the \
 message explains its code), UNAVAILABLE (the platform cannot be reached: retry later).",
         input_schema = schema::input::<NoParams>(),
         output_schema = schema::output::<AccountQualityOut>(),
-        annotations(read_only_hint = false, destructive_hint = false, idempotent_hint = true, open_world_hint = true)
+        annotations(read_only_hint = true, open_world_hint = true)
     )]
     async fn get_account_quality(&self, _args: JsonObject) -> CallToolResult {
         finish("get_account_quality", self.get_account_quality_impl().await)
@@ -71,7 +73,28 @@ cost_per_conversation (a number), currency, pricing_category and effective_date 
             self.estimate_pricing_impl(Args::new(args)).await,
         )
     }
+
+    #[tool(
+        name = "get_spend",
+        description = "What the business's messages cost over a period: Warden's estimate from the rate card beside \
+the actual cost the platform reported in its status webhooks (per-message pricing), in total and by category. \
+Covers outbound messages accepted from since (default 30 days before until) to until (default now). No platform \
+call. Returns since, until, currency, estimated and actual (decimal strings, 4 places) and by_category (delivered, \
+estimated_billable, estimated, reported, actual_billable, actual, free_customer_service, free_entry_point). Errors: \
+INVALID_ARGUMENT (a timestamp that is not RFC 3339, since not before until, a period over 366 days), UNAVAILABLE.",
+        input_schema = schema::input::<SpendIn>(),
+        output_schema = schema::output::<SpendOut>(),
+        annotations(read_only_hint = true, open_world_hint = false)
+    )]
+    async fn get_spend(&self, args: JsonObject) -> CallToolResult {
+        finish("get_spend", self.get_spend_impl(Args::new(args)).await)
+    }
 }
+
+/// The longest period one spend report covers.
+const MAX_SPEND_DAYS: i64 = 366;
+/// The period when `since` is not given.
+const DEFAULT_SPEND_DAYS: i64 = 30;
 
 /// `1234` (1/10000 units) -> "0.1234".
 pub(crate) fn decimal_e4(value: i128) -> String {
@@ -206,15 +229,52 @@ impl Gateway {
             throughput_level: phone.throughput.map(|t| t.level),
             messaging_limit: MessagingLimitOut {
                 used: usage.used,
-                limit: usage
-                    .limit
-                    .map_or_else(|| "UNKNOWN".to_string(), |l| l.to_string()),
+                limit: usage.limit.and_then(|l| l.users()).map(i64::from),
+                unlimited: usage.limit.is_some_and(|l| l.users().is_none()),
+                known: usage.limit.is_some(),
                 source: usage.source,
                 resets_at: usage
                     .frees_at
                     .map(|t| t.to_rfc3339_opts(chrono::SecondsFormat::Secs, true)),
                 marketing_limited_customers_24h: usage.marketing_limited,
             },
+        })
+    }
+
+    async fn get_spend_impl(&self, a: Args) -> ToolResult<SpendOut> {
+        let until = match a.opt_string("until")? {
+            Some(_) => a.timestamp("until")?,
+            None => Utc::now(),
+        };
+        let since = match a.opt_string("since")? {
+            Some(_) => a.timestamp("since")?,
+            None => until - chrono::TimeDelta::days(DEFAULT_SPEND_DAYS),
+        };
+        if since >= until {
+            return Err(ToolError::invalid(
+                format!(
+                    "The parameter `since` ({}) is not before `until` ({}).",
+                    ts(since),
+                    ts(until)
+                ),
+                "Pass since earlier than until, or leave since out for the 30 days before until.",
+            ));
+        }
+        if until - since > chrono::TimeDelta::days(MAX_SPEND_DAYS) {
+            return Err(ToolError::invalid(
+                format!("The period from `since` to `until` is longer than {MAX_SPEND_DAYS} days."),
+                "Ask for at most 366 days at a time and add the reports up.",
+            ));
+        }
+        let scope = warden_core::message_pricing::ReportScope::Period { since, until };
+        let report = self
+            .cost_report(scope)
+            .await
+            .map_err(warden_core::CoreError::from)?;
+        Ok(SpendOut {
+            since: ts(since),
+            until: ts(until),
+            report,
         })
     }
 

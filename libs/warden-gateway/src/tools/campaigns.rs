@@ -604,19 +604,25 @@ impl Gateway {
 
     /// The campaign's cost report (None when it cannot be read: the rest still answers).
     async fn campaign_cost(&self, id: uuid::Uuid) -> Option<CostReport> {
-        let lines = match warden_core::message_pricing::campaign_report(self.core().pg(), id).await
-        {
-            Ok(lines) => lines,
+        let scope = warden_core::message_pricing::ReportScope::Campaign(id);
+        match self.cost_report(scope).await {
+            Ok(report) => Some(report),
             Err(e) => {
                 tracing::warn!(error = %e, "campaign cost report unavailable");
-                return None;
+                None
             }
-        };
+        }
+    }
+
+    /// Estimated beside actual cost of the messages of `scope`, by category.
+    pub(crate) async fn cost_report(
+        &self,
+        scope: warden_core::message_pricing::ReportScope,
+    ) -> Result<CostReport, warden_store::DbError> {
+        let lines = warden_core::message_pricing::report(self.core().pg(), scope).await?;
         let e4 = |n: i64| crate::tools::account::decimal_e4(i128::from(n));
-        let currency = warden_core::pricing_file::installed_currency(self.core().pg())
-            .await
-            .unwrap_or_else(|| "USD".to_owned());
-        Some(CostReport {
+        let currency = self.currency().await;
+        Ok(CostReport {
             currency,
             estimated: e4(lines.iter().map(|l| l.estimated_e4).sum()),
             actual: e4(lines.iter().map(|l| l.actual_e4).sum()),
@@ -635,5 +641,12 @@ impl Gateway {
                 })
                 .collect(),
         })
+    }
+
+    /// The installed rate card's currency (USD when none says).
+    pub(crate) async fn currency(&self) -> String {
+        warden_core::pricing_file::installed_currency(self.core().pg())
+            .await
+            .unwrap_or_else(|| "USD".to_owned())
     }
 }

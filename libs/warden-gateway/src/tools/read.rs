@@ -214,8 +214,10 @@ impl Gateway {
             .core()
             .check(&phone, MessageType::Utility.described_content(), now)
             .await?;
+        let ids = self.core().customer_identifiers(&phone).await?.into();
         Ok(ConversationOut {
             customer_id: phone.digits().to_string(),
+            ids,
             channel: channel.to_string(),
             conversation_id: view.id.map(|id| id.to_string()),
             window_open: view.window_open,
@@ -330,6 +332,21 @@ impl Gateway {
         let sent_by = warden_core::attribution::sent_by(&mut conn, &[m.id])
             .await?
             .remove(&m.id);
+        let charge = warden_core::message_pricing::charge_of(&mut conn, m.id)
+            .await
+            .map_err(warden_core::CoreError::from)?;
+        drop(conn);
+        let pricing = match charge {
+            Some(p) => Some(MessagePricingOut {
+                category: p.category,
+                billable: p.billable,
+                pricing_type: p.pricing_type,
+                pricing_model: p.pricing_model,
+                actual_cost: crate::tools::account::decimal_e4(i128::from(p.actual_e4)),
+                currency: self.currency().await,
+            }),
+            None => None,
+        };
         Ok(DeliveryOut {
             message_id: m.id.to_string(),
             customer_id: m.customer_phone,
@@ -345,6 +362,7 @@ impl Gateway {
             campaign_id: m.campaign_id.map(|c| c.to_string()),
             error,
             sent_by,
+            pricing,
         })
     }
 

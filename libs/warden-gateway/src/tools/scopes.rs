@@ -1,4 +1,4 @@
-//! Which scope each tool needs (README "Remote agents"). `tools/list` shows a caller only
+//! Which scope each tool needs (docs/remote-agents.md, Scopes). `tools/list` shows a caller only
 //! the tools its scopes allow; calling any other answers `FORBIDDEN` naming the scope.
 
 use crate::caller::Scope;
@@ -24,6 +24,7 @@ pub(crate) fn listed(tool: &str) -> Option<Scope> {
         | "get_delivery_status"
         | "get_media"
         | "get_rate_limit"
+        | "get_spend"
         | "list_conversations"
         | "list_inbox"
         | "list_senders"

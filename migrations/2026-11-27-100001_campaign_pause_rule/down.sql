@@ -1,0 +1,1 @@
+ALTER TABLE campaigns DROP COLUMN IF EXISTS paused_by_rule;
