@@ -656,3 +656,39 @@ async fn huge_string_arguments_are_refused_in_one_short_sentence() {
         );
     }
 }
+
+/// The section of docs/tools.md about `tool`: from its `### tool` heading to the next heading.
+fn doc_section<'a>(doc: &'a str, tool: &str) -> Option<&'a str> {
+    let heading = format!("\n### {tool}\n");
+    let start = doc.find(&heading)? + heading.len();
+    let rest = &doc[start..];
+    let end = rest.find("\n#").unwrap_or(rest.len());
+    Some(&rest[..end])
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_served_tool_and_parameter_is_documented() {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/tools.md");
+    let doc = std::fs::read_to_string(&path).expect("docs/tools.md");
+    let h = Harness::start().await;
+    let mut missing = Vec::new();
+    for tool in h.tools().await {
+        let Some(section) = doc_section(&doc, &tool.name) else {
+            missing.push(format!("tool {}", tool.name));
+            continue;
+        };
+        let props = tool
+            .input_schema
+            .get("properties")
+            .and_then(Value::as_object);
+        for param in props.into_iter().flat_map(|p| p.keys()) {
+            if !section.contains(&format!("`{param}`")) {
+                missing.push(format!("{}.{param}", tool.name));
+            }
+        }
+    }
+    assert!(
+        missing.is_empty(),
+        "served but not documented in docs/tools.md (a `### name` section listing each parameter as `name`): {missing:?}"
+    );
+}
