@@ -151,7 +151,7 @@ impl Subscriptions {
                 hints
                     .round_trip(Duration::from_secs(2))
                     .await
-                    .map_err(SubscribeError::Nats)?;
+                    .map_err(|e| SubscribeError::Nats(e.to_string()))?;
                 tokio::spawn(listen_loop(Arc::downgrade(self), stream));
                 tracing::info!(
                     subject = hints.wildcard(),

@@ -172,7 +172,7 @@ pub enum PolicyReason {
     Max { got: String },
     /// An agent-safety policy's own reason (see `crate::safety`).
     #[error("{0}")]
-    Safety(String),
+    Safety(#[from] crate::safety::SafetyPolicyError),
     #[error(
         "`prefixes` entry {prefix:?} must be the leading digits of E.164 numbers (e.g. \"1\" or \"44\"), without a leading 0"
     )]
@@ -990,10 +990,9 @@ impl Policy {
                 };
                 let phones = list("phones", &raw.phones, "[\"+15550100\"]")?;
                 let tags = list("tags", &raw.tags, "[qa]")?;
-                Rule::RecipientAllowlist(
-                    crate::safety::allowlist::RecipientAllowlist::new(phones, tags)
-                        .map_err(PolicyReason::Safety)?,
-                )
+                Rule::RecipientAllowlist(crate::safety::allowlist::RecipientAllowlist::new(
+                    phones, tags,
+                )?)
             }
             PolicyType::ContentFilter => {
                 let list = |field: &str, v: &Option<Value>, example: &str| match v {
@@ -1002,10 +1001,9 @@ impl Policy {
                 };
                 let patterns = list("deny_patterns", &raw.deny_patterns, "[\"(?i)password\"]")?;
                 let domains = list("link_domains", &raw.link_domains, "[example.com]")?;
-                Rule::ContentFilter(
-                    crate::safety::content::ContentFilter::new(patterns, domains)
-                        .map_err(PolicyReason::Safety)?,
-                )
+                Rule::ContentFilter(crate::safety::content::ContentFilter::new(
+                    patterns, domains,
+                )?)
             }
         };
         Ok(Policy {

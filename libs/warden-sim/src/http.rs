@@ -418,7 +418,7 @@ async fn create_template(
         .cloned()
         .collect();
     if let Err(problem) = check_components(&extra) {
-        return invalid(problem);
+        return invalid(problem.to_string());
     }
     let template = {
         let mut reg = sim.templates.write().unwrap_or_else(|p| p.into_inner());

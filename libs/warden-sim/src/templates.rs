@@ -5,7 +5,7 @@ use serde_json::Value;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use warden_platform::message::{Component, Parameter, TemplateMessage};
-use warden_platform::template::{TemplateComponent, TemplateInfo, placeholders};
+use warden_platform::template::{PlaceholderError, TemplateComponent, TemplateInfo, placeholders};
 
 /// The repo's default set, used when the file is not where the working directory
 /// suggests (e.g. the binary runs from elsewhere).
@@ -130,7 +130,52 @@ pub enum TemplateFileError {
         source: std::io::Error,
     },
     #[error("SIM_TEMPLATES file {origin}: {reason}")]
-    Invalid { origin: String, reason: String },
+    Invalid {
+        origin: String,
+        reason: TemplateSetError,
+    },
+}
+
+/// Why a template file's text is not a usable initial set.
+#[derive(Debug, thiserror::Error)]
+pub enum TemplateSetError {
+    #[error(transparent)]
+    Json(#[from] serde_json::Error),
+    #[error("template {name}/{language}: unknown category {category:?}")]
+    UnknownCategory {
+        name: String,
+        language: String,
+        category: String,
+    },
+    #[error("template {name:?}: {problem}")]
+    Name { name: String, problem: &'static str },
+    #[error("template {name}: empty language")]
+    EmptyLanguage { name: String },
+    #[error("template {name}/{language}: {error}")]
+    Placeholders {
+        name: String,
+        language: String,
+        error: PlaceholderError,
+    },
+    #[error("template {name}/{language} listed twice")]
+    Duplicate { name: String, language: String },
+}
+
+/// A HEADER, FOOTER or BUTTONS component the platform refuses at create time.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ComponentError {
+    #[error("HEADER format {format:?} is not supported")]
+    HeaderFormat { format: String },
+    #[error("HEADER text is required and at most 60 characters")]
+    HeaderText,
+    #[error("FOOTER text is required and at most 60 characters")]
+    FooterText,
+    #[error("BUTTONS needs buttons")]
+    NoButtons,
+    #[error("too many buttons: at most 10, of which 2 URL and 1 PHONE_NUMBER")]
+    TooManyButtons,
+    #[error("component type {kind:?} is not supported")]
+    UnknownType { kind: String },
 }
 
 #[derive(Deserialize)]
@@ -196,8 +241,8 @@ pub fn load_initial(explicit: Option<&Path>) -> Result<(Vec<Seed>, String), Temp
 }
 
 /// Parses and checks a template file's text.
-pub fn parse_templates(text: &str) -> Result<Vec<Seed>, String> {
-    let shape: FileShape = serde_json::from_str(text).map_err(|e| e.to_string())?;
+pub fn parse_templates(text: &str) -> Result<Vec<Seed>, TemplateSetError> {
+    let shape: FileShape = serde_json::from_str(text)?;
     let list = match shape {
         FileShape::Wrapped { templates } => templates,
         FileShape::Bare(list) => list,
@@ -207,22 +252,33 @@ pub fn parse_templates(text: &str) -> Result<Vec<Seed>, String> {
     for t in list {
         let category = t.category.to_ascii_uppercase();
         if !CATEGORIES.contains(&category.as_str()) {
-            return Err(format!(
-                "template {}/{}: unknown category {:?}",
-                t.name, t.language, t.category
-            ));
+            return Err(TemplateSetError::UnknownCategory {
+                name: t.name,
+                language: t.language,
+                category: t.category,
+            });
         }
         if let Some(problem) = name_problem(&t.name) {
-            return Err(format!("template {:?}: {problem}", t.name));
+            return Err(TemplateSetError::Name {
+                name: t.name,
+                problem,
+            });
         }
         if t.language.trim().is_empty() {
-            return Err(format!("template {}: empty language", t.name));
+            return Err(TemplateSetError::EmptyLanguage { name: t.name });
         }
         let params = placeholders(&t.body)
-            .map_err(|e| format!("template {}/{}: {e}", t.name, t.language))?
+            .map_err(|error| TemplateSetError::Placeholders {
+                name: t.name.clone(),
+                language: t.language.clone(),
+                error,
+            })?
             .len();
         if !seen.insert((t.name.clone(), t.language.clone())) {
-            return Err(format!("template {}/{} listed twice", t.name, t.language));
+            return Err(TemplateSetError::Duplicate {
+                name: t.name,
+                language: t.language,
+            });
         }
         out.push(Seed {
             id: t.id,
@@ -271,21 +327,21 @@ pub fn named_params(text: &str) -> Vec<String> {
 
 /// The platform's create-time limits on HEADER, FOOTER and BUTTONS (the sim's own reading
 /// of them, independent of Warden's validators).
-pub fn check_components(components: &[TemplateComponent]) -> Result<(), String> {
+pub fn check_components(components: &[TemplateComponent]) -> Result<(), ComponentError> {
     for c in components {
         match c.kind.to_ascii_uppercase().as_str() {
             "HEADER" => {
                 let format = c.format.as_deref().unwrap_or("").to_ascii_uppercase();
                 if !["TEXT", "IMAGE", "VIDEO", "DOCUMENT", "LOCATION"].contains(&format.as_str()) {
-                    return Err(format!("HEADER format {format:?} is not supported"));
+                    return Err(ComponentError::HeaderFormat { format });
                 }
                 if format == "TEXT" && c.text.as_deref().is_none_or(|t| t.chars().count() > 60) {
-                    return Err("HEADER text is required and at most 60 characters".into());
+                    return Err(ComponentError::HeaderText);
                 }
             }
             "FOOTER" => {
                 if c.text.as_deref().is_none_or(|t| t.chars().count() > 60) {
-                    return Err("FOOTER text is required and at most 60 characters".into());
+                    return Err(ComponentError::FooterText);
                 }
             }
             "BUTTONS" => {
@@ -293,7 +349,7 @@ pub fn check_components(components: &[TemplateComponent]) -> Result<(), String> 
                     .buttons
                     .as_ref()
                     .and_then(Value::as_array)
-                    .ok_or("BUTTONS needs buttons")?;
+                    .ok_or(ComponentError::NoButtons)?;
                 let count = |t: &str| {
                     buttons
                         .iter()
@@ -301,12 +357,14 @@ pub fn check_components(components: &[TemplateComponent]) -> Result<(), String> 
                         .count()
                 };
                 if buttons.len() > 10 || count("URL") > 2 || count("PHONE_NUMBER") > 1 {
-                    return Err(
-                        "too many buttons: at most 10, of which 2 URL and 1 PHONE_NUMBER".into(),
-                    );
+                    return Err(ComponentError::TooManyButtons);
                 }
             }
-            other => return Err(format!("component type {other:?} is not supported")),
+            other => {
+                return Err(ComponentError::UnknownType {
+                    kind: other.to_string(),
+                });
+            }
         }
     }
     Ok(())

@@ -65,6 +65,23 @@ pub fn token(customer: &str) -> String {
     if t.is_empty() { "_".into() } else { t }
 }
 
+/// Why a hints connection could not be made, flushed or checked.
+#[derive(Debug, thiserror::Error)]
+pub enum HintsError {
+    /// No answer from NATS in time (connect or round trip).
+    #[error("NATS did not answer within {0:?}")]
+    NoAnswer(std::time::Duration),
+    /// The published hints were not taken in time.
+    #[error("NATS did not take the hints within {0:?}")]
+    NotTaken(std::time::Duration),
+    #[error(transparent)]
+    Connect(#[from] async_nats::ConnectError),
+    #[error(transparent)]
+    Flush(#[from] async_nats::client::FlushError),
+    #[error(transparent)]
+    Request(#[from] async_nats::RequestError),
+}
+
 /// Publishes and subscribes conversation hints on one NATS connection.
 #[derive(Clone)]
 pub struct Hints {
@@ -85,23 +102,26 @@ impl Hints {
 
     /// A connection of its own, for a process that only announces changes (warden-admin):
     /// no JetStream, one bounded attempt.
-    pub async fn connect(settings: &Settings, within: std::time::Duration) -> Result<Self, String> {
+    pub async fn connect(
+        settings: &Settings,
+        within: std::time::Duration,
+    ) -> Result<Self, HintsError> {
         let options = async_nats::ConnectOptions::new()
             .name("warden-hints")
             .connection_timeout(within);
         match tokio::time::timeout(within, options.connect(&settings.nats_url)).await {
-            Err(_) => Err(format!("NATS did not answer within {within:?}")),
-            Ok(Err(e)) => Err(e.to_string()),
+            Err(_) => Err(HintsError::NoAnswer(within)),
+            Ok(Err(e)) => Err(e.into()),
             Ok(Ok(client)) => Ok(Hints::new(client, settings)),
         }
     }
 
     /// Wait until everything published so far reached the server (before a short-lived
     /// process exits).
-    pub async fn flush(&self, within: std::time::Duration) -> Result<(), String> {
+    pub async fn flush(&self, within: std::time::Duration) -> Result<(), HintsError> {
         match tokio::time::timeout(within, self.client.flush()).await {
-            Err(_) => Err(format!("NATS did not take the hints within {within:?}")),
-            Ok(r) => r.map_err(|e| e.to_string()),
+            Err(_) => Err(HintsError::NotTaken(within)),
+            Ok(r) => Ok(r?),
         }
     }
 
@@ -147,14 +167,14 @@ impl Hints {
     /// One round trip to the NATS server: when it returns, the server has processed
     /// everything this connection sent before (a subscription is in place). A request
     /// nobody answers comes back at once as "no responders".
-    pub async fn round_trip(&self, within: std::time::Duration) -> Result<(), String> {
+    pub async fn round_trip(&self, within: std::time::Duration) -> Result<(), HintsError> {
         use async_nats::RequestErrorKind;
         let subject = format!("_warden.ping.{}", uuid::Uuid::new_v4().simple());
         match tokio::time::timeout(within, self.client.request(subject, "".into())).await {
-            Err(_) => Err(format!("NATS did not answer within {within:?}")),
+            Err(_) => Err(HintsError::NoAnswer(within)),
             Ok(Ok(_)) => Ok(()),
             Ok(Err(e)) if e.kind() == RequestErrorKind::NoResponders => Ok(()),
-            Ok(Err(e)) => Err(e.to_string()),
+            Ok(Err(e)) => Err(e.into()),
         }
     }
 

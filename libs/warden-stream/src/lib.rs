@@ -16,7 +16,7 @@ use uuid::Uuid;
 use warden_settings::Settings;
 
 pub mod hints;
-pub use hints::{Hint, HintKind, Hints};
+pub use hints::{Hint, HintKind, Hints, HintsError};
 
 /// How long JetStream remembers a `Nats-Msg-Id` (the relay's republish window is shorter).
 pub const DUPLICATE_WINDOW: Duration = Duration::from_secs(10 * 60);

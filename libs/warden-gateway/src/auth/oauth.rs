@@ -23,7 +23,24 @@ pub enum OAuthError {
     Token(#[from] JwtError),
     /// The issuer's keys could not be fetched (a server-side problem, not the caller's).
     #[error("the authorization server's keys are unavailable: {0}")]
-    Keys(String),
+    Keys(KeysError),
+}
+
+/// Why the issuer's keys could not be fetched; each names the URL that failed.
+#[derive(Debug, thiserror::Error)]
+pub enum KeysError {
+    #[error("{url}: {error}")]
+    Request { url: String, error: reqwest::Error },
+    #[error("{url}: HTTP {status}")]
+    Status {
+        url: String,
+        status: reqwest::StatusCode,
+    },
+    #[error("{url}: not a JWKS: {error}")]
+    NotJwks { url: String, error: reqwest::Error },
+    /// No metadata URL gave a `jwks_uri`: what each answered.
+    #[error("{}", tried.join("; "))]
+    NoJwksUri { tried: Vec<String> },
 }
 
 struct Cached {
@@ -116,7 +133,7 @@ impl OAuthVerifier {
         }
     }
 
-    async fn fetch(&self, cache: &mut Cached) -> Result<JwkSet, String> {
+    async fn fetch(&self, cache: &mut Cached) -> Result<JwkSet, KeysError> {
         let url = match &cache.jwks_url {
             Some(u) => u.clone(),
             None => {
@@ -130,17 +147,23 @@ impl OAuthVerifier {
             .get(&url)
             .send()
             .await
-            .map_err(|e| format!("{url}: {e}"))?;
+            .map_err(|error| KeysError::Request {
+                url: url.clone(),
+                error,
+            })?;
         if !resp.status().is_success() {
-            return Err(format!("{url}: HTTP {}", resp.status()));
+            return Err(KeysError::Status {
+                url,
+                status: resp.status(),
+            });
         }
         resp.json::<JwkSet>()
             .await
-            .map_err(|e| format!("{url}: not a JWKS: {e}"))
+            .map_err(|error| KeysError::NotJwks { url, error })
     }
 
     /// `jwks_uri` from the issuer's metadata: RFC 8414 first, then OpenID discovery.
-    async fn discover_jwks_url(&self) -> Result<String, String> {
+    async fn discover_jwks_url(&self) -> Result<String, KeysError> {
         let issuer = self.config.issuer.trim_end_matches('/');
         let mut tried = Vec::new();
         for url in metadata_urls(issuer) {
@@ -157,7 +180,7 @@ impl OAuthVerifier {
                 Err(e) => tried.push(format!("{url}: {e}")),
             }
         }
-        Err(tried.join("; "))
+        Err(KeysError::NoJwksUri { tried })
     }
 }
 

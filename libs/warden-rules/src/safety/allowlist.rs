@@ -1,6 +1,7 @@
 //! `recipient_allowlist`: only these phones and/or customers carrying these tags may be
 //! messaged (for staging agents and first rollouts).
 
+use super::SafetyPolicyError;
 use crate::phone::PhoneNumber;
 
 /// A validated allowlist: at least one of `phones` and `tags` is set.
@@ -14,14 +15,16 @@ pub struct RecipientAllowlist {
 
 impl RecipientAllowlist {
     /// Builds the list from the file's entries; `phones` must be valid numbers.
-    pub fn new(phones: Vec<String>, tags: Vec<String>) -> Result<Self, String> {
+    pub fn new(phones: Vec<String>, tags: Vec<String>) -> Result<Self, SafetyPolicyError> {
         if phones.is_empty() && tags.is_empty() {
-            return Err("needs `phones` and/or `tags` (e.g. phones: [\"+15550100\"])".into());
+            return Err(SafetyPolicyError::EmptyAllowlist);
         }
         let mut digits: Vec<String> = Vec::with_capacity(phones.len());
         for p in phones {
-            let n = crate::phone::canonicalize(&p)
-                .map_err(|e| format!("`phones` entry {p:?} is not a phone number: {e}"))?;
+            let n = crate::phone::canonicalize(&p).map_err(|error| SafetyPolicyError::Phone {
+                entry: p.clone(),
+                error,
+            })?;
             if !digits.iter().any(|d| d == n.digits()) {
                 digits.push(n.digits().to_string());
             }

@@ -10,7 +10,7 @@
 use regex::Regex;
 use serde_json::Value;
 
-use super::urls;
+use super::{SafetyPolicyError, urls};
 
 /// One `deny_patterns` entry, compiled once when the file is loaded.
 #[derive(Debug, Clone)]
@@ -21,18 +21,17 @@ pub struct DenyPattern {
 
 impl DenyPattern {
     /// Compiles `source`; the error is one line saying why.
-    pub fn new(source: &str) -> Result<Self, String> {
+    pub fn new(source: &str) -> Result<Self, SafetyPolicyError> {
         let regex = regex::RegexBuilder::new(source)
             .size_limit(1 << 20)
             .build()
-            .map_err(|e| {
-                format!(
-                    "`deny_patterns` entry {source:?} is not a valid regular expression: {}",
-                    e.to_string()
-                        .split_whitespace()
-                        .collect::<Vec<_>>()
-                        .join(" ")
-                )
+            .map_err(|e| SafetyPolicyError::DenyPattern {
+                pattern: source.to_string(),
+                reason: e
+                    .to_string()
+                    .split_whitespace()
+                    .collect::<Vec<_>>()
+                    .join(" "),
             })?;
         Ok(Self {
             source: source.to_string(),
@@ -75,12 +74,12 @@ pub enum ContentHit {
 
 impl ContentFilter {
     /// Builds the filter; `deny_patterns` are compiled here (a bad one is an error).
-    pub fn new(deny_patterns: Vec<String>, link_domains: Vec<String>) -> Result<Self, String> {
+    pub fn new(
+        deny_patterns: Vec<String>,
+        link_domains: Vec<String>,
+    ) -> Result<Self, SafetyPolicyError> {
         if deny_patterns.is_empty() && link_domains.is_empty() {
-            return Err(
-                "needs `deny_patterns` and/or `link_domains` (e.g. link_domains: [example.com])"
-                    .into(),
-            );
+            return Err(SafetyPolicyError::EmptyContentFilter);
         }
         let deny_patterns = deny_patterns
             .iter()
@@ -90,9 +89,7 @@ impl ContentFilter {
         for d in &link_domains {
             let n = urls::normalise_host(d.trim_start_matches("*."));
             if n.is_empty() || n.contains(['/', ':', ' ', '@']) {
-                return Err(format!(
-                    "`link_domains` entry {d:?} must be a domain name such as example.com"
-                ));
+                return Err(SafetyPolicyError::LinkDomain { domain: d.clone() });
             }
             normalised_domains.push(n);
         }
@@ -195,6 +192,7 @@ mod tests {
         assert!(
             ContentFilter::new(vec!["(".into()], vec![])
                 .unwrap_err()
+                .to_string()
                 .contains("\"(\"")
         );
         assert!(ContentFilter::new(vec![], vec![]).is_err());
