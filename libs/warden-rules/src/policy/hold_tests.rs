@@ -5,8 +5,10 @@ use chrono::{DateTime, TimeDelta, TimeZone, Utc};
 use chrono_tz::Tz;
 use proptest::prelude::*;
 
+use super::quiet_hours::format_clock;
 use super::*;
 use crate::compliance::{ComplianceInput, ReasonCode, decide};
+use crate::kinds::Category;
 use crate::phone::canonicalize;
 
 fn utc(y: i32, mo: u32, d: u32, h: u32, mi: u32) -> DateTime<Utc> {
