@@ -1,7 +1,7 @@
 //! End-to-end tests of platform-sim over HTTP: each test starts its own sim (and,
 //! when it needs one, its own webhook receiver) on port 0.
 
-mod common;
+use crate::common;
 
 use common::*;
 use serde_json::{Value, json};
@@ -37,18 +37,19 @@ async fn health_and_unknown_paths() {
 async fn bearer_token_is_checked_on_every_platform_path() {
     let sim = start_sim(config(None)).await;
     let paths = [
-        ("POST", format!("{PHONE_ID}/messages")),
+        ("POST", format!("{PHONE_NUMBER_ID}/messages")),
         ("POST", format!("{WABA_ID}/message_templates")),
         ("GET", format!("{WABA_ID}/message_templates")),
         ("GET", format!("{WABA_ID}/phone_numbers")),
-        ("GET", format!("{PHONE_ID}?fields=quality_rating")),
+        ("GET", format!("{PHONE_NUMBER_ID}?fields=quality_rating")),
     ];
+    let basic = format!("Basic {ACCESS_TOKEN}");
     for (method, path) in &paths {
         for auth in [
             None,
             Some("Bearer wrong"),
-            Some("test-token"),
-            Some("Basic test-token"),
+            Some(ACCESS_TOKEN),
+            Some(basic.as_str()),
         ] {
             let url = format!("{}/{API}/{path}", sim.url);
             let mut req = if *method == "POST" {
@@ -77,7 +78,7 @@ async fn bearer_token_is_checked_on_every_platform_path() {
     let r = sim
         .http
         .post(sim.messages_url())
-        .header("authorization", format!("bearer {TOKEN}"))
+        .header("authorization", format!("bearer {ACCESS_TOKEN}"))
         .json(&text("628123456789", "hi", None))
         .send()
         .await
@@ -122,7 +123,7 @@ async fn bad_requests_get_code_100() {
     let raw = |body: &'static str| {
         sim.http
             .post(sim.messages_url())
-            .bearer_auth(TOKEN)
+            .bearer_auth(ACCESS_TOKEN)
             .header("content-type", "application/json")
             .body(body)
             .send()
@@ -152,7 +153,7 @@ async fn bad_requests_get_code_100() {
     let r = sim
         .http
         .post(format!("{}/{API}/999/messages", sim.url))
-        .bearer_auth(TOKEN)
+        .bearer_auth(ACCESS_TOKEN)
         .json(&text("628123", "x", None))
         .send()
         .await
@@ -235,7 +236,7 @@ async fn status_webhooks_are_signed_and_echo_the_callback_data() {
     rx.wait_for("6 statuses", |c| c.len() >= 6).await;
     for r in rx.received() {
         let sig = r.signature.as_deref().expect("signature header");
-        assert!(signature::verify(SECRET.as_bytes(), &r.body, sig));
+        assert!(signature::verify(APP_SECRET.as_bytes(), &r.body, sig));
         assert!(!signature::verify(b"other-secret", &r.body, sig));
         let env = r.envelope();
         assert_eq!(env.object, "whatsapp_business_account");
@@ -245,7 +246,10 @@ async fn status_webhooks_are_signed_and_echo_the_callback_data() {
         let change = &raw["entry"][0]["changes"][0];
         assert_eq!(change["field"], "messages");
         assert!(change["value"]["statuses"][0]["timestamp"].is_string());
-        assert_eq!(change["value"]["metadata"]["phone_number_id"], PHONE_ID);
+        assert_eq!(
+            change["value"]["metadata"]["phone_number_id"],
+            PHONE_NUMBER_ID
+        );
     }
     let statuses = rx.statuses();
     let of = |cb: &str| -> Vec<_> {
@@ -301,7 +305,7 @@ async fn inbound_sends_a_signed_message_webhook() {
     assert_eq!(m.contacts[0].wa_id, "62811000");
     let r = &rx.received()[0];
     assert!(signature::verify(
-        SECRET.as_bytes(),
+        APP_SECRET.as_bytes(),
         &r.body,
         r.signature.as_deref().unwrap()
     ));
@@ -488,7 +492,7 @@ async fn template_creation_is_validated() {
     let r = sim
         .http
         .post(format!("{}/{API}/{path}", sim.url))
-        .bearer_auth(TOKEN)
+        .bearer_auth(ACCESS_TOKEN)
         .body("{oops")
         .send()
         .await
@@ -600,7 +604,7 @@ async fn template_list_pages() {
         let v: Value = sim
             .http
             .get(&url)
-            .bearer_auth(TOKEN)
+            .bearer_auth(ACCESS_TOKEN)
             .send()
             .await
             .unwrap()
@@ -632,19 +636,19 @@ async fn phone_numbers_and_quality_fields() {
     let (status, v) = sim.get_api(&format!("{WABA_ID}/phone_numbers")).await;
     assert_eq!(status, 200, "{v}");
     let p = &v["data"][0];
-    assert_eq!(p["id"], PHONE_ID);
+    assert_eq!(p["id"], PHONE_NUMBER_ID);
     assert_eq!(p["quality_rating"], "GREEN");
     assert!(p["display_phone_number"].is_string());
 
     let (status, v) = sim
         .get_api(&format!(
-            "{PHONE_ID}?fields=quality_rating,messaging_limit_tier,throughput"
+            "{PHONE_NUMBER_ID}?fields=quality_rating,messaging_limit_tier,throughput"
         ))
         .await;
     assert_eq!(status, 200);
     assert_eq!(
         v,
-        json!({"id": PHONE_ID, "quality_rating": "GREEN", "messaging_limit_tier": "TIER_1K",
+        json!({"id": PHONE_NUMBER_ID, "quality_rating": "GREEN", "messaging_limit_tier": "TIER_1K",
                "throughput": {"level": "STANDARD"}})
     );
     let (status, v) = sim.get_api(&format!("{WABA_ID}?fields=name")).await;
@@ -664,7 +668,7 @@ async fn phone_numbers_and_quality_fields() {
     assert_eq!(status, 200);
     let (_, v) = sim
         .get_api(&format!(
-            "{PHONE_ID}?fields=quality_rating,messaging_limit_tier"
+            "{PHONE_NUMBER_ID}?fields=quality_rating,messaging_limit_tier"
         ))
         .await;
     assert_eq!(
@@ -832,7 +836,7 @@ async fn counters_after_200_concurrent_sends_and_duplicates() {
             let to = format!("62800000{:03}", i % 10);
             let r = http
                 .post(url)
-                .bearer_auth(TOKEN)
+                .bearer_auth(ACCESS_TOKEN)
                 .json(&text(&to, "x", Some(format!("msg-{i}").as_str())))
                 .send()
                 .await
@@ -970,7 +974,7 @@ async fn webhooks_reach_a_receiver_that_was_down_at_first() {
     assert_eq!(last.messages[0].text_body(), Some("hello"));
     for r in rx.received() {
         assert!(signature::verify(
-            SECRET.as_bytes(),
+            APP_SECRET.as_bytes(),
             &r.body,
             r.signature.as_deref().unwrap()
         ));
@@ -1092,8 +1096,8 @@ async fn every_vnn_version_prefix_is_served_and_counted() {
     for version in ["v25.0", "v24.0", "v25.0"] {
         let r = sim
             .http
-            .post(format!("{}/{version}/{PHONE_ID}/messages", sim.url))
-            .bearer_auth(TOKEN)
+            .post(format!("{}/{version}/{PHONE_NUMBER_ID}/messages", sim.url))
+            .bearer_auth(ACCESS_TOKEN)
             .json(&text("628123456789", "hi", None))
             .send()
             .await
@@ -1104,8 +1108,8 @@ async fn every_vnn_version_prefix_is_served_and_counted() {
     for bad in ["v25.1", "25.0", "vx.0"] {
         let r = sim
             .http
-            .post(format!("{}/{bad}/{PHONE_ID}/messages", sim.url))
-            .bearer_auth(TOKEN)
+            .post(format!("{}/{bad}/{PHONE_NUMBER_ID}/messages", sim.url))
+            .bearer_auth(ACCESS_TOKEN)
             .json(&text("628123456789", "hi", None))
             .send()
             .await

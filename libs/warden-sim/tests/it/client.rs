@@ -1,7 +1,7 @@
 //! warden_platform::PlatformClient against the sim: the client the services use
 //! speaks the same wire format the sim serves.
 
-mod common;
+use crate::common;
 
 use common::*;
 use serde_json::json;
@@ -9,13 +9,13 @@ use std::time::{Duration, Instant};
 use warden_platform::{PlatformClient, PlatformConfig, PlatformError, SendRequest};
 
 fn client(base: &str, token: &str) -> PlatformClient {
-    PlatformClient::new(PlatformConfig::new(base, token, PHONE_ID, WABA_ID)).unwrap()
+    PlatformClient::new(PlatformConfig::new(base, token, PHONE_NUMBER_ID, WABA_ID)).unwrap()
 }
 
 #[tokio::test]
 async fn sends_text_and_templates() {
     let sim = start_sim(config(None)).await;
-    let c = client(&sim.url, TOKEN);
+    let c = client(&sim.url, ACCESS_TOKEN);
     let r = c
         .send_message(&SendRequest::text("+62 811 222", "hi").with_callback_data("m-1"))
         .await
@@ -41,7 +41,7 @@ async fn sends_text_and_templates() {
 #[tokio::test]
 async fn platform_errors_are_parsed() {
     let sim = start_sim(config(None)).await;
-    let c = client(&sim.url, TOKEN);
+    let c = client(&sim.url, ACCESS_TOKEN);
     let err = c
         .send_message(&SendRequest::template("62811", "nope", "en", ["x"]))
         .await
@@ -93,7 +93,7 @@ async fn templates_round_trip() {
     let mut cfg = config(None);
     cfg.approval_delay = Duration::from_millis(1000);
     let sim = start_sim(cfg).await;
-    let c = client(&sim.url, TOKEN);
+    let c = client(&sim.url, ACCESS_TOKEN);
     let created = c
         .create_template("welcome_back", "en", "utility", "Welcome back {{1}}!")
         .await
@@ -138,10 +138,10 @@ async fn templates_round_trip() {
 #[tokio::test]
 async fn phone_numbers_and_quality() {
     let sim = start_sim(config(None)).await;
-    let c = client(&sim.url, TOKEN);
+    let c = client(&sim.url, ACCESS_TOKEN);
     let numbers = c.phone_numbers().await.unwrap();
     assert_eq!(numbers.len(), 1);
-    assert_eq!(numbers[0].id, PHONE_ID);
+    assert_eq!(numbers[0].id, PHONE_NUMBER_ID);
     let q = c.phone_number_quality().await.unwrap();
     assert_eq!(q.quality_rating.as_deref(), Some("GREEN"));
     assert_eq!(q.messaging_limit_tier.as_deref(), Some("TIER_1K"));
@@ -152,7 +152,7 @@ async fn phone_numbers_and_quality() {
 async fn slow_platform_is_a_timeout() {
     let sim = start_sim(config(None)).await;
     sim.control("faults", &json!({"latency_ms": 1500})).await;
-    let mut cfg = PlatformConfig::new(&sim.url, TOKEN, PHONE_ID, WABA_ID);
+    let mut cfg = PlatformConfig::new(&sim.url, ACCESS_TOKEN, PHONE_NUMBER_ID, WABA_ID);
     cfg.timeout = Duration::from_millis(300);
     let c = PlatformClient::new(cfg).unwrap();
     let err = c
@@ -166,7 +166,7 @@ async fn slow_platform_is_a_timeout() {
 #[tokio::test]
 async fn closed_port_is_a_connect_error() {
     init();
-    let c = client(&format!("http://127.0.0.1:{}", free_port()), TOKEN);
+    let c = client(&format!("http://127.0.0.1:{}", free_port()), ACCESS_TOKEN);
     let err = c
         .send_message(&SendRequest::text("62811", "x"))
         .await
@@ -180,7 +180,7 @@ async fn non_platform_bodies_are_http_errors() {
     // A receiver that always answers 503 with a plain-text body stands in for a proxy.
     let rx = receiver(usize::MAX).await;
     let base = rx.url.trim_end_matches("/webhook").to_owned();
-    let c = client(&base, TOKEN);
+    let c = client(&base, ACCESS_TOKEN);
     let err = c
         .send_message(&SendRequest::text("62811", "x"))
         .await

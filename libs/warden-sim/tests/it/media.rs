@@ -1,6 +1,6 @@
 //! The sim's media store and its checks of rich send bodies, as the platform answers.
 
-mod common;
+use crate::common;
 
 use common::*;
 use serde_json::{Value, json};
@@ -17,8 +17,8 @@ async fn uploads_are_stored_described_and_served_with_the_token_only() {
     let (ct, body) = warden_platform::media::multipart_body(&bytes, "image/png", "a.png");
     let r = sim
         .http
-        .post(format!("{}/{API}/{PHONE_ID}/media", sim.url))
-        .bearer_auth(TOKEN)
+        .post(format!("{}/{API}/{PHONE_NUMBER_ID}/media", sim.url))
+        .bearer_auth(ACCESS_TOKEN)
         .header("content-type", ct.clone())
         .body(body.clone())
         .send()
@@ -32,7 +32,7 @@ async fn uploads_are_stored_described_and_served_with_the_token_only() {
     // Without the token: refused.
     let r = sim
         .http
-        .post(format!("{}/{API}/{PHONE_ID}/media", sim.url))
+        .post(format!("{}/{API}/{PHONE_NUMBER_ID}/media", sim.url))
         .header("content-type", ct)
         .body(body)
         .send()
@@ -46,7 +46,13 @@ async fn uploads_are_stored_described_and_served_with_the_token_only() {
     assert_eq!(info["file_size"], bytes.len());
     assert_eq!(info["sha256"], warden_platform::media::sha256_hex(&bytes));
     let url = info["url"].as_str().unwrap();
-    let got = sim.http.get(url).bearer_auth(TOKEN).send().await.unwrap();
+    let got = sim
+        .http
+        .get(url)
+        .bearer_auth(ACCESS_TOKEN)
+        .send()
+        .await
+        .unwrap();
     assert_eq!(got.status().as_u16(), 200);
     assert_eq!(got.bytes().await.unwrap().as_ref(), bytes.as_slice());
     let denied = sim.http.get(url).send().await.unwrap();
@@ -92,8 +98,8 @@ async fn upload_errors_are_131053() {
         let (ct, body) = warden_platform::media::multipart_body(&data, mime, "f");
         let r = sim
             .http
-            .post(format!("{}/{API}/{PHONE_ID}/media", sim.url))
-            .bearer_auth(TOKEN)
+            .post(format!("{}/{API}/{PHONE_NUMBER_ID}/media", sim.url))
+            .bearer_auth(ACCESS_TOKEN)
             .header("content-type", ct)
             .body(body)
             .send()

@@ -3,33 +3,13 @@
 
 use std::path::PathBuf;
 use std::process::{Child, Command, Output, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use warden_store::testing::TestDatabase;
+use warden_test_support::platform::APP_SECRET;
+use warden_test_support::{TestDatabase, binary as bin, free_port, procs, repo_path};
 
-fn bin(name: &str) -> PathBuf {
-    let target = std::env::var_os("CARGO_TARGET_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../target"));
-    let path = target.join("debug").join(name);
-    assert!(
-        path.is_file(),
-        "{} is not built: run `cargo build --bins` first",
-        path.display()
-    );
-    path
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
-fn policies() -> String {
-    format!("{}/../../policies/default.yaml", env!("CARGO_MANIFEST_DIR"))
+fn policies() -> PathBuf {
+    repo_path("policies/default.yaml")
 }
 
 fn command(name: &str, db: &TestDatabase, stream: &str) -> Command {
@@ -37,7 +17,7 @@ fn command(name: &str, db: &TestDatabase, stream: &str) -> Command {
     cmd.env("DB_NAME", db.name())
         .env("DELIVERY_STREAM", stream)
         .env("POLICIES_PATH", policies())
-        .env("PLATFORM_APP_SECRET", "test-secret")
+        .env("PLATFORM_APP_SECRET", APP_SECRET)
         .env("RUST_LOG", "warn")
         .stdin(Stdio::null())
         .stdout(Stdio::null())
@@ -45,43 +25,15 @@ fn command(name: &str, db: &TestDatabase, stream: &str) -> Command {
     cmd
 }
 
+/// Wait for `200 OK` on `/health`.
 fn wait_http_ok(port: u16, child: &mut Child) {
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while Instant::now() < deadline {
-        if let Some(status) = child.try_wait().unwrap() {
-            panic!("process on port {port} exited early: {status}");
-        }
-        if let Ok(mut s) = std::net::TcpStream::connect(("127.0.0.1", port)) {
-            use std::io::{Read, Write};
-            let _ = s.write_all(b"GET /health HTTP/1.0\r\n\r\n");
-            let mut out = String::new();
-            let _ = s.read_to_string(&mut out);
-            if out.starts_with("HTTP/1.1 200") || out.starts_with("HTTP/1.0 200") {
-                assert!(out.ends_with("OK"), "{out}");
-                return;
-            }
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    panic!("no 200 from /health on {port}");
+    procs::wait_healthy(child, port, Duration::from_secs(60), String::new);
+    let health = procs::get_health(port).unwrap_or_default();
+    assert!(health.ends_with("OK"), "{health}");
 }
 
-fn stop(mut child: Child) -> Output {
-    unsafe_sigterm(child.id());
-    let deadline = Instant::now() + Duration::from_secs(15);
-    while child.try_wait().unwrap().is_none() && Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    if child.try_wait().unwrap().is_none() {
-        child.kill().unwrap();
-    }
-    child.wait_with_output().unwrap()
-}
-
-fn unsafe_sigterm(pid: u32) {
-    let _ = Command::new("kill")
-        .args(["-TERM", &pid.to_string()])
-        .status();
+fn stop(child: Child) -> Output {
+    procs::stop(child, Duration::from_secs(15))
 }
 
 #[test]

@@ -13,10 +13,8 @@ use warden_platform::signature;
 use warden_platform::webhook::{Change, Status, WebhookEnvelope};
 use warden_sim::SimConfig;
 
-pub const TOKEN: &str = "test-token";
-pub const SECRET: &str = "test-secret";
-pub const PHONE_ID: &str = "111000111000111";
-pub const WABA_ID: &str = "222000222000222";
+pub use warden_test_support::free_port;
+pub use warden_test_support::platform::{ACCESS_TOKEN, APP_SECRET, PHONE_NUMBER_ID, WABA_ID};
 /// The version prefix Warden calls by default.
 pub const API: &str = warden_platform::API_VERSION;
 
@@ -29,9 +27,9 @@ pub fn config(webhook_url: Option<String>) -> SimConfig {
         http_host: "127.0.0.1".into(),
         http_port: 0,
         webhook_url,
-        access_token: TOKEN.into(),
-        app_secret: SECRET.into(),
-        phone_number_id: PHONE_ID.into(),
+        access_token: ACCESS_TOKEN.into(),
+        app_secret: APP_SECRET.into(),
+        phone_number_id: PHONE_NUMBER_ID.into(),
         waba_id: WABA_ID.into(),
         approval_delay: Duration::from_millis(200),
         workers: 1,
@@ -67,7 +65,7 @@ pub async fn start_sim(config: SimConfig) -> TestSim {
 
 impl TestSim {
     pub fn messages_url(&self) -> String {
-        format!("{}/{API}/{PHONE_ID}/messages", self.url)
+        format!("{}/{API}/{PHONE_NUMBER_ID}/messages", self.url)
     }
 
     /// POST a send with the right token; (HTTP status, JSON body).
@@ -75,7 +73,7 @@ impl TestSim {
         let r = self
             .http
             .post(self.messages_url())
-            .bearer_auth(TOKEN)
+            .bearer_auth(ACCESS_TOKEN)
             .json(body)
             .send()
             .await
@@ -88,7 +86,7 @@ impl TestSim {
         let r = self
             .http
             .get(format!("{}/{API}/{path}", self.url))
-            .bearer_auth(TOKEN)
+            .bearer_auth(ACCESS_TOKEN)
             .send()
             .await
             .unwrap();
@@ -100,7 +98,7 @@ impl TestSim {
         let r = self
             .http
             .post(format!("{}/{API}/{path}", self.url))
-            .bearer_auth(TOKEN)
+            .bearer_auth(ACCESS_TOKEN)
             .json(body)
             .send()
             .await
@@ -280,13 +278,4 @@ impl Receiver {
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
     }
-}
-
-/// A port with nothing listening (bound once, then released).
-pub fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
 }

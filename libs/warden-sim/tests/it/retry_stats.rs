@@ -1,7 +1,7 @@
 //! `/sim/stats` counts a send again after the sim failed it by status webhook as the retry
 //! the failure asks for, not as a duplicate; any other resend is a duplicate.
 
-mod common;
+use crate::common;
 
 use common::*;
 use serde_json::json;

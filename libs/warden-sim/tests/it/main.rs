@@ -1,0 +1,8 @@
+//! warden-sim's integration tests, one binary: platform-sim on port 0 and a webhook receiver per
+//! test, in process (no services needed); `common` holds the harness.
+
+mod client;
+mod common;
+mod media;
+mod retry_stats;
+mod sim;
