@@ -49,6 +49,19 @@ impl<E: std::error::Error + 'static> From<bb8::RunError<E>> for DbError {
     }
 }
 
+/// What a caller that still met a conflict is told to wait.
+pub const RETRY_AFTER_SECS: u64 = 1;
+
+/// True for the conflicts a retry resolves: 40001 and 40P01. diesel names the first; the
+/// second arrives as `Unknown` with Postgres's own message.
+pub fn is_transient(e: &DieselError) -> bool {
+    match e {
+        DieselError::DatabaseError(DatabaseErrorKind::SerializationFailure, _) => true,
+        DieselError::DatabaseError(_, info) => info.message().starts_with("deadlock detected"),
+        _ => false,
+    }
+}
+
 /// The one classification of a diesel error.
 pub fn classify(e: DieselError) -> DbError {
     match e {
@@ -59,9 +72,9 @@ pub fn classify(e: DieselError) -> DbError {
                 .map(str::to_owned)
                 .unwrap_or_else(|| info.message().to_owned()),
         },
-        ref transient if crate::tx::is_transient(transient) => DbError::Busy {
+        ref transient if is_transient(transient) => DbError::Busy {
             attempts: 1,
-            retry_after_secs: crate::tx::RETRY_AFTER_SECS,
+            retry_after_secs: RETRY_AFTER_SECS,
             last: transient.to_string(),
         },
         DieselError::DatabaseError(
@@ -99,6 +112,12 @@ pub fn classify(e: DieselError) -> DbError {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_conflicts_are_transient() {
+        assert!(!is_transient(&DieselError::NotFound));
+        assert!(!is_transient(&DieselError::RollbackTransaction));
+    }
 
     #[test]
     fn not_found_stays_not_found() {

@@ -7,13 +7,13 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use diesel::result::{DatabaseErrorKind, Error as DieselError};
+use diesel::result::Error as DieselError;
 use diesel_async::{AsyncConnection, AsyncPgConnection};
 use futures::future::BoxFuture;
 use rand::Rng;
 
 use crate::PgPool;
-use crate::error::DbError;
+use crate::error::{DbError, RETRY_AFTER_SECS, is_transient};
 
 /// Attempts in all (the first plus retries) before a conflict is reported.
 pub const MAX_ATTEMPTS: u32 = 8;
@@ -21,8 +21,6 @@ pub const MAX_ATTEMPTS: u32 = 8;
 const BASE_BACKOFF: Duration = Duration::from_millis(10);
 /// The longest single back-off.
 const MAX_BACKOFF: Duration = Duration::from_millis(500);
-/// What a caller that still met a conflict is told to wait.
-pub const RETRY_AFTER_SECS: u64 = 1;
 
 static RETRIED: AtomicU64 = AtomicU64::new(0);
 
@@ -55,16 +53,6 @@ pub enum TxError<E> {
     /// [`DbError::Busy`].
     #[error(transparent)]
     Db(DbError),
-}
-
-/// True for the conflicts a retry resolves: 40001 and 40P01. diesel names the first; the
-/// second arrives as `Unknown` with Postgres's own message.
-pub fn is_transient(e: &DieselError) -> bool {
-    match e {
-        DieselError::DatabaseError(DatabaseErrorKind::SerializationFailure, _) => true,
-        DieselError::DatabaseError(_, info) => info.message().starts_with("deadlock detected"),
-        _ => false,
-    }
 }
 
 fn backoff(retry: u32) -> Duration {
@@ -151,11 +139,5 @@ mod tests {
             assert!(d <= MAX_BACKOFF, "{retry}: {d:?}");
             assert!(d >= BASE_BACKOFF / 2, "{retry}: {d:?}");
         }
-    }
-
-    #[test]
-    fn only_conflicts_are_transient() {
-        assert!(!is_transient(&DieselError::NotFound));
-        assert!(!is_transient(&DieselError::RollbackTransaction));
     }
 }

@@ -54,8 +54,9 @@ use warden_platform::webhook::StatusKind;
 use warden_rules::message_status::MessageStatus;
 use warden_rules::phone::PhoneNumber;
 use warden_store::DbError;
+use warden_store::error::is_transient;
 use warden_store::models::Conversation;
-use warden_store::tx::{self, Abort, TxError, transact};
+use warden_store::tx::{Abort, TxError, transact};
 
 use crate::events::{Event, EventBody, EventKind, InboundEvent, PreferenceEvent, StatusEvent};
 use crate::metrics;
@@ -276,7 +277,7 @@ async fn careful(core: &Core, events: Arc<[Event]>) -> Result<BatchState, Ingest
                 match applied {
                     Ok(()) => state.merge(one),
                     // The store retries the whole transaction.
-                    Err(e) if tx::is_transient(&e) => return Err(Abort::Db(e)),
+                    Err(e) if is_transient(&e) => return Err(Abort::Db(e)),
                     Err(e) => match DbError::from(e) {
                         e @ (DbError::Unavailable(_) | DbError::Conflict { .. }) => {
                             return Err(Abort::App(CarefulAbort::GiveUp(e)));
