@@ -81,6 +81,7 @@ pub async fn start(
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> anyhow::Result<Dispatcher> {
     metrics::touch();
+    unknown::touch();
     let stream = deps
         .stream
         .clone()

@@ -18,7 +18,7 @@ pub enum Event {
     Resent(Why),
 }
 
-pub const EVENTS: [Event; 4] = [
+const EVENTS: [Event; 4] = [
     Event::Held,
     Event::ResolvedByWebhook,
     Event::Resent(Why::Evidence),
@@ -32,6 +32,13 @@ impl Event {
             Event::ResolvedByWebhook => "resolved_by_webhook",
             Event::Resent(why) => why.label(),
         }
+    }
+}
+
+/// Start every event's series at zero, so a scrape shows them before the first one.
+pub fn touch() {
+    for event in EVENTS {
+        UNKNOWN_OUTCOMES.with_label_values(&[event.label()]);
     }
 }
 
