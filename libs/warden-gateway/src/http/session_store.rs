@@ -14,6 +14,7 @@ use warden_core::RedisPool;
 pub const SESSION_TTL: Duration = Duration::from_secs(24 * 3600);
 
 const PREFIX: &str = "warden:mcp:session:";
+const SUBSCRIPTIONS_PREFIX: &str = "warden:mcp:session-subscriptions:";
 
 pub struct RedisSessionStore {
     pool: RedisPool,
@@ -29,6 +30,12 @@ fn key(id: &str) -> String {
     format!("{PREFIX}{id}")
 }
 
+/// Where the session's `resources/subscribe` URIs are kept ([`super::session_subscriptions`]):
+/// they live as long as the session.
+pub(crate) fn subscriptions_key(id: &str) -> String {
+    format!("{SUBSCRIPTIONS_PREFIX}{id}")
+}
+
 #[async_trait::async_trait]
 impl SessionStore for RedisSessionStore {
     async fn load(&self, id: &str) -> Result<Option<SessionState>, SessionStoreError> {
@@ -42,7 +49,7 @@ impl SessionStore for RedisSessionStore {
         if raw.is_some() {
             // The session's subscriptions live as long as the session.
             let _: i64 = redis::cmd("EXPIRE")
-                .arg(super::session_subscriptions::key(id))
+                .arg(subscriptions_key(id))
                 .arg(SESSION_TTL.as_secs())
                 .query_async(&mut *c)
                 .await?;
@@ -70,7 +77,7 @@ impl SessionStore for RedisSessionStore {
         let mut c = self.pool.get().await?;
         let _: i64 = redis::cmd("DEL")
             .arg(key(id))
-            .arg(super::session_subscriptions::key(id))
+            .arg(subscriptions_key(id))
             .query_async(&mut *c)
             .await?;
         Ok(())

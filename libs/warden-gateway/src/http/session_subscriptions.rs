@@ -9,13 +9,7 @@ use rmcp::service::{NotificationContext, RequestContext};
 use rmcp::transport::streamable_http_server::SessionRestoreMarker;
 use warden_core::RedisPool;
 
-use super::session_store::SESSION_TTL;
-
-const PREFIX: &str = "warden:mcp:session-subscriptions:";
-
-pub(crate) fn key(session: &str) -> String {
-    format!("{PREFIX}{session}")
-}
+use super::session_store::{SESSION_TTL, subscriptions_key};
 
 /// The legacy session a request belongs to (`Mcp-Session-Id`), when it came over HTTP.
 pub(crate) fn session_of(context: &RequestContext<RoleServer>) -> Option<String> {
@@ -41,11 +35,11 @@ pub(crate) async fn remember(redis: &RedisPool, session: &str, uri: &str) -> any
     let () = redis::pipe()
         .atomic()
         .cmd("SADD")
-        .arg(key(session))
+        .arg(subscriptions_key(session))
         .arg(uri)
         .ignore()
         .cmd("EXPIRE")
-        .arg(key(session))
+        .arg(subscriptions_key(session))
         .arg(SESSION_TTL.as_secs())
         .ignore()
         .query_async(&mut *c)
@@ -57,7 +51,7 @@ pub(crate) async fn remember(redis: &RedisPool, session: &str, uri: &str) -> any
 pub(crate) async fn forget(redis: &RedisPool, session: &str, uri: &str) -> anyhow::Result<()> {
     let mut c = redis.get().await?;
     let _: i64 = redis::cmd("SREM")
-        .arg(key(session))
+        .arg(subscriptions_key(session))
         .arg(uri)
         .query_async(&mut *c)
         .await?;
@@ -68,7 +62,7 @@ pub(crate) async fn forget(redis: &RedisPool, session: &str, uri: &str) -> anyho
 pub(crate) async fn recall(redis: &RedisPool, session: &str) -> anyhow::Result<Vec<String>> {
     let mut c = redis.get().await?;
     Ok(redis::cmd("SMEMBERS")
-        .arg(key(session))
+        .arg(subscriptions_key(session))
         .query_async(&mut *c)
         .await?)
 }
