@@ -3,7 +3,7 @@
 //! A message accepted minutes ago may have lost its right to leave since: the customer
 //! wrote STOP, the care window closed under a scheduled free-form text, the template was
 //! paused. The dispatcher asks [`before_send`] right before it calls the platform; the rule
-//! itself is pure (`warden_rules::compliance::recheck`), this gathers its facts in one
+//! itself is pure (`warden_rules::recheck::recheck`), this gathers its facts in one
 //! indexed query and, on a refusal, ends the message `failed` with a `compliance` error
 //! (`can_retry: false`). [`retry_refusal`] is why retry_failed_messages leaves such a
 //! message alone: resending it would only be refused again, or worse, slip past a rule.
@@ -16,9 +16,10 @@ use diesel_async::RunQueryDsl;
 use futures::FutureExt;
 use serde_json::json;
 use uuid::Uuid;
-use warden_rules::compliance::{Decision, RecheckInput};
+use warden_rules::compliance::Decision;
 use warden_rules::kinds::{ContentKind, TemplateCategory};
 use warden_rules::message_status::MessageStatus;
+use warden_rules::recheck::RecheckInput;
 use warden_store::PgPool;
 use warden_store::models::Message;
 use warden_store::schema::{conversations, customers, messages, templates};
@@ -125,7 +126,7 @@ pub async fn before_send(
         last_inbound_at: last_inbound,
         now,
     };
-    let Some(decision) = warden_rules::compliance::recheck(&input) else {
+    let Some(decision) = warden_rules::recheck::recheck(&input) else {
         // A marketing message queued before the platform answered 131049 for its customer
         // waits out the 24 h instead of drawing another 131049 (`platform_limits`).
         if let Some(hold) = warden_rules::platform_limits::marketing_hold(

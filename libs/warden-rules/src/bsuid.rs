@@ -10,7 +10,9 @@
 
 use std::fmt;
 
-use crate::phone::{PhoneError, PhoneNumber, canonicalize};
+use serde::{Deserialize, Deserializer};
+
+use crate::phone::{PhoneError, PhoneNumber, canonicalize, country_for_digits};
 
 /// Most characters of the identifier after the country code (the platform's limit).
 pub const MAX_ID_CHARS: usize = 128;
@@ -159,9 +161,22 @@ fn known_country(code: &str) -> Option<&'static str> {
 }
 
 impl PhoneNumber {
-    /// True when this key is a BSUID (a customer whose phone we do not know).
-    pub fn is_bsuid(&self) -> bool {
-        looks_like_bsuid(&self.digits)
+    /// ISO 3166-1 alpha-2 code of the number's country, from its calling code (a BSUID
+    /// key's from its country prefix).
+    ///
+    /// `None` for calling codes that belong to no country (international networks,
+    /// satellite services, unassigned codes). Pricing falls back to `DEFAULT` then;
+    /// see [`PhoneNumber::pricing_country`].
+    pub fn country(&self) -> Option<&'static str> {
+        if self.is_bsuid() {
+            return country_of(&self.digits);
+        }
+        country_for_digits(&self.digits)
+    }
+
+    /// The country for pricing lookups: [`PhoneNumber::country`] or `"DEFAULT"`.
+    pub fn pricing_country(&self) -> &'static str {
+        self.country().unwrap_or("DEFAULT")
     }
 
     /// The phone digits, None for a BSUID key.
@@ -172,6 +187,14 @@ impl PhoneNumber {
     /// The BSUID, None for a phone key.
     pub fn bsuid(&self) -> Option<&str> {
         self.is_bsuid().then_some(self.digits.as_str())
+    }
+}
+
+/// A key deserializes from either form, as [`customer_key`] parses it.
+impl<'de> Deserialize<'de> for PhoneNumber {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let raw = String::deserialize(deserializer)?;
+        customer_key(&raw).map_err(serde::de::Error::custom)
     }
 }
 

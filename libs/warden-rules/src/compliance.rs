@@ -23,8 +23,6 @@ use crate::phone::PhoneNumber;
 use crate::policy::{FrequencyLimit, PolicySet};
 use crate::window;
 
-pub use crate::recheck::{RecheckInput, recheck};
-
 /// Suggested action when a free-form message needs a template.
 pub const TEMPLATE_REQUIRED_ACTION: &str =
     "send an approved utility or marketing template instead (send_template)";
@@ -42,7 +40,7 @@ pub enum ReasonCode {
     FrequencyCapExceeded,
     /// A business policy forbids it.
     PolicyRestriction,
-    /// The template is not (or no longer) APPROVED; only [`recheck()`] and template sends
+    /// The template is not (or no longer) APPROVED; only [`crate::recheck::recheck()`] and template sends
     /// report it.
     TemplateNotApproved,
 }

@@ -14,7 +14,7 @@
 use std::fmt;
 use std::str::FromStr;
 
-use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use serde::{Serialize, Serializer};
 
 /// Fewest digits a canonical number may have (country code plus a short subscriber number).
 pub const MIN_DIGITS: usize = 8;
@@ -150,6 +150,12 @@ fn looks_decimal(s: &str) -> bool {
 }
 
 impl PhoneNumber {
+    /// True when this key is a BSUID (a customer whose phone we do not know): a BSUID
+    /// starts with a letter, a phone key with a digit.
+    pub fn is_bsuid(&self) -> bool {
+        self.digits.starts_with(|c: char| c.is_ascii_alphabetic())
+    }
+
     /// The canonical digits (E.164 without `+`); the key customers are stored under.
     pub fn digits(&self) -> &str {
         &self.digits
@@ -161,23 +167,6 @@ impl PhoneNumber {
             return self.digits.clone();
         }
         format!("+{}", self.digits)
-    }
-
-    /// ISO 3166-1 alpha-2 code of the number's country, from its calling code.
-    ///
-    /// `None` for calling codes that belong to no country (international networks,
-    /// satellite services, unassigned codes). Pricing falls back to `DEFAULT` then;
-    /// see [`PhoneNumber::pricing_country`].
-    pub fn country(&self) -> Option<&'static str> {
-        if self.is_bsuid() {
-            return crate::bsuid::country_of(&self.digits);
-        }
-        country_for_digits(&self.digits)
-    }
-
-    /// The country for pricing lookups: [`PhoneNumber::country`] or `"DEFAULT"`.
-    pub fn pricing_country(&self) -> &'static str {
-        self.country().unwrap_or("DEFAULT")
     }
 
     /// True when the digits start with `prefix` (digits only; a leading `+` is ignored),
@@ -223,13 +212,6 @@ impl From<PhoneNumber> for String {
 impl Serialize for PhoneNumber {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         serializer.serialize_str(&self.digits)
-    }
-}
-
-impl<'de> Deserialize<'de> for PhoneNumber {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        let raw = String::deserialize(deserializer)?;
-        crate::bsuid::customer_key(&raw).map_err(serde::de::Error::custom)
     }
 }
 

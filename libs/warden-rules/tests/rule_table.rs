@@ -6,10 +6,11 @@
 
 use chrono::{DateTime, TimeDelta, TimeZone, Utc};
 use proptest::prelude::*;
-use warden_rules::compliance::{ComplianceInput, RecheckInput, decide, recheck};
+use warden_rules::compliance::{ComplianceInput, decide};
 use warden_rules::kinds::{Category, ContentKind, MessageType, TemplateCategory};
 use warden_rules::phone::canonicalize;
 use warden_rules::policy::PolicySet;
+use warden_rules::recheck::{RecheckInput, recheck};
 
 /// The gateway tests' policy file: cap 2 marketing, `vip` excluded from marketing, no
 /// marketing to +1, `blocked` excluded from everything.
