@@ -30,7 +30,7 @@
 //! types, bad times, bad time zones, bad windows and duplicate ids are errors. Every
 //! error is one line that names the policy (when it has an id) and the reason.
 //!
-//! The module is split by concern: [`error`] (what can be wrong), the file format and its
+//! The module is split by concern: `error` (what can be wrong), the file format and its
 //! validation (`parse`), each type's [`Rule`] and the [`Policy`] that carries it (`rule`),
 //! quiet hours' clock (`quiet_hours`), window lengths (`window`), whether one policy forbids
 //! a send (`restriction`) and the set in file order with the frequency cap in force (`set`).
