@@ -104,6 +104,7 @@ impl Proc {
     pub fn stop_with(&mut self, signal: i32, timeout: Duration) -> Option<ExitStatus> {
         let mut c = self.child.take()?;
         // SAFETY: plain kill(2) on our own child's pid.
+        #[allow(unsafe_code)]
         unsafe {
             libc::kill(c.id() as libc::pid_t, signal);
         }
@@ -394,6 +395,7 @@ fn pg_bindir() -> anyhow::Result<PathBuf> {
 /// Postgres refuses to run as root: use the `postgres` account then.
 fn postgres_user_if_root() -> anyhow::Result<Option<(u32, u32)>> {
     // SAFETY: getuid has no preconditions; getpwnam reads a static entry we copy at once.
+    #[allow(unsafe_code)]
     unsafe {
         if libc::getuid() != 0 {
             return Ok(None);

@@ -89,6 +89,7 @@ pub fn wait_healthy(
 /// Send SIGTERM (a clean stop).
 pub fn sigterm(child: &Child) {
     // SAFETY: kill(2) with a pid we spawned and still own (not yet reaped).
+    #[allow(unsafe_code)]
     unsafe {
         libc::kill(child.id() as libc::pid_t, libc::SIGTERM);
     }

@@ -246,6 +246,8 @@ async fn kill_9_mid_run_then_restart_sends_every_message_exactly_once() {
         tokio::time::sleep(Duration::from_millis(250)).await;
     }
     // Graceful stop.
+    // SAFETY: kill(2) with the pid of a child we spawned and have not reaped.
+    #[allow(unsafe_code)]
     unsafe {
         libc::kill(second.0.id() as libc::pid_t, libc::SIGTERM);
     }
