@@ -1,7 +1,5 @@
 //! Test harness: a sim on port 0 and a webhook receiver on port 0, per test.
-#![allow(dead_code)]
 
-use actix_web::dev::ServerHandle;
 use actix_web::{App, HttpRequest, HttpResponse, HttpServer, web};
 use bytes::Bytes;
 use serde_json::Value;
@@ -40,8 +38,6 @@ pub fn config(webhook_url: Option<String>) -> SimConfig {
 pub struct TestSim {
     pub url: String,
     pub http: reqwest::Client,
-    pub handle: ServerHandle,
-    pub state: Arc<warden_sim::Sim>,
 }
 
 pub async fn start_sim(config: SimConfig) -> TestSim {
@@ -49,8 +45,6 @@ pub async fn start_sim(config: SimConfig) -> TestSim {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let running = warden_sim::start(config, listener).expect("sim starts");
     let url = running.base_url();
-    let handle = running.handle();
-    let state = running.state();
     tokio::spawn(running.wait());
     TestSim {
         url,
@@ -58,8 +52,6 @@ pub async fn start_sim(config: SimConfig) -> TestSim {
             .timeout(Duration::from_secs(10))
             .build()
             .unwrap(),
-        handle,
-        state,
     }
 }
 
@@ -192,7 +184,6 @@ struct RecvState {
 pub struct Receiver {
     pub url: String,
     state: Arc<RecvState>,
-    pub handle: ServerHandle,
 }
 
 pub async fn receiver(fail_first: usize) -> Receiver {
@@ -214,12 +205,10 @@ pub fn receiver_on(listener: TcpListener, fail_first: usize) -> Receiver {
     .listen(listener)
     .unwrap()
     .run();
-    let handle = server.handle();
     tokio::spawn(server);
     Receiver {
         url: format!("http://127.0.0.1:{port}/webhook"),
         state,
-        handle,
     }
 }
 
