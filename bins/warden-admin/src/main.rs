@@ -127,7 +127,7 @@ async fn run(args: Args) -> Result<(), StartError> {
                 settings.policies_path_set,
             )
             .map_err(StartError::Policies)?;
-            let card = warden_core::pricing_file::load(settings.pricing_path.as_deref())
+            let card = warden_core::account::rate_card::load(settings.pricing_path.as_deref())
                 .map_err(StartError::Pricing)?;
             let report = warden_store::prepare_with_card(&settings.database, seeds, card).await?;
             eprintln!(
@@ -162,7 +162,7 @@ async fn run(args: Args) -> Result<(), StartError> {
             let phone = warden_rules::phone::canonicalize(&phone)
                 .map_err(|e| StartError::config(PhoneArg(format!("PHONE: {e}"))))?;
             let deps = database_only(settings.clone()).await?;
-            let forgotten = warden_core::privacy::forget(&deps.pg, &phone, BINARY)
+            let forgotten = warden_core::customers::privacy::forget(&deps.pg, &phone, BINARY)
                 .await
                 .map_err(|e| anyhow::anyhow!("postgres: {e}"))?;
             eprintln!(

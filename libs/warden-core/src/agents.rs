@@ -8,7 +8,7 @@
 //! microseconds per request. Revoked and suspended agents keep their row, so what they did
 //! stays attributed.
 //!
-//! Guardrails are enforced in [`crate::guardrails`], inside the send transaction.
+//! Guardrails are enforced in [`crate::send::guardrails`], inside the send transaction.
 
 use std::collections::HashSet;
 use std::sync::{LazyLock, Mutex};

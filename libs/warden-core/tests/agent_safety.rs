@@ -10,7 +10,7 @@ use chrono::{DateTime, TimeDelta, Utc};
 use diesel::prelude::*;
 use diesel_async::RunQueryDsl;
 use serde_json::json;
-use warden_core::idempotency::IdempotencyKey;
+use warden_core::send::idempotency::IdempotencyKey;
 use warden_core::{
     Core, Dependencies, RefusalMode, SendError, SendKind, SendRequest, conversations,
 };
@@ -235,7 +235,7 @@ async fn the_same_key_with_other_text_is_invalid_argument_naming_the_key() {
         .unwrap();
     assert_eq!(keys, 0);
     // Keys older than 24 h are purged.
-    let purged = warden_core::idempotency::purge_expired(
+    let purged = warden_core::send::idempotency::purge_expired(
         h.core.pg(),
         Utc::now() + TimeDelta::hours(25),
         100,
@@ -317,7 +317,7 @@ async fn the_allowlist_admits_listed_phones_and_tagged_customers_only() {
     );
     // The refusal is what get_customer_context shows.
     let mut conn = h.core.pg().get().await.unwrap();
-    let last = warden_core::refusals::last_refusal(&mut conn, other.digits())
+    let last = warden_core::send::refusals::last_refusal(&mut conn, other.digits())
         .await
         .unwrap()
         .unwrap();
@@ -345,7 +345,7 @@ async fn a_refusal_recorded_when_a_message_came_due_is_the_customers_last_refusa
     let r = h.core.send(req).await;
     assert!(matches!(r, Err(SendError::RefusedRecorded { .. })));
     let mut conn = h.core.pg().get().await.unwrap();
-    let last = warden_core::refusals::last_refusal(&mut conn, other.digits())
+    let last = warden_core::send::refusals::last_refusal(&mut conn, other.digits())
         .await
         .unwrap()
         .expect("the recorded refusal");

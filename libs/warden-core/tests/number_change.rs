@@ -2,9 +2,9 @@
 //! number of a forgotten customer stays suppressed, even after its own START.
 
 use chrono::Utc;
+use warden_core::customers::number_change::link;
+use warden_core::customers::privacy::{forget, is_suppressed};
 use warden_core::customers::{OptScope, apply_opt_change};
-use warden_core::number_change::link;
-use warden_core::privacy::{forget, is_suppressed};
 use warden_rules::keywords::OptChange;
 use warden_rules::phone::canonicalize;
 use warden_store::PgPool;

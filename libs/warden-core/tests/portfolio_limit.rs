@@ -78,9 +78,14 @@ fn template(to: &PhoneNumber) -> SendRequest {
 
 async fn set_limit(core: &Core, tier: &str) {
     assert!(
-        warden_core::portfolio::learn_from_platform(core.pg(), tier, "get_account_quality", "test")
-            .await
-            .unwrap()
+        warden_core::account::portfolio::learn_from_platform(
+            core.pg(),
+            tier,
+            "get_account_quality",
+            "test"
+        )
+        .await
+        .unwrap()
     );
 }
 
@@ -113,7 +118,7 @@ async fn single_sends_stop_exactly_at_the_limit() {
     h.core.send(template(&first)).await.unwrap();
     // A limit of 3 unique customers (a number, as business_capability_update gives it).
     set_limit(&h.core, "3").await;
-    let usage = warden_core::portfolio::current_usage(h.core.pg(), Utc::now())
+    let usage = warden_core::account::portfolio::current_usage(h.core.pg(), Utc::now())
         .await
         .unwrap();
     assert_eq!(
@@ -150,7 +155,7 @@ async fn single_sends_stop_exactly_at_the_limit() {
     )
     .await;
     h.core.send(template(&fifth)).await.unwrap();
-    let usage = warden_core::portfolio::current_usage(h.core.pg(), Utc::now())
+    let usage = warden_core::account::portfolio::current_usage(h.core.pg(), Utc::now())
         .await
         .unwrap();
     assert_eq!(usage.used, 3);
@@ -194,7 +199,7 @@ async fn two_concurrent_sends_at_limit_minus_one_never_both_pass() {
             }
         }
     }
-    let usage = warden_core::portfolio::current_usage(h.core.pg(), Utc::now())
+    let usage = warden_core::account::portfolio::current_usage(h.core.pg(), Utc::now())
         .await
         .unwrap();
     assert_eq!(usage.used, 250);

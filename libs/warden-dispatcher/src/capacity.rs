@@ -24,7 +24,7 @@ pub async fn read_number(pg: &PgPool, platform: &PlatformClient) {
                 .as_ref()
                 .is_some_and(|t| warden_rules::throughput::is_high_level(&t.level));
             let coexistence = n.is_on_biz_app.unwrap_or(false);
-            if let Err(e) = warden_core::throughput::record_number(
+            if let Err(e) = warden_core::account::throughput::record_number(
                 pg,
                 high,
                 coexistence,
@@ -43,7 +43,7 @@ pub async fn read_number(pg: &PgPool, platform: &PlatformClient) {
 
 /// Apply the current capacity to `bucket` once; returns it.
 pub async fn refresh(pg: &PgPool, bucket: &TokenBucket, setting_mps: u32) -> Option<u32> {
-    match warden_core::throughput::current(pg, setting_mps).await {
+    match warden_core::account::throughput::current(pg, setting_mps).await {
         Ok(c) => {
             let old = bucket.set_mps(c.mps);
             if old != c.mps {

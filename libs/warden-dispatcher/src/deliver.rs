@@ -21,9 +21,9 @@ use serde::Deserialize;
 use tracing::{Instrument, field};
 use uuid::Uuid;
 use warden_core::WindowCache;
+use warden_core::delivery::knowledge::{self, ErrorInfo, Explanation};
+use warden_core::delivery::platform_errors::{RetryPolicy, SideEffect};
 use warden_core::delivery::{self, DeliveryError, DeliveryRow, Plan, Why};
-use warden_core::knowledge::{self, ErrorInfo, Explanation};
-use warden_core::platform_errors::{RetryPolicy, SideEffect};
 use warden_platform::{PlatformClient, PlatformError};
 use warden_ratelimit::{PairLimiter, TokenBucket};
 use warden_rules::message_status::MessageStatus;
@@ -390,7 +390,7 @@ async fn send(ctx: &Ctx, row: DeliveryRow) -> Verdict {
     let _ = ctx.bucket.acquire().await;
     // 2b. Compliance once more, right before the call: a STOP, a closed window or a paused
     //     template since acceptance refuses it (warden-core ends it `failed`, compliance).
-    match warden_core::recheck::before_send(&ctx.pg, row.id, ACTOR).await {
+    match warden_core::send::recheck::before_send(&ctx.pg, row.id, ACTOR).await {
         Ok(warden_core::Recheck::Send) => {}
         Ok(warden_core::Recheck::Refused(_)) => {
             ctx.pair.release(&row.customer_phone, &holder).await;
@@ -404,14 +404,14 @@ async fn send(ctx: &Ctx, row: DeliveryRow) -> Verdict {
         }
     }
     // 2c. Addressed to the phone when known, else to the parent BSUID or the BSUID.
-    let recipient = match warden_core::customer_identity::send_address_on(
+    let recipient = match warden_core::customers::identity::send_address_on(
         &ctx.pg,
         &row.customer_phone,
     )
     .await
     {
-        Ok(warden_core::customer_identity::Address::Phone(_)) => None,
-        Ok(warden_core::customer_identity::Address::Recipient(r)) => Some(r),
+        Ok(warden_core::customers::identity::Address::Phone(_)) => None,
+        Ok(warden_core::customers::identity::Address::Recipient(r)) => Some(r),
         Err(e) => {
             ctx.pair.release(&row.customer_phone, &holder).await;
             tracing::warn!(error = %e, "cannot read the recipient's BSUID; trying again shortly");
@@ -587,7 +587,7 @@ async fn failed_call(ctx: &Ctx, row: &DeliveryRow, attempt: i32, err: PlatformEr
         None => None,
     };
     let failure = plan::classify(&err, explained.as_ref());
-    // What happens next is the consequence's (warden_core::platform_errors), the same as
+    // What happens next is the consequence's (warden_core::delivery::platform_errors), the same as
     // for a status webhook reporting this error.
     if failure.consequence.retry {
         return retry(ctx, row, attempt, failure, &err).await;
@@ -621,7 +621,7 @@ async fn retry(
     let holder = row.id.to_string();
     if attempt >= ctx.cfg.dispatch.max_attempts {
         tracing::warn!(attempt, error = %err, "retryable failure, but the attempts are spent");
-        let info = warden_core::platform_errors::exhausted(&f.info, attempt);
+        let info = warden_core::delivery::platform_errors::exhausted(&f.info, attempt);
         return fail(ctx, row, &info, &SideEffect::None, f.code).await;
     }
     let cfg = &ctx.cfg;
@@ -664,7 +664,7 @@ async fn retry(
     }
     if f.consequence.pair_rate {
         // Only this pair waits, with its own jitter; every other recipient keeps flowing.
-        delay = warden_core::platform_errors::pair_backoff(
+        delay = warden_core::delivery::platform_errors::pair_backoff(
             delay,
             cfg.dispatch.pair_interval,
             rand::random::<f64>(),

@@ -1,10 +1,10 @@
 //! A failed platform call, classified: what the message stores, whether the outcome is
-//! unknown, and the one consequence `warden_core::platform_errors::consequence` decides
+//! unknown, and the one consequence `warden_core::delivery::platform_errors::consequence` decides
 //! (retry, pair-rate back-off, side effect) — the same as for a status webhook reporting
 //! the error. Pure, so it is unit-tested.
 
-use warden_core::knowledge::{ErrorInfo, Explanation};
-use warden_core::platform_errors::{self, Consequence};
+use warden_core::delivery::knowledge::{ErrorInfo, Explanation};
+use warden_core::delivery::platform_errors::{self, Consequence};
 use warden_platform::PlatformError;
 use warden_store::models::Handling;
 
@@ -162,7 +162,7 @@ fn transport_info(code: i32, category: &str, explanation: &str, can_retry: bool)
 /// The error of a message whose campaign was cancelled before it went out (the words
 /// the scheduler uses when it fails a cancelled campaign's queued messages in bulk).
 pub fn cancelled_campaign() -> ErrorInfo {
-    use warden_core::fanout::cancelled::{
+    use warden_core::campaigns::fanout::cancelled::{
         CANCELLED_ACTION, CANCELLED_CATEGORY, CANCELLED_EXPLANATION,
     };
     ErrorInfo {
@@ -190,7 +190,7 @@ pub fn bad_content(reason: &str) -> ErrorInfo {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use warden_core::platform_errors::SideEffect;
+    use warden_core::delivery::platform_errors::SideEffect;
 
     fn known(code: i32, handling: Handling) -> Explanation {
         Explanation {

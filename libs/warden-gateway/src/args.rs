@@ -41,7 +41,7 @@ impl Args {
         &self,
         tool: &str,
         actor: &str,
-    ) -> ToolResult<Option<warden_core::idempotency::IdempotencyKey>> {
+    ) -> ToolResult<Option<warden_core::send::idempotency::IdempotencyKey>> {
         use warden_rules::safety::idempotency::{check_key, fingerprint};
         let key = match self.raw("idempotency_key") {
             None => return Ok(None),
@@ -62,7 +62,7 @@ impl Args {
                 "Pass `idempotency_key` as 1 to 128 printable ASCII characters, e.g. \"order-1234-reminder\", or leave it out.",
             )
         })?;
-        Ok(Some(warden_core::idempotency::IdempotencyKey {
+        Ok(Some(warden_core::send::idempotency::IdempotencyKey {
             actor: actor.to_string(),
             key,
             tool: tool.to_string(),

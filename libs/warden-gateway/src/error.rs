@@ -246,7 +246,7 @@ impl From<SendError> for ToolError {
 pub fn upstream(
     what: &str,
     err: &PlatformError,
-    explained: Option<&warden_core::knowledge::Explanation>,
+    explained: Option<&warden_core::delivery::knowledge::Explanation>,
 ) -> ToolError {
     tracing::warn!(error = %err, what, "platform call failed");
     match err {

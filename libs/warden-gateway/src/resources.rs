@@ -8,7 +8,8 @@ use rmcp::model::{
     ErrorData as McpError, ListResourceTemplatesResult, ListResourcesResult, ReadResourceResult,
     Resource, ResourceContents, ResourceTemplate,
 };
-use warden_core::{Core, CoreError, conversation_view};
+use warden_core::conversations::view;
+use warden_core::{Core, CoreError};
 
 pub const INBOX_URI: &str = "warden://inbox";
 const CONVERSATIONS_PREFIX: &str = "warden://conversations/";
@@ -108,13 +109,13 @@ pub async fn read(
         .map_err(|e| unavailable(CoreError::from(e)))?;
     let json = match target {
         ResourceUri::Inbox => {
-            let page = conversation_view::inbox(&mut conn, channel, FIRST_PAGE, 0, Utc::now())
+            let page = view::inbox(&mut conn, channel, FIRST_PAGE, 0, Utc::now())
                 .await
                 .map_err(unavailable)?;
             serde_json::to_string(&page)
         }
         ResourceUri::Conversation(customer) => {
-            let page = conversation_view::history(&mut conn, customer, channel, FIRST_PAGE, None)
+            let page = view::history(&mut conn, customer, channel, FIRST_PAGE, None)
                 .await
                 .map_err(unavailable)?;
             serde_json::to_string(&page)

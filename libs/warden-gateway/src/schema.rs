@@ -484,8 +484,8 @@ pub struct CustomerIds {
     pub username: Option<String>,
 }
 
-impl From<warden_core::customer_identity::Identifiers> for CustomerIds {
-    fn from(i: warden_core::customer_identity::Identifiers) -> Self {
+impl From<warden_core::customers::identity::Identifiers> for CustomerIds {
+    fn from(i: warden_core::customers::identity::Identifiers) -> Self {
         CustomerIds {
             phone: i.phone,
             bsuid: i.bsuid,

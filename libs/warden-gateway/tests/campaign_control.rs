@@ -113,8 +113,8 @@ async fn control_tools_answer_from_core_and_get_campaign_counts_each_recipient_o
             ids.push(m);
         }
         let now = Utc::now();
-        use warden_core::outcomes::apply_status;
-        let error = warden_core::knowledge::ErrorInfo {
+        use warden_core::delivery::outcomes::apply_status;
+        let error = warden_core::delivery::knowledge::ErrorInfo {
             code: 131026,
             category: "recipient".into(),
             can_retry: false,

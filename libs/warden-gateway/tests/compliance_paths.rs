@@ -435,7 +435,7 @@ async fn one_case(h: &Harness, s: &State, c: Content, label: &str) -> Result<(),
     {
         let phone = customer(h, s).await;
         let id = message_row(h, &phone, c, label, "queued").await;
-        let got = match warden_core::recheck::before_send(&h.deps.pg, id, "dispatcher")
+        let got = match warden_core::send::recheck::before_send(&h.deps.pg, id, "dispatcher")
             .await
             .unwrap()
         {

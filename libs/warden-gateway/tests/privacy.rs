@@ -128,10 +128,13 @@ async fn a_forgotten_customer_is_erased_and_never_messaged_again() {
     )
     .await;
     // The message accepted before: the dispatcher's last check refuses it.
-    let recheck =
-        warden_core::recheck::before_send(&h.deps.pg, Uuid::parse_str(&queued).unwrap(), "test")
-            .await
-            .expect("recheck");
+    let recheck = warden_core::send::recheck::before_send(
+        &h.deps.pg,
+        Uuid::parse_str(&queued).unwrap(),
+        "test",
+    )
+    .await
+    .expect("recheck");
     assert!(matches!(recheck, Recheck::Refused(_)), "{recheck:?}");
 
     // Not even the customer's own START lifts a suppression.

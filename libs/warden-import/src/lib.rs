@@ -136,7 +136,7 @@ async fn write_batch(
     if batch.is_empty() {
         return Ok(());
     }
-    let outcome = warden_core::customer_import::import_batch(conn, batch).await?;
+    let outcome = warden_core::customers::import::import_batch(conn, batch).await?;
     summary.imported += outcome.imported;
     summary.created += outcome.created;
     for kept in outcome.kept_opt_outs {

@@ -1,5 +1,5 @@
 //! Campaigns: start at deliver_at, fan the audience out through the send path in batches,
-//! notice resumes, settle. The writes are `warden_core::fanout`'s; this module keeps the
+//! notice resumes, settle. The writes are `warden_core::campaigns::fanout`'s; this module keeps the
 //! loop, the batching, the budget and the metrics.
 
 use std::collections::HashSet;
@@ -10,8 +10,10 @@ use chrono::{DateTime, Utc};
 use futures::StreamExt;
 use uuid::Uuid;
 use warden_core::campaigns::FANOUT_BATCH;
-use warden_core::fanout::{self, ClaimedCampaign, Lease, RecipientOutcome, RecipientPlan};
-use warden_core::outbox;
+use warden_core::campaigns::fanout::{
+    self, ClaimedCampaign, Lease, RecipientOutcome, RecipientPlan,
+};
+use warden_core::delivery::outbox;
 use warden_rules::audience::AudienceFilter;
 use warden_rules::campaign_status::CampaignStatus;
 use warden_rules::phone::PhoneNumber;
@@ -282,7 +284,7 @@ async fn send_page(
             Slot::Skipped => out.skipped += 1,
         }
     }
-    // Batch publish (`warden_core::outbox`): also after an interrupted page, as
+    // Batch publish (`warden_core::delivery::outbox`): also after an interrupted page, as
     // `Core::send` would have published each accepted message. Failures are left to the
     // relay.
     if s.config().batch_publish
@@ -323,7 +325,7 @@ async fn send_recipient(
 }
 
 /// A cancelled campaign whose lease we hold: its never-queued recipients count as
-/// cancelled (`warden_core::fanout::close_cancelled`), or the lease goes back when it was
+/// cancelled (`warden_core::campaigns::fanout::close_cancelled`), or the lease goes back when it was
 /// closed already.
 async fn close_cancelled(
     s: &Scheduler,

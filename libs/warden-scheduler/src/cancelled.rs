@@ -1,8 +1,8 @@
 //! Cancelled campaigns: their queued-but-unsent messages end `failed` ("campaign
-//! cancelled"), in bulk batches (`warden_core::fanout::cancelled`), a bounded number per
+//! cancelled"), in bulk batches (`warden_core::campaigns::fanout::cancelled`), a bounded number per
 //! poll.
 
-use warden_core::fanout::cancelled;
+use warden_core::campaigns::fanout::cancelled;
 
 use crate::error::PhaseError;
 use crate::{ACTOR, Scheduler, TickReport, metrics};

@@ -2,9 +2,9 @@
 //! messages whose publish to the delivery stream was lost.
 //!
 //! This crate keeps the loop, the timing, the batching and the metrics; every state change
-//! is a `warden_core` use case: `warden_core::scheduled` (claim due rows, dispatch, fail),
-//! `warden_core::fanout` (campaign start, lease, cursor, counters, finish, close, settle)
-//! and `warden_core::outbox` (what to publish, batch publish).
+//! is a `warden_core` use case: `warden_core::scheduling::due` (claim due rows, dispatch, fail),
+//! `warden_core::campaigns::fanout` (campaign start, lease, cursor, counters, finish, close, settle)
+//! and `warden_core::delivery::outbox` (what to publish, batch publish).
 //!
 //! Every poll ([`Scheduler::tick`]) does, in order:
 //!
@@ -32,11 +32,11 @@
 //!    (`warden_core::campaigns::settle_if_done`).
 //! 6. **Relay** — queued rows never published (NATS was down), and published rows that
 //!    are no longer in the stream but still queued (a lost stream message), are published
-//!    again (`warden_core::outbox::publish`: the batch form of `Core::publish`, same
+//!    again (`warden_core::delivery::outbox::publish`: the batch form of `Core::publish`, same
 //!    de-duplication ids).
 //!
 //! Campaign recipients are recorded by `Core::send` and published page by page
-//! ([`Config::batch_publish`], `warden_core::outbox::publish_accepted`); scheduled
+//! ([`Config::batch_publish`], `warden_core::delivery::outbox::publish_accepted`); scheduled
 //! messages are published by `Core::send` itself.
 
 mod campaigns;
@@ -56,7 +56,8 @@ use std::time::{Duration, Instant};
 use chrono::{DateTime, Utc};
 use tokio::sync::Notify;
 use uuid::Uuid;
-use warden_core::{Core, CoreError, gauges};
+use warden_core::scheduling::gauges;
+use warden_core::{Core, CoreError};
 use warden_service::{Dependencies, StartError, admin};
 use warden_settings::Settings;
 
@@ -101,7 +102,7 @@ pub struct Config {
     pub relay_stale_after: Duration,
     /// Campaign recipients: `Core::send` records each one (compliance, policy, frequency
     /// count, message row) without publishing, and the page's accepted messages are then
-    /// published together (`warden_core::outbox`). False: `Core::send` publishes each one
+    /// published together (`warden_core::delivery::outbox`). False: `Core::send` publishes each one
     /// itself.
     pub batch_publish: bool,
     /// Message content older than this is redacted (MESSAGE_CONTENT_RETENTION).
@@ -330,13 +331,13 @@ impl Scheduler {
     /// instead of after the lease expires. Returns (messages, campaigns) released.
     pub async fn release_leases(&self) -> Result<(usize, usize), CoreError> {
         let pg = self.core.pg();
-        let messages = warden_core::scheduled::release_owned(pg, self.owner()).await?;
-        let campaigns = warden_core::fanout::release_owned(pg, self.owner()).await?;
+        let messages = warden_core::scheduling::due::release_owned(pg, self.owner()).await?;
+        let campaigns = warden_core::campaigns::fanout::release_owned(pg, self.owner()).await?;
         Ok((messages, campaigns))
     }
 
     /// Redact the content of settled messages older than the retention, one batch per
-    /// run, once per `retention_every` (warden_core::privacy).
+    /// run, once per `retention_every` (warden_core::customers::privacy).
     async fn redact_old_content(&self, report: &mut TickReport) -> Result<(), PhaseError> {
         {
             let mut last = self.last_retention.lock().expect("retention lock");
@@ -351,9 +352,14 @@ impl Scheduler {
             .checked_sub_signed(retention)
             .unwrap_or(DateTime::<Utc>::MIN_UTC);
         let batch = self.config.retention_batch;
-        let n = warden_core::privacy::redact_older_than(self.core.pg(), cutoff, batch, ACTOR)
-            .await
-            .map_err(CoreError::from)?;
+        let n = warden_core::customers::privacy::redact_older_than(
+            self.core.pg(),
+            cutoff,
+            batch,
+            ACTOR,
+        )
+        .await
+        .map_err(CoreError::from)?;
         report.content_redacted = n as usize;
         if n as i64 >= batch {
             // More to do: the next poll runs the job again at once.
@@ -365,8 +371,8 @@ impl Scheduler {
         }
         // Idempotency keys live 24 h (docs/tools.md, Conventions); older ones are ignored
         // by the send path and removed here.
-        let keys =
-            warden_core::idempotency::purge_expired(self.core.pg(), Utc::now(), batch).await?;
+        let keys = warden_core::send::idempotency::purge_expired(self.core.pg(), Utc::now(), batch)
+            .await?;
         if keys as i64 >= batch {
             *self.last_retention.lock().expect("retention lock") = None;
             report.more_work = true;

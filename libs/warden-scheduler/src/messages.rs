@@ -1,11 +1,11 @@
 //! Scheduled messages: claim the due rows, send each through the one send path
-//! (`warden_core::scheduled`), a bounded number of batches per poll.
+//! (`warden_core::scheduling::due`), a bounded number of batches per poll.
 
 use std::time::{Duration, Instant};
 
 use futures::StreamExt;
 use uuid::Uuid;
-use warden_core::scheduled::{self, Dispatched, DueMessage};
+use warden_core::scheduling::due::{self, Dispatched, DueMessage};
 
 use crate::error::PhaseError;
 use crate::{Scheduler, TickReport, metrics};
@@ -22,7 +22,7 @@ pub(crate) async fn dispatch_due(s: &Scheduler, report: &mut TickReport) -> Resu
             return Ok(());
         }
         let rows =
-            scheduled::claim_due(pg, s.owner(), s.config().lease, s.config().message_batch).await?;
+            due::claim_due(pg, s.owner(), s.config().lease, s.config().message_batch).await?;
         if rows.is_empty() {
             return Ok(());
         }
@@ -65,7 +65,7 @@ pub(crate) async fn dispatch_due(s: &Scheduler, report: &mut TickReport) -> Resu
             metrics::DISPATCHED.with_label_values(&[label]).inc();
         }
         if !retry.is_empty() {
-            scheduled::release(pg, s.owner(), &retry).await?;
+            due::release(pg, s.owner(), &retry).await?;
             // Database trouble or stopping: leave the rest for the next poll.
             return Ok(());
         }
@@ -82,5 +82,5 @@ async fn dispatch_one(s: &Scheduler, row: DueMessage, claimed_at: Instant) -> (U
     if s.is_stopping() || claimed_at.elapsed() + LEASE_MARGIN > s.config().lease {
         return (row.id, Dispatched::Retry);
     }
-    (row.id, scheduled::dispatch(s.core(), &row).await)
+    (row.id, due::dispatch(s.core(), &row).await)
 }

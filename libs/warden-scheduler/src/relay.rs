@@ -1,6 +1,6 @@
 //! The publish relay: queued messages whose publish never happened (NATS was down when
 //! they were accepted) or was lost (still queued, but no longer in the stream), published
-//! again through `warden_core::outbox`.
+//! again through `warden_core::delivery::outbox`.
 //!
 //! A never-published row goes out under its message id, so a relay racing the accepting
 //! call's own publish leaves one stream message; a republished row gets a new id per
@@ -17,7 +17,7 @@
 use std::time::{Duration, Instant};
 
 use chrono::{DateTime, TimeDelta, Utc};
-use warden_core::outbox::{self, Backlog, Pending};
+use warden_core::delivery::outbox::{self, Backlog, Pending};
 
 use crate::error::PhaseError;
 use crate::{Scheduler, TickReport, metrics};
@@ -112,7 +112,7 @@ async fn stream_cutoff(stream: &warden_stream::DeliveryStream) -> Option<DateTim
     Some(first - CLOCK_MARGIN)
 }
 
-/// Publish rows through `warden_core::outbox`; errors are logged (the rows stay queued for
+/// Publish rows through `warden_core::delivery::outbox`; errors are logged (the rows stay queued for
 /// the next poll). Returns how many were published.
 pub(crate) async fn publish(s: &Scheduler, rows: Vec<Pending>) -> usize {
     if s.is_stopping() {

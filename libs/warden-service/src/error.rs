@@ -1,8 +1,8 @@
 //! Why a process could not start, or stopped with an error.
 
+use warden_core::account::rate_card::PricingFileError;
 use warden_core::deps::RedisConnectError;
 use warden_core::policy_file::PolicyFileError;
-use warden_core::pricing_file::PricingFileError;
 use warden_settings::SettingsError;
 use warden_store::StoreError;
 use warden_stream::StreamError;

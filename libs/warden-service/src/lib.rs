@@ -64,7 +64,7 @@ pub async fn start(settings: Arc<Settings>, needs: Needs) -> Result<Dependencies
     let (policies, seeds, _) =
         policies::load_configured(&settings.policies_path, settings.policies_path_set)
             .map_err(StartError::Policies)?;
-    let card = warden_core::pricing_file::load(settings.pricing_path.as_deref())
+    let card = warden_core::account::rate_card::load(settings.pricing_path.as_deref())
         .map_err(StartError::Pricing)?;
     let wait = Duration::from_secs(10);
     let pg = warden_store::connect(&settings.database, needs.pool_size, wait).await?;

@@ -20,8 +20,8 @@ use std::collections::HashSet;
 use chrono::{DateTime, Utc};
 use serde::Deserialize;
 use serde_json::Value;
-use warden_core::customer_identity::Identity;
-use warden_core::inbound::NoWindow;
+use warden_core::conversations::inbound::NoWindow;
+use warden_core::customers::identity::Identity;
 use warden_platform::webhook::{
     Change, Contact, ErrorDetail, InboundMessage, Metadata, PhoneNumberQualityUpdate, Status,
     StatusKind, TemplateStatusUpdate,
@@ -109,14 +109,14 @@ pub enum EventBody {
 pub struct InboundEvent {
     pub wamid: String,
     /// The customer as the webhook names it: the phone when it carries one, else the
-    /// BSUID (`warden_core::customer_identity` maps it to the customer's key).
+    /// BSUID (`warden_core::customers::identity` maps it to the customer's key).
     pub phone: PhoneNumber,
     /// Every identifier the webhook carries for the sender (phone, BSUID, parent, username).
     pub identity: Identity,
     /// The message's own platform timestamp (clamped to `now`); `now` when implausible.
     pub at: DateTime<Utc>,
     /// `Ok(at)` when the message opens or extends the care window (a plausible customer
-    /// message), else why it opens nothing (`warden_core::inbound`).
+    /// message), else why it opens nothing (`warden_core::conversations::inbound`).
     pub window: Result<DateTime<Utc>, NoWindow>,
     /// `text`, `button`, `image`, ...
     pub message_type: String,
@@ -142,7 +142,7 @@ pub struct StatusEvent {
     pub pricing: Option<StatusPricing>,
 }
 
-/// A status's `pricing` object, cleaned (`warden_core::message_pricing`).
+/// A status's `pricing` object, cleaned (`warden_core::account::pricing`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct StatusPricing {
     pub billable: Option<bool>,
@@ -453,9 +453,14 @@ impl Builder<'_> {
         };
         let keyword = keyword_of(&msg);
         let message_type = clip(&clean(&msg.kind), 64);
-        let window = warden_core::inbound::window_opened_at(&message_type, msg.timestamp, now);
+        let window = warden_core::conversations::inbound::window_opened_at(
+            &message_type,
+            msg.timestamp,
+            now,
+        );
         // The stored time of a message that opens nothing: its plausible stamp, else now.
-        let at = warden_core::inbound::plausible_time(msg.timestamp, now).unwrap_or(now);
+        let at =
+            warden_core::conversations::inbound::plausible_time(msg.timestamp, now).unwrap_or(now);
         let content = clean_json(serde_json::to_value(&msg).unwrap_or(Value::Null));
         self.push(
             format!("msg:{wamid}"),
@@ -588,7 +593,7 @@ impl Builder<'_> {
                 reason,
                 category,
                 at: entry_time
-                    .and_then(|t| warden_core::inbound::plausible_time(t, now))
+                    .and_then(|t| warden_core::conversations::inbound::plausible_time(t, now))
                     .unwrap_or(now),
             }),
         );
@@ -613,7 +618,7 @@ impl Builder<'_> {
         self.push(
             format!("cap:{fp}"),
             EventBody::Quality(QualityEvent {
-                event: warden_core::platform_events::CAPABILITY_EVENT.to_string(),
+                event: warden_core::delivery::platform_events::CAPABILITY_EVENT.to_string(),
                 current_limit: Some(limit.to_string()),
                 display_phone_number: None,
                 payload: clean_json(raw),

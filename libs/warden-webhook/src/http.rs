@@ -46,9 +46,11 @@ pub struct MissingSecret;
 
 impl AppState {
     pub fn new(core: Core) -> Result<Self, MissingSecret> {
-        crate::ingest::use_retry_policy(warden_core::platform_errors::RetryPolicy::from_settings(
-            &core.settings().dispatch,
-        ));
+        crate::ingest::use_retry_policy(
+            warden_core::delivery::platform_errors::RetryPolicy::from_settings(
+                &core.settings().dispatch,
+            ),
+        );
         let platform = &core.settings().platform;
         let secret = platform.app_secret.as_deref().ok_or(MissingSecret)?;
         Ok(AppState {

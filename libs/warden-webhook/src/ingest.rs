@@ -4,20 +4,20 @@
 //! BEGIN
 //!   INSERT INTO webhook_events SELECT * FROM unnest(keys sorted) ON CONFLICT DO NOTHING
 //!       RETURNING event_key             -> only these (new) events are applied
-//!   inbound:  `warden_core::inbound_batch`: per customer, not per message, every message
+//!   inbound:  `warden_core::conversations::inbound_batch`: per customer, not per message, every message
 //!             row in one statement; only plausible customer messages open a window
-//!             (`warden_core::inbound`)
-//!   statuses: `warden_core::statuses`: one SELECT for every message they mention, then
-//!             each applied; a failure is decided by `warden_core::platform_errors` exactly
+//!             (`warden_core::conversations::inbound`)
+//!   statuses: `warden_core::delivery::statuses`: one SELECT for every message they mention, then
+//!             each applied; a failure is decided by `warden_core::delivery::platform_errors` exactly
 //!             as the dispatcher decides the same error answered to its call (retryable:
 //!             back to the queue, published after commit)
 //!   templates: applied by the event's own time (`warden_core::templates`)
 //!   in the order the platform sent them: keywords, statuses, templates, preferences
-//!   quality:  one INSERT ... SELECT FROM unnest(...) (`warden_core::platform_events`)
+//!   quality:  one INSERT ... SELECT FROM unnest(...) (`warden_core::delivery::platform_events`)
 //! COMMIT -> window cache write-through -> 200 (retried messages published meanwhile)
 //! ```
 //!
-//! Replicas: the key insert is the arbiter (`warden_core::platform_events::claim_keys`).
+//! Replicas: the key insert is the arbiter (`warden_core::delivery::platform_events::claim_keys`).
 //! Two replicas handed the same event block on the key's unique index until the first
 //! commits; the second then sees a conflict and skips it. Keys go in sorted, so
 //! overlapping batches take those locks in one order. The transaction runs through
@@ -43,13 +43,13 @@ use serde_json::Value;
 use uuid::Uuid;
 use warden_core::Core;
 use warden_core::HintKind;
-use warden_core::customer_identity;
+use warden_core::conversations::inbound::NoWindow;
+use warden_core::conversations::inbound_batch::{self, Inbound};
+use warden_core::customers::identity;
 use warden_core::customers::{self, OptScope};
-use warden_core::inbound::NoWindow;
-use warden_core::inbound_batch::{self, Inbound};
-use warden_core::platform_errors::RetryPolicy;
-use warden_core::platform_events::{self, QualityUpdate};
-use warden_core::statuses::{self, StatusApplied, StatusTargets, StatusUpdate};
+use warden_core::delivery::platform_errors::RetryPolicy;
+use warden_core::delivery::platform_events::{self, QualityUpdate};
+use warden_core::delivery::statuses::{self, StatusApplied, StatusTargets, StatusUpdate};
 use warden_platform::webhook::StatusKind;
 use warden_rules::message_status::MessageStatus;
 use warden_rules::phone::PhoneNumber;
@@ -421,7 +421,7 @@ async fn apply_batch(
     let mut keys: HashMap<&str, PhoneNumber> = HashMap::new();
     for e in &fresh {
         if let EventBody::Inbound(i) = &e.body
-            && let Some(key) = customer_identity::link(c, &i.identity, i.at, ACTOR).await?
+            && let Some(key) = identity::link(c, &i.identity, i.at, ACTOR).await?
         {
             keys.insert(e.key.as_str(), key);
         }
@@ -493,10 +493,10 @@ async fn apply_batch(
                 let update = status_update(s);
                 // What the platform charged for it (stored beside the message).
                 if let (Some(p), Some(id)) = (&s.pricing, targets.message_of(&update)) {
-                    warden_core::message_pricing::record(
+                    warden_core::account::pricing::record(
                         c,
                         id,
-                        &warden_core::message_pricing::ReportedPricing {
+                        &warden_core::account::pricing::ReportedPricing {
                             billable: p.billable,
                             pricing_model: p.pricing_model.as_deref(),
                             category: p.category.as_deref(),
@@ -527,7 +527,7 @@ async fn apply_batch(
             EventBody::TemplateChange(t) => template::apply_template_change(c, t).await?,
             EventBody::Quality(q) => {
                 // Its throughput part (THROUGHPUT_UPGRADE); tiers are read apart.
-                warden_core::throughput::apply_quality_event(
+                warden_core::account::throughput::apply_quality_event(
                     c,
                     &q.event,
                     q.display_phone_number.as_deref(),
@@ -569,17 +569,18 @@ async fn changed_number(
             .and_then(Value::as_str)
             .and_then(|u| warden_rules::bsuid::parse(u).ok());
         match new {
-            Some(new) => customer_identity::change_bsuid(c, key, &new, i.at, ACTOR).await?,
+            Some(new) => identity::change_bsuid(c, key, &new, i.at, ACTOR).await?,
             None => tracing::info!(wamid = %i.wamid, "BSUID change names no valid new BSUID"),
         }
         return Ok(());
     }
-    let Some(new) = warden_core::message_view::normalise(&i.content).new_number else {
+    let Some(new) = warden_core::conversations::message_view::normalise(&i.content).new_number
+    else {
         return Ok(());
     };
     match warden_rules::phone::canonicalize(&new) {
         Ok(new) => {
-            warden_core::number_change::link(c, key, &new, i.at, ACTOR).await?;
+            warden_core::customers::number_change::link(c, key, &new, i.at, ACTOR).await?;
         }
         Err(_) => tracing::info!(wamid = %i.wamid, "number change names no valid new number"),
     }
@@ -609,7 +610,7 @@ fn status_update(s: &StatusEvent) -> StatusUpdate<'_> {
 }
 
 async fn apply_preference(c: &mut AsyncPgConnection, p: &PreferenceEvent) -> QueryResult<bool> {
-    let key = customer_identity::resolve(c, &p.phone).await?;
+    let key = identity::resolve(c, &p.phone).await?;
     customers::apply_opt_change(
         c,
         &key,

@@ -7,7 +7,7 @@ use prometheus::{
     HistogramVec, IntCounter, IntCounterVec, Opts, register_int_counter, register_int_counter_vec,
 };
 
-use warden_core::inbound::NoWindow;
+use warden_core::conversations::inbound::NoWindow;
 
 use crate::events::EventKind;
 

@@ -133,7 +133,7 @@ async fn main() -> anyhow::Result<()> {
         let accepted = core.send(req("62813")?).await?;
         sends.push(t.elapsed().as_secs_f64() * 1e6);
         assert!(accepted.published);
-        let key = warden_core::idempotency::IdempotencyKey {
+        let key = warden_core::send::idempotency::IdempotencyKey {
             actor: "bench".into(),
             key: format!("bench-{i}"),
             tool: "send_template".into(),

@@ -1,6 +1,6 @@
 //! Conversation history with 100,000 messages of one customer (plus other customers'
 //! traffic): the first page and a deep page (before a message 90,000 back), each read
-//! through `warden_core::conversation_view::history` as get_conversation_history does.
+//! through `warden_core::conversations::view::history` as get_conversation_history does.
 //! Goal: p99 <= 5 ms for both (keyset pagination on `messages_history_idx`).
 //! `cargo run --release -p warden-bench --bin history-bench [-- MESSAGES]`; prints a JSON line.
 
@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use diesel::sql_types::{BigInt, Text};
 use diesel::{QueryableByName, sql_query};
 use diesel_async::RunQueryDsl;
-use warden_core::conversation_view::history;
+use warden_core::conversations::view::history;
 use warden_store::testing::TestDatabase;
 
 const PHONE: &str = "6281299990001";

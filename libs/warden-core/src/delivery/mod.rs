@@ -8,7 +8,7 @@
 //!   done, resend an unknown outcome).
 //! - [`claim`]: `queued -> sending` for many rows in one statement (`SKIP LOCKED`).
 //! - [`record`]: the platform's answer — sent, requeued for a retry, failed (with the
-//!   consequence `crate::platform_errors` decides).
+//!   consequence `crate::delivery::platform_errors` decides).
 //! - [`unknown`]: an unknown outcome (a timeout, a dead claim): held, resolved, released.
 //! - [`sweep`]: the same rule applied to rows no stream message drives any more.
 //!
@@ -16,8 +16,16 @@
 //! metrics; every state change of a message row it causes is one of these functions.
 
 pub mod claim;
+pub mod knowledge;
+pub mod outbox;
+pub mod outcomes;
 pub mod plan;
+pub mod platform_errors;
+pub mod platform_events;
+pub mod reconcile;
 pub mod record;
+pub mod retries;
+pub mod statuses;
 pub mod sweep;
 pub mod unknown;
 

@@ -1,5 +1,5 @@
 //! The platform's answer to a call, recorded: sent, put back for a retry, or failed with
-//! the consequence [`crate::platform_errors::consequence`] decided.
+//! the consequence [`crate::delivery::platform_errors::consequence`] decided.
 
 use std::convert::Infallible;
 use std::time::Duration;
@@ -16,8 +16,8 @@ use warden_store::models::Conversation;
 use warden_store::tx::{Abort, transact};
 
 use super::DeliveryError;
-use crate::knowledge::ErrorInfo;
-use crate::platform_errors::SideEffect;
+use crate::delivery::knowledge::ErrorInfo;
+use crate::delivery::platform_errors::SideEffect;
 use crate::sql::{Cached, OptionalRow, millis};
 
 #[derive(QueryableByName)]
@@ -160,8 +160,15 @@ pub async fn record_sent(
         let (wamid, phone, channel) = (wamid.clone(), phone.clone(), channel.clone());
         async move {
             // Clears the lease too (also when a status webhook got there first).
-            crate::outcomes::apply_status(c, id, MessageStatus::Sent, at, wamid.as_deref(), None)
-                .await?;
+            crate::delivery::outcomes::apply_status(
+                c,
+                id,
+                MessageStatus::Sent,
+                at,
+                wamid.as_deref(),
+                None,
+            )
+            .await?;
             if clear_error {
                 // The errors of earlier attempts no longer describe this message.
                 clear_lease(c, id, true).await?;
@@ -223,12 +230,24 @@ pub async fn record_failed(
     Ok(transact(pg, "record_failed", move |c| {
         let (phone, error, effect) = (phone.clone(), error.clone(), effect.clone());
         async move {
-            let changed =
-                crate::outcomes::apply_status(c, id, MessageStatus::Failed, at, None, Some(&error))
-                    .await?;
+            let changed = crate::delivery::outcomes::apply_status(
+                c,
+                id,
+                MessageStatus::Failed,
+                at,
+                None,
+                Some(&error),
+            )
+            .await?;
             clear_lease(c, id, false).await?;
-            let campaigns_paused =
-                crate::platform_errors::apply_effect(c, &effect, phone.as_ref(), at, actor).await?;
+            let campaigns_paused = crate::delivery::platform_errors::apply_effect(
+                c,
+                &effect,
+                phone.as_ref(),
+                at,
+                actor,
+            )
+            .await?;
             Ok::<_, Abort<Infallible>>(Failed {
                 changed,
                 campaigns_paused,

@@ -85,7 +85,7 @@ async fn a_131049_holds_the_customer_for_24_hours_then_one_attempt() {
         .unwrap();
     assert!(utility.allowed, "{}", utility.human_explanation);
     // Counted where get_account_quality reads it.
-    let usage = warden_core::portfolio::current_usage(&h.deps.pg, Utc::now())
+    let usage = warden_core::account::portfolio::current_usage(&h.deps.pg, Utc::now())
         .await
         .unwrap();
     assert_eq!(usage.marketing_limited, 1);
@@ -131,13 +131,14 @@ async fn a_131049_holds_the_customer_for_24_hours_then_one_attempt() {
         "UPDATE messages SET deliver_at = now() WHERE id = '{second}'"
     ))
     .await;
-    let due = warden_core::scheduled::claim_due(&h.deps.pg, "test", Duration::from_secs(60), 10)
-        .await
-        .unwrap();
+    let due =
+        warden_core::scheduling::due::claim_due(&h.deps.pg, "test", Duration::from_secs(60), 10)
+            .await
+            .unwrap();
     assert_eq!(due.len(), 1);
     assert_eq!(
-        warden_core::scheduled::dispatch(&core, &due[0]).await,
-        warden_core::scheduled::Dispatched::Queued
+        warden_core::scheduling::due::dispatch(&core, &due[0]).await,
+        warden_core::scheduling::due::Dispatched::Queued
     );
     let row = h
         .wait_status(second, &["sent", "delivered", "read"], WAIT)

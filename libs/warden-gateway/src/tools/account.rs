@@ -196,7 +196,7 @@ impl Gateway {
         let limit_tier = phone.messaging_limit_tier.clone().unwrap_or_default();
         // The tier read now is the portfolio's limit from here on (core records it).
         if !limit_tier.is_empty() {
-            warden_core::portfolio::learn_from_platform(
+            warden_core::account::portfolio::learn_from_platform(
                 self.core().pg(),
                 &limit_tier,
                 "get_account_quality",
@@ -204,7 +204,8 @@ impl Gateway {
             )
             .await?;
         }
-        let usage = warden_core::portfolio::current_usage(self.core().pg(), Utc::now()).await?;
+        let usage =
+            warden_core::account::portfolio::current_usage(self.core().pg(), Utc::now()).await?;
         Ok(AccountQualityOut {
             waba_id: settings.account_id.clone(),
             name: phone
@@ -266,7 +267,7 @@ impl Gateway {
                 "Ask for at most 366 days at a time and add the reports up.",
             ));
         }
-        let scope = warden_core::message_pricing::ReportScope::Period { since, until };
+        let scope = warden_core::account::pricing::ReportScope::Period { since, until };
         let report = self
             .cost_report(scope)
             .await

@@ -223,13 +223,13 @@ impl Gateway {
             ));
         }
         // A compliance failure is never resent: the rule that refused it still stands.
-        if let Some(reason) = warden_core::recheck::retry_refusal(&m) {
+        if let Some(reason) = warden_core::send::recheck::retry_refusal(&m) {
             return Ok(skipped(id, reason));
         }
         let code = m.error_code.unwrap_or(0);
         let explained = {
             let mut conn = self.conn().await?;
-            warden_core::knowledge::explain(&mut conn, code).await?
+            warden_core::delivery::knowledge::explain(&mut conn, code).await?
         };
         if !explained.can_retry {
             let reason = if code == 0 {
@@ -276,16 +276,19 @@ impl Gateway {
             Ok(accepted) => {
                 // The retry is committed: a lost audit row must not make the answer say
                 // it was not (the message is queued either way).
-                let retried = warden_core::retries::Retried {
+                let retried = warden_core::delivery::retries::Retried {
                     message_id: id,
                     previous_error_code: m.error_code,
                     previous_error_category: m.error_category.clone(),
                     retry_count: m.retry_count + 1,
                     published: accepted.published,
                 };
-                let audited =
-                    warden_core::retries::record_retried(self.core().pg(), &retried, self.actor())
-                        .await;
+                let audited = warden_core::delivery::retries::record_retried(
+                    self.core().pg(),
+                    &retried,
+                    self.actor(),
+                )
+                .await;
                 if let Err(error) = audited {
                     tracing::warn!(message_id = %id, %error, "retried, but the audit row could not be written");
                 }
@@ -365,7 +368,9 @@ impl Gateway {
     pub(crate) async fn upstream_error(&self, what: &str, err: &PlatformError) -> ToolError {
         let explained = match err.code().and_then(|c| i32::try_from(c).ok()) {
             Some(code) => match self.conn().await {
-                Ok(mut conn) => warden_core::knowledge::explain(&mut conn, code).await.ok(),
+                Ok(mut conn) => warden_core::delivery::knowledge::explain(&mut conn, code)
+                    .await
+                    .ok(),
                 Err(_) => None,
             },
             None => None,

@@ -8,9 +8,9 @@ use rmcp::{tool, tool_router};
 use serde_json::{Map, Value, json};
 use uuid::Uuid;
 use warden_core::SendKind;
-use warden_core::campaign_create::{CampaignType, NewCampaign, ScheduleCampaignError};
 use warden_core::campaigns::CampaignError;
-use warden_core::message_schedule::{ScheduleMessage, ScheduleMessageError};
+use warden_core::campaigns::create::{CampaignType, NewCampaign, ScheduleCampaignError};
+use warden_core::scheduling::schedule::{ScheduleMessage, ScheduleMessageError};
 use warden_rules::audience::AudienceFilter;
 use warden_rules::campaign_status::CampaignStatus;
 use warden_rules::kinds::MessageType;
@@ -351,7 +351,7 @@ impl Gateway {
                 }
             }
         }
-        let created = warden_core::message_schedule::schedule_message_keyed(
+        let created = warden_core::scheduling::schedule::schedule_message_keyed(
             self.core().pg(),
             ScheduleMessage {
                 phone: phone.clone(),
@@ -458,7 +458,7 @@ impl Gateway {
             )
         })?;
 
-        let created = warden_core::campaign_create::schedule_campaign_keyed(
+        let created = warden_core::campaigns::create::schedule_campaign_keyed(
             self.core().pg(),
             NewCampaign {
                 name: name.clone(),
@@ -604,7 +604,7 @@ impl Gateway {
 
     /// The campaign's cost report (None when it cannot be read: the rest still answers).
     async fn campaign_cost(&self, id: uuid::Uuid) -> Option<CostReport> {
-        let scope = warden_core::message_pricing::ReportScope::Campaign(id);
+        let scope = warden_core::account::pricing::ReportScope::Campaign(id);
         match self.cost_report(scope).await {
             Ok(report) => Some(report),
             Err(e) => {
@@ -617,9 +617,9 @@ impl Gateway {
     /// Estimated beside actual cost of the messages of `scope`, by category.
     pub(crate) async fn cost_report(
         &self,
-        scope: warden_core::message_pricing::ReportScope,
+        scope: warden_core::account::pricing::ReportScope,
     ) -> Result<CostReport, warden_store::DbError> {
-        let lines = warden_core::message_pricing::report(self.core().pg(), scope).await?;
+        let lines = warden_core::account::pricing::report(self.core().pg(), scope).await?;
         let e4 = |n: i64| crate::tools::account::decimal_e4(i128::from(n));
         let currency = self.currency().await;
         Ok(CostReport {
@@ -645,7 +645,7 @@ impl Gateway {
 
     /// The installed rate card's currency (USD when none says).
     pub(crate) async fn currency(&self) -> String {
-        warden_core::pricing_file::installed_currency(self.core().pg())
+        warden_core::account::rate_card::installed_currency(self.core().pg())
             .await
             .unwrap_or_else(|| "USD".to_owned())
     }

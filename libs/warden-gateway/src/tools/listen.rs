@@ -1,6 +1,6 @@
 //! Listen: what customers wrote (docs/tools.md, The conversation loop):
 //! get_conversation_history, list_inbox, mark_as_read. The reads are
-//! `warden_core::conversation_view`; the results are its structs, as the MCP resources
+//! `warden_core::conversations::view`; the results are its structs, as the MCP resources
 //! serve them.
 
 use chrono::Utc;
@@ -8,7 +8,7 @@ use rmcp::model::{CallToolResult, JsonObject};
 use rmcp::{tool, tool_router};
 use schemars::JsonSchema;
 use serde::Serialize;
-use warden_core::conversation_view::{self, HistoryPage, InboxPage};
+use warden_core::conversations::view::{self, HistoryPage, InboxPage};
 use warden_platform::receipt::ReadReceipt;
 
 use crate::args::Args;
@@ -139,7 +139,7 @@ impl Gateway {
             None => None,
         };
         let mut conn = self.conn().await?;
-        Ok(conversation_view::history(&mut conn, phone.digits(), channel, limit, before).await?)
+        Ok(view::history(&mut conn, phone.digits(), channel, limit, before).await?)
     }
 
     async fn mark_read_impl(&self, a: Args) -> ToolResult<MarkReadOut> {
@@ -162,6 +162,6 @@ impl Gateway {
         let channel = a.channel()?;
         let (limit, offset) = page(&a)?;
         let mut conn = self.conn().await?;
-        Ok(conversation_view::inbox(&mut conn, channel, limit, offset, Utc::now()).await?)
+        Ok(view::inbox(&mut conn, channel, limit, offset, Utc::now()).await?)
     }
 }

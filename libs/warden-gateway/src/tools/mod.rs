@@ -45,7 +45,7 @@ impl Gateway {
         channel: &str,
         kind: SendKind,
         actor: &'static str,
-        key: Option<warden_core::idempotency::IdempotencyKey>,
+        key: Option<warden_core::send::idempotency::IdempotencyKey>,
     ) -> ToolResult<SendOut> {
         let accepted = self
             .core()

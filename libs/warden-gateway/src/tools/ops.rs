@@ -5,8 +5,8 @@ use diesel::prelude::*;
 use diesel_async::RunQueryDsl;
 use rmcp::model::{CallToolResult, JsonObject};
 use rmcp::{tool, tool_router};
-use warden_core::conversation_archive::ArchiveError;
-use warden_core::reconcile::SyncReport;
+use warden_core::conversations::archive::ArchiveError;
+use warden_core::delivery::reconcile::SyncReport;
 use warden_core::templates::{Submitted, SyncSource};
 use warden_platform::template::CreateTemplateRequest;
 use warden_rules::kinds::TemplateCategory;
@@ -246,13 +246,14 @@ impl Gateway {
         };
 
         // 2. Sends stuck in `sending` after their lease ran out.
-        let expired = warden_core::reconcile::settle_expired_sends(self.core().pg(), now).await?;
+        let expired =
+            warden_core::delivery::reconcile::settle_expired_sends(self.core().pg(), now).await?;
         let mut reconciled = expired.settled;
         let awaiting = expired.awaiting_status;
 
         // 3. Accepted messages whose publish was lost (the relay's job, done now).
         let unpublished =
-            warden_core::reconcile::unpublished_messages(self.core().pg(), now).await?;
+            warden_core::delivery::reconcile::unpublished_messages(self.core().pg(), now).await?;
         let mut publish_failed = 0;
         for id in unpublished {
             match self.core().publish(id).await {
@@ -274,7 +275,7 @@ impl Gateway {
                 "{awaiting} send(s) have an unknown outcome; they settle when the platform's status webhook arrives and are never resent blindly."
             ));
         }
-        warden_core::reconcile::record_sync(
+        warden_core::delivery::reconcile::record_sync(
             self.core().pg(),
             &self.core().settings().platform.account_id,
             SyncReport {

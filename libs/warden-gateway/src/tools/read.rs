@@ -254,7 +254,7 @@ impl Gateway {
         let (customer, last_refusal) = {
             let mut conn = self.conn().await?;
             let customer = warden_core::customers::find(&mut conn, &phone).await?;
-            let refusal = warden_core::refusals::last_refusal(&mut conn, phone.digits())
+            let refusal = warden_core::send::refusals::last_refusal(&mut conn, phone.digits())
                 .await
                 .map_err(warden_core::CoreError::from)?;
             (customer, refusal)
@@ -329,10 +329,10 @@ impl Gateway {
         } else {
             None
         };
-        let sent_by = warden_core::attribution::sent_by(&mut conn, &[m.id])
+        let sent_by = warden_core::send::attribution::sent_by(&mut conn, &[m.id])
             .await?
             .remove(&m.id);
-        let charge = warden_core::message_pricing::charge_of(&mut conn, m.id)
+        let charge = warden_core::account::pricing::charge_of(&mut conn, m.id)
             .await
             .map_err(warden_core::CoreError::from)?;
         drop(conn);
@@ -385,7 +385,7 @@ impl Gateway {
                 }),
             });
         }
-        let e = warden_core::knowledge::explain(conn, code).await?;
+        let e = warden_core::delivery::knowledge::explain(conn, code).await?;
         Ok(ErrorObj {
             code,
             category: m.error_category.clone().unwrap_or(e.category),
@@ -410,7 +410,7 @@ impl Gateway {
         };
         // The capacity the dispatcher's bucket uses: the number's, as the platform set it.
         let setting = self.core().settings().rate_limit_mps;
-        let capacity = warden_core::throughput::current(self.core().pg(), setting)
+        let capacity = warden_core::account::throughput::current(self.core().pg(), setting)
             .await
             .map_err(|e| unavailable(e.to_string()))?;
         let st = warden_ratelimit::state(redis, channel, capacity.mps)
@@ -574,7 +574,7 @@ impl Gateway {
                 .into_iter()
                 .map(|(t, pending, pending_at, quality)| TemplateItem {
                     // The category sends obey now (a re-categorisation counts from its time).
-                    category: lower(warden_core::template_changes::effective(
+                    category: lower(warden_core::templates::changes::effective(
                         &t.category,
                         pending.as_deref(),
                         pending_at,

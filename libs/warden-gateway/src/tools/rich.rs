@@ -300,7 +300,7 @@ impl Gateway {
         channel: &'static str,
         body: RichBody,
         reply_to: Option<Uuid>,
-        key: Option<warden_core::idempotency::IdempotencyKey>,
+        key: Option<warden_core::send::idempotency::IdempotencyKey>,
     ) -> ToolResult<SendOut> {
         let context = match reply_to {
             Some(id) => Some(self.core().quoted_wamid(id, &phone).await?),

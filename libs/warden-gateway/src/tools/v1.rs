@@ -214,7 +214,7 @@ impl Gateway {
                 )
             })?;
         let mut conn = self.conn().await?;
-        let e = warden_core::knowledge::explain(&mut conn, code).await?;
+        let e = warden_core::delivery::knowledge::explain(&mut conn, code).await?;
         Ok(ExplainOut {
             code: e.code,
             title: e.title,

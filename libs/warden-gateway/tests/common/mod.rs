@@ -345,10 +345,12 @@ impl Harness {
     pub async fn fail(&self, message_id: &str, code: i32) {
         let id = Uuid::parse_str(message_id).unwrap();
         let mut c = self.conn().await;
-        let e = warden_core::knowledge::explain(&mut c, code).await.unwrap();
-        let info = warden_core::knowledge::ErrorInfo::from(&e);
+        let e = warden_core::delivery::knowledge::explain(&mut c, code)
+            .await
+            .unwrap();
+        let info = warden_core::delivery::knowledge::ErrorInfo::from(&e);
         assert!(
-            warden_core::outcomes::apply_status(
+            warden_core::delivery::outcomes::apply_status(
                 &mut c,
                 id,
                 "failed",

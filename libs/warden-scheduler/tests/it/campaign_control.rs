@@ -111,8 +111,8 @@ async fn outcome(
     id: Uuid,
     i: usize,
 ) -> diesel::QueryResult<()> {
-    use warden_core::outcomes::apply_status;
-    let error = warden_core::knowledge::ErrorInfo {
+    use warden_core::delivery::outcomes::apply_status;
+    let error = warden_core::delivery::knowledge::ErrorInfo {
         code: 131026,
         category: "recipient".into(),
         can_retry: false,
@@ -455,7 +455,7 @@ async fn a_recipient_sent_then_failed_is_counted_once() {
         .expect("message");
         ids.push(m);
     }
-    let error = warden_core::knowledge::ErrorInfo {
+    let error = warden_core::delivery::knowledge::ErrorInfo {
         code: 131026,
         category: "recipient".into(),
         can_retry: false,
@@ -463,7 +463,7 @@ async fn a_recipient_sent_then_failed_is_counted_once() {
         suggested_action: "Check the number.".into(),
     };
     let now = Utc::now();
-    use warden_core::outcomes::apply_status;
+    use warden_core::delivery::outcomes::apply_status;
     apply_status(&mut conn, ids[0], "sent", now, None, None)
         .await
         .unwrap();

@@ -122,7 +122,7 @@ async fn a_campaign_of_thousands_counts_exactly_and_completes() {
         .parse()
         .unwrap();
     let mut conn = h.core.pg().get().await.unwrap();
-    warden_core::outcomes::apply_status(&mut conn, last, "sent", Utc::now(), None, None)
+    warden_core::delivery::outcomes::apply_status(&mut conn, last, "sent", Utc::now(), None, None)
         .await
         .unwrap();
     drop(conn);
@@ -513,9 +513,9 @@ async fn customer_ids_never_seen_are_customers_like_a_first_send_makes_them() {
         .await;
     // Numbers that never wrote and were never imported.
     let ids = ["6281290000001", "+62 812-9000-0002", "6281290000003"];
-    let new = warden_core::campaign_create::NewCampaign {
+    let new = warden_core::campaigns::create::NewCampaign {
         name: "first contact".into(),
-        campaign_type: warden_core::campaign_create::CampaignType::Utility,
+        campaign_type: warden_core::campaigns::create::CampaignType::Utility,
         template_name: "notice".into(),
         locale: "en".into(),
         variables: vec!["Ana".into()],
@@ -524,7 +524,7 @@ async fn customer_ids_never_seen_are_customers_like_a_first_send_makes_them() {
         audience_filter: serde_json::json!({"customer_ids": ids}),
         deliver_at: chrono::Utc::now(),
     };
-    let id = warden_core::campaign_create::schedule_campaign(h.core.pg(), new, "test")
+    let id = warden_core::campaigns::create::schedule_campaign(h.core.pg(), new, "test")
         .await
         .expect("scheduled");
     assert_eq!(

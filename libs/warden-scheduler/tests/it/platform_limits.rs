@@ -15,7 +15,7 @@ use warden_rules::policy::QuietHours;
 
 async fn learn(h: &Harness, limit: &str) {
     assert!(
-        warden_core::portfolio::learn_from_platform(
+        warden_core::account::portfolio::learn_from_platform(
             h.core.pg(),
             limit,
             "get_account_quality",

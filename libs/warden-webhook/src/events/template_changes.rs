@@ -1,6 +1,6 @@
 //! `template_category_update` and `message_template_quality_update`: what the platform
 //! changes in a template after approval, apart from its status (applied by
-//! `warden_core::template_changes`).
+//! `warden_core::templates::changes`).
 
 use chrono::{DateTime, Utc};
 use serde_json::Value;

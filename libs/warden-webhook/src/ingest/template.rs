@@ -8,7 +8,7 @@ use warden_core::templates::{StatusChange, StatusEvent};
 
 use super::ACTOR;
 use crate::events::{TemplateChange, TemplateChangeEvent, TemplateEvent};
-use warden_core::template_changes::{self, CategoryChange};
+use warden_core::templates::changes::{self, CategoryChange};
 
 /// The template status an event leaves, and what happens to the stored reason.
 enum TemplateMove<'a> {
@@ -77,7 +77,7 @@ pub(super) async fn apply_template(
     Ok(true)
 }
 
-/// A template's category or quality changed by the platform (`warden_core::template_changes`).
+/// A template's category or quality changed by the platform (`warden_core::templates::changes`).
 pub(super) async fn apply_template_change(
     c: &mut AsyncPgConnection,
     t: &TemplateChangeEvent,
@@ -96,10 +96,10 @@ pub(super) async fn apply_template_change(
                 previous_category: previous_category.as_deref(),
                 effective_at: *effective_at,
             };
-            template_changes::apply_category(c, &change, now, ACTOR).await?
+            changes::apply_category(c, &change, now, ACTOR).await?
         }
         TemplateChange::Quality { score, .. } => {
-            template_changes::apply_quality(c, &t.name, &t.language, score, now).await?
+            changes::apply_quality(c, &t.name, &t.language, score, now).await?
         }
     };
     if n == 0 {

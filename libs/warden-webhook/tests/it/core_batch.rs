@@ -8,7 +8,7 @@ use std::time::Duration;
 use chrono::{DateTime, TimeDelta, Utc};
 use common::text;
 use diesel_async::{AsyncPgConnection, RunQueryDsl};
-use warden_core::inbound_batch as core_batch;
+use warden_core::conversations::inbound_batch as core_batch;
 use warden_core::{conversations, customers};
 use warden_rules::phone::{PhoneNumber, canonicalize};
 use warden_store::testing::TestDatabase;

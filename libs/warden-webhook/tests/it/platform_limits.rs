@@ -90,7 +90,7 @@ async fn a_throughput_upgrade_raises_the_running_bucket_and_coexistence_caps_it_
     let (sim_url, sim) = start_sim(&h);
     let (d, stop) = start_dispatcher(&h, &sim_url).await;
     // Nothing known from the platform yet: RATE_LIMIT_MPS.
-    let before = warden_core::throughput::current(&h.pg, setting)
+    let before = warden_core::account::throughput::current(&h.pg, setting)
         .await
         .unwrap();
     assert_eq!(
@@ -105,7 +105,7 @@ async fn a_throughput_upgrade_raises_the_running_bucket_and_coexistence_caps_it_
         d.bucket().mps() == 1000
     })
     .await;
-    let now = warden_core::throughput::current(&h.pg, setting)
+    let now = warden_core::account::throughput::current(&h.pg, setting)
         .await
         .unwrap();
     assert_eq!(now.source, CapacitySource::ThroughputUpgrade);
@@ -129,7 +129,7 @@ async fn a_throughput_upgrade_raises_the_running_bucket_and_coexistence_caps_it_
         d.bucket().mps() == 20
     })
     .await;
-    let now = warden_core::throughput::current(&h.pg, setting)
+    let now = warden_core::account::throughput::current(&h.pg, setting)
         .await
         .unwrap();
     assert_eq!((now.mps, now.source), (20, CapacitySource::Coexistence));
@@ -259,7 +259,7 @@ async fn a_template_recategorised_as_marketing_obeys_marketing_rules_from_its_ef
         }
         other => panic!("marketing rules apply from the effective time: {other:?}"),
     }
-    let recheck = warden_core::recheck::before_send(&h.pg, queued, "test")
+    let recheck = warden_core::send::recheck::before_send(&h.pg, queued, "test")
         .await
         .unwrap();
     assert!(

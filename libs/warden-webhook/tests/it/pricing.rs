@@ -116,7 +116,7 @@ async fn status_pricing_is_kept_per_message_and_the_cost_report_shows_actual_bes
     assert_eq!(u.pricing_type.as_deref(), Some("free_customer_service"));
     assert_eq!(u.billable, Some(false));
 
-    let lines = warden_core::message_pricing::campaign_report(&h.pg, campaign)
+    let lines = warden_core::account::pricing::campaign_report(&h.pg, campaign)
         .await
         .unwrap();
     let line = |cat: &str| lines.iter().find(|l| l.category == cat).unwrap().clone();

@@ -122,7 +122,7 @@ async fn a_retryable_failure_reported_by_webhook_puts_the_message_back_in_the_qu
     // not undo the retry (the requeued row keeps the failed attempt's wamid).
     {
         let mut c = h.conn().await;
-        let moved = warden_core::outcomes::apply_status(
+        let moved = warden_core::delivery::outcomes::apply_status(
             &mut c,
             id,
             "sent",

@@ -5,7 +5,7 @@ mod common;
 
 use common::*;
 use serde_json::{Value, json};
-use warden_core::inbound::NoWindow;
+use warden_core::conversations::inbound::NoWindow;
 use warden_webhook::metrics;
 
 fn no_window(reason: NoWindow) -> u64 {

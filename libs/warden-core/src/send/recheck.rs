@@ -69,9 +69,9 @@ async fn facts(
         .filter(messages::id.eq(message_id))
         .select((
             messages::template_name,
-            // A re-categorisation counts from its effective time (template_changes).
+            // A re-categorisation counts from its effective time (`templates::changes`).
             diesel::dsl::sql::<diesel::sql_types::Nullable<diesel::sql_types::Text>>(
-                crate::template_changes::EFFECTIVE_CATEGORY_SQL,
+                crate::templates::changes::EFFECTIVE_CATEGORY_SQL,
             ),
             templates::status.nullable(),
             customers::opt_in_marketing.nullable(),
@@ -139,7 +139,7 @@ pub async fn before_send(
         }
         return Ok(Recheck::Send);
     };
-    let error = crate::knowledge::compliance_error(
+    let error = crate::delivery::knowledge::compliance_error(
         decision.reason_code.as_str(),
         &decision.human_explanation,
         &decision.suggested_action,
@@ -153,7 +153,7 @@ pub async fn before_send(
     transact_on(&mut conn, "refuse_before_send", move |c| {
         let (error, details) = (error.clone(), details.clone());
         async move {
-            let changed = crate::outcomes::apply_status(
+            let changed = crate::delivery::outcomes::apply_status(
                 c,
                 message_id,
                 MessageStatus::Failed,
@@ -225,7 +225,7 @@ async fn hold_queued(
             .execute(c)
             .await?;
             if moved > 0 {
-                crate::send_hold::note_hold(
+                crate::send::hold::note_hold(
                     c,
                     message_id,
                     &reason,

@@ -3,7 +3,7 @@
 //! inherits every opt-out of the old one (never less strict, a forgotten number's
 //! suppression included) and its tags, and the link is
 //! recorded so the history of the new number continues the old one's
-//! (`conversation_view::history`).
+//! (`conversations::view::history`).
 
 use chrono::{DateTime, Utc};
 use diesel::prelude::*;

@@ -1,4 +1,5 @@
-//! check_compliance: what a send would decide now, read in one statement. Never writes.
+//! check_compliance: what a send would decide now, read in one statement; and
+//! check_frequency_cap ([`Core::frequency`]). Never writes.
 //!
 //! A check is the call agents make most, often before every send. Its inputs (the
 //! customer's consent, the care window, the marketing count) are three index lookups; as
@@ -10,12 +11,13 @@ use chrono::{DateTime, Utc};
 use diesel::QueryableByName;
 use diesel::sql_types::{Array, BigInt, Bool, Nullable, Text, Timestamptz};
 use diesel_async::RunQueryDsl;
-use warden_rules::compliance::Decision;
-use warden_rules::kinds::ContentKind;
+use warden_rules::compliance::{Decision, FrequencyStatus};
+use warden_rules::kinds::{Category, ContentKind};
 use warden_rules::phone::PhoneNumber;
 
+use super::decide::{CustomerFacts, counting_platform_hold, decide, recent_count};
 use crate::sql::Cached;
-use crate::{Core, CoreError, CustomerFacts, counting_platform_hold, decide};
+use crate::{Core, CoreError, customers};
 
 /// The customer's consent, window and recent count in one row (a customer never seen
 /// reads as opted in with no tags, as the send path treats them).
@@ -98,6 +100,34 @@ impl Core {
             row.last_inbound_at,
             category,
             recent,
+            now,
+        ))
+    }
+
+    /// check_frequency_cap: the marketing cap's status for a customer. Never writes.
+    pub async fn frequency(
+        &self,
+        phone: &PhoneNumber,
+        now: DateTime<Utc>,
+    ) -> Result<FrequencyStatus, CoreError> {
+        let phone = &self.customer(phone).await?;
+        let mut conn = self.pg().get().await?;
+        let customer = customers::find(&mut conn, phone).await?;
+        let (count, oldest) = recent_count(
+            &mut conn,
+            self.policies(),
+            phone.digits(),
+            Category::Marketing,
+            customer.as_ref(),
+            now,
+            None,
+        )
+        .await?;
+        Ok(warden_rules::compliance::frequency_status(
+            self.policies(),
+            Category::Marketing,
+            count,
+            oldest,
             now,
         ))
     }

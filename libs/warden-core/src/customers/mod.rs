@@ -1,5 +1,10 @@
 //! Customers: created on first sight, and the one place opt-outs and opt-ins land.
 
+pub mod identity;
+pub mod import;
+pub mod number_change;
+pub mod privacy;
+
 use chrono::{DateTime, Utc};
 use diesel::prelude::*;
 use diesel_async::{AsyncPgConnection, RunQueryDsl};
@@ -78,7 +83,9 @@ pub async fn apply_opt_change(
 ) -> QueryResult<bool> {
     let before = ensure_locked(conn, phone).await?;
     // A forgotten number stays suppressed: not even the customer's own START lifts it.
-    if matches!(change, OptChange::Resume) && crate::privacy::is_suppressed(conn, phone).await? {
+    if matches!(change, OptChange::Resume)
+        && crate::customers::privacy::is_suppressed(conn, phone).await?
+    {
         tracing::info!(source, "opt-in of a forgotten (suppressed) number ignored");
         return Ok(false);
     }

@@ -1,6 +1,6 @@
 //! What a status webhook changes: the outbound message it is about moves forward
-//! (`crate::outcomes::apply_status`), and a `failed` status has the one consequence
-//! [`crate::platform_errors::consequence`] decides — the same as the dispatcher's when the
+//! (`crate::delivery::outcomes::apply_status`), and a `failed` status has the one consequence
+//! [`crate::delivery::platform_errors::consequence`] decides — the same as the dispatcher's when the
 //! error answers its call: a retryable error puts the message back in the queue (the
 //! caller publishes it after commit), the rest end it `failed` with the error's side
 //! effect (opt-out, undeliverable, marketing limit, pause campaigns).
@@ -20,9 +20,9 @@ use uuid::Uuid;
 use warden_rules::message_status::MessageStatus;
 use warden_store::schema::messages;
 
-use crate::knowledge::{self, ErrorInfo};
-use crate::outcomes;
-use crate::platform_errors::{self, Retried, RetryPolicy};
+use crate::delivery::knowledge::{self, ErrorInfo};
+use crate::delivery::outcomes;
+use crate::delivery::platform_errors::{self, Retried, RetryPolicy};
 
 /// One status the platform reported.
 #[derive(Clone, Copy, Debug)]

@@ -19,7 +19,7 @@ use warden_store::tx::{Abort, TxError};
 use warden_store::{DbError, PgPool};
 
 use crate::SendKind;
-use crate::idempotency::{Created, IdempotencyKey};
+use crate::send::idempotency::{Created, IdempotencyKey};
 
 /// A message to schedule (arguments already checked for shape).
 #[derive(Debug, Clone)]
@@ -62,7 +62,7 @@ pub async fn schedule_message(
     Ok(schedule_message_keyed(pg, req, actor, None).await?.id)
 }
 
-/// [`schedule_message`] under an idempotency key (`crate::idempotency`): the same key and
+/// [`schedule_message`] under an idempotency key (`crate::send::idempotency`): the same key and
 /// arguments answer the first call's message again, scheduling nothing.
 pub async fn schedule_message_keyed(
     pg: &PgPool,
@@ -134,7 +134,8 @@ pub async fn schedule_message_keyed(
         let key = Arc::clone(&key);
         async move {
             if let Some(earlier) =
-                crate::idempotency::claim_id(c, key.as_ref().as_ref(), "message_id", id).await?
+                crate::send::idempotency::claim_id(c, key.as_ref().as_ref(), "message_id", id)
+                    .await?
             {
                 return Ok(Created {
                     id: earlier,
@@ -162,7 +163,7 @@ pub async fn schedule_message_keyed(
                 ))
                 .execute(c)
                 .await?;
-            crate::attribution::record(c, id, actor).await?;
+            crate::send::attribution::record(c, id, actor).await?;
             warden_store::audit::record(
                 c,
                 actor,

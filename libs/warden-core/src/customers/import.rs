@@ -114,7 +114,7 @@ pub async fn import_batch(
             let mut by_key: HashMap<String, (u64, ImportRow)> = HashMap::new();
             for (line, row) in rows.iter() {
                 let mut row = row.clone();
-                row.phone = crate::customer_identity::resolve(c, &row.phone).await?;
+                row.phone = crate::customers::identity::resolve(c, &row.phone).await?;
                 match by_key.get(row.phone.digits()) {
                     Some((seen, _)) if *seen > *line => {}
                     _ => {

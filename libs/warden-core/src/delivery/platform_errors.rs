@@ -27,7 +27,7 @@ use warden_store::models::Handling;
 use warden_store::schema::messages;
 
 use crate::customers::{self, OptScope};
-use crate::knowledge::ErrorInfo;
+use crate::delivery::knowledge::ErrorInfo;
 
 /// What a failure records besides the message (the handling class's side effect).
 #[derive(Clone, Debug, PartialEq)]

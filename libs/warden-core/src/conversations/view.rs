@@ -18,7 +18,7 @@ use warden_store::models::Message;
 use warden_store::schema::messages;
 
 use crate::CoreError;
-use crate::message_view::{Amend, InteractiveReply, Location, Media, normalise};
+use crate::conversations::message_view::{Amend, InteractiveReply, Location, Media, normalise};
 
 /// Statuses of rows that were never said (not yet due, or withdrawn): left out of history
 /// and of the "who spoke last" question of the inbox.
@@ -53,7 +53,7 @@ pub struct HistoryError {
     pub human_explanation: Option<String>,
 }
 
-/// One message of a history page, normalised (`crate::message_view`).
+/// One message of a history page, normalised (`crate::conversations::message_view`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct HistoryMessage {
     pub message_id: String,
@@ -158,7 +158,7 @@ pub async fn history(
     before: Option<Uuid>,
 ) -> Result<HistoryPage, CoreError> {
     // A customer who changed number: their history continues the earlier numbers'.
-    let mut phones = crate::number_change::earlier_numbers(c, phone).await?;
+    let mut phones = crate::customers::number_change::earlier_numbers(c, phone).await?;
     phones.push(phone.to_string());
     let cursor = match before {
         None => None,
@@ -304,7 +304,7 @@ async fn render(
         .filter(|m| m.direction == "outbound")
         .map(|m| m.id)
         .collect();
-    let mut sent_by = crate::attribution::sent_by(c, &outbound).await?;
+    let mut sent_by = crate::send::attribution::sent_by(c, &outbound).await?;
     let our_id = |w: &Option<String>| w.as_ref().and_then(|w| ids.get(w)).map(|id| id.to_string());
     Ok(rows
         .iter()

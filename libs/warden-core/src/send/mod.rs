@@ -13,6 +13,17 @@
 //! fails (NATS down) the row stays `queued` with `published_at` NULL and the scheduler's
 //! relay publishes it later; the caller still gets `queued`.
 
+pub mod attribution;
+mod check;
+mod decide;
+pub mod guardrails;
+mod hold;
+pub mod idempotency;
+pub mod kind;
+pub mod recheck;
+pub mod refusals;
+mod safety;
+
 use std::collections::HashMap;
 use std::sync::{Arc, LazyLock};
 use std::time::Instant;
@@ -34,12 +45,12 @@ use warden_store::schema::messages;
 use warden_store::tx::{Abort, TxError, transact_on};
 use warden_stream::DeliveryJob;
 
-pub use crate::guardrails::GuardrailRefusal;
-use crate::idempotency::{self, Claim, IdempotencyKey};
-use crate::{
-    Core, CoreError, attribution, conversations, count_accepted, customers, decide, guardrails,
-    knowledge, recent_count, send_safety, templates,
-};
+use crate::delivery::knowledge;
+use crate::{Core, CoreError, conversations, customers, templates};
+use decide::{count_accepted, decide, recent_count};
+use guardrails::GuardrailRefusal;
+use idempotency::{Claim, IdempotencyKey};
+use kind::SendKind;
 
 static DECISIONS: LazyLock<IntCounterVec> = LazyLock::new(|| {
     register_int_counter_vec!(
@@ -64,8 +75,6 @@ static SEND_LATENCY: LazyLock<HistogramVec> = LazyLock::new(|| {
         &["published"],
     )
 });
-
-pub use crate::send_kind::{ContentError, SendKind};
 
 /// What the send transaction decided: a decision (and the row's retry count), or the
 /// stored result of an earlier call with the same idempotency key.
@@ -162,14 +171,14 @@ pub enum SendError {
         retry_after_secs: u64,
     },
     /// RecordFailed mode: refused by a rule that lifts by itself (`decision.retry_at`); the
-    /// message waits `scheduled` until then (`send_hold`).
+    /// message waits `scheduled` until then (`send::hold`).
     #[error("{}", .decision.human_explanation)]
     Held {
         message_id: Uuid,
         decision: Decision,
     },
     /// A new campaign recipient refused by the portfolio messaging limit: nothing was
-    /// recorded for it and the campaign is paused (`send_hold`).
+    /// recorded for it and the campaign is paused (`send::hold`).
     #[error("{}", .0.human_explanation)]
     CampaignPaused(Decision),
     /// The calling agent's guardrails refuse it (RATE_LIMITED or FORBIDDEN).
@@ -275,7 +284,7 @@ impl Core {
         self.send_keyed(req, None).await
     }
 
-    /// [`Core::send`] under an idempotency key (see [`crate::idempotency`]): the same key
+    /// [`Core::send`] under an idempotency key (see [`idempotency`]): the same key
     /// and arguments answer the first call's message again (`replayed`), creating nothing.
     pub async fn send_keyed(
         &self,
@@ -334,7 +343,7 @@ impl Core {
             .map_err(|e| SendError::Unavailable(format!("database unavailable: {e}")))?;
         // Whatever identifier the caller used, every rule below applies to the customer.
         if req.phone.is_bsuid() {
-            req.phone = crate::customer_identity::resolve(&mut conn, &req.phone)
+            req.phone = crate::customers::identity::resolve(&mut conn, &req.phone)
                 .await
                 .map_err(|e| SendError::Unavailable(format!("database unavailable: {e}")))?;
         }
@@ -417,8 +426,8 @@ impl Core {
                     now,
                 );
                 let decision =
-                    if decision.allowed && send_safety::reads_content(core.policies(), category) {
-                        send_safety::check(
+                    if decision.allowed && safety::reads_content(core.policies(), category) {
+                        safety::check(
                             c,
                             core.policies(),
                             req.phone.digits(),
@@ -439,7 +448,7 @@ impl Core {
                     }
                     return Ok(Outcome::Decided(decision, 0));
                 }
-                // The portfolio messaging limit, after compliance (`portfolio`).
+                // The portfolio messaging limit, after compliance (`account::portfolio`).
                 let last_inbound = conv.as_ref().and_then(|c| c.last_inbound_at);
                 let window_open = warden_rules::window::window_open(
                     warden_rules::window::usable_inbound(last_inbound, now),
@@ -447,7 +456,7 @@ impl Core {
                 );
                 if warden_rules::platform_limits::business_initiated(category, window_open)
                     && let Some(refusal) =
-                        crate::portfolio::admit(c, &req.phone, message_id, now).await?
+                        crate::account::portfolio::admit(c, &req.phone, message_id, now).await?
                 {
                     // As above: nothing is created, so the key is free for a retry.
                     if let Some(k) = key.as_ref() {
@@ -515,13 +524,13 @@ impl Core {
                 RefusalMode::RecordFailed => {
                     // A new campaign recipient at the portfolio limit: pause, record nothing.
                     if let (Some(campaign), None) = (req.campaign_id, req.existing_message_id)
-                        && crate::portfolio::is_messaging_limit(&decision)
+                        && crate::account::portfolio::is_messaging_limit(&decision)
                     {
                         self.pause_for_limit(&mut conn, campaign, &decision, req.actor)
                             .await?;
                         return Err(SendError::CampaignPaused(decision));
                     }
-                    // A rule that lifts by itself: the message waits (`send_hold`).
+                    // A rule that lifts by itself: the message waits (`send::hold`).
                     if let Some(until) = decision.retry_at.filter(|_| decision.hold)
                         && (req.existing_message_id.is_some() || req.campaign_id.is_some())
                         && let Some(message_id) = self
@@ -668,7 +677,7 @@ impl Core {
                         .await?;
                 }
                 // The campaign's failed_count follows the row (counter triggers).
-                crate::outcomes::record_error(c, message_id, &error_ref).await?;
+                crate::delivery::outcomes::record_error(c, message_id, &error_ref).await?;
                 warden_store::audit::record(
                     c,
                     actor,
@@ -874,6 +883,7 @@ pub(crate) async fn insert_message(
 
 #[cfg(test)]
 mod tests {
+    use super::kind::ContentError;
     use super::*;
 
     #[test]

@@ -8,7 +8,7 @@
 //! malformed platform payload can never break a history page.
 //!
 //! References to other messages (`context.id`, a reaction's `message_id`, an edit's or a
-//! revoke's `original_message_id`) are platform wamids here; `conversation_view` resolves
+//! revoke's `original_message_id`) are platform wamids here; `conversations::view` resolves
 //! them to our message ids.
 
 use schemars::JsonSchema;

@@ -18,7 +18,7 @@ use warden_store::schema::campaigns;
 use warden_store::tx::{Abort, TxError, transact};
 use warden_store::{DbError, PgPool};
 
-use crate::idempotency::{Created, IdempotencyKey};
+use crate::send::idempotency::{Created, IdempotencyKey};
 
 /// What kind of campaign it is (stored in lower case).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -106,7 +106,7 @@ pub async fn schedule_campaign(
     Ok(schedule_campaign_keyed(pg, new, actor, None).await?.id)
 }
 
-/// [`schedule_campaign`] under an idempotency key (`crate::idempotency`): the same key and
+/// [`schedule_campaign`] under an idempotency key (`crate::send::idempotency`): the same key and
 /// arguments answer the first call's campaign again, creating nothing.
 pub async fn schedule_campaign_keyed(
     pg: &PgPool,
@@ -158,7 +158,8 @@ pub async fn schedule_campaign_keyed(
         let key = Arc::clone(&key);
         async move {
             if let Some(earlier) =
-                crate::idempotency::claim_id(c, key.as_ref().as_ref(), "campaign_id", id).await?
+                crate::send::idempotency::claim_id(c, key.as_ref().as_ref(), "campaign_id", id)
+                    .await?
             {
                 return Ok(Created {
                     id: earlier,
@@ -242,7 +243,7 @@ async fn ensure_named_customers(
     };
     let mut created = 0;
     for id in &filter.customer_ids {
-        let key = crate::customer_identity::resolve(c, id).await?;
+        let key = crate::customers::identity::resolve(c, id).await?;
         created += diesel::insert_into(warden_store::schema::customers::table)
             .values((
                 warden_store::schema::customers::phone.eq(key.digits()),

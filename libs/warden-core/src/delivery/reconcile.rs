@@ -59,7 +59,8 @@ pub async fn settle_expired_sends(
             let wamid = wamid.clone();
             async move {
                 let changed =
-                    crate::outcomes::apply_status(c, id, SENT, now, Some(&wamid), None).await?;
+                    crate::delivery::outcomes::apply_status(c, id, SENT, now, Some(&wamid), None)
+                        .await?;
                 Ok::<_, Abort<Infallible>>(changed)
             }
             .boxed()

@@ -4,6 +4,8 @@
 //! ([`apply_status_change`]) with one locale rule ([`same_locale`]) and one ordering rule:
 //! a report older than the stored status's time never overwrites it.
 
+pub mod changes;
+
 use std::convert::Infallible;
 use std::sync::Arc;
 
@@ -47,7 +49,7 @@ pub async fn find(
         .map(|t| t.map(with_effective_category))
 }
 
-/// A template row with its pending category change (`template_changes`).
+/// A template row with its pending category change (`templates::changes`).
 type WithPending = (Template, Option<String>, Option<DateTime<Utc>>);
 
 type WithPendingSelect = (
@@ -68,7 +70,7 @@ fn with_pending() -> WithPendingSelect {
 fn with_effective_category((mut t, pending, at): WithPending) -> Template {
     let now = Utc::now();
     let category =
-        crate::template_changes::effective(&t.category, pending.as_deref(), at, now).to_owned();
+        crate::templates::changes::effective(&t.category, pending.as_deref(), at, now).to_owned();
     t.category = category;
     t
 }

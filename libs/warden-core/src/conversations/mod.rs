@@ -2,12 +2,19 @@
 //! whose TTL is the time left in the window. Cache writes go through a script that never
 //! replaces a newer window with an older one, so the cache cannot fall behind Postgres.
 
+pub mod archive;
+pub mod inbound;
+pub mod inbound_batch;
+pub mod message_view;
+pub mod quote;
+pub mod read_receipts;
+pub mod view;
+
 use std::sync::Arc;
 use std::sync::LazyLock;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use crate::deps::RedisPool;
 use chrono::{DateTime, TimeDelta, TimeZone, Utc};
 use diesel::prelude::*;
 use diesel_async::{AsyncPgConnection, RunQueryDsl};
@@ -17,6 +24,9 @@ use warden_rules::phone::PhoneNumber;
 use warden_rules::window;
 use warden_store::models::Conversation;
 use warden_store::schema::conversations;
+
+use crate::deps::RedisPool;
+use crate::{Core, CoreError};
 
 /// What check_conversation and the compliance engine see.
 #[derive(Clone, Debug, Serialize, PartialEq)]
@@ -317,6 +327,37 @@ impl WindowCache {
             })
             .await;
         }
+    }
+}
+
+impl Core {
+    /// The conversation of a customer on a channel: Redis first, Postgres when Redis misses
+    /// or fails (a Redis outage never turns into an error here).
+    pub async fn conversation(
+        &self,
+        phone: &PhoneNumber,
+        channel: &str,
+    ) -> Result<ConversationView, CoreError> {
+        let now = Utc::now();
+        if let Some(cached) = self.windows().get(phone.digits(), channel).await {
+            return Ok(cached.view(phone.digits(), channel, now));
+        }
+        let mut conn = self.pg().get().await?;
+        let row = find(&mut conn, phone.digits(), channel).await?;
+        if let Some(conv) = &row {
+            self.windows().put(conv).await;
+        }
+        Ok(ConversationView::from_row(
+            row.as_ref(),
+            phone.digits(),
+            channel,
+            now,
+        ))
+    }
+
+    /// Write a committed conversation row through to the cache (never older than Postgres).
+    pub async fn refresh_window_cache(&self, conv: &Conversation) {
+        self.windows().put(conv).await;
     }
 }
 

@@ -22,7 +22,7 @@ use warden_store::PgPool;
 use warden_store::models::message_status::FAILED;
 use warden_store::tx::transact;
 
-use crate::knowledge::ErrorInfo;
+use crate::delivery::knowledge::ErrorInfo;
 use crate::{Core, CoreError, RefusalMode, SendError, SendKind, SendRequest, db};
 
 /// A claimed due row, as stored.
@@ -177,7 +177,8 @@ pub async fn fail_invalid(
                     "Schedule it again with schedule_message and a valid message_type and content."
                         .into(),
             };
-            crate::outcomes::apply_status(c, id, FAILED, Utc::now(), None, Some(&error)).await?;
+            crate::delivery::outcomes::apply_status(c, id, FAILED, Utc::now(), None, Some(&error))
+                .await?;
             warden_store::audit::record(
                 c,
                 actor,

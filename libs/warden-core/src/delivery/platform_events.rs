@@ -78,14 +78,14 @@ pub async fn record_quality(
     for q in quality {
         tracing::warn!(event = %q.event, current_limit = q.current_limit.unwrap_or(""),
                        "phone number quality update");
-        // The portfolio's messaging limit, as the platform reports it now (`portfolio`).
+        // The portfolio's messaging limit, as the platform reports it now (`account::portfolio`).
         if let Some(limit) = q.current_limit {
             let source = if q.event == CAPABILITY_EVENT {
                 "business_capability_update"
             } else {
                 "phone_number_quality_update"
             };
-            crate::portfolio::learn(c, limit, source, "webhook").await?;
+            crate::account::portfolio::learn(c, limit, source, "webhook").await?;
         }
     }
     Ok(())

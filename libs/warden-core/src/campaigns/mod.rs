@@ -1,6 +1,6 @@
 //! Campaign state: the control transitions (pause, resume, cancel), the read with its
 //! counters, and the changes more than one process makes (halt-class pause, settling).
-//! The scheduler's writes (start, claim, cursor, finish, close) are [`crate::fanout`]'s;
+//! The scheduler's writes (start, claim, cursor, finish, close) are [`crate::campaigns::fanout`]'s;
 //! the states themselves are [`CampaignStatus`].
 //!
 //! **Lock order.** A transition locks only the campaign row, with `FOR NO KEY UPDATE`,
@@ -21,6 +21,9 @@
 //! another when the transaction that changed its row commits, whoever wrote it, so the
 //! committed counters always add up to the recipients reached. Being deferred, it locks
 //! the campaign row last, after every message row of that transaction: one lock order.
+
+pub mod create;
+pub mod fanout;
 
 use diesel::prelude::*;
 use diesel_async::{AsyncPgConnection, RunQueryDsl};

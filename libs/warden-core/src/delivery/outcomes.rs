@@ -9,7 +9,7 @@ use warden_rules::message_status::MessageStatus;
 use warden_store::models::Message;
 use warden_store::schema::messages;
 
-use crate::knowledge::ErrorInfo;
+use crate::delivery::knowledge::ErrorInfo;
 
 /// Move an outbound message to `status` if that is forward progress (a late `delivered`
 /// never overwrites `read`; `failed` may follow `sent`). Records the wamid beside the
@@ -134,7 +134,7 @@ async fn apply(
             .await?;
     }
     if status == MessageStatus::Failed {
-        let info = error.cloned().unwrap_or_else(|| crate::knowledge::ErrorInfo {
+        let info = error.cloned().unwrap_or_else(|| crate::delivery::knowledge::ErrorInfo {
             code: 0,
             category: "unknown".into(),
             can_retry: false,

@@ -25,7 +25,7 @@ use warden_rules::phone::PhoneNumber;
 use warden_rules::window::CARE_WINDOW;
 use warden_store::models::Conversation;
 
-use crate::inbound::NoWindow;
+use crate::conversations::inbound::NoWindow;
 use crate::sql::{Bind, Stmt};
 
 /// One inbound message of a batch.
@@ -37,7 +37,7 @@ pub struct Inbound<'a> {
     /// The message as received, stored as the row's content.
     pub content: &'a Value,
     /// When it opens or extends the care window, or why it opens none
-    /// (`crate::inbound::window_opened_at`).
+    /// (`crate::conversations::inbound::window_opened_at`).
     pub window: Result<DateTime<Utc>, NoWindow>,
 }
 

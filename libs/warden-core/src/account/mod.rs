@@ -1,0 +1,8 @@
+//! The business account's limits and costs: the portfolio messaging limit ([`portfolio`]),
+//! each number's throughput ([`throughput`]), what the platform charged per message
+//! ([`pricing`]) and the rate card Warden prices with ([`rate_card`]).
+
+pub mod portfolio;
+pub mod pricing;
+pub mod rate_card;
+pub mod throughput;
