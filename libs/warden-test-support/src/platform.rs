@@ -14,25 +14,13 @@ pub const APP_SECRET: &str = "test-app-secret";
 /// The token of the webhook subscription handshake (`hub.verify_token`).
 pub const VERIFY_TOKEN: &str = "test-verify-token";
 
-/// Point `settings` at the test account on the platform at `api_url` (a sim's base URL).
-pub fn use_test_account(settings: &mut Settings, api_url: &str) {
+/// Point `settings` at the test account (the platform's URL, e.g. a sim's, is the
+/// caller's to set).
+pub fn use_test_account(settings: &mut Settings) {
     let p = &mut settings.platform;
-    p.api_url = api_url.to_owned();
     p.access_token = ACCESS_TOKEN.into();
     p.phone_number_id = PHONE_NUMBER_ID.into();
     p.account_id = WABA_ID.into();
     p.webhook_verify_token = VERIFY_TOKEN.into();
     p.app_secret = Some(APP_SECRET.into());
-}
-
-/// The same account as environment variables, for a spawned binary.
-pub fn env(api_url: &str) -> [(&'static str, String); 6] {
-    [
-        ("PLATFORM_API_URL", api_url.to_owned()),
-        ("PLATFORM_ACCESS_TOKEN", ACCESS_TOKEN.into()),
-        ("PLATFORM_PHONE_NUMBER_ID", PHONE_NUMBER_ID.into()),
-        ("PLATFORM_ACCOUNT_ID", WABA_ID.into()),
-        ("PLATFORM_WEBHOOK_VERIFY_TOKEN", VERIFY_TOKEN.into()),
-        ("PLATFORM_APP_SECRET", APP_SECRET.into()),
-    ]
 }

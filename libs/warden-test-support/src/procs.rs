@@ -38,6 +38,42 @@ pub fn binary(name: &str) -> PathBuf {
     path
 }
 
+/// The environment that points a Warden binary at `settings`: the test's database, Redis,
+/// NATS, stream, policy file and platform account.
+pub fn env_of(settings: &warden_settings::Settings) -> Vec<(&'static str, String)> {
+    let d = &settings.database;
+    let p = &settings.platform;
+    let mut env = vec![
+        ("DB_HOST", d.host.clone()),
+        ("DB_PORT", d.port.to_string()),
+        ("DB_USER", d.user.clone()),
+        ("DB_PASSWORD", d.password.clone()),
+        ("DB_NAME", d.name.clone()),
+        ("DB_SSLMODE", d.sslmode.as_str().to_string()),
+        ("REDIS_ADDR", settings.redis.addr.clone()),
+        ("REDIS_PASSWORD", settings.redis.password.clone()),
+        ("REDIS_DB", settings.redis.db.to_string()),
+        ("NATS_URL", settings.nats_url.clone()),
+        ("DELIVERY_STREAM", settings.delivery_stream.clone()),
+        (
+            "POLICIES_PATH",
+            settings.policies_path.display().to_string(),
+        ),
+        ("PLATFORM_API_URL", p.api_url.clone()),
+        ("PLATFORM_ACCESS_TOKEN", p.access_token.clone()),
+        ("PLATFORM_PHONE_NUMBER_ID", p.phone_number_id.clone()),
+        ("PLATFORM_ACCOUNT_ID", p.account_id.clone()),
+        (
+            "PLATFORM_WEBHOOK_VERIFY_TOKEN",
+            p.webhook_verify_token.clone(),
+        ),
+    ];
+    if let Some(secret) = &p.app_secret {
+        env.push(("PLATFORM_APP_SECRET", secret.clone()));
+    }
+    env
+}
+
 /// A local port nothing listens on (bound once, then released).
 pub fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0")

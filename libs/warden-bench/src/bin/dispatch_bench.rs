@@ -20,7 +20,7 @@
 //! ```
 //! Figures are printed and written to `target/bench/dispatcher.json`.
 
-#[path = "../../../warden-dispatcher/tests/common/mod.rs"]
+#[path = "../../../warden-dispatcher/tests/it/common/mod.rs"]
 mod common;
 
 use std::time::{Duration, Instant};

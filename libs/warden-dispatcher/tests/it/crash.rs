@@ -1,16 +1,16 @@
 //! kill -9 the real `dispatcher` binary in the middle of 2,000 messages, restart it, and
-//! check the sim saw every message exactly once. Needs `cargo build -p dispatcher` first
-//! (`make test` builds every binary before the tests).
+//! check the sim saw every message exactly once. Needs the built binary
+//! (`cargo build --bins`; `make test` builds every binary before the tests).
 //!
 //! The sim sends no status webhooks here; the test plays the webhook's part (a message the
 //! sim accepted moves `sending -> sent` by its callback data, as `webhook` would do). A
 //! claim the kill cut off before its call reached the sim gets no webhook and must be
 //! resent after DISPATCH_UNKNOWN_SETTLE; one the sim did take must not be.
 
-mod common;
+use crate::common;
 
 use std::collections::HashMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -19,30 +19,10 @@ use diesel::QueryableByName;
 use diesel::sql_types::{Bool, Text, Uuid as SqlUuid};
 use diesel_async::RunQueryDsl;
 use uuid::Uuid;
+use warden_test_support::free_port;
 
 const MESSAGES: usize = 2000;
 const REDIS_DB: &str = "15";
-
-fn dispatcher_binary() -> PathBuf {
-    let target = std::env::var_os("CARGO_TARGET_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target"));
-    let bin = target.join("debug/dispatcher");
-    assert!(
-        bin.exists(),
-        "{} is missing: build it first with `cargo build -p dispatcher`",
-        bin.display()
-    );
-    bin
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
 
 /// The spawned binary; killed when the test ends, also when it fails half way.
 struct Proc(Child);
@@ -57,32 +37,20 @@ impl Drop for Proc {
 }
 
 fn spawn(h: &Harness, admin_port: u16, log: &Path) -> Proc {
-    let db = &h.settings.database;
     let log = std::fs::OpenOptions::new()
         .create(true)
         .append(true)
         .open(log)
         .unwrap();
-    let policies = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../policies/default.yaml");
-    Command::new(dispatcher_binary())
+    Command::new(warden_test_support::binary("dispatcher"))
         .env_remove("WARDEN_CONFIG")
         .env_remove("OTEL_EXPORTER_OTLP_ENDPOINT")
-        .env("DB_HOST", &db.host)
-        .env("DB_PORT", db.port.to_string())
-        .env("DB_USER", &db.user)
-        .env("DB_PASSWORD", &db.password)
-        .env("DB_NAME", &db.name)
-        .env("DB_SSLMODE", db.sslmode.as_str())
-        .env("REDIS_ADDR", &h.settings.redis.addr)
-        .env("REDIS_PASSWORD", &h.settings.redis.password)
+        .envs(warden_test_support::procs::env_of(&h.settings))
         .env("REDIS_DB", REDIS_DB)
-        .env("NATS_URL", &h.settings.nats_url)
-        .env("DELIVERY_STREAM", &h.settings.delivery_stream)
-        .env("PLATFORM_API_URL", &h.sim.url)
-        .env("PLATFORM_ACCESS_TOKEN", common::TOKEN)
-        .env("PLATFORM_PHONE_NUMBER_ID", common::PHONE_ID)
-        .env("PLATFORM_ACCOUNT_ID", common::WABA_ID)
-        .env("POLICIES_PATH", policies)
+        .env(
+            "POLICIES_PATH",
+            warden_test_support::repo_path("policies/default.yaml"),
+        )
         .env("RATE_LIMIT_MPS", "400")
         .env("ADMIN_HTTP_PORT", admin_port.to_string())
         .env("PAIR_RATE_INTERVAL", "0")

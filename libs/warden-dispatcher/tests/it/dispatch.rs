@@ -1,7 +1,7 @@
 //! The dispatcher in-process against real NATS, Redis, Postgres and platform-sim: sending,
 //! each handling class, retries, holds, no double sends, pacing and a graceful stop.
 
-mod common;
+use crate::common;
 
 use std::time::{Duration, Instant};
 

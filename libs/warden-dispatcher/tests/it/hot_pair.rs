@@ -2,7 +2,7 @@
 //! of the stream keeps flowing. Judged by facts (who was sent, how many calls each took,
 //! what the hot pair was doing meanwhile), never by the speed of a loaded machine.
 
-mod common;
+use crate::common;
 
 use std::time::{Duration, Instant};
 

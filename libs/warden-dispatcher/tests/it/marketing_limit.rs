@@ -4,7 +4,7 @@
 //! marketing message already queued for them waits out the hold instead of drawing another
 //! 131049; after the 24 h (rows back-dated) it gets exactly one attempt.
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

@@ -2,7 +2,7 @@
 //! window (free-form) and the template's status; a message refused there ends `failed`
 //! with a compliance error and is never handed to the platform.
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

@@ -3,7 +3,7 @@
 //! replicas; and a delivery that lost its row to another replica never acknowledges the
 //! stream message away.
 
-mod common;
+use crate::common;
 
 use std::time::{Duration, Instant};
 

@@ -2,7 +2,7 @@
 //! builds the platform body from the stored components, and platform-sim (holding the
 //! template as created, with its IMAGE header and URL button) accepts exactly that body.
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

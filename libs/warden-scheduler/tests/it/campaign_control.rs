@@ -5,7 +5,7 @@
 //! count each recipient once and add up to the audience; a pause or cancel stops the
 //! fan-out within one batch.
 
-mod common;
+use crate::common;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};

@@ -1,7 +1,7 @@
 //! Campaigns against real Postgres, Redis and NATS: exact counters, filters, completion,
 //! pause/resume/cancel mid-run, crash-safe resumption, a bad campaign.
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

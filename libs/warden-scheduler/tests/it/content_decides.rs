@@ -2,7 +2,7 @@
 //! text needs the window; a template by its stored category), never by the `message_type`
 //! the caller stored with it.
 
-mod common;
+use crate::common;
 
 use chrono::{TimeDelta, Utc};
 use common::*;

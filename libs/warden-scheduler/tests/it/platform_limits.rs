@@ -4,7 +4,7 @@
 //! scheduled message and a campaign batch to the end of the quiet period, check them again
 //! when due, and send them once it is over.
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

@@ -2,7 +2,7 @@
 //! down are published once it is back; lost stream messages are republished; paused
 //! campaigns' messages are left alone.
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

@@ -2,7 +2,7 @@
 //! messages older than the retention; type, status and timestamps stay; messages still on
 //! their way and newer ones keep theirs.
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

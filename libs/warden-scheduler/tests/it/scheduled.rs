@@ -1,7 +1,7 @@
 //! Scheduled messages against real Postgres, Redis and NATS: due vs future, compliance at
 //! dispatch, racing schedulers, crash recovery, shutdown.
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

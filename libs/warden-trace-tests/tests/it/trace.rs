@@ -465,7 +465,10 @@ impl Stack {
             cmd.env("DB_NAME", db.name())
                 .env("DELIVERY_STREAM", &stream)
                 .env("POLICIES_PATH", repo("policies/default.yaml"))
-                .env("PLATFORM_APP_SECRET", "trace-test-secret")
+                .env(
+                    "PLATFORM_APP_SECRET",
+                    warden_test_support::platform::APP_SECRET,
+                )
                 .env("PLATFORM_API_URL", format!("http://127.0.0.1:{sim_port}"))
                 .env(
                     "OTEL_EXPORTER_OTLP_ENDPOINT",

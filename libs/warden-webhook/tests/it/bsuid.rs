@@ -4,7 +4,7 @@
 //! records merge, the stricter consent wins, the history is kept), and an opt-out holds
 //! whatever identifier addresses the customer.
 
-mod common;
+use crate::common;
 
 use chrono::Utc;
 use common::*;
@@ -34,7 +34,7 @@ fn fixture(name: &str, phone: &str, bsuid: &str, parent: &str, wamid: &str) -> V
         .replace("__PARENT__", parent)
         .replace("__WAMID__", wamid)
         .replace("__TS__", &now().to_string())
-        .replace("__PNID__", "100000000000001");
+        .replace("__PNID__", PHONE_NUMBER_ID);
     serde_json::from_str(&filled).unwrap_or_else(|e| panic!("{path}: {e}"))
 }
 

@@ -1,7 +1,7 @@
 //! The webhook's batch forms of warden-core functions (`core_batch`) must leave exactly
 //! the rows the core's one-customer functions leave. Same inputs, two customers, compare.
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

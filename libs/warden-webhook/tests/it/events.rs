@@ -1,7 +1,7 @@
 //! Every event kind end to end into Postgres, replays, out-of-order statuses, batches,
 //! and several replicas on one database.
 
-mod common;
+use crate::common;
 
 use std::time::{Duration, Instant};
 
@@ -797,9 +797,7 @@ async fn concurrent_posts_are_each_stored_once_before_their_answer() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn redis_down_costs_the_cache_not_the_answer() {
-    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let addr = closed.local_addr().unwrap().to_string();
-    drop(closed);
+    let addr = format!("127.0.0.1:{}", warden_test_support::free_port());
     let h = Harness::start_with(|s| s.redis.addr = addr).await;
     let phones: Vec<String> = (0..50).map(|_| phone()).collect();
     let payload = envelope(

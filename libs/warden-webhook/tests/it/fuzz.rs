@@ -1,7 +1,7 @@
 //! Property test: correctly signed random bodies, from raw bytes to platform-shaped
 //! envelopes with hostile values, are answered 200 or 400; never a panic, never a 5xx.
 
-mod common;
+use crate::common;
 
 use common::*;
 use proptest::prelude::*;

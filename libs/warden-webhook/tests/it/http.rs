@@ -1,7 +1,7 @@
 //! The HTTP contract of the webhook: handshake, signature, status codes, health, metrics.
 //! Real server on 127.0.0.1:0, real Postgres (a fresh database per test).
 
-mod common;
+use crate::common;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -65,7 +65,7 @@ async fn signature_missing_or_wrong_is_401_and_writes_nothing() {
     assert_eq!(res.status().as_u16(), 401);
 
     let wrong_secret = warden_platform::signature::sign(b"not-the-secret", body.as_bytes());
-    let other_body = warden_platform::signature::sign(SECRET.as_bytes(), b"{}");
+    let other_body = warden_platform::signature::sign(APP_SECRET.as_bytes(), b"{}");
     for sig in [
         wrong_secret.as_str(),
         other_body.as_str(),
@@ -82,7 +82,7 @@ async fn signature_missing_or_wrong_is_401_and_writes_nothing() {
     assert_eq!(h.count("SELECT count(*) AS n FROM messages").await, 0);
 
     // The same body, correctly signed, goes through (upper-case hex accepted too).
-    let sig = warden_platform::signature::sign(SECRET.as_bytes(), body.as_bytes());
+    let sig = warden_platform::signature::sign(APP_SECRET.as_bytes(), body.as_bytes());
     let upper = format!("sha256={}", sig[7..].to_uppercase());
     let res = h.post_bytes(body.as_bytes(), Some(&upper)).await;
     assert_eq!(res.status().as_u16(), 200);
@@ -121,7 +121,7 @@ async fn bodies_that_are_not_platform_events_are_400() {
         "{\"object\": \"whatsapp_business_account\", \"entry\": {}}".to_string(),
         "{\"object\": \"whatsapp_business_account\", \"entry\": [".to_string(),
     ] {
-        let sig = warden_platform::signature::sign(SECRET.as_bytes(), body.as_bytes());
+        let sig = warden_platform::signature::sign(APP_SECRET.as_bytes(), body.as_bytes());
         let res = h.post_bytes(body.as_bytes(), Some(&sig)).await;
         assert_eq!(res.status().as_u16(), 400, "{body:?}");
     }
@@ -156,7 +156,7 @@ async fn bodies_over_one_mebibyte_are_413() {
 
     // Chunked (no Content-Length) is held to the same limit.
     let body = vec![b' '; warden_webhook::MAX_BODY_BYTES + 1];
-    let sig = warden_platform::signature::sign(SECRET.as_bytes(), &body);
+    let sig = warden_platform::signature::sign(APP_SECRET.as_bytes(), &body);
     let status = chunked_post(&h.url, &sig, &body).await;
     assert_eq!(status, 413);
     assert_eq!(h.count("SELECT count(*) AS n FROM webhook_events").await, 1);
@@ -233,10 +233,8 @@ async fn postgres_down_is_503_and_health_says_so() {
     warden_service::install_crypto_provider();
     // Settings pointing at a port where no Postgres listens; the pool is built lazily.
     let mut settings = warden_settings::Settings::load(None).unwrap();
-    settings.platform.app_secret = Some(SECRET.into());
-    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    settings.database.port = closed.local_addr().unwrap().port();
-    drop(closed);
+    warden_test_support::platform::use_test_account(&mut settings);
+    settings.database.port = warden_test_support::free_port();
     let manager = diesel_async::pooled_connection::AsyncDieselConnectionManager::<
         diesel_async::AsyncPgConnection,
     >::new(settings.database.url());

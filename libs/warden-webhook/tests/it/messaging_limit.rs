@@ -3,7 +3,7 @@
 //! `business_capability_update.max_daily_conversations_per_business` (or its older name)
 //! set the limit the send path enforces; the last one received wins; a replay changes nothing.
 
-mod common;
+use crate::common;
 
 use common::*;
 use serde_json::json;

@@ -3,7 +3,7 @@
 //! `THROUGHPUT_UPGRADE` raises a running dispatcher's bucket, coexistence caps it), and a
 //! template the platform re-categorises obeys its new category from the effective time.
 
-mod common;
+use crate::common;
 
 use std::net::TcpListener;
 use std::sync::Arc;
@@ -20,7 +20,6 @@ use warden_rules::kinds::MessageType;
 use warden_rules::throughput::CapacitySource;
 use warden_service::Dependencies;
 
-const TOKEN: &str = "limits-test-token";
 const TEMPLATE: &str = "warden_order_update";
 
 /// platform-sim posting its signed webhooks to the harness's webhook server.
@@ -32,8 +31,8 @@ fn start_sim(h: &Harness) -> (String, Arc<warden_sim::Sim>) {
             http_host: "127.0.0.1".into(),
             http_port: 0,
             webhook_url: Some(format!("{}/webhook", h.url)),
-            access_token: TOKEN.into(),
-            app_secret: SECRET.into(),
+            access_token: ACCESS_TOKEN.into(),
+            app_secret: APP_SECRET.into(),
             phone_number_id: settings.platform.phone_number_id.clone(),
             waba_id: settings.platform.account_id.clone(),
             workers: 2,
@@ -58,7 +57,7 @@ async fn start_dispatcher(
 ) {
     let mut settings = (*h.core.dependencies().settings).clone();
     settings.platform.api_url = api_url.to_string();
-    settings.platform.access_token = TOKEN.into();
+    settings.platform.access_token = ACCESS_TOKEN.into();
     let settings = Arc::new(settings);
     let deps = Dependencies {
         settings: settings.clone(),

@@ -2,7 +2,7 @@
 //! it, not on it), and a campaign's cost report shows that actual cost beside the estimate
 //! from the rate card.
 
-mod common;
+use crate::common;
 
 use common::*;
 use diesel::QueryableByName;

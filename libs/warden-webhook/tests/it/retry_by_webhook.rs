@@ -2,7 +2,7 @@
 //! reported by a `failed` status webhook puts the message back in the queue, exactly as the
 //! dispatcher does when the same code answers its call (docs/operations.md, Webhook ingestion).
 
-mod common;
+use crate::common;
 
 use std::net::TcpListener;
 use std::sync::Arc;
@@ -221,7 +221,7 @@ struct Settled {
 /// sim reports the second send as the retry it is, not a duplicate.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_message_failed_by_webhook_with_a_retryable_code_is_sent_again_not_duplicated() {
-    let token = "retry-test-token";
+    let token = ACCESS_TOKEN;
     let h = Harness::start_streaming(|_| {}).await;
     let settings = h.core.dependencies().settings.clone();
 
@@ -233,7 +233,7 @@ async fn a_message_failed_by_webhook_with_a_retryable_code_is_sent_again_not_dup
             http_port: 0,
             webhook_url: Some(format!("{}/webhook", h.url)),
             access_token: token.into(),
-            app_secret: SECRET.into(),
+            app_secret: APP_SECRET.into(),
             phone_number_id: settings.platform.phone_number_id.clone(),
             waba_id: settings.platform.account_id.clone(),
             workers: 2,

@@ -1,7 +1,7 @@
 //! Template status events are applied by their own time, never by arrival order, and every
 //! path that stores a platform-reported status matches locales one way.
 
-mod common;
+use crate::common;
 
 use common::*;
 use diesel::sql_types::Text;
@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 /// A template status webhook whose entry carries `time`.
 fn decided_at(name: &str, language: &str, event: &str, time: i64) -> Value {
     json!({"object": "whatsapp_business_account",
-           "entry": [{"id": WABA, "time": time, "changes": [
+           "entry": [{"id": WABA_ID, "time": time, "changes": [
                {"field": "message_template_status_update", "value": {
                    "event": event, "message_template_id": 1_689_556_908_129_832_u64,
                    "message_template_name": name, "message_template_language": language,

@@ -1,7 +1,7 @@
 //! Which inbound webhooks may open the care window (docs/operations.md, Webhook ingestion):
 //! only a customer's own message, for our number, with a plausible timestamp.
 
-mod common;
+use crate::common;
 
 use common::*;
 use serde_json::{Value, json};

@@ -18,25 +18,22 @@ use warden_settings::Settings;
 use warden_store::testing::TestDatabase;
 use warden_stream::{DeliveryJob, DeliveryStream};
 
-pub const TOKEN: &str = "dispatcher-test-token";
-pub const PHONE_ID: &str = "100000000000777";
-pub const WABA_ID: &str = "200000000000777";
-
 pub struct TestSim {
     pub url: String,
     pub state: Arc<warden_sim::Sim>,
     pub handle: actix_web::dev::ServerHandle,
 }
 
-pub async fn start_sim() -> TestSim {
+/// platform-sim for the account `platform` names (token, number, WABA).
+pub async fn start_sim(platform: &warden_settings::Platform) -> TestSim {
     let _ = rustls::crypto::ring::default_provider().install_default();
     let config = warden_sim::SimConfig {
         http_host: "127.0.0.1".into(),
         http_port: 0,
         webhook_url: None,
-        access_token: TOKEN.into(),
-        phone_number_id: PHONE_ID.into(),
-        waba_id: WABA_ID.into(),
+        access_token: platform.access_token.clone(),
+        phone_number_id: platform.phone_number_id.clone(),
+        waba_id: platform.account_id.clone(),
         workers: 2,
         ..warden_sim::SimConfig::default()
     };
@@ -97,13 +94,11 @@ impl Harness {
     pub async fn with_redis(mps: u32, redis: bool) -> Self {
         let _ = rustls::crypto::ring::default_provider().install_default();
         let db = TestDatabase::create();
-        let sim = start_sim().await;
         let mut settings = db.settings.clone();
+        // The sim serves the account the settings name.
+        let sim = start_sim(&settings.platform).await;
         settings.delivery_stream = format!("T_{}", Uuid::new_v4().simple()).to_uppercase();
         settings.platform.api_url = sim.url.clone();
-        settings.platform.access_token = TOKEN.into();
-        settings.platform.phone_number_id = PHONE_ID.into();
-        settings.platform.account_id = WABA_ID.into();
         settings.rate_limit_mps = mps;
         if !redis {
             settings.redis.addr = "127.0.0.1:1".into();

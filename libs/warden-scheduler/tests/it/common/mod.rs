@@ -14,20 +14,6 @@ use warden_scheduler::{Config, Scheduler};
 use warden_service::Dependencies;
 use warden_store::testing::TestDatabase;
 
-pub const POLICIES: &str = r#"
-version: 1
-policies:
-  - id: cap
-    type: frequency_limit
-    message_types: [marketing]
-    max: 2
-    window: 24h
-  - id: skip_vip
-    type: tag_exclusion
-    message_types: [marketing]
-    tags: [vip]
-"#;
-
 pub struct Harness {
     pub core: Core,
     pub db: TestDatabase,
@@ -57,8 +43,9 @@ impl Drop for Harness {
     }
 }
 
+/// A harness under the tests' policy file ([`warden_test_support::POLICIES`]).
 pub async fn harness(with_nats: bool) -> Harness {
-    harness_with(with_nats, POLICIES).await
+    harness_with(with_nats, warden_test_support::POLICIES).await
 }
 
 pub async fn harness_with(with_nats: bool, policies: &str) -> Harness {

@@ -19,9 +19,9 @@ use warden_store::testing::TestDatabase;
 use warden_store::{PgConn, PgPool};
 use warden_webhook::AppState;
 
-pub const SECRET: &str = "test-app-secret";
-pub const VERIFY_TOKEN: &str = "test-verify-token";
-pub const WABA: &str = "200000000000001";
+pub use warden_test_support::platform::{
+    ACCESS_TOKEN, APP_SECRET, PHONE_NUMBER_ID, VERIFY_TOKEN, WABA_ID,
+};
 
 /// One running webhook server over its own database.
 pub struct Harness {
@@ -67,8 +67,7 @@ impl Harness {
             .await
             .unwrap();
         let mut settings = db.settings.clone();
-        settings.platform.app_secret = Some(SECRET.into());
-        settings.platform.webhook_verify_token = VERIFY_TOKEN.into();
+        warden_test_support::platform::use_test_account(&mut settings);
         let default_redis = settings.redis.addr.clone();
         adjust(&mut settings);
         warden_store::prepare(&settings.database, vec![])
@@ -176,7 +175,7 @@ pub fn client() -> reqwest::Client {
 }
 
 pub async fn post_signed(http: &reqwest::Client, url: &str, body: &[u8]) -> reqwest::Response {
-    let sig = signature::sign(SECRET.as_bytes(), body);
+    let sig = signature::sign(APP_SECRET.as_bytes(), body);
     post_raw(http, url, body, Some(&sig)).await
 }
 
@@ -246,11 +245,11 @@ pub fn now() -> i64 {
 
 pub fn envelope(changes: Vec<Value>) -> Value {
     json!({"object": "whatsapp_business_account",
-           "entry": [{"id": WABA, "time": now(), "changes": changes}]})
+           "entry": [{"id": WABA_ID, "time": now(), "changes": changes}]})
 }
 
 pub fn metadata() -> Value {
-    json!({"display_phone_number": "15550100000", "phone_number_id": "100000000000001"})
+    json!({"display_phone_number": "15550100000", "phone_number_id": PHONE_NUMBER_ID})
 }
 
 pub fn text_message(from: &str, text: &str, ts: i64, wamid: &str) -> Value {

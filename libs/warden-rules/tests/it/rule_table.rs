@@ -1,8 +1,8 @@
-//! The rule table, written out independently of `decide`, and a property test that every
-//! way the rules are asked (a send's decision, check_compliance's described content, the
-//! dispatcher's recheck) answers as the table does, whatever label the caller gives.
-//! The database-backed half (each real entry path) is in warden-gateway's
-//! `tests/compliance_paths.rs`; it uses the same table.
+//! The rule table (`warden_test_support::rule_table`, written out independently of
+//! `decide`) and a property test that every way the rules are asked (a send's decision,
+//! check_compliance's described content, the dispatcher's recheck) answers as the table
+//! does, whatever label the caller gives. The database-backed half (each real entry path)
+//! is warden-gateway's `tests/it/compliance_paths.rs`; it uses the same table.
 
 use chrono::{DateTime, TimeDelta, TimeZone, Utc};
 use proptest::prelude::*;
@@ -11,53 +11,8 @@ use warden_rules::kinds::{Category, ContentKind, MessageType, TemplateCategory};
 use warden_rules::phone::canonicalize;
 use warden_rules::policy::PolicySet;
 use warden_rules::recheck::{RecheckInput, recheck};
-
-/// The gateway tests' policy file: cap 2 marketing, `vip` excluded from marketing, no
-/// marketing to +1, `blocked` excluded from everything.
-const POLICIES: &str = "version: 1
-policies:
-  - id: test_marketing_cap
-    type: frequency_limit
-    message_types: [marketing]
-    max: 2
-    window: 24h
-  - id: test_skip_vip
-    type: tag_exclusion
-    message_types: [marketing]
-    tags: [vip]
-  - id: test_no_marketing_to_plus1
-    type: country_block
-    message_types: [marketing]
-    prefixes: [\"1\"]
-  - id: test_blocked_customers
-    type: tag_exclusion
-    tags: [blocked]
-";
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Window {
-    Open,
-    Closed,
-    Never,
-    /// A stored inbound time in the future (a broken or forged timestamp).
-    Implausible,
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum OptOut {
-    None,
-    Marketing,
-    All,
-}
-
-#[derive(Clone, Debug)]
-struct State {
-    window: Window,
-    opt_out: OptOut,
-    cap_reached: bool,
-    tags: Vec<String>,
-    us: bool,
-}
+use warden_test_support::POLICIES;
+use warden_test_support::rule_table::{self, Customer, OptOut, Window, customers};
 
 fn now() -> DateTime<Utc> {
     // 10:00 UTC: no quiet hours in the file anyway.
@@ -73,44 +28,17 @@ fn last_inbound(w: Window) -> Option<DateTime<Utc>> {
     }
 }
 
-/// THE table (docs/compliance.md, Compliance rules and decisions), by hand:
-/// the content's category decides; checks in order opt-out, window (free-form), cap
-/// (marketing), then the policies in file order.
-fn table(s: &State, content: ContentKind) -> &'static str {
-    let c = content.category();
-    let has = |t: &str| s.tags.iter().any(|x| x.eq_ignore_ascii_case(t));
-    let opted_out = match c {
-        Category::Marketing => s.opt_out != OptOut::None,
-        _ => s.opt_out == OptOut::All,
-    };
-    if opted_out {
-        return "USER_OPTED_OUT";
-    }
-    if c == Category::Service && s.window != Window::Open {
-        return "TEMPLATE_REQUIRED";
-    }
-    if c == Category::Marketing && s.cap_reached {
-        return "FREQUENCY_CAP_EXCEEDED";
-    }
-    if c == Category::Marketing && (has("vip") || s.us) {
-        return "POLICY_RESTRICTION";
-    }
-    if has("blocked") {
-        return "POLICY_RESTRICTION";
-    }
-    "OK"
+/// The table's decision for `content` (the template approved).
+fn table(s: &Customer, content: ContentKind) -> &'static str {
+    rule_table::decision(s, content.category().as_str(), true)
 }
 
-/// The part of the table the dispatcher re-checks (opt-out, window); the rest was decided
-/// at acceptance.
-fn recheck_table(s: &State, content: ContentKind) -> &'static str {
-    match table(s, content) {
-        code @ ("USER_OPTED_OUT" | "TEMPLATE_REQUIRED") => code,
-        _ => "OK",
-    }
+/// The part of the table the dispatcher re-checks.
+fn recheck_table(s: &Customer, content: ContentKind) -> &'static str {
+    rule_table::recheck(s, content.category().as_str(), true)
 }
 
-fn input(s: &State, category: Category) -> ComplianceInput {
+fn input(s: &Customer, category: Category) -> ComplianceInput {
     ComplianceInput {
         category,
         opted_out_marketing: s.opt_out != OptOut::None,
@@ -126,35 +54,6 @@ fn input(s: &State, category: Category) -> ComplianceInput {
         recent_count: if s.cap_reached { 2 } else { 0 },
         now: now(),
     }
-}
-
-fn state() -> impl Strategy<Value = State> {
-    (
-        prop_oneof![
-            Just(Window::Open),
-            Just(Window::Closed),
-            Just(Window::Never),
-            Just(Window::Implausible)
-        ],
-        prop_oneof![
-            Just(OptOut::None),
-            Just(OptOut::Marketing),
-            Just(OptOut::All)
-        ],
-        any::<bool>(),
-        proptest::sample::subsequence(
-            vec!["vip", "VIP", "Vip", "blocked", "BLOCKED", "gold"],
-            0..3,
-        ),
-        any::<bool>(),
-    )
-        .prop_map(|(window, opt_out, cap_reached, tags, us)| State {
-            window,
-            opt_out,
-            cap_reached,
-            tags: tags.into_iter().map(String::from).collect(),
-            us,
-        })
 }
 
 fn content() -> impl Strategy<Value = ContentKind> {
@@ -191,7 +90,7 @@ proptest! {
 
     #[test]
     fn every_way_of_asking_matches_the_rule_table(
-        s in state(),
+        s in customers(),
         c in content(),
         caller_label in label(),
     ) {
@@ -229,7 +128,7 @@ proptest! {
 
     #[test]
     fn a_template_that_is_not_approved_is_refused_before_anything_else(
-        s in state(),
+        s in customers(),
         t in prop_oneof![
             Just(TemplateCategory::Marketing),
             Just(TemplateCategory::Utility),
@@ -254,7 +153,7 @@ proptest! {
 #[test]
 fn free_form_needs_the_window_whatever_the_label() {
     let policies = PolicySet::from_yaml(POLICIES).unwrap();
-    let s = State {
+    let s = Customer {
         window: Window::Closed,
         opt_out: OptOut::None,
         cap_reached: false,
@@ -276,7 +175,7 @@ fn free_form_needs_the_window_whatever_the_label() {
 #[test]
 fn an_implausible_inbound_time_opens_no_window() {
     let policies = PolicySet::from_yaml(POLICIES).unwrap();
-    let s = State {
+    let s = Customer {
         window: Window::Implausible,
         opt_out: OptOut::None,
         cap_reached: false,
@@ -297,7 +196,7 @@ fn an_implausible_inbound_time_opens_no_window() {
 #[test]
 fn tag_exclusion_ignores_case() {
     let policies = PolicySet::from_yaml(&POLICIES.replace("tags: [vip]", "tags: [VIP]")).unwrap();
-    let s = State {
+    let s = Customer {
         window: Window::Open,
         opt_out: OptOut::None,
         cap_reached: false,
@@ -306,7 +205,7 @@ fn tag_exclusion_ignores_case() {
     };
     let d = decide(&policies, &input(&s, Category::Marketing));
     assert_eq!(d.policy_id.as_deref(), Some("test_skip_vip"));
-    let upper = State {
+    let upper = Customer {
         tags: vec!["VIP".into()],
         ..s
     };
