@@ -7,7 +7,7 @@ say() { printf '\n[test] %s\n' "$*"; }
 
 command -v cargo-nextest >/dev/null || { say "installing cargo-nextest"; cargo install --locked cargo-nextest; }
 
-say "layering: crate dependencies follow the layer table, only store and core write (scripts/check-layers.py)"
+say "layering: crate dependencies follow the layer table, only store and core write, no module import cycle (scripts/check-layers.py)"
 python3 scripts/check-layers.py
 
 say "Python test dependencies (the official MCP SDK 2.x and 1.x, scripts/pydeps.sh)"

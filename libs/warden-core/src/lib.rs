@@ -49,9 +49,10 @@ use warden_stream::DeliveryStream;
 
 pub use conversations::{ConversationView, WindowCache};
 pub use deps::{Dependencies, RedisPool};
+pub use send::error::SendError;
 pub use send::kind::{ContentError, SendKind};
 pub use send::recheck::Recheck;
-pub use send::{Accepted, RefusalMode, SendError, SendRequest};
+pub use send::{Accepted, RefusalMode, SendRequest};
 pub use warden_stream::HintKind;
 
 #[derive(Debug, thiserror::Error)]

@@ -3,8 +3,8 @@
 
 use chrono::Utc;
 use warden_core::customers::number_change::link;
-use warden_core::customers::privacy::{forget, is_suppressed};
-use warden_core::customers::{OptScope, apply_opt_change};
+use warden_core::customers::privacy::forget;
+use warden_core::customers::{OptScope, apply_opt_change, is_suppressed};
 use warden_rules::keywords::OptChange;
 use warden_rules::phone::canonicalize;
 use warden_store::PgPool;

@@ -1,13 +1,13 @@
 //! HTTP routes: the platform's paths under any `/vNN.0/` version prefix, and the sim's
 //! control endpoints.
 
+use crate::reply::{bad_request, control_json, refusal, reject_unauthorized};
 use crate::state::{Accepted, Refusal, Sim};
 use crate::templates::{CATEGORIES, Template, check_components, name_problem, named_params};
 use actix_web::dev::Service;
-use actix_web::http::header::{AUTHORIZATION, CONTENT_TYPE};
+use actix_web::http::header::CONTENT_TYPE;
 use actix_web::{HttpRequest, HttpResponse, guard, web};
 use serde::Deserialize;
-use serde::de::DeserializeOwned;
 use serde_json::{Map, Value, json};
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -86,37 +86,8 @@ struct NodeId {
     id: String,
 }
 
-pub(crate) fn refusal(r: Refusal) -> HttpResponse {
-    let status = actix_web::http::StatusCode::from_u16(r.http_status)
-        .unwrap_or(actix_web::http::StatusCode::BAD_REQUEST);
-    HttpResponse::build(status)
-        .insert_header(("www-authenticate", "OAuth \"Facebook Platform\""))
-        .json(&*r.body)
-}
-
 fn invalid(details: impl Into<String>) -> HttpResponse {
     refusal(Refusal::new(400, 100, details))
-}
-
-/// `Some(401 answer)` unless the request carries the right bearer token.
-pub(crate) fn reject_unauthorized(sim: &Sim, req: &HttpRequest) -> Option<HttpResponse> {
-    let ok = match req.headers().get(AUTHORIZATION) {
-        Some(v) if v.as_bytes() == sim.expected_auth.as_bytes() => true,
-        Some(v) => v.to_str().ok().is_some_and(|s| {
-            // The scheme is case-insensitive; the token is not.
-            s.split_once(' ').is_some_and(|(scheme, token)| {
-                scheme.eq_ignore_ascii_case("bearer") && token.trim() == sim.config.access_token
-            })
-        }),
-        None => false,
-    };
-    (!ok).then(|| {
-        refusal(Refusal::new(
-            401,
-            190,
-            "Invalid OAuth access token: missing or wrong bearer token",
-        ))
-    })
 }
 
 fn unknown_object(id: &str, verb: &str) -> HttpResponse {
@@ -135,19 +106,6 @@ fn unknown_object(id: &str, verb: &str) -> HttpResponse {
 
 fn digits(s: &str) -> String {
     s.chars().filter(char::is_ascii_digit).collect()
-}
-
-pub(crate) fn bad_request(msg: impl std::fmt::Display) -> HttpResponse {
-    HttpResponse::BadRequest().json(json!({ "error": msg.to_string() }))
-}
-
-/// A control endpoint's body that is not the JSON it takes.
-#[derive(Debug, thiserror::Error)]
-#[error("invalid JSON body: {0}")]
-pub(crate) struct BadControlBody(#[from] serde_json::Error);
-
-pub(crate) fn control_json<T: DeserializeOwned>(body: &[u8]) -> Result<T, BadControlBody> {
-    Ok(serde_json::from_slice(body)?)
 }
 
 fn ok() -> HttpResponse {

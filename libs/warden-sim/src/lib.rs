@@ -21,6 +21,7 @@ pub mod http;
 pub mod limits;
 pub mod listen;
 pub mod media;
+pub mod reply;
 pub mod state;
 pub mod templates;
 pub mod users;

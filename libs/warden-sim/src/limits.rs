@@ -13,7 +13,7 @@ use actix_web::{HttpResponse, web};
 use serde::Deserialize;
 use serde_json::json;
 
-use crate::http::{bad_request, control_json};
+use crate::reply::{bad_request, control_json};
 use crate::state::Sim;
 
 #[derive(Deserialize)]

@@ -2,6 +2,7 @@
 //! webhooks each event produces.
 
 mod limits;
+pub mod media;
 
 use crate::config::SimConfig;
 use crate::templates::{Registry, Seed, Template};
@@ -226,7 +227,7 @@ pub struct Sim {
     template_seq: AtomicU64,
     pub webhooks: Option<Arc<WebhookQueue>>,
     /// Uploaded media (`POST /{phone}/media`, `POST /sim/media`).
-    pub media: crate::media::MediaStore,
+    pub media: media::MediaStore,
     /// Users known by BSUID (`crate::users`).
     pub users: crate::users::Users,
     /// Runtime for timers, so they outlive the HTTP worker that scheduled them.
@@ -251,7 +252,7 @@ impl Sim {
             wamid_seq: AtomicU64::new(1),
             template_seq: AtomicU64::new(1),
             webhooks,
-            media: crate::media::MediaStore::default(),
+            media: media::MediaStore::default(),
             users: crate::users::Users::default(),
             runtime,
         };

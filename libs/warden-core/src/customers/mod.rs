@@ -12,7 +12,7 @@ use serde_json::json;
 use warden_rules::keywords::OptChange;
 use warden_rules::phone::PhoneNumber;
 use warden_store::models::Customer;
-use warden_store::schema::customers;
+use warden_store::schema::{customers, suppressions};
 
 /// Which consents an opt change touches.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -83,9 +83,7 @@ pub async fn apply_opt_change(
 ) -> QueryResult<bool> {
     let before = ensure_locked(conn, phone).await?;
     // A forgotten number stays suppressed: not even the customer's own START lifts it.
-    if matches!(change, OptChange::Resume)
-        && crate::customers::privacy::is_suppressed(conn, phone).await?
-    {
+    if matches!(change, OptChange::Resume) && is_suppressed(conn, phone).await? {
         tracing::info!(source, "opt-in of a forgotten (suppressed) number ignored");
         return Ok(false);
     }
@@ -231,4 +229,13 @@ pub async fn touch_interaction(
         .execute(conn)
         .await
         .map(|_| ())
+}
+
+/// Is this number suppressed (forgotten)? An opt-in never lifts a suppression.
+pub async fn is_suppressed(c: &mut AsyncPgConnection, phone: &PhoneNumber) -> QueryResult<bool> {
+    diesel::select(diesel::dsl::exists(
+        suppressions::table.find(phone.digits()),
+    ))
+    .get_result(c)
+    .await
 }

@@ -190,12 +190,3 @@ async fn forget_in(
         already_suppressed: inserted == 0,
     })
 }
-
-/// Is this number suppressed (forgotten)? An opt-in never lifts a suppression.
-pub async fn is_suppressed(c: &mut AsyncPgConnection, phone: &PhoneNumber) -> QueryResult<bool> {
-    diesel::select(diesel::dsl::exists(
-        suppressions::table.find(phone.digits()),
-    ))
-    .get_result(c)
-    .await
-}

@@ -20,7 +20,8 @@ use warden_rules::kinds::Category;
 use warden_rules::message_status::MessageStatus;
 use warden_store::tx::{Abort, transact_on};
 
-use crate::send::{SendError, SendRequest, insert_message};
+use super::error::SendError;
+use crate::send::{SendRequest, insert_message};
 use crate::{Core, customers};
 
 /// The `message_holds.reason` of a decision: the rule that held it.

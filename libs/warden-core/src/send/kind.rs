@@ -5,7 +5,7 @@ use serde_json::{Value, json};
 use warden_rules::rich::{RICH_TYPES, RichMessage};
 use warden_rules::template_params::{Variables, named_body_component};
 
-use crate::send::SendError;
+use super::error::SendError;
 
 /// What to send.
 #[derive(Clone, Debug, PartialEq)]

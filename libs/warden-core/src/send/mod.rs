@@ -16,6 +16,7 @@
 pub mod attribution;
 mod check;
 mod decide;
+pub mod error;
 pub mod guardrails;
 mod hold;
 pub mod idempotency;
@@ -42,13 +43,13 @@ use warden_rules::message_status::MessageStatus;
 use warden_rules::phone::PhoneNumber;
 use warden_store::models::Message;
 use warden_store::schema::messages;
-use warden_store::tx::{Abort, TxError, transact_on};
+use warden_store::tx::{Abort, transact_on};
 use warden_stream::DeliveryJob;
 
 use crate::delivery::knowledge;
 use crate::{Core, CoreError, conversations, customers, templates};
 use decide::{count_accepted, decide, recent_count};
-use guardrails::GuardrailRefusal;
+use error::SendError;
 use idempotency::{Claim, IdempotencyKey};
 use kind::SendKind;
 
@@ -138,121 +139,6 @@ pub struct Accepted {
     pub published: bool,
     /// An earlier call with the same idempotency key created this message; nothing new was.
     pub replayed: bool,
-}
-
-#[derive(Debug, thiserror::Error)]
-pub enum SendError {
-    #[error("{}", .0.human_explanation)]
-    Refused(Decision),
-    /// RecordFailed mode: the refusal was recorded on this message row.
-    #[error("{}", .decision.human_explanation)]
-    RefusedRecorded {
-        message_id: Uuid,
-        decision: Decision,
-    },
-    #[error("no template named `{name}` in locale `{locale}`")]
-    TemplateNotFound { name: String, locale: String },
-    #[error("template `{name}` ({locale}) is {status}, not APPROVED")]
-    TemplateNotApproved {
-        name: String,
-        locale: String,
-        status: String,
-    },
-    #[error("{0}")]
-    InvalidVariables(String),
-    #[error("{0}")]
-    InvalidArgument(String),
-    #[error("{0}")]
-    Unavailable(String),
-    /// A database conflict persisted after the store's retries; nothing was written.
-    #[error("{message}")]
-    Busy {
-        message: String,
-        retry_after_secs: u64,
-    },
-    /// RecordFailed mode: refused by a rule that lifts by itself (`decision.retry_at`); the
-    /// message waits `scheduled` until then (`send::hold`).
-    #[error("{}", .decision.human_explanation)]
-    Held {
-        message_id: Uuid,
-        decision: Decision,
-    },
-    /// A new campaign recipient refused by the portfolio messaging limit: nothing was
-    /// recorded for it and the campaign is paused (`send::hold`).
-    #[error("{}", .0.human_explanation)]
-    CampaignPaused(Decision),
-    /// The calling agent's guardrails refuse it (RATE_LIMITED or FORBIDDEN).
-    #[error("{}", .0.message)]
-    Guardrail(GuardrailRefusal),
-}
-
-impl From<diesel::result::Error> for SendError {
-    fn from(err: diesel::result::Error) -> Self {
-        CoreError::from(err).into()
-    }
-}
-
-impl<E: Into<SendError>> From<TxError<E>> for SendError {
-    fn from(err: TxError<E>) -> Self {
-        match err {
-            TxError::App(e) => e.into(),
-            TxError::Db(e) => CoreError::from(e).into(),
-        }
-    }
-}
-
-impl From<CoreError> for SendError {
-    fn from(err: CoreError) -> Self {
-        match err {
-            CoreError::InvalidArgument(m) => SendError::InvalidArgument(m),
-            CoreError::NotFound(m) => SendError::InvalidArgument(m),
-            CoreError::Conflict(m) => SendError::InvalidArgument(m),
-            CoreError::Busy {
-                message,
-                retry_after_secs,
-            } => SendError::Busy {
-                message,
-                retry_after_secs,
-            },
-            CoreError::Unavailable(m) => SendError::Unavailable(m),
-        }
-    }
-}
-
-impl SendError {
-    /// The tool error code of this refusal.
-    pub fn code(&self) -> &'static str {
-        match self {
-            SendError::Refused(d)
-            | SendError::RefusedRecorded { decision: d, .. }
-            | SendError::Held { decision: d, .. }
-            | SendError::CampaignPaused(d) => d.reason_code.as_str(),
-            SendError::TemplateNotFound { .. } => "NOT_FOUND",
-            SendError::TemplateNotApproved { .. } => "TEMPLATE_NOT_APPROVED",
-            SendError::InvalidVariables(_) | SendError::InvalidArgument(_) => "INVALID_ARGUMENT",
-            SendError::Unavailable(_) | SendError::Busy { .. } => "UNAVAILABLE",
-            SendError::Guardrail(r) => r.code,
-        }
-    }
-    /// What the caller should do next.
-    pub fn suggested_action(&self) -> String {
-        match self {
-            SendError::Refused(d)
-            | SendError::RefusedRecorded { decision: d, .. }
-            | SendError::Held { decision: d, .. }
-            | SendError::CampaignPaused(d) => d.suggested_action.clone(),
-            SendError::TemplateNotFound { .. } => {
-                "List approved templates with list_templates, or create one with create_template and wait for approval.".into()
-            }
-            SendError::TemplateNotApproved { .. } => {
-                "Wait for the platform's approval (sync_template_status shows the latest status) or use an APPROVED template.".into()
-            }
-            SendError::InvalidVariables(_) => "Pass `variables` as a JSON array with one value per {{n}} placeholder of the template.".into(),
-            SendError::InvalidArgument(_) => "Fix the parameter and call again.".into(),
-            SendError::Unavailable(_) | SendError::Busy { .. } => "Nothing was written; try again shortly.".into(),
-            SendError::Guardrail(r) => r.suggested_action.clone(),
-        }
-    }
 }
 
 /// A refusal that is not one of the rule engine's (template problems at dispatch). A

@@ -71,7 +71,7 @@ async fn facts(
             messages::template_name,
             // A re-categorisation counts from its effective time (`templates::changes`).
             diesel::dsl::sql::<diesel::sql_types::Nullable<diesel::sql_types::Text>>(
-                crate::templates::changes::EFFECTIVE_CATEGORY_SQL,
+                crate::templates::EFFECTIVE_CATEGORY_SQL,
             ),
             templates::status.nullable(),
             customers::opt_in_marketing.nullable(),

@@ -3,11 +3,12 @@
 //! - **Category** (`template_category_update`). A completed change (`previous_category`,
 //!   `new_category`) applies at once; an impending one (`correct_category`,
 //!   `category_update_timestamp`) is stored as `pending_category` / `pending_category_at`
-//!   and the template is *read* as the new category from that moment on ([`effective`],
-//!   used by `templates::find`, and [`EFFECTIVE_CATEGORY_SQL`], used by the dispatcher's
-//!   recheck). Every send decides its category from the stored template, so a utility
-//!   template re-categorised as marketing obeys marketing rules (opt-out, cap, +1 block)
-//!   from then on, including the next batch of a campaign that uses it.
+//!   and the template is *read* as the new category from that moment on
+//!   ([`super::effective`], used by `templates::find`, and [`super::EFFECTIVE_CATEGORY_SQL`],
+//!   used by the dispatcher's recheck). Every send decides its category from the stored
+//!   template, so a utility template re-categorised as marketing obeys marketing rules
+//!   (opt-out, cap, +1 block) from then on, including the next batch of a campaign that
+//!   uses it.
 //! - **Quality** (`message_template_quality_update`): the score, shown by `list_templates`.
 
 use chrono::{DateTime, Utc};
@@ -15,23 +16,6 @@ use diesel::prelude::*;
 use diesel_async::{AsyncPgConnection, RunQueryDsl};
 use serde_json::json;
 use warden_store::schema::templates;
-
-/// The category a template has at `now`: its pending one once that is due.
-pub fn effective<'a>(
-    category: &'a str,
-    pending: Option<&'a str>,
-    pending_at: Option<DateTime<Utc>>,
-    now: DateTime<Utc>,
-) -> &'a str {
-    match (pending, pending_at) {
-        (Some(p), Some(at)) if at <= now && !p.is_empty() => p,
-        _ => category,
-    }
-}
-
-/// [`effective`] in SQL, over the `templates` row.
-pub const EFFECTIVE_CATEGORY_SQL: &str = "CASE WHEN templates.pending_category_at <= now() \
-     AND templates.pending_category <> '' THEN templates.pending_category ELSE templates.category END";
 
 /// A category change the platform reported.
 #[derive(Clone, Debug)]
@@ -125,28 +109,4 @@ pub async fn apply_quality(
     ))
     .execute(c)
     .await
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use chrono::Duration;
-    use proptest::prelude::*;
-
-    proptest! {
-        #[test]
-        fn a_pending_category_applies_exactly_from_its_time(offset_s in -100_000i64..100_000) {
-            let now = Utc::now();
-            let at = now + Duration::seconds(offset_s);
-            let got = effective("utility", Some("marketing"), Some(at), now);
-            prop_assert_eq!(got, if offset_s <= 0 { "marketing" } else { "utility" });
-        }
-    }
-
-    #[test]
-    fn no_pending_keeps_the_stored_category() {
-        let now = Utc::now();
-        assert_eq!(effective("utility", None, None, now), "utility");
-        assert_eq!(effective("utility", Some(""), Some(now), now), "utility");
-    }
 }

@@ -66,11 +66,27 @@ fn with_pending() -> WithPendingSelect {
     )
 }
 
+/// The category a template has at `now`: its pending one once that is due.
+pub fn effective<'a>(
+    category: &'a str,
+    pending: Option<&'a str>,
+    pending_at: Option<DateTime<Utc>>,
+    now: DateTime<Utc>,
+) -> &'a str {
+    match (pending, pending_at) {
+        (Some(p), Some(at)) if at <= now && !p.is_empty() => p,
+        _ => category,
+    }
+}
+
+/// [`effective`] in SQL, over the `templates` row.
+pub const EFFECTIVE_CATEGORY_SQL: &str = "CASE WHEN templates.pending_category_at <= now() \
+     AND templates.pending_category <> '' THEN templates.pending_category ELSE templates.category END";
+
 /// The template as sends read it: a platform re-categorisation counts from its time on.
 fn with_effective_category((mut t, pending, at): WithPending) -> Template {
     let now = Utc::now();
-    let category =
-        crate::templates::changes::effective(&t.category, pending.as_deref(), at, now).to_owned();
+    let category = effective(&t.category, pending.as_deref(), at, now).to_owned();
     t.category = category;
     t
 }
@@ -651,5 +667,29 @@ mod tests {
     fn impossible_names_are_longer_than_any_template_name() {
         assert!(!impossible_name(&"a".repeat(MAX_NAME_CHARS)));
         assert!(impossible_name(&"a".repeat(MAX_NAME_CHARS + 1)));
+    }
+}
+
+#[cfg(test)]
+mod effective_tests {
+    use super::*;
+    use chrono::Duration;
+    use proptest::prelude::*;
+
+    proptest! {
+        #[test]
+        fn a_pending_category_applies_exactly_from_its_time(offset_s in -100_000i64..100_000) {
+            let now = Utc::now();
+            let at = now + Duration::seconds(offset_s);
+            let got = effective("utility", Some("marketing"), Some(at), now);
+            prop_assert_eq!(got, if offset_s <= 0 { "marketing" } else { "utility" });
+        }
+    }
+
+    #[test]
+    fn no_pending_keeps_the_stored_category() {
+        let now = Utc::now();
+        assert_eq!(effective("utility", None, None, now), "utility");
+        assert_eq!(effective("utility", Some(""), Some(now), now), "utility");
     }
 }

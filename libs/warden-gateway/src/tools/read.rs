@@ -574,7 +574,7 @@ impl Gateway {
                 .into_iter()
                 .map(|(t, pending, pending_at, quality)| TemplateItem {
                     // The category sends obey now (a re-categorisation counts from its time).
-                    category: lower(warden_core::templates::changes::effective(
+                    category: lower(warden_core::templates::effective(
                         &t.category,
                         pending.as_deref(),
                         pending_at,

@@ -124,7 +124,7 @@ pub enum PolicyReason {
     Max { got: String },
     /// An agent-safety policy's own reason (see `crate::safety`).
     #[error("{0}")]
-    Safety(#[from] crate::safety::SafetyPolicyError),
+    Safety(#[from] crate::safety::error::SafetyPolicyError),
     #[error(
         "`prefixes` entry {prefix:?} must be the leading digits of E.164 numbers (e.g. \"1\" or \"44\"), without a leading 0"
     )]

@@ -1,7 +1,7 @@
 //! `recipient_allowlist`: only these phones and/or customers carrying these tags may be
 //! messaged (for staging agents and first rollouts).
 
-use super::SafetyPolicyError;
+use super::error::SafetyPolicyError;
 use crate::phone::PhoneNumber;
 
 /// A validated allowlist: at least one of `phones` and `tags` is set.

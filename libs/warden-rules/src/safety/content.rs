@@ -10,7 +10,8 @@
 use regex::Regex;
 use serde_json::Value;
 
-use super::{SafetyPolicyError, urls};
+use super::error::SafetyPolicyError;
+use super::urls;
 
 /// One `deny_patterns` entry, compiled once when the file is loaded.
 #[derive(Debug, Clone)]
