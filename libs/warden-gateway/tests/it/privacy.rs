@@ -5,7 +5,7 @@
 //!
 //! Needs `cargo build --bins` (warden-admin).
 
-mod common;
+use crate::common;
 
 use std::process::Command;
 use std::time::Duration;
@@ -46,7 +46,7 @@ async fn a_forgotten_customer_is_erased_and_never_messaged_again() {
 
     let out = Command::new(warden_test_support::binary("warden-admin"))
         .args(["customers", "forget", &format!("+{phone}")])
-        .envs(common::webhook::env_of(&h.deps.settings))
+        .envs(warden_test_support::procs::env_of(&h.deps.settings))
         .output()
         .expect("run warden-admin");
     let stderr = String::from_utf8_lossy(&out.stderr);
@@ -162,14 +162,14 @@ async fn a_forgotten_customer_is_erased_and_never_messaged_again() {
     // Forgetting again is harmless; a bad number is a usage error (exit 2).
     let again = Command::new(warden_test_support::binary("warden-admin"))
         .args(["customers", "forget", &phone])
-        .envs(common::webhook::env_of(&h.deps.settings))
+        .envs(warden_test_support::procs::env_of(&h.deps.settings))
         .output()
         .unwrap();
     assert!(again.status.success());
     assert!(String::from_utf8_lossy(&again.stderr).contains("already"));
     let bad = Command::new(warden_test_support::binary("warden-admin"))
         .args(["customers", "forget", "not-a-phone"])
-        .envs(common::webhook::env_of(&h.deps.settings))
+        .envs(warden_test_support::procs::env_of(&h.deps.settings))
         .output()
         .unwrap();
     assert_eq!(bad.status.code(), Some(2));

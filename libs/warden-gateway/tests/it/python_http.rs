@@ -5,8 +5,8 @@
 //! Python: the venvs `scripts/pydeps.sh` creates (`target/pyenv`, `target/pyenv-legacy`);
 //! this test never installs anything.
 
-mod common;
-mod http_support;
+use crate::common;
+use crate::http_support;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;

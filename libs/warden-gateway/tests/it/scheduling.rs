@@ -1,7 +1,7 @@
 //! Group C: schedule_message, schedule_campaign, cancel/pause/resume_campaign,
 //! get_campaign, and the tier gate.
 
-mod common;
+use crate::common;
 
 use chrono::{TimeDelta, Utc};
 use common::{Harness, Opts, phone};

@@ -1,7 +1,7 @@
 //! Group D/E tools that call the platform (an in-process platform-sim): create_template,
 //! sync_template_status, sync_webhooks, get_account_quality, and UPSTREAM_ERROR.
 
-mod common;
+use crate::common;
 
 use chrono::{TimeDelta, Utc};
 use common::{Harness, Opts, phone};
@@ -169,7 +169,7 @@ async fn create_template_validation_and_upstream_refusal() {
 async fn account_quality_is_read_live() {
     let h = Harness::with(with_sim()).await;
     let q = h.ok("get_account_quality", json!({})).await;
-    assert_eq!(q["waba_id"], common::SIM_WABA_ID);
+    assert_eq!(q["waba_id"], common::WABA_ID);
     for k in [
         "name",
         "quality_tier",

@@ -1,7 +1,7 @@
 //! One regression test per hole the send path once had, named after the behaviour
 //! (docs/compliance.md, Compliance decisions on every path).
 
-mod common;
+use crate::common;
 
 use chrono::{TimeDelta, Utc};
 use common::*;
@@ -238,7 +238,7 @@ async fn the_tag_migration_lower_cases_stored_tags() {
     let mut c = h.conn().await;
     diesel_async::RunQueryDsl::execute(
         diesel::sql_query(include_str!(
-            "../../../migrations/2026-11-23-220001_lowercase_tags/up.sql"
+            "../../../../migrations/2026-11-23-220001_lowercase_tags/up.sql"
         )),
         &mut c,
     )

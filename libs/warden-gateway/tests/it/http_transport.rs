@@ -4,8 +4,8 @@
 //! with nothing run); API keys acting within their scopes; OAuth mode's protected resource
 //! metadata; `/health` and `/metrics`.
 
-mod common;
-mod http_support;
+use crate::common;
+use crate::http_support;
 
 use std::process::{Command, Stdio};
 use std::time::Duration;

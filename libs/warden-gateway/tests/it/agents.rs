@@ -2,7 +2,7 @@
 //! under concurrency, and attribution (`sent_by`, audit actor). The gateway acts as the
 //! caller the HTTP transport would attach (`Gateway::acting_as`).
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeSet;
 use std::time::Duration;

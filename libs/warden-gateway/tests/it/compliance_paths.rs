@@ -3,10 +3,11 @@
 //! reply_customer, send_template, schedule_message (at scheduling and at dispatch, as the
 //! scheduler builds the send), a campaign recipient (as the scheduler builds it),
 //! retry_failed_messages and the dispatcher's recheck, whatever `message_type` the caller
-//! gives, and that decision is the rule table's. Every case runs each path on a fresh
-//! customer set up in that state, against real Postgres, Redis and NATS.
+//! gives, and that decision is the rule table's (`warden_test_support::rule_table`). Every
+//! case runs each path on a fresh customer set up in that state, against real Postgres,
+//! Redis and NATS.
 
-mod common;
+use crate::common;
 
 use chrono::{TimeDelta, Utc};
 use common::*;
@@ -20,30 +21,7 @@ use warden_core::{Core, Recheck, RefusalMode, SendError, SendKind, SendRequest};
 use warden_rules::kinds::MessageType;
 use warden_rules::phone::canonicalize;
 use warden_store::schema::{conversations, message_frequencies, messages};
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Window {
-    Open,
-    Closed,
-    Never,
-    Implausible,
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum OptOut {
-    None,
-    Marketing,
-    All,
-}
-
-#[derive(Clone, Debug)]
-struct State {
-    window: Window,
-    opt_out: OptOut,
-    cap_reached: bool,
-    tags: Vec<&'static str>,
-    us: bool,
-}
+use warden_test_support::rule_table::{self, Customer, OptOut, Window, customers};
 
 /// What is sent: free text, or one of the test templates (stored category / status).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -86,48 +64,20 @@ impl Content {
     }
 }
 
-/// The rule table by hand (the same as warden-rules' tests/rule_table.rs), for the test
-/// policy file: the content's category decides; order template status, opt-out, window
-/// (free-form), cap (marketing), then policies in file order.
-fn table(s: &State, c: Content) -> &'static str {
-    if c == Content::Paused {
-        return "TEMPLATE_NOT_APPROVED";
-    }
-    compliance_table(s, c)
+/// The rule table's decision (`warden_test_support::rule_table`, shared with warden-rules'
+/// `tests/it/rule_table.rs`) for `c`: the paused template is the one not approved.
+fn table(s: &Customer, c: Content) -> &'static str {
+    rule_table::decision(s, c.category(), c != Content::Paused)
 }
 
-fn compliance_table(s: &State, c: Content) -> &'static str {
-    let cat = c.category();
-    let has = |t: &str| s.tags.iter().any(|x| x.eq_ignore_ascii_case(t));
-    let opted_out = if cat == "marketing" {
-        s.opt_out != OptOut::None
-    } else {
-        s.opt_out == OptOut::All
-    };
-    if opted_out {
-        return "USER_OPTED_OUT";
-    }
-    if cat == "service" && s.window != Window::Open {
-        return "TEMPLATE_REQUIRED";
-    }
-    if cat == "marketing" && s.cap_reached {
-        return "FREQUENCY_CAP_EXCEEDED";
-    }
-    if cat == "marketing" && (has("vip") || s.us) {
-        return "POLICY_RESTRICTION";
-    }
-    if has("blocked") {
-        return "POLICY_RESTRICTION";
-    }
-    "OK"
+/// The table without the template's status (what is checked when a send is only scheduled).
+fn compliance_table(s: &Customer, c: Content) -> &'static str {
+    rule_table::decision(s, c.category(), true)
 }
 
 /// What the dispatcher re-checks: template status, opt-out, window.
-fn recheck_table(s: &State, c: Content) -> &'static str {
-    match table(s, c) {
-        code @ ("TEMPLATE_NOT_APPROVED" | "USER_OPTED_OUT" | "TEMPLATE_REQUIRED") => code,
-        _ => "OK",
-    }
+fn recheck_table(s: &Customer, c: Content) -> &'static str {
+    rule_table::recheck(s, c.category(), c != Content::Paused)
 }
 
 fn us_phone() -> String {
@@ -136,14 +86,14 @@ fn us_phone() -> String {
 }
 
 /// A fresh customer in state `s`; returns its canonical number.
-async fn customer(h: &Harness, s: &State) -> String {
+async fn customer(h: &Harness, s: &Customer) -> String {
     let phone = if s.us { us_phone() } else { phone() };
     let p = canonicalize(&phone).unwrap();
     {
         let mut c = h.conn().await;
         warden_core::customers::ensure(&mut c, &p).await.unwrap();
     }
-    h.tag(&phone, &s.tags).await;
+    h.tag(&phone, &s.tags()).await;
     match s.opt_out {
         OptOut::None => {}
         OptOut::Marketing => h.opt_out(&phone, false).await,
@@ -248,7 +198,7 @@ const LABELS: [&str; 5] = [
 ];
 
 /// Runs every entry path for one (state, content, label) and checks each against the table.
-async fn one_case(h: &Harness, s: &State, c: Content, label: &str) -> Result<(), TestCaseError> {
+async fn one_case(h: &Harness, s: &Customer, c: Content, label: &str) -> Result<(), TestCaseError> {
     let core = Core::new(h.deps.clone(), "test");
     let expected = table(s, c);
     let ctx = format!("{s:?} {c:?} label={label}");
@@ -453,32 +403,6 @@ async fn one_case(h: &Harness, s: &State, c: Content, label: &str) -> Result<(),
     Ok(())
 }
 
-fn state() -> impl Strategy<Value = State> {
-    (
-        prop_oneof![
-            Just(Window::Open),
-            Just(Window::Closed),
-            Just(Window::Never),
-            Just(Window::Implausible)
-        ],
-        prop_oneof![
-            Just(OptOut::None),
-            Just(OptOut::Marketing),
-            Just(OptOut::All)
-        ],
-        any::<bool>(),
-        proptest::sample::subsequence(vec!["vip", "VIP", "blocked", "Blocked", "gold"], 0..2),
-        any::<bool>(),
-    )
-        .prop_map(|(window, opt_out, cap_reached, tags, us)| State {
-            window,
-            opt_out,
-            cap_reached,
-            tags,
-            us,
-        })
-}
-
 fn content() -> impl Strategy<Value = Content> {
     prop_oneof![
         Just(Content::Text),
@@ -512,7 +436,7 @@ async fn every_entry_path_gives_the_rule_tables_decision_whatever_the_label() {
     });
     let handle = tokio::runtime::Handle::current();
     let strategy = (
-        state(),
+        customers(),
         content(),
         proptest::sample::select(LABELS.to_vec()),
     );

@@ -5,7 +5,7 @@
 //! their phone, by phone. Every tool that takes a customer takes a BSUID and refuses a
 //! malformed one with INVALID_ARGUMENT naming the parameter.
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 
@@ -17,9 +17,7 @@ use uuid::Uuid;
 use warden_sim::users::SimUser;
 
 use common::stack::Stack;
-use common::{Harness, SIM_PHONE_ID, SIM_TOKEN, phone};
-
-const APP_SECRET: &str = "bsuid-test-secret";
+use common::{ACCESS_TOKEN, Harness, PHONE_NUMBER_ID, phone};
 
 fn bsuid() -> String {
     format!("ID.{}", Uuid::new_v4().simple())
@@ -27,12 +25,13 @@ fn bsuid() -> String {
 
 /// The whole pipeline, as these tests need it.
 async fn stack() -> Stack {
-    Stack::start(APP_SECRET, |_| {}).await
+    Stack::start(|_| {}).await
 }
 
 impl Stack {
-    /// A user's message through the sim's signed webhook; waits until it is stored.
-    async fn inbound(&self, user: SimUser, text: &str) -> String {
+    /// A user's message through the sim's signed webhook; waits until it is stored and
+    /// returns the customer key it was stored under.
+    async fn inbound_key(&self, user: SimUser, text: &str) -> String {
         self.inbound_text(user, text).await.1
     }
 
@@ -63,7 +62,7 @@ async fn a_phoneless_user_is_answered_by_bsuid_and_their_stop_holds_by_phone_aft
     let b = bsuid();
 
     // A phone-less message: stored under the BSUID, window open.
-    assert_eq!(s.inbound(phoneless(&b), "hello").await, b);
+    assert_eq!(s.inbound_key(phoneless(&b), "hello").await, b);
     let ctx = s
         .ok("get_customer_context", json!({"customer_id": b}))
         .await;
@@ -94,7 +93,7 @@ async fn a_phoneless_user_is_answered_by_bsuid_and_their_stop_holds_by_phone_aft
     assert_eq!(sent.recipient, b, "addressed by BSUID");
 
     // STOP from the phone-less user: marketing by BSUID is refused.
-    s.inbound(phoneless(&b), "STOP").await;
+    s.inbound_key(phoneless(&b), "STOP").await;
     let check = |id: String| {
         let s = &s;
         async move {
@@ -116,7 +115,7 @@ async fn a_phoneless_user_is_answered_by_bsuid_and_their_stop_holds_by_phone_aft
         ..phoneless(&b)
     };
     assert_eq!(
-        s.inbound(linked, "it's me").await,
+        s.inbound_key(linked, "it's me").await,
         p,
         "stored under the phone"
     );
@@ -145,17 +144,17 @@ async fn a_phoneless_user_is_answered_by_bsuid_and_their_stop_holds_by_phone_aft
 async fn the_sim_refuses_an_unknown_bsuid_and_to_wins_over_recipient() {
     let s = stack().await;
     let known = bsuid();
-    s.inbound(phoneless(&known), "hi").await;
+    s.inbound_key(phoneless(&known), "hi").await;
     let send = |body: Value| {
         let http = reqwest::Client::new();
         let url = format!(
             "{}/v25.0/{}/messages",
-            s.deps.settings.platform.api_url, SIM_PHONE_ID
+            s.deps.settings.platform.api_url, PHONE_NUMBER_ID
         );
         async move {
             let r = http
                 .post(url)
-                .bearer_auth(SIM_TOKEN)
+                .bearer_auth(ACCESS_TOKEN)
                 .json(&body)
                 .send()
                 .await

@@ -6,7 +6,6 @@ pub mod stack;
 pub mod webhook;
 
 use std::net::TcpListener;
-use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -25,13 +24,8 @@ use warden_settings::{Settings, Tier};
 use warden_store::testing::TestDatabase;
 use warden_stream::DeliveryStream;
 
-pub const SIM_TOKEN: &str = "gateway-test-token";
-pub const SIM_PHONE_ID: &str = "100000000000777";
-pub const SIM_WABA_ID: &str = "200000000000777";
-
-pub fn policy_path() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/policies.yaml")
-}
+pub use warden_test_support::platform::{ACCESS_TOKEN, APP_SECRET, PHONE_NUMBER_ID, WABA_ID};
+use warden_test_support::policies_path;
 
 /// A random customer number (Indonesia, 13 digits).
 pub fn phone() -> String {
@@ -92,11 +86,11 @@ impl Sim {
         let resp = self
             .http
             .post(format!(
-                "{}/{}/{SIM_WABA_ID}/message_templates",
+                "{}/{}/{WABA_ID}/message_templates",
                 self.url,
                 warden_platform::API_VERSION
             ))
-            .bearer_auth(SIM_TOKEN)
+            .bearer_auth(ACCESS_TOKEN)
             .json(
                 &json!({"name": name, "language": language, "category": category,
                           "components": [{"type": "BODY", "text": body}]}),
@@ -122,18 +116,16 @@ pub async fn settings_for(db: &TestDatabase, opts: &Opts) -> Settings {
     settings.mcp_name = "warden-gateway-test".into();
     settings.mcp_version = "9.9.9-test".into();
     settings.delivery_stream = format!("TGW_{}", Uuid::new_v4().simple()).to_uppercase();
-    settings.policies_path = policy_path();
+    settings.policies_path = policies_path();
     settings.platform.api_url = "http://127.0.0.1:9".into();
-    settings.platform.access_token = SIM_TOKEN.into();
-    settings.platform.phone_number_id = SIM_PHONE_ID.into();
-    settings.platform.account_id = SIM_WABA_ID.into();
+    warden_test_support::platform::use_test_account(&mut settings);
     settings
 }
 
 /// Migrate and seed the test database with the test policy file.
 pub async fn prepared_db() -> TestDatabase {
     let db = TestDatabase::create();
-    let (_, seeds) = warden_service::policies::load(&policy_path()).expect("test policies");
+    let (_, seeds) = warden_service::policies::load(&policies_path()).expect("test policies");
     warden_store::prepare(&db.settings.database, seeds)
         .await
         .expect("migrate + seed");
@@ -187,9 +179,9 @@ impl Harness {
                 http_host: "127.0.0.1".into(),
                 http_port: 0,
                 webhook_url: None,
-                access_token: SIM_TOKEN.into(),
-                phone_number_id: SIM_PHONE_ID.into(),
-                waba_id: SIM_WABA_ID.into(),
+                access_token: ACCESS_TOKEN.into(),
+                phone_number_id: PHONE_NUMBER_ID.into(),
+                waba_id: WABA_ID.into(),
                 approval_delay: Duration::from_secs(3600),
                 workers: 1,
                 ..warden_sim::SimConfig::default()

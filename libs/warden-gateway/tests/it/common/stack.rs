@@ -14,7 +14,7 @@ use warden_gateway::Gateway;
 use warden_settings::Settings;
 use warden_sim::users::SimUser;
 
-use super::{Harness, Opts, SIM_PHONE_ID, SIM_TOKEN, SIM_WABA_ID};
+use super::{ACCESS_TOKEN, APP_SECRET, Harness, Opts, PHONE_NUMBER_ID, WABA_ID};
 
 pub struct Stack {
     harness: Harness,
@@ -25,13 +25,12 @@ pub struct Stack {
 }
 
 impl Stack {
-    /// Start everything; the webhook server and the sim share `app_secret`, and `adjust`
-    /// changes the settings before anything starts.
-    pub async fn start(app_secret: &str, adjust: impl FnOnce(&mut Settings)) -> Stack {
+    /// Start everything (the webhook server and the sim share the test account's app
+    /// secret); `adjust` changes the settings before anything starts.
+    pub async fn start(adjust: impl FnOnce(&mut Settings)) -> Stack {
         let _ = rustls::crypto::ring::default_provider().install_default();
         let db = super::prepared_db().await;
         let mut settings = super::settings_for(&db, &Opts::default()).await;
-        settings.platform.app_secret = Some(app_secret.into());
         adjust(&mut settings);
 
         // The webhook server first: the sim needs its URL.
@@ -46,10 +45,10 @@ impl Stack {
             http_host: "127.0.0.1".into(),
             http_port: 0,
             webhook_url: Some(webhook_url),
-            app_secret: app_secret.into(),
-            access_token: SIM_TOKEN.into(),
-            phone_number_id: SIM_PHONE_ID.into(),
-            waba_id: SIM_WABA_ID.into(),
+            app_secret: APP_SECRET.into(),
+            access_token: ACCESS_TOKEN.into(),
+            phone_number_id: PHONE_NUMBER_ID.into(),
+            waba_id: WABA_ID.into(),
             approval_delay: Duration::from_secs(3600),
             workers: 1,
             ..warden_sim::SimConfig::default()

@@ -4,10 +4,10 @@
 //! stored platform components accepted by platform-sim (which refuses wrong ones with
 //! 132000 / 132012 as the platform does).
 
-mod common;
+use crate::common;
 
 use chrono::{TimeDelta, Utc};
-use common::{Harness, Opts, SIM_PHONE_ID, SIM_TOKEN, phone};
+use common::{ACCESS_TOKEN, Harness, Opts, PHONE_NUMBER_ID, phone};
 use serde_json::{Value, json};
 
 fn with_sim() -> Opts {
@@ -58,11 +58,11 @@ async fn send_to_sim(h: &Harness, to: &str, template: Value) -> (u16, Value) {
     let resp = sim
         .http
         .post(format!(
-            "{}/{}/{SIM_PHONE_ID}/messages",
+            "{}/{}/{PHONE_NUMBER_ID}/messages",
             sim.url,
             warden_platform::API_VERSION
         ))
-        .bearer_auth(SIM_TOKEN)
+        .bearer_auth(ACCESS_TOKEN)
         .json(&json!({"messaging_product": "whatsapp", "to": to, "type": "template", "template": template}))
         .send()
         .await

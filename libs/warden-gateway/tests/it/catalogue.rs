@@ -2,7 +2,7 @@
 //! output schemas, server info, protocol versions, and the error envelope for missing
 //! parameters.
 
-mod common;
+use crate::common;
 
 use std::collections::{BTreeSet, HashMap};
 

@@ -3,7 +3,7 @@
 //! default policies (and says so on stderr); a POLICIES_PATH that is set but missing still
 //! exits 2.
 
-mod common;
+use crate::common;
 
 use std::io::{BufRead, BufReader, Write};
 use std::path::Path;

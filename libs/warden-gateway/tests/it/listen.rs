@@ -2,26 +2,21 @@
 //! webhook server over the gateway's database, read back through get_conversation_history,
 //! list_inbox and mark_as_read (against the platform-sim).
 
-mod common;
+use crate::common;
 
 use std::net::TcpListener;
-use std::sync::Arc;
 
-use common::{Harness, Opts, SIM_PHONE_ID, phone};
+use common::{APP_SECRET, Harness, Opts, PHONE_NUMBER_ID, phone};
 use serde_json::{Value, json};
 use uuid::Uuid;
 use warden_core::Core;
 use warden_platform::signature;
 
-const SECRET: &str = "listen-test-secret";
-
 /// The real webhook server over the harness's database; returns its URL.
 fn webhook(h: &Harness) -> String {
-    let mut settings = (*h.deps.settings).clone();
-    settings.platform.app_secret = Some(SECRET.into());
-    let mut deps = h.deps.clone();
-    deps.settings = Arc::new(settings);
-    let state = warden_webhook::AppState::new(Core::new(deps, "webhook")).expect("secret set");
+    // The harness's settings carry the test account's app secret.
+    let state =
+        warden_webhook::AppState::new(Core::new(h.deps.clone(), "webhook")).expect("secret set");
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let url = format!("http://{}", listener.local_addr().unwrap());
     tokio::spawn(warden_webhook::server(listener, state).unwrap());
@@ -58,7 +53,7 @@ async fn deliver(url: &str, messages: Vec<Value>) {
         "entry": [{"id": "200000000000777", "time": now(), "changes": [{"field": "messages",
             "value": {"messaging_product": "whatsapp",
                       "metadata": {"display_phone_number": "15550100000",
-                                   "phone_number_id": SIM_PHONE_ID},
+                                   "phone_number_id": PHONE_NUMBER_ID},
                       "contacts": contacts, "messages": messages}}]}]})
     .to_string();
     let res = reqwest::Client::new()
@@ -66,7 +61,7 @@ async fn deliver(url: &str, messages: Vec<Value>) {
         .header("content-type", "application/json")
         .header(
             "x-hub-signature-256",
-            signature::sign(SECRET.as_bytes(), body.as_bytes()),
+            signature::sign(APP_SECRET.as_bytes(), body.as_bytes()),
         )
         .body(body)
         .send()
@@ -521,7 +516,7 @@ async fn deliver_status(url: &str, to: &str, message_id: &str, status: &str, pri
         "entry": [{"id": "200000000000777", "time": now(), "changes": [{"field": "messages",
             "value": {"messaging_product": "whatsapp",
                       "metadata": {"display_phone_number": "15550100000",
-                                   "phone_number_id": SIM_PHONE_ID},
+                                   "phone_number_id": PHONE_NUMBER_ID},
                       "statuses": [{"id": wamid(), "status": status, "timestamp": now().to_string(),
                                     "recipient_id": to, "biz_opaque_callback_data": message_id,
                                     "pricing": pricing}]}}]}]})
@@ -531,7 +526,7 @@ async fn deliver_status(url: &str, to: &str, message_id: &str, status: &str, pri
         .header("content-type", "application/json")
         .header(
             "x-hub-signature-256",
-            signature::sign(SECRET.as_bytes(), body.as_bytes()),
+            signature::sign(APP_SECRET.as_bytes(), body.as_bytes()),
         )
         .body(body)
         .send()

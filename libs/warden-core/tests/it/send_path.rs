@@ -16,20 +16,6 @@ use warden_rules::phone::{PhoneNumber, canonicalize};
 use warden_store::schema::{audit_logs, messages, templates};
 use warden_store::testing::TestDatabase;
 
-const POLICIES: &str = r#"
-version: 1
-policies:
-  - id: cap
-    type: frequency_limit
-    message_types: [marketing]
-    max: 2
-    window: 24h
-  - id: skip_vip
-    type: tag_exclusion
-    message_types: [marketing]
-    tags: [vip]
-"#;
-
 struct Harness {
     core: Core,
     _db: TestDatabase,
@@ -60,7 +46,8 @@ async fn harness(with_nats: bool, redis_addr: Option<&str>) -> Harness {
     if let Some(addr) = redis_addr {
         settings.redis.addr = addr.to_string();
     }
-    let policies = warden_rules::policy::PolicySet::from_yaml(POLICIES).unwrap();
+    let policies =
+        warden_rules::policy::PolicySet::from_yaml(warden_test_support::POLICIES).unwrap();
     warden_store::prepare(&settings.database, vec![])
         .await
         .unwrap();
@@ -372,56 +359,10 @@ async fn refusal_at_dispatch_records_a_failed_compliance_message() {
     assert!(explanation.unwrap().contains("TEMPLATE_REQUIRED"));
 }
 
-/// A Redis of the test's own, so stopping it cannot disturb other tests.
-struct OwnRedis {
-    child: std::process::Child,
-    port: u16,
-}
-
-impl OwnRedis {
-    fn start() -> OwnRedis {
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
-        let child = std::process::Command::new("redis-server")
-            .args([
-                "--port",
-                &port.to_string(),
-                "--bind",
-                "127.0.0.1",
-                "--save",
-                "",
-                "--appendonly",
-                "no",
-            ])
-            .stdout(std::process::Stdio::null())
-            .spawn()
-            .expect("redis-server on PATH");
-        for _ in 0..100 {
-            if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
-                break;
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        OwnRedis { child, port }
-    }
-    fn stop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-impl Drop for OwnRedis {
-    fn drop(&mut self) {
-        self.stop();
-    }
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn redis_stopped_mid_test_answers_stay_correct() {
-    let mut redis = OwnRedis::start();
+    // A Redis of the test's own, so stopping it cannot disturb other tests.
+    let mut redis = warden_test_support::redis::PrivateRedis::start_anywhere();
     let h = harness(true, Some(&format!("127.0.0.1:{}", redis.port))).await;
     assert!(h.core.redis().is_some());
     let p = phone();

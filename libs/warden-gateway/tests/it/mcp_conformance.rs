@@ -10,8 +10,8 @@
 //! scenarios the issue names must pass apart from checks the suite reports as not testable
 //! without its fixtures. Skipped, saying why, only when the npm registry was unreachable.
 
-mod common;
-mod http_support;
+use crate::common;
+use crate::http_support;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};

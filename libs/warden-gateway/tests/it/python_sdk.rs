@@ -6,24 +6,10 @@
 //! Python: `python3` when it can `import mcp`, else the venv at `target/pyenv` that
 //! `scripts/pydeps.sh` creates (`make test` runs it; this test never installs anything).
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
-
-fn workspace_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .ancestors()
-        .nth(2)
-        .expect("workspace root")
-        .to_path_buf()
-}
-
-fn target_dir() -> PathBuf {
-    std::env::var_os("CARGO_TARGET_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| workspace_root().join("target"))
-}
 
 fn can_import_mcp(python: &Path) -> bool {
     Command::new(python)
@@ -38,7 +24,7 @@ fn python_with_mcp() -> PathBuf {
     if can_import_mcp(&system) {
         return system;
     }
-    let python = target_dir().join("pyenv/bin/python");
+    let python = warden_test_support::procs::target_dir().join("pyenv/bin/python");
     assert!(
         can_import_mcp(&python),
         "the Python MCP SDK is not installed (neither `python3` nor {} can `import mcp`): run scripts/pydeps.sh (make test does)",
@@ -47,25 +33,10 @@ fn python_with_mcp() -> PathBuf {
     python
 }
 
-/// The built binary (built here when missing, e.g. when only this crate's tests were built).
-fn gateway_binary() -> PathBuf {
-    let bin = target_dir().join("debug/mcp-gateway");
-    if !bin.exists() {
-        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-        let status = Command::new(cargo)
-            .args(["build", "-p", "mcp-gateway", "--bin", "mcp-gateway"])
-            .current_dir(workspace_root())
-            .status()
-            .expect("cargo build -p mcp-gateway");
-        assert!(status.success(), "building mcp-gateway failed");
-    }
-    bin
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn built_binary_over_stdio_with_the_python_sdk() {
     let python = python_with_mcp();
-    let binary = gateway_binary();
+    let binary = warden_test_support::binary("mcp-gateway");
     let db = common::prepared_db().await;
     let settings = common::settings_for(&db, &common::Opts::default()).await;
     let d = &settings.database;
@@ -99,7 +70,7 @@ async fn built_binary_over_stdio_with_the_python_sdk() {
                     &settings.platform.phone_number_id,
                 )
                 .env("WEBHOOK_URL", &webhook_url)
-                .env("WEBHOOK_SECRET", common::webhook::APP_SECRET)
+                .env("WEBHOOK_SECRET", common::APP_SECRET)
                 .env("TIER", "pro")
                 .env("SERVER_MCP_NAME", "warden-stdio-test")
                 .env("SERVER_MCP_VERSION", "7.7.7")

@@ -3,7 +3,7 @@
 //! server -> the message row moves to delivered/read. Plus get_media / upload_media, and
 //! every refusal: window closed, opted out, each limit at its edge.
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 
@@ -18,19 +18,18 @@ use uuid::Uuid;
 use warden_service::Dependencies;
 
 use common::stack::Stack;
-use common::{Harness, SIM_TOKEN, SIM_WABA_ID, check_envelope, phone};
+use common::{ACCESS_TOKEN, Harness, WABA_ID, check_envelope, phone};
 
-const APP_SECRET: &str = "rich-test-secret";
 const MEDIA_LIMIT: u64 = 64 * 1024;
 
 /// The whole pipeline, as these tests need it.
 async fn stack() -> Stack {
-    Stack::start(APP_SECRET, |s| s.media_max_bytes = MEDIA_LIMIT).await
+    Stack::start(|s| s.media_max_bytes = MEDIA_LIMIT).await
 }
 
 impl Stack {
     /// A customer message through the sim's signed webhook; returns its message_id.
-    async fn inbound(&self, from: &str) -> Uuid {
+    async fn inbound_id(&self, from: &str) -> Uuid {
         self.inbound_text(from.into(), "hello").await.0
     }
 
@@ -114,7 +113,7 @@ fn png(n: usize) -> Vec<u8> {
 async fn every_kind_goes_tool_to_platform_and_back() {
     let s = stack().await;
     let to = phone();
-    let inbound = s.inbound(&to).await;
+    let inbound = s.inbound_id(&to).await;
     let inbound_wamid = wamid_of(&s.deps, inbound).await;
 
     // Media by link, quoting the customer's message.
@@ -785,11 +784,11 @@ async fn a_synced_template_carries_the_platforms_components() {
     let resp = s
         .http
         .post(format!(
-            "{}/{}/{SIM_WABA_ID}/message_templates",
+            "{}/{}/{WABA_ID}/message_templates",
             s.sim_url,
             warden_platform::API_VERSION
         ))
-        .bearer_auth(SIM_TOKEN)
+        .bearer_auth(ACCESS_TOKEN)
         .json(&json!({"name": "made_elsewhere", "language": "en", "category": "UTILITY",
                       "components": [
                           {"type": "HEADER", "format": "IMAGE"},
@@ -859,7 +858,7 @@ async fn a_synced_template_carries_the_platforms_components() {
 async fn an_interactive_message_takes_a_media_header() {
     let s = stack().await;
     let to = phone();
-    s.inbound(&to).await;
+    s.inbound_id(&to).await;
     let buttons = json!([{"id": "yes", "title": "Yes"}, {"id": "no", "title": "No"}]);
     let r = s
         .ok(

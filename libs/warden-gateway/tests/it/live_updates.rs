@@ -6,7 +6,7 @@
 
 #![allow(deprecated)] // resources/subscribe is the 2025-11-25 way, tested on purpose
 
-mod common;
+use crate::common;
 
 use std::time::{Duration, Instant};
 

@@ -23,15 +23,15 @@ pub struct GatewayProc {
 }
 
 /// The environment that points a binary at `settings`' services, plus the gateway's own.
-pub fn env_for(settings: &Settings) -> Vec<(String, String)> {
-    let mut env = crate::common::webhook::env_of(settings);
+pub fn env_for(settings: &Settings) -> Vec<(&'static str, String)> {
+    let mut env = procs::env_of(settings);
     env.extend(
         [
             ("TIER", "pro"),
             ("SERVER_MCP_NAME", "warden-http-test"),
             ("RUST_LOG", "info"),
         ]
-        .map(|(k, v)| (k.to_string(), v.to_string())),
+        .map(|(k, v)| (k, v.to_string())),
     );
     env
 }

@@ -2,7 +2,7 @@
 //! send_template, reply_customer, retry_failed_messages, explain_error; the frequency cap
 //! under concurrency; NATS absent; database down.
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

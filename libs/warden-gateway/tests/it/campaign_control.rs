@@ -1,7 +1,7 @@
 //! Campaign audience filters that would select everyone by accident,
 //! and the control tools' answers and counters as an agent sees them.
 
-mod common;
+use crate::common;
 
 use chrono::{TimeDelta, Utc};
 use common::{Harness, phone};

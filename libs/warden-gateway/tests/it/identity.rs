@@ -2,7 +2,7 @@
 //! by every replica within a second) and OAuth access tokens from a local test issuer
 //! (forged, expired, wrong audience, wrong issuer, insufficient scope, key rotation).
 
-mod common;
+use crate::common;
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -383,7 +383,7 @@ async fn a_rotated_key_is_fetched_once_and_made_up_kids_are_rate_limited() {
     assert!(iss.jwks_fetches.load(Ordering::SeqCst) <= 2);
 
     // RS256 keys work too (a fixed test key: ring does not generate RSA keys).
-    let rsa = RsaKeyPair::from_pkcs8(include_bytes!("fixtures/test_rsa_key.pk8")).unwrap();
+    let rsa = RsaKeyPair::from_pkcs8(include_bytes!("../fixtures/test_rsa_key.pk8")).unwrap();
     let parts = RsaPublicKeyComponents::<Vec<u8>>::from(rsa.public());
     let rsa_jwk = json!({"kty": "RSA", "kid": "rsa1", "alg": "RS256",
                          "n": URL_SAFE_NO_PAD.encode(&parts.n), "e": URL_SAFE_NO_PAD.encode(&parts.e)});

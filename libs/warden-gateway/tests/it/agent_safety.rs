@@ -2,7 +2,7 @@
 //! results, a bad key, a key reused with other arguments), check_compliance judging a
 //! planned text by the content policies, and get_customer_context's last refusal.
 
-mod common;
+use crate::common;
 
 use std::sync::Arc;
 

@@ -7,47 +7,14 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 use warden_settings::Settings;
-
-pub const APP_SECRET: &str = "live-updates-test-secret";
+use warden_test_support::platform::APP_SECRET;
+use warden_test_support::procs;
 
 pub struct WebhookProc {
     child: Option<Child>,
     pub port: u16,
     log: PathBuf,
     http: reqwest::Client,
-}
-
-/// The environment that points a Warden binary at the test's database, Redis, NATS,
-/// stream and policies.
-pub fn env_of(settings: &Settings) -> Vec<(String, String)> {
-    let d = &settings.database;
-    [
-        ("DB_HOST", d.host.clone()),
-        ("DB_PORT", d.port.to_string()),
-        ("DB_USER", d.user.clone()),
-        ("DB_PASSWORD", d.password.clone()),
-        ("DB_NAME", d.name.clone()),
-        ("DB_SSLMODE", d.sslmode.as_str().to_string()),
-        ("REDIS_ADDR", settings.redis.addr.clone()),
-        ("REDIS_PASSWORD", settings.redis.password.clone()),
-        ("REDIS_DB", settings.redis.db.to_string()),
-        ("NATS_URL", settings.nats_url.clone()),
-        ("DELIVERY_STREAM", settings.delivery_stream.clone()),
-        (
-            "POLICIES_PATH",
-            settings.policies_path.display().to_string(),
-        ),
-        ("PLATFORM_API_URL", settings.platform.api_url.clone()),
-        (
-            "PLATFORM_PHONE_NUMBER_ID",
-            settings.platform.phone_number_id.clone(),
-        ),
-        ("PLATFORM_ACCOUNT_ID", settings.platform.account_id.clone()),
-        ("PLATFORM_APP_SECRET", APP_SECRET.to_string()),
-    ]
-    .into_iter()
-    .map(|(k, v)| (k.to_string(), v))
-    .collect()
 }
 
 impl WebhookProc {
@@ -60,7 +27,7 @@ impl WebhookProc {
             uuid::Uuid::new_v4().simple()
         ));
         let mut cmd = Command::new(warden_test_support::binary("webhook"));
-        cmd.envs(env_of(settings))
+        cmd.envs(procs::env_of(settings))
             .env("SERVER_HTTP_PORT", port.to_string())
             .env("RUST_LOG", "warn")
             .stdin(Stdio::null())

@@ -2,7 +2,7 @@
 //! get_customer_context, get_delivery_status, get_rate_limit, list_conversations,
 //! list_templates, estimate_cost, estimate_pricing.
 
-mod common;
+use crate::common;
 
 use chrono::{DateTime, TimeDelta, Utc};
 use common::{Harness, phone};

@@ -1,0 +1,9 @@
+//! warden-core's integration tests, one binary: the use cases against real Postgres, Redis and
+//! NATS (a database and a stream per test); each module has its own small harness.
+
+mod agent_safety;
+mod number_change;
+mod pool_use;
+mod portfolio_limit;
+mod send_path;
+mod template_status;
