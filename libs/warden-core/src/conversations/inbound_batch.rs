@@ -10,7 +10,7 @@
 //! statement: customers start opted in with their pricing country, `last_interaction_at`
 //! only moves forward, the window opens from the message's own timestamp and never
 //! shrinks, and a message newer than an archive un-archives. The webhook's
-//! `tests/core_batch.rs` runs both versions side by side on the same inputs and requires
+//! `tests/it/core_batch.rs` runs both versions side by side on the same inputs and requires
 //! identical rows, so a change to one that is not mirrored in the other fails the tests.
 
 use std::collections::HashMap;
