@@ -367,10 +367,7 @@ mod tests {
 
     /// A pool whose server never answers: nothing listens on the port.
     fn dead_pool() -> RedisPool {
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .and_then(|l| l.local_addr())
-            .map(|a| a.port())
-            .unwrap();
+        let port = warden_test_support::free_port();
         let manager =
             bb8_redis::RedisConnectionManager::new(format!("redis://127.0.0.1:{port}")).unwrap();
         bb8::Pool::builder()
