@@ -1,10 +1,14 @@
-//! THE send path. Every outbound message passes here:
+//! THE send path. Every outbound message passes here, in named steps:
 //!
 //! ```text
-//! validate -> template (approved, variables) -> one transaction {
-//!     lock the customer row (created on first sight), read window + frequency count,
-//!     decide (pure rules), insert/advance the message row `queued`, count it
-//! } -> publish to JetStream (Nats-Msg-Id = message id) -> mark published
+//! validate: channel, content, the customer's key, template (approved, variables)
+//!   -> one transaction {
+//!        compliance: lock the customer row (created on first sight), read window +
+//!                    frequency count, decide (pure rules)
+//!        policy:     content rules, the portfolio messaging limit, agent guardrails
+//!        record:     insert/advance the message row `queued`, count it
+//!      }
+//!   -> publish to JetStream (Nats-Msg-Id = message id), mark published
 //! ```
 //! The customer row lock makes the check-and-count atomic: concurrent sends to one customer,
 //! from any number of processes, cannot pass the frequency cap together. The transaction
@@ -12,6 +16,12 @@
 //! retried whole (nothing half-written), and one that persists is `SendError::Busy`. When the publish
 //! fails (NATS down) the row stays `queued` with `published_at` NULL and the scheduler's
 //! relay publishes it later; the caller still gets `queued`.
+//!
+//! The rest of the folder: what a send carries ([`kind`]) and how it fails ([`error`]),
+//! the decision's facts (`decide`), refusals that wait (`hold`), the content rules
+//! (`safety`), check_compliance (`check`), the last look before the platform call
+//! ([`recheck`]), [`idempotency`] keys, agent [`guardrails`], who asked for a message
+//! ([`attribution`]) and the last refusal ([`refusals`]).
 
 pub mod attribution;
 mod check;
@@ -82,6 +92,13 @@ static SEND_LATENCY: LazyLock<HistogramVec> = LazyLock::new(|| {
 enum Outcome {
     Decided(Decision, i32),
     Replay(Value),
+}
+
+/// What compliance decided, and the customer's last inbound message (policy reads the
+/// care window too).
+struct Compliance {
+    decision: Decision,
+    last_inbound_at: Option<DateTime<Utc>>,
 }
 
 /// How a refusal is reported.
@@ -213,12 +230,45 @@ impl Core {
         result
     }
 
+    /// The send path in its steps: [`Core::validate`], then one transaction of
+    /// [`Core::compliance`], [`Core::policy`] and [`record`] ([`Core::decide_and_record`]),
+    /// then [`Core::refused`] or [`Core::publish_accepted`].
     async fn send_inner(
         &self,
         mut req: SendRequest,
         key: Option<IdempotencyKey>,
         span: &tracing::Span,
     ) -> Result<Accepted, SendError> {
+        let (mut conn, category) = self.validate(&mut req).await?;
+        let message_id = req.existing_message_id.unwrap_or_else(Uuid::now_v7);
+        span.record("message_id", tracing::field::display(message_id));
+        let trace = Arc::new(warden_telemetry::inject_context(span));
+        let req = Arc::new(req);
+        let outcome = self
+            .decide_and_record(&mut conn, &req, key, category, message_id, &trace)
+            .await?;
+        let (decision, retry_count) = match outcome {
+            Outcome::Decided(decision, retry_count) => (decision, retry_count),
+            Outcome::Replay(result) => return replayed(&result, span),
+        };
+        if !decision.allowed {
+            return Err(self.refused(&mut conn, &req, category, decision).await?);
+        }
+        drop(conn);
+        Ok(self
+            .publish_accepted(&req, message_id, retry_count, &trace)
+            .await)
+    }
+
+    /// Step 1, validate: the channel and the content, the customer's key whatever
+    /// identifier the caller used (every rule below applies to the customer), and for a
+    /// template that it exists, is APPROVED and gets what its placeholders need. Returns a
+    /// connection and the message's category, which the content decides. A template
+    /// problem of a scheduled or campaign message is recorded on it.
+    async fn validate(
+        &self,
+        req: &mut SendRequest,
+    ) -> Result<(warden_store::PgConn<'_>, Category), SendError> {
         warden_rules::kinds::parse_channel(Some(&req.channel))
             .map_err(|e| SendError::InvalidArgument(e.to_string()))?;
         req.kind.check_text()?;
@@ -227,7 +277,6 @@ impl Core {
             .get()
             .await
             .map_err(|e| SendError::Unavailable(format!("database unavailable: {e}")))?;
-        // Whatever identifier the caller used, every rule below applies to the customer.
         if req.phone.is_bsuid() {
             req.phone = crate::customers::identity::resolve(&mut conn, &req.phone)
                 .await
@@ -235,7 +284,7 @@ impl Core {
         }
 
         // Template checks come first: they are about the request, not the customer.
-        let template_category = match self.check_template(&mut conn, &req).await {
+        let template_category = match self.check_template(&mut conn, req).await {
             Ok((cat, resolved)) => {
                 if let Some(resolved) = resolved {
                     req.kind.use_checked_components(resolved);
@@ -244,7 +293,7 @@ impl Core {
             }
             Err(err) if req.refusal == RefusalMode::RecordFailed => {
                 let decision = local_refusal(err.code(), err.to_string(), err.suggested_action());
-                let message_id = self.record_refusal(&mut conn, &req, &decision).await?;
+                let message_id = self.record_refusal(&mut conn, req, &decision).await?;
                 return Err(SendError::RefusedRecorded {
                     message_id,
                     decision,
@@ -260,17 +309,27 @@ impl Core {
             None => ContentKind::FreeForm,
         }
         .category();
-        let message_id = req.existing_message_id.unwrap_or_else(Uuid::now_v7);
-        span.record("message_id", tracing::field::display(message_id));
-        let trace = warden_telemetry::inject_context(span);
-        let now = self.now();
+        Ok((conn, category))
+    }
 
+    /// Steps 2 to 4 in one transaction, retried whole on a conflict: the idempotency key
+    /// claimed (a used key answers its first call's message), [`Core::compliance`],
+    /// [`Core::policy`], and the [`record`] of an accepted message. A refusal creates
+    /// nothing and frees the key.
+    async fn decide_and_record(
+        &self,
+        conn: &mut AsyncPgConnection,
+        req: &Arc<SendRequest>,
+        key: Option<IdempotencyKey>,
+        category: Category,
+        message_id: Uuid,
+        trace: &Arc<HashMap<String, String>>,
+    ) -> Result<Outcome, SendError> {
+        let now = self.now();
         // Shared, so each attempt of the transaction borrows nothing but its connection.
-        let req = Arc::new(req);
-        let trace = Arc::new(trace);
         let key = Arc::new(key);
-        let (core, shared_req, shared_trace) = (self.clone(), Arc::clone(&req), Arc::clone(&trace));
-        let outcome = transact_on(&mut conn, "send", move |c| {
+        let (core, shared_req, shared_trace) = (self.clone(), Arc::clone(req), Arc::clone(trace));
+        let outcome = transact_on(conn, "send", move |c| {
             let (core, req, trace, key) = (
                 core.clone(),
                 Arc::clone(&shared_req),
@@ -290,43 +349,10 @@ impl Core {
                         }
                     }
                 }
-                let customer = customers::ensure_locked(c, &req.phone).await?;
-                let conv = conversations::find(c, req.phone.digits(), &req.channel).await?;
-                let (recent, _) = recent_count(
-                    c,
-                    core.policies(),
-                    req.phone.digits(),
-                    category,
-                    Some(&customer),
-                    now,
-                    req.existing_message_id,
-                )
-                .await?;
-                let decision = decide(
-                    core.policies(),
-                    &req.phone,
-                    Some(&(&customer).into()),
-                    conv.as_ref().and_then(|c| c.last_inbound_at),
-                    category,
-                    recent,
-                    now,
-                );
-                let decision =
-                    if decision.allowed && safety::reads_content(core.policies(), category) {
-                        safety::check(
-                            c,
-                            core.policies(),
-                            req.phone.digits(),
-                            category,
-                            &req.kind.to_content(),
-                            now,
-                            req.existing_message_id,
-                        )
-                        .await?
-                        .unwrap_or(decision)
-                    } else {
-                        decision
-                    };
+                let compliance = core.compliance(c, &req, category, now).await?;
+                let decision = core
+                    .policy(c, &req, category, message_id, compliance, now)
+                    .await?;
                 if !decision.allowed {
                     // Nothing is created: a retry with the key is judged afresh.
                     if let Some(k) = key.as_ref() {
@@ -334,122 +360,189 @@ impl Core {
                     }
                     return Ok(Outcome::Decided(decision, 0));
                 }
-                // The portfolio messaging limit, after compliance (`account::portfolio`).
-                let last_inbound = conv.as_ref().and_then(|c| c.last_inbound_at);
-                let window_open = warden_rules::window::window_open(
-                    warden_rules::window::usable_inbound(last_inbound, now),
-                    now,
-                );
-                if warden_rules::platform_limits::business_initiated(category, window_open)
-                    && let Some(refusal) =
-                        crate::account::portfolio::admit(c, &req.phone, message_id, now).await?
-                {
-                    // As above: nothing is created, so the key is free for a retry.
-                    if let Some(k) = key.as_ref() {
-                        idempotency::release(c, k).await?;
-                    }
-                    return Ok(Outcome::Decided(refusal, 0));
-                }
-                // A retry or a scheduled row coming due was counted when it was asked for.
-                if req.existing_message_id.is_none()
-                    && let Err(refusal) =
-                        guardrails::check_and_count(c, req.actor, category, now).await?
-                {
-                    return Err(Abort::App(SendError::Guardrail(refusal)));
-                }
-                let Some(retry_count) = write_queued(c, &req, message_id, category, &trace).await?
-                else {
-                    return Err(Abort::App(SendError::InvalidArgument(format!(
-                        "message {message_id} is no longer scheduled or failed"
-                    ))));
-                };
-                count_accepted(c, req.phone.digits(), category, message_id).await?;
+                let retry_count = record(c, &req, message_id, category, &trace).await?;
                 Ok(Outcome::Decided(decision, retry_count))
             }
             .boxed()
         })
         .await?;
-        let (decision, retry_count) = match outcome {
-            Outcome::Decided(decision, retry_count) => (decision, retry_count),
-            Outcome::Replay(result) => {
-                let message_id = result
-                    .get("message_id")
-                    .and_then(Value::as_str)
-                    .and_then(|s| s.parse::<Uuid>().ok())
-                    .ok_or_else(|| {
-                        SendError::Unavailable("a stored idempotency result is unreadable".into())
-                    })?;
-                span.record("message_id", tracing::field::display(message_id));
-                return Ok(Accepted {
-                    message_id,
-                    status: MessageStatus::Queued,
-                    published: true,
-                    replayed: true,
-                });
-            }
+        Ok(outcome)
+    }
+
+    /// Step 2, compliance: the customer's row locked (created on first sight, so concurrent
+    /// sends to one customer are judged one after the other), its care window and recent
+    /// count read, and the pure rules' decision.
+    async fn compliance(
+        &self,
+        c: &mut AsyncPgConnection,
+        req: &SendRequest,
+        category: Category,
+        now: DateTime<Utc>,
+    ) -> QueryResult<Compliance> {
+        let customer = customers::ensure_locked(c, &req.phone).await?;
+        let conv = conversations::find(c, req.phone.digits(), &req.channel).await?;
+        let last_inbound_at = conv.as_ref().and_then(|c| c.last_inbound_at);
+        let (recent, _) = recent_count(
+            c,
+            self.policies(),
+            req.phone.digits(),
+            category,
+            Some(&customer),
+            now,
+            req.existing_message_id,
+        )
+        .await?;
+        let decision = decide(
+            self.policies(),
+            &req.phone,
+            Some(&(&customer).into()),
+            last_inbound_at,
+            category,
+            recent,
+            now,
+        );
+        Ok(Compliance {
+            decision,
+            last_inbound_at,
+        })
+    }
+
+    /// Step 3, policy: what may still refuse a message compliance allowed. The content
+    /// rules (`content_filter`, `duplicate_guard`), then the portfolio messaging limit for a
+    /// business-initiated message (`account::portfolio`): their refusal is the decision.
+    /// Then the calling agent's guardrails, whose refusal aborts the transaction.
+    async fn policy(
+        &self,
+        c: &mut AsyncPgConnection,
+        req: &SendRequest,
+        category: Category,
+        message_id: Uuid,
+        Compliance {
+            decision,
+            last_inbound_at,
+        }: Compliance,
+        now: DateTime<Utc>,
+    ) -> Result<Decision, Abort<SendError>> {
+        let decision = if decision.allowed && safety::reads_content(self.policies(), category) {
+            safety::check(
+                c,
+                self.policies(),
+                req.phone.digits(),
+                category,
+                &req.kind.to_content(),
+                now,
+                req.existing_message_id,
+            )
+            .await?
+            .unwrap_or(decision)
+        } else {
+            decision
         };
         if !decision.allowed {
-            return match req.refusal {
-                RefusalMode::Error => {
-                    warden_store::audit::record(
-                        &mut conn,
-                        req.actor,
-                        "send_refused",
-                        "customer",
-                        req.phone.digits(),
-                        json!({
-                            "reason_code": decision.reason_code.as_str(),
-                            "policy_id": decision.policy_id,
-                            "message_type": req.message_type.as_str(),
-                            "explanation": decision.human_explanation,
-                        }),
-                    )
-                    .await?;
-                    Err(SendError::Refused(decision))
+            return Ok(decision);
+        }
+        let window_open = warden_rules::window::window_open(
+            warden_rules::window::usable_inbound(last_inbound_at, now),
+            now,
+        );
+        if warden_rules::platform_limits::business_initiated(category, window_open)
+            && let Some(refusal) =
+                crate::account::portfolio::admit(c, &req.phone, message_id, now).await?
+        {
+            return Ok(refusal);
+        }
+        // A retry or a scheduled row coming due was counted when it was asked for.
+        if req.existing_message_id.is_none()
+            && let Err(refusal) = guardrails::check_and_count(c, req.actor, category, now).await?
+        {
+            return Err(Abort::App(SendError::Guardrail(refusal)));
+        }
+        Ok(decision)
+    }
+
+    /// A refusal, answered: to a tool, reported (with an audit row); for the scheduler and
+    /// campaigns, recorded: a new campaign recipient at the portfolio limit pauses the
+    /// campaign and records nothing, a rule that lifts by itself holds the message
+    /// (`send::hold`), any other ends it `failed`. Returns the error to answer; an error
+    /// here is a failure to write it.
+    async fn refused(
+        &self,
+        conn: &mut AsyncPgConnection,
+        req: &SendRequest,
+        category: Category,
+        decision: Decision,
+    ) -> Result<SendError, SendError> {
+        match req.refusal {
+            RefusalMode::Error => {
+                warden_store::audit::record(
+                    conn,
+                    req.actor,
+                    "send_refused",
+                    "customer",
+                    req.phone.digits(),
+                    json!({
+                        "reason_code": decision.reason_code.as_str(),
+                        "policy_id": decision.policy_id,
+                        "message_type": req.message_type.as_str(),
+                        "explanation": decision.human_explanation,
+                    }),
+                )
+                .await?;
+                Ok(SendError::Refused(decision))
+            }
+            RefusalMode::RecordFailed => {
+                // A new campaign recipient at the portfolio limit: pause, record nothing.
+                if let (Some(campaign), None) = (req.campaign_id, req.existing_message_id)
+                    && crate::account::portfolio::is_messaging_limit(&decision)
+                {
+                    self.pause_for_limit(conn, campaign, &decision, req.actor)
+                        .await?;
+                    return Ok(SendError::CampaignPaused(decision));
                 }
-                RefusalMode::RecordFailed => {
-                    // A new campaign recipient at the portfolio limit: pause, record nothing.
-                    if let (Some(campaign), None) = (req.campaign_id, req.existing_message_id)
-                        && crate::account::portfolio::is_messaging_limit(&decision)
-                    {
-                        self.pause_for_limit(&mut conn, campaign, &decision, req.actor)
-                            .await?;
-                        return Err(SendError::CampaignPaused(decision));
-                    }
-                    // A rule that lifts by itself: the message waits (`send::hold`).
-                    if let Some(until) = decision.retry_at.filter(|_| decision.hold)
-                        && (req.existing_message_id.is_some() || req.campaign_id.is_some())
-                        && let Some(message_id) = self
-                            .record_hold(&mut conn, &req, category, &decision, until)
-                            .await?
-                    {
-                        return Err(SendError::Held {
-                            message_id,
-                            decision,
-                        });
-                    }
-                    let message_id = self.record_refusal(&mut conn, &req, &decision).await?;
-                    Err(SendError::RefusedRecorded {
+                // A rule that lifts by itself: the message waits (`send::hold`).
+                if let Some(until) = decision.retry_at.filter(|_| decision.hold)
+                    && (req.existing_message_id.is_some() || req.campaign_id.is_some())
+                    && let Some(message_id) = self
+                        .record_hold(conn, req, category, &decision, until)
+                        .await?
+                {
+                    return Ok(SendError::Held {
                         message_id,
                         decision,
-                    })
+                    });
                 }
-            };
+                let message_id = self.record_refusal(conn, req, &decision).await?;
+                Ok(SendError::RefusedRecorded {
+                    message_id,
+                    decision,
+                })
+            }
         }
-        drop(conn);
+    }
+
+    /// Step 5, publish: the accepted message to the delivery stream (when NATS cannot take
+    /// it now the row stays unpublished and the relay publishes it later), and a hint that
+    /// the customer's conversation changed.
+    async fn publish_accepted(
+        &self,
+        req: &SendRequest,
+        message_id: Uuid,
+        retry_count: i32,
+        trace: &HashMap<String, String>,
+    ) -> Accepted {
         let dedupe_id = dedupe_id(message_id, retry_count, None);
         let published = self
-            .publish_with(message_id, &dedupe_id, &req.phone, &req.channel, &trace)
+            .publish_with(message_id, &dedupe_id, &req.phone, &req.channel, trace)
             .await;
         // A new outbound message shows in the history and takes the customer out of the inbox.
         self.hint([req.phone.digits()], warden_stream::HintKind::Status)
             .await;
-        Ok(Accepted {
+        Accepted {
             message_id,
             status: MessageStatus::Queued,
             published,
             replayed: false,
-        })
+        }
     }
 
     /// For template sends: the template exists in that locale, is APPROVED, and the
@@ -676,6 +769,43 @@ pub fn dedupe_id(
         (n, None) => format!("{message_id}:r{n}"),
         (n, Some(at)) => format!("{message_id}:r{n}:{}", at.timestamp_micros()),
     }
+}
+
+/// Step 4, record: the accepted row `queued` (inserted, or an existing scheduled or failed
+/// row advanced) and counted against the frequency cap. Returns the row's retry count.
+async fn record(
+    c: &mut AsyncPgConnection,
+    req: &SendRequest,
+    message_id: Uuid,
+    category: Category,
+    trace: &HashMap<String, String>,
+) -> Result<i32, Abort<SendError>> {
+    let Some(retry_count) = write_queued(c, req, message_id, category, trace).await? else {
+        return Err(Abort::App(SendError::InvalidArgument(format!(
+            "message {message_id} is no longer scheduled or failed"
+        ))));
+    };
+    count_accepted(c, req.phone.digits(), category, message_id).await?;
+    Ok(retry_count)
+}
+
+/// The answer to a call whose idempotency key was used before: the first call's message,
+/// nothing new created.
+fn replayed(result: &Value, span: &tracing::Span) -> Result<Accepted, SendError> {
+    let message_id = result
+        .get("message_id")
+        .and_then(Value::as_str)
+        .and_then(|s| s.parse::<Uuid>().ok())
+        .ok_or_else(|| {
+            SendError::Unavailable("a stored idempotency result is unreadable".into())
+        })?;
+    span.record("message_id", tracing::field::display(message_id));
+    Ok(Accepted {
+        message_id,
+        status: MessageStatus::Queued,
+        published: true,
+        replayed: true,
+    })
 }
 
 /// Insert the accepted row, or advance an existing `scheduled`/`failed` row to `queued`.
