@@ -1,7 +1,7 @@
 //! Campaign state: the control transitions (pause, resume, cancel), the read with its
 //! counters, and the changes more than one process makes (halt-class pause, settling).
-//! The scheduler's writes (start, claim, cursor, finish, close) are [`crate::campaigns::fanout`]'s;
-//! the states themselves are [`CampaignStatus`].
+//! Creating a campaign is [`create`]; the scheduler's writes (start, claim, cursor, finish,
+//! close) are the [`fanout`]'s; the states themselves are [`CampaignStatus`].
 //!
 //! **Lock order.** A transition locks only the campaign row, with `FOR NO KEY UPDATE`,
 //! and nothing else; it never waits on message rows. Every other writer locks message

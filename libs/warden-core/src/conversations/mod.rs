@@ -1,6 +1,11 @@
 //! Care-window state. Postgres is the truth; Redis holds a copy per customer and channel
 //! whose TTL is the time left in the window. Cache writes go through a script that never
 //! replaces a newer window with an older one, so the cache cannot fall behind Postgres.
+//!
+//! In this folder: which inbound messages open the window ([`inbound`]) and a webhook
+//! batch of them recorded at once ([`inbound_batch`]), what an agent reads (history and
+//! inbox, [`view`]; one stored message normalised, [`message_view`]; the messages a rich
+//! message refers to, [`quote`]), [`archive`] and [`read_receipts`].
 
 pub mod archive;
 pub mod inbound;

@@ -1,4 +1,9 @@
-//! Customers: created on first sight, and the one place opt-outs and opt-ins land.
+//! Customers: created on first sight, and the one place opt-outs and opt-ins land (a
+//! suppressed, forgotten number is never opted back in: [`is_suppressed`]).
+//!
+//! In this folder: who a customer is (phone, BSUID, username; [`identity`]), bulk
+//! [`import`], [`privacy`] (content retention, forgetting a customer) and a changed number
+//! inheriting the old one's opt-outs ([`number_change`]).
 
 pub mod identity;
 pub mod import;

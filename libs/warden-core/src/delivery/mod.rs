@@ -12,6 +12,13 @@
 //! - [`unknown`]: an unknown outcome (a timeout, a dead claim): held, resolved, released.
 //! - [`sweep`]: the same rule applied to rows no stream message drives any more.
 //!
+//! Around that life, in this folder: the [`outbox`] (accepted rows still to reach the
+//! stream, for the relay), status webhooks ([`statuses`]) and the one forward-only status
+//! move ([`outcomes`]), what a platform error does ([`platform_errors`]) and means
+//! ([`knowledge`], the error knowledge base), the platform's events as kept
+//! ([`platform_events`]), sync_webhooks' repairs ([`reconcile`]) and the retry audit
+//! ([`retries`]).
+//!
 //! The dispatcher crate keeps the stream, the rate limits, the platform call and the
 //! metrics; every state change of a message row it causes is one of these functions.
 

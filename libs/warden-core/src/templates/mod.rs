@@ -2,7 +2,9 @@
 //! place a template's status is stored from what the platform reports — status webhooks
 //! ([`record_status_event`]) and live reads ([`sync_from_platform`]) — through one upsert
 //! ([`apply_status_change`]) with one locale rule ([`same_locale`]) and one ordering rule:
-//! a report older than the stored status's time never overwrites it.
+//! a report older than the stored status's time never overwrites it. A template is read
+//! as its [`effective`] category; what the platform changes in it besides its status
+//! (category, quality) is [`changes`].
 
 pub mod changes;
 
