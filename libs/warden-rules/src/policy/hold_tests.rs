@@ -158,3 +158,15 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn a_clock_set_back_ends_the_hold_when_local_time_leaves_the_quiet_period() {
+    // New York, 2026-11-01: 01:59:59 EDT (05:59:59 UTC) is followed by 01:00 EST.
+    let q = QuietHours::new("01:07", "02:00", "America/New_York").unwrap();
+    let phone = canonicalize("+447911123456").unwrap();
+    let at = utc(2026, 11, 1, 5, 7); // 01:07 EDT: quiet
+    assert!(q.contains(at));
+    // 01:00 EST (06:00 UTC) is before 01:07: not quiet, so the hold ends there, not at
+    // 02:00 EST (07:00 UTC).
+    assert_eq!(q.ends_after(&phone, at), Some(utc(2026, 11, 1, 6, 0)));
+}

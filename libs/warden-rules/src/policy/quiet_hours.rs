@@ -157,9 +157,35 @@ impl QuietHours {
             if let Some(instant) = instant
                 && !self.contains_for(phone, instant)
             {
-                return Some(instant);
+                return Some(self.first_quiet_gap(phone, at, instant).unwrap_or(instant));
             }
             candidate += Duration::days(1);
+        }
+        None
+    }
+
+    /// A clock set back between `at` and `until` can drop the local time out of the quiet
+    /// period before `end` comes (01:07-02:00 quiet, 01:59 EDT becomes 01:00 EST): the first
+    /// whole minute after `at` that is not quiet, when there is one before `until`. Only
+    /// searched when the zone's offset changes in between (twice a year at most).
+    fn first_quiet_gap(
+        &self,
+        phone: &PhoneNumber,
+        at: DateTime<Utc>,
+        until: DateTime<Utc>,
+    ) -> Option<DateTime<Utc>> {
+        use chrono::{Duration, Offset, TimeZone, Timelike};
+        let tz = self.zone_for(phone);
+        let offset = |t: DateTime<Utc>| tz.offset_from_utc_datetime(&t.naive_utc()).fix();
+        if offset(at) == offset(until) {
+            return None;
+        }
+        let mut t = at.with_second(0)?.with_nanosecond(0)? + Duration::minutes(1);
+        while t < until {
+            if !self.contains_for(phone, t) {
+                return Some(t);
+            }
+            t += Duration::minutes(1);
         }
         None
     }
