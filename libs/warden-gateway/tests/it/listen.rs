@@ -49,12 +49,20 @@ async fn deliver(url: &str, messages: Vec<Value>) {
         .iter()
         .map(|m| json!({"profile": {"name": "Ana"}, "wa_id": m["from"]}))
         .collect();
+    post_messages_change(url, json!({"contacts": contacts, "messages": messages})).await;
+}
+
+/// POST one signed `messages` change whose value holds `fields` (beside the number's
+/// metadata); insists on 200.
+async fn post_messages_change(url: &str, fields: Value) {
+    let mut value = json!({"messaging_product": "whatsapp",
+        "metadata": {"display_phone_number": "15550100000", "phone_number_id": PHONE_NUMBER_ID}});
+    for (k, v) in fields.as_object().unwrap() {
+        value[k] = v.clone();
+    }
     let body = json!({"object": "whatsapp_business_account",
-        "entry": [{"id": "200000000000777", "time": now(), "changes": [{"field": "messages",
-            "value": {"messaging_product": "whatsapp",
-                      "metadata": {"display_phone_number": "15550100000",
-                                   "phone_number_id": PHONE_NUMBER_ID},
-                      "contacts": contacts, "messages": messages}}]}]})
+        "entry": [{"id": "200000000000777", "time": now(),
+                   "changes": [{"field": "messages", "value": value}]}]})
     .to_string();
     let res = reqwest::Client::new()
         .post(format!("{url}/webhook"))
@@ -512,27 +520,10 @@ async fn a_changed_number_inherits_opt_outs_and_continues_the_history() {
 /// POST one signed statuses webhook for our message `message_id` (matched by
 /// `biz_opaque_callback_data`), carrying the platform's per-message `pricing`.
 async fn deliver_status(url: &str, to: &str, message_id: &str, status: &str, pricing: Value) {
-    let body = json!({"object": "whatsapp_business_account",
-        "entry": [{"id": "200000000000777", "time": now(), "changes": [{"field": "messages",
-            "value": {"messaging_product": "whatsapp",
-                      "metadata": {"display_phone_number": "15550100000",
-                                   "phone_number_id": PHONE_NUMBER_ID},
-                      "statuses": [{"id": wamid(), "status": status, "timestamp": now().to_string(),
-                                    "recipient_id": to, "biz_opaque_callback_data": message_id,
-                                    "pricing": pricing}]}}]}]})
-    .to_string();
-    let res = reqwest::Client::new()
-        .post(format!("{url}/webhook"))
-        .header("content-type", "application/json")
-        .header(
-            "x-hub-signature-256",
-            signature::sign(APP_SECRET.as_bytes(), body.as_bytes()),
-        )
-        .body(body)
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(res.status().as_u16(), 200);
+    let status = json!({"id": wamid(), "status": status, "timestamp": now().to_string(),
+                        "recipient_id": to, "biz_opaque_callback_data": message_id,
+                        "pricing": pricing});
+    post_messages_change(url, json!({"statuses": [status]})).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -30,13 +30,17 @@ fn clock(t: chrono::DateTime<Utc>) -> String {
     format!("{:02}:{:02}", t.hour(), t.minute())
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn campaign_pauses_at_the_messaging_limit_and_resumes() {
+/// A running utility campaign to `customers` imported customers under the messaging limit
+/// `limit`, after one scheduler tick that paused it at the limit.
+async fn campaign_paused_at_limit(
+    customers: i64,
+    limit: &str,
+) -> (Harness, warden_scheduler::Scheduler, uuid::Uuid) {
     let h = harness(false).await;
     h.add_template("notice", "utility", "APPROVED", "Hello {{1}}")
         .await;
-    h.add_customers(1, 10, 0, 0, 0).await;
-    learn(&h, "4").await;
+    h.add_customers(1, customers, 0, 0, 0).await;
+    learn(&h, limit).await;
     let id = h
         .campaign(
             "notice",
@@ -46,9 +50,15 @@ async fn campaign_pauses_at_the_messaging_limit_and_resumes() {
             Utc::now(),
         )
         .await;
-    let s = h.scheduler("limits-1");
+    let s = h.scheduler(&format!("limits-{limit}"));
     let r = s.tick().await.expect("tick");
     assert_eq!(r.campaigns_paused_by_limit, 1, "{r:?}");
+    (h, s, id)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn campaign_pauses_at_the_messaging_limit_and_resumes() {
+    let (h, s, id) = campaign_paused_at_limit(10, "4").await;
     let c = h.campaign_row(id).await;
     assert_eq!(c.status, "paused");
     let reason = c.status_reason.unwrap_or_default();
@@ -120,23 +130,7 @@ async fn campaign_message_ids(h: &Harness, id: uuid::Uuid) -> Vec<uuid::Uuid> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_campaign_at_the_limit_sends_up_to_it_then_pauses() {
     // The platform's tier event says 50; 53 customers; nobody reached yet.
-    let h = harness(false).await;
-    h.add_template("notice", "utility", "APPROVED", "Hello {{1}}")
-        .await;
-    h.add_customers(1, 53, 0, 0, 0).await;
-    learn(&h, "TIER_50").await;
-    let id = h
-        .campaign(
-            "notice",
-            json!({"1": "Ana"}),
-            json!({}),
-            "running",
-            Utc::now(),
-        )
-        .await;
-    let s = h.scheduler("limits-50");
-    let r = s.tick().await.expect("tick");
-    assert_eq!(r.campaigns_paused_by_limit, 1, "{r:?}");
+    let (h, s, id) = campaign_paused_at_limit(53, "TIER_50").await;
     assert_eq!(h.campaign_row(id).await.status, "paused");
     let accepted = campaign_message_ids(&h, id).await;
     assert_eq!(accepted.len(), 50, "exactly the limit was accepted");
