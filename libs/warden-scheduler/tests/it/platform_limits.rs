@@ -127,6 +127,19 @@ async fn campaign_message_ids(h: &Harness, id: uuid::Uuid) -> Vec<uuid::Uuid> {
         .expect("ids")
 }
 
+/// How many of `ids` the dispatcher may claim now (claimed for a test dispatcher).
+async fn claimable(h: &Harness, ids: &[uuid::Uuid]) -> usize {
+    warden_core::delivery::claim::claim_many(
+        h.core.pg(),
+        ids,
+        "test-dispatcher",
+        Duration::from_secs(60),
+    )
+    .await
+    .expect("claim")
+    .len()
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_campaign_at_the_limit_sends_up_to_it_then_pauses() {
     // The platform's tier event says 50; 53 customers; nobody reached yet.
@@ -137,17 +150,9 @@ async fn a_campaign_at_the_limit_sends_up_to_it_then_pauses() {
 
     // What was accepted within the limit goes out although the campaign is paused: the
     // dispatcher may claim every one of them.
-    let claimed = warden_core::delivery::claim::claim_many(
-        h.core.pg(),
-        &accepted,
-        "test-dispatcher",
-        Duration::from_secs(60),
-    )
-    .await
-    .expect("claim");
+    let claimed = claimable(&h, &accepted).await;
     assert_eq!(
-        claimed.len(),
-        50,
+        claimed, 50,
         "accepted messages of a campaign the limit paused are sent"
     );
 
@@ -168,16 +173,9 @@ async fn a_campaign_at_the_limit_sends_up_to_it_then_pauses() {
         .expect("pause");
     let queued = campaign_message_ids(&h, id2).await;
     assert!(!queued.is_empty());
-    let claimed = warden_core::delivery::claim::claim_many(
-        h.core.pg(),
-        &queued,
-        "test-dispatcher",
-        Duration::from_secs(60),
-    )
-    .await
-    .expect("claim");
+    let claimed = claimable(&h, &queued).await;
     assert!(
-        claimed.is_empty(),
+        claimed == 0,
         "a campaign paused by hand holds its queued messages"
     );
 }
