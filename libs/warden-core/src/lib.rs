@@ -11,13 +11,15 @@
 //! - [`customers`]: customers and opt-outs, identity (phone, BSUID, merge), bulk import,
 //!   privacy (retention, forgetting), number changes.
 //! - [`conversations`]: the care window and its cache, inbound messages (one and a webhook
-//!   batch), history and inbox, archive, read receipts, the message view, quotes.
-//! - [`templates`]: template records and statuses, the platform's changes to them.
+//!   batch), history and inbox, the conversation list, archive, read receipts, the message
+//!   view, quotes.
+//! - [`templates`]: template records and statuses, the platform's changes to them, the
+//!   filtered list.
 //! - [`campaigns`]: campaign state and control, creation, the fan-out.
 //! - [`scheduling`]: scheduled messages (recorded, coming due), the scheduler's gauges.
 //! - [`delivery`]: a message's delivery life (claim, record, sweep, unknown outcomes),
 //!   the outbox, status webhooks and outcomes, platform errors and events, the error
-//!   knowledge base, reconcile, retries.
+//!   knowledge base, reconcile, retries, a message's delivery status.
 //! - [`account`]: the business account's limits and costs: portfolio messaging limit,
 //!   throughput, per-message pricing, the rate card.
 //! - [`agents`]: remote agents, their keys, scopes and guardrail settings.

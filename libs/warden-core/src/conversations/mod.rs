@@ -4,12 +4,14 @@
 //!
 //! In this folder: which inbound messages open the window ([`inbound`]) and a webhook
 //! batch of them recorded at once ([`inbound_batch`]), what an agent reads (history and
-//! inbox, [`view`]; one stored message normalised, [`message_view`]; the messages a rich
-//! message refers to, [`quote`]), [`archive`] and [`read_receipts`].
+//! inbox, [`view`]; a channel's conversations by window state, [`list`]; one stored message
+//! normalised, [`message_view`]; the messages a rich message refers to, [`quote`]),
+//! [`archive`] and [`read_receipts`].
 
 pub mod archive;
 pub mod inbound;
 pub mod inbound_batch;
+pub mod list;
 pub mod message_view;
 pub mod quote;
 pub mod read_receipts;

@@ -16,8 +16,8 @@
 //! stream, for the relay), status webhooks ([`statuses`]) and the one forward-only status
 //! move ([`outcomes`]), what a platform error does ([`platform_errors`]) and means
 //! ([`knowledge`], the error knowledge base), the platform's events as kept
-//! ([`platform_events`]), sync_webhooks' repairs ([`reconcile`]) and the retry audit
-//! ([`retries`]).
+//! ([`platform_events`]), sync_webhooks' repairs ([`reconcile`]), retry_failed_messages
+//! and its audit ([`retries`]) and get_delivery_status ([`tracking`]).
 //!
 //! The dispatcher crate keeps the stream, the rate limits, the platform call and the
 //! metrics; every state change of a message row it causes is one of these functions.
@@ -34,6 +34,7 @@ pub mod record;
 pub mod retries;
 pub mod statuses;
 pub mod sweep;
+pub mod tracking;
 pub mod unknown;
 
 use std::convert::Infallible;

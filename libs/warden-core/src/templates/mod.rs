@@ -4,9 +4,10 @@
 //! ([`apply_status_change`]) with one locale rule ([`same_locale`]) and one ordering rule:
 //! a report older than the stored status's time never overwrites it. A template is read
 //! as its [`effective`] category; what the platform changes in it besides its status
-//! (category, quality) is [`changes`].
+//! (category, quality) is [`changes`]; list_templates' filtered pages are [`list`].
 
 pub mod changes;
+pub mod list;
 
 use std::convert::Infallible;
 use std::sync::Arc;

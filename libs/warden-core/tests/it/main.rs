@@ -5,5 +5,6 @@ mod agent_safety;
 mod number_change;
 mod pool_use;
 mod portfolio_limit;
+mod read_models;
 mod send_path;
 mod template_status;
