@@ -7,12 +7,12 @@
 //! calls through `warden_platform::PlatformClient`. Nothing here writes to stdout: it
 //! belongs to the protocol (logs go to stderr through `warden_telemetry`).
 
-pub mod args;
 pub mod auth;
 pub mod caller;
 pub mod error;
 mod gateway;
 pub mod http;
+mod input;
 mod resources;
 pub mod schema;
 mod server;

@@ -58,15 +58,15 @@ impl Gateway {
             }),
             subscriptions,
             tool_router: Arc::new(
-                Self::v1_tools()
-                    + Self::read_tools()
-                    + Self::action_tools()
-                    + Self::campaign_tools()
-                    + Self::account_tools()
-                    + Self::ops_tools()
-                    + Self::listen_tools()
+                Self::send_tools()
                     + Self::rich_tools()
-                    + Self::media_tools(),
+                    + Self::media_tools()
+                    + Self::conversation_tools()
+                    + Self::customer_tools()
+                    + Self::delivery_tools()
+                    + Self::template_tools()
+                    + Self::campaign_tools()
+                    + Self::account_tools(),
             ),
             local,
         })

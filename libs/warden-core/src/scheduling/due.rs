@@ -151,7 +151,6 @@ pub async fn fail_invalid(
     #[derive(diesel::QueryableByName)]
     struct Found {
         #[diesel(sql_type = SqlUuid)]
-        #[allow(dead_code)]
         id: Uuid,
     }
     let changed = transact::<_, CoreError, _>(pg, "scheduled_fail_invalid", |c| {
@@ -163,7 +162,7 @@ pub async fn fail_invalid(
             .bind::<SqlUuid, _>(id)
             .load(c)
             .await?;
-            if found.is_empty() {
+            if !found.iter().any(|f| f.id == id) {
                 return Ok(false);
             }
             let error = ErrorInfo {

@@ -34,14 +34,6 @@ pub struct CostLineOut {
     pub free_entry_point: i64,
 }
 
-#[derive(JsonSchema)]
-pub struct SpendIn {
-    /// Start of the period (RFC 3339, inclusive): messages accepted from then on. Default: 30 days before `until`.
-    pub since: Option<String>,
-    /// End of the period (RFC 3339, exclusive). Default: now.
-    pub until: Option<String>,
-}
-
 /// Spend over a period: Warden's estimate beside what the platform reported.
 #[derive(Serialize, JsonSchema)]
 pub struct SpendOut {

@@ -6,20 +6,56 @@ use diesel::prelude::*;
 use diesel_async::{AsyncPgConnection, RunQueryDsl};
 use rmcp::model::{CallToolResult, JsonObject};
 use rmcp::{tool, tool_router};
+use warden_core::delivery::reconcile::SyncReport;
+use warden_core::templates::SyncSource;
 use warden_rules::kinds::Category;
-use warden_store::models::PricingEntry;
-use warden_store::schema::conversation_pricing;
+use warden_store::models::{PricingEntry, Template};
+use warden_store::schema::{conversation_pricing, templates};
 
-use crate::args::Args;
+use schemars::JsonSchema;
+use serde::Deserialize;
+
 use crate::error::{ToolError, ToolResult};
 use crate::gateway::Gateway;
+use crate::input::fields::{Text, Timestamp, Whole, opt_string, opt_whole};
+use crate::input::{Input, parse};
 use crate::schema::{self, *};
 use crate::text::{echo, kind_message};
+use crate::tools::platform_template;
 use crate::util::{bounded, finish, ts};
 
 /// The most messages one estimate covers.
 const MAX_QUANTITY: i64 = 1_000_000_000;
 const DEFAULT_COUNTRY: &str = "DEFAULT";
+
+#[derive(Deserialize, JsonSchema)]
+pub struct EstimateCostIn {
+    /// "marketing", "utility", "authentication" or "service".
+    pub message_type: Text,
+    /// ISO 3166 two-letter country code of the recipients, e.g. "ID"; default "DEFAULT" (the fallback rate card).
+    #[schemars(extend("default" = "DEFAULT"))]
+    pub recipient_country: Option<Text>,
+    /// How many messages (a positive whole number); default 1.
+    #[schemars(range(min = 1), extend("default" = 1))]
+    pub quantity: Option<Whole<u32>>,
+}
+
+#[derive(Deserialize, JsonSchema)]
+pub struct EstimatePricingIn {
+    /// "marketing", "utility", "authentication" or "service".
+    pub conversation_type: Text,
+    /// ISO 3166 two-letter country code, e.g. "ID"; default "DEFAULT" (the fallback rate card).
+    #[schemars(extend("default" = "DEFAULT"))]
+    pub recipient_country: Option<Text>,
+}
+
+#[derive(Deserialize, JsonSchema)]
+pub struct SpendIn {
+    /// Start of the period (RFC 3339, inclusive): messages accepted from then on. Default: 30 days before `until`.
+    pub since: Option<Timestamp>,
+    /// End of the period (RFC 3339, exclusive). Default: now.
+    pub until: Option<Timestamp>,
+}
 
 #[tool_router(router = account_tools, vis = "pub(crate)")]
 impl Gateway {
@@ -51,10 +87,7 @@ positive whole number), UNAVAILABLE.",
         annotations(read_only_hint = true, open_world_hint = false)
     )]
     async fn estimate_cost(&self, args: JsonObject) -> CallToolResult {
-        finish(
-            "estimate_cost",
-            self.estimate_cost_impl(Args::new(args)).await,
-        )
+        finish("estimate_cost", self.estimate_cost_impl(args).await)
     }
 
     #[tool(
@@ -68,10 +101,7 @@ cost_per_conversation (a number), currency, pricing_category and effective_date 
         annotations(read_only_hint = true, open_world_hint = false)
     )]
     async fn estimate_pricing(&self, args: JsonObject) -> CallToolResult {
-        finish(
-            "estimate_pricing",
-            self.estimate_pricing_impl(Args::new(args)).await,
-        )
+        finish("estimate_pricing", self.estimate_pricing_impl(args).await)
     }
 
     #[tool(
@@ -87,7 +117,127 @@ INVALID_ARGUMENT (a timestamp that is not RFC 3339, since not before until, a pe
         annotations(read_only_hint = true, open_world_hint = false)
     )]
     async fn get_spend(&self, args: JsonObject) -> CallToolResult {
-        finish("get_spend", self.get_spend_impl(Args::new(args)).await)
+        finish("get_spend", self.get_spend_impl(args).await)
+    }
+
+    #[tool(
+        name = "sync_webhooks",
+        description = "Manual, idempotent recovery when webhook events may have been missed: re-reads every local template's \
+status from the platform, settles sends stuck mid-delivery whose platform acceptance is on record, and re-publishes \
+accepted messages whose hand-off to delivery was lost. Returns template_synced (statuses re-read), messages_reconciled \
+(messages actually settled by this call), messages_awaiting_status (sends with an unknown outcome that the platform's \
+status webhook will settle; they are never blindly resent). Errors: UNAVAILABLE (database down).",
+        input_schema = schema::input::<NoParams>(),
+        output_schema = schema::output::<SyncWebhooksOut>(),
+        annotations(read_only_hint = false, destructive_hint = false, idempotent_hint = true, open_world_hint = true)
+    )]
+    async fn sync_webhooks(&self, _args: JsonObject) -> CallToolResult {
+        finish("sync_webhooks", self.sync_webhooks_impl().await)
+    }
+
+    async fn sync_webhooks_impl(&self) -> ToolResult<SyncWebhooksOut> {
+        let now = Utc::now();
+        // 1. Template statuses, live from the platform.
+        let locals: Vec<Template> = {
+            let mut conn = self.conn().await?;
+            templates::table
+                .select(Template::as_select())
+                .load(&mut conn)
+                .await?
+        };
+        let mut notes = Vec::new();
+        let (template_synced, templates_updated) = match self.platform().list_templates().await {
+            Ok(remote) => {
+                let mut updated = 0i64;
+                for local in &locals {
+                    let Some(info) = remote
+                        .iter()
+                        .map(platform_template)
+                        .find(|r| r.describes(local))
+                    else {
+                        continue;
+                    };
+                    if !info.differs_from(local) {
+                        continue;
+                    }
+                    warden_core::templates::sync_from_platform(
+                        self.core().pg(),
+                        &info,
+                        &local.locale,
+                        SyncSource::SyncWebhooks,
+                        self.actor(),
+                    )
+                    .await?;
+                    updated += 1;
+                }
+                (true, updated)
+            }
+            Err(e) => {
+                let err = self.upstream_error("list the templates", &e).await;
+                notes.push(format!(
+                    "Template statuses were not re-read: {}",
+                    err.message
+                ));
+                (false, 0)
+            }
+        };
+
+        // 2. Sends stuck in `sending` after their lease ran out.
+        let expired =
+            warden_core::delivery::reconcile::settle_expired_sends(self.core().pg(), now).await?;
+        let mut reconciled = expired.settled;
+        let awaiting = expired.awaiting_status;
+
+        // 3. Accepted messages whose publish was lost (the relay's job, done now).
+        let unpublished =
+            warden_core::delivery::reconcile::unpublished_messages(self.core().pg(), now).await?;
+        let mut publish_failed = 0;
+        for id in unpublished {
+            match self.core().publish(id).await {
+                Ok(true) => reconciled += 1,
+                Ok(false) => publish_failed += 1,
+                Err(warden_core::CoreError::Unavailable(m)) => {
+                    return Err(ToolError::unavailable(m));
+                }
+                Err(_) => {}
+            }
+        }
+        if publish_failed > 0 {
+            notes.push(format!(
+                "{publish_failed} queued message(s) could not be handed to delivery (the message broker is unreachable); they stay queued and will be published when it is back."
+            ));
+        }
+        if awaiting > 0 {
+            notes.push(format!(
+                "{awaiting} send(s) have an unknown outcome; they settle when the platform's status webhook arrives and are never resent blindly."
+            ));
+        }
+        warden_core::delivery::reconcile::record_sync(
+            self.core().pg(),
+            &self.core().settings().platform.account_id,
+            SyncReport {
+                template_synced,
+                templates_checked: locals.len() as i64,
+                templates_updated,
+                messages_reconciled: reconciled,
+                messages_awaiting_status: awaiting,
+            },
+            self.actor(),
+        )
+        .await?;
+        let note = if notes.is_empty() {
+            "Everything is in step with the platform.".to_string()
+        } else {
+            notes.join(" ")
+        };
+        Ok(SyncWebhooksOut {
+            template_synced,
+            messages_reconciled: reconciled,
+            templates_checked: locals.len() as i64,
+            templates_updated,
+            messages_awaiting_status: awaiting,
+            note,
+        })
     }
 }
 
@@ -112,8 +262,8 @@ fn pricing_type(key: &str, raw: &str) -> ToolResult<Category> {
     })
 }
 
-fn country(a: &Args) -> ToolResult<String> {
-    let raw = a.opt_string("recipient_country")?;
+fn country(recipient_country: &Option<Text>) -> ToolResult<String> {
+    let raw = opt_string(recipient_country);
     let Some(raw) = raw else {
         return Ok(DEFAULT_COUNTRY.into());
     };
@@ -242,15 +392,12 @@ impl Gateway {
         })
     }
 
-    async fn get_spend_impl(&self, a: Args) -> ToolResult<SpendOut> {
-        let until = match a.opt_string("until")? {
-            Some(_) => a.timestamp("until")?,
-            None => Utc::now(),
-        };
-        let since = match a.opt_string("since")? {
-            Some(_) => a.timestamp("since")?,
-            None => until - chrono::TimeDelta::days(DEFAULT_SPEND_DAYS),
-        };
+    async fn get_spend_impl(&self, args: JsonObject) -> ToolResult<SpendOut> {
+        let a: Input<SpendIn> = parse(args)?;
+        let until = a.until.map_or_else(Utc::now, |t| t.0);
+        let since = a
+            .since
+            .map_or(until - chrono::TimeDelta::days(DEFAULT_SPEND_DAYS), |t| t.0);
         if since >= until {
             return Err(ToolError::invalid(
                 format!(
@@ -279,14 +426,11 @@ impl Gateway {
         })
     }
 
-    async fn estimate_cost_impl(&self, a: Args) -> ToolResult<CostOut> {
-        let raw = a.string(
-            "message_type",
-            "marketing, utility, authentication or service.",
-        )?;
-        let category = pricing_type("message_type", &raw)?;
-        let country = country(&a)?;
-        let quantity = match a.opt_int("quantity")? {
+    async fn estimate_cost_impl(&self, args: JsonObject) -> ToolResult<CostOut> {
+        let a: Input<EstimateCostIn> = parse(args)?;
+        let category = pricing_type("message_type", a.message_type.as_str())?;
+        let country = country(&a.recipient_country)?;
+        let quantity = match opt_whole(&a.quantity) {
             Some(q) => bounded(
                 "quantity",
                 q,
@@ -312,13 +456,10 @@ impl Gateway {
         })
     }
 
-    async fn estimate_pricing_impl(&self, a: Args) -> ToolResult<PricingOut> {
-        let raw = a.string(
-            "conversation_type",
-            "marketing, utility, authentication or service.",
-        )?;
-        let category = pricing_type("conversation_type", &raw)?;
-        let requested = country(&a)?;
+    async fn estimate_pricing_impl(&self, args: JsonObject) -> ToolResult<PricingOut> {
+        let a: Input<EstimatePricingIn> = parse(args)?;
+        let category = pricing_type("conversation_type", a.conversation_type.as_str())?;
+        let requested = country(&a.recipient_country)?;
         let mut conn = self.conn().await?;
         let r = rate(&mut conn, &requested, category).await?;
         Ok(PricingOut {

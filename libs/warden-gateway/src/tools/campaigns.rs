@@ -15,14 +15,78 @@ use warden_rules::audience::AudienceFilter;
 use warden_rules::campaign_status::CampaignStatus;
 use warden_rules::kinds::MessageType;
 
-use crate::args::Args;
-use crate::args::check_language;
+use schemars::JsonSchema;
+use serde::Deserialize;
+use warden_rules::template_params::Variables;
+
 use crate::error::{ToolError, ToolResult, code};
 use crate::gateway::Gateway;
+use crate::input::fields::{Customer, Id, Json, Text, Timestamp, opt_string};
+use crate::input::parsers::check_language;
+use crate::input::shared::{Keyed, OnChannel, template_locale};
+use crate::input::{Input, parse};
 use crate::schema::{self, *};
 use crate::text::{detail, echo, no_template_message};
-use crate::tools::{check_text, check_variables, parse_components, parse_message_type};
-use warden_rules::template_params::Variables;
+use crate::tools::{check_text, check_variables, components_of, parse_message_type};
+
+#[derive(Deserialize, JsonSchema)]
+pub struct ScheduleMessageIn {
+    /// The customer: phone number with country code (e.g. "+6281234567890") or BSUID (e.g. "US.13491208655302741918").
+    pub customer_id: Customer,
+    /// "marketing", "utility", "service" (free-form text) or "template" (judged by the template's category). Case-insensitive.
+    pub message_type: Text,
+    /// JSON (as a string) with a `type` and a typed body: {"type":"text","text":{"body":"Hello"}} or {"type":"template","template":{"name":"order_update","language":"en","variables":["#1234"]}}.
+    pub content: Json,
+    /// When to send, RFC 3339 in the future, e.g. "2030-01-31T09:00:00Z".
+    pub deliver_at: Timestamp,
+    #[serde(flatten)]
+    pub on: OnChannel,
+    #[serde(flatten)]
+    pub keyed: Keyed,
+}
+
+#[derive(Deserialize, JsonSchema)]
+pub struct ScheduleCampaignIn {
+    /// A name for the campaign (shown back in get_campaign).
+    pub name: Text,
+    /// "broadcast", "marketing" or "utility".
+    #[serde(rename = "type")]
+    pub campaign_type: Text,
+    /// Name of an APPROVED template (see list_templates); at most 512 characters.
+    #[schemars(length(max = 512))]
+    pub template_name: Text,
+    /// When to start, RFC 3339 in the future, e.g. "2030-01-31T09:00:00Z".
+    pub deliver_at: Timestamp,
+    /// The template's language code such as "en", "id" or "pt_BR"; default "en".
+    #[schemars(extend("default" = "en"))]
+    pub locale: Option<Text>,
+    /// Accepted for `locale`, as the platform calls it.
+    #[schemars(skip)]
+    pub language: Option<Text>,
+    /// JSON object (as a string) keyed by placeholder number, e.g. "{\"1\": \"friend\"}", filling the template's {{1}}, {{2}}, ... for every recipient; for a named template keyed by parameter name, e.g. "{\"first_name\": \"friend\"}".
+    pub variables: Option<Json>,
+    /// JSON array (as a string) of template components in the platform's shape, for a template with a media or variable header or with URL/copy-code/OTP buttons, e.g. "[{\"type\": \"header\", \"parameters\": [{\"type\": \"image\", \"image\": {\"link\": \"https://...\"}}]}, {\"type\": \"button\", \"sub_type\": \"url\", \"index\": \"0\", \"parameters\": [{\"type\": \"text\", \"text\": \"A1\"}]}]". Body values may be given here instead of in variables. Checked against the template's components (list_templates shows them).
+    pub components: Option<Json>,
+    /// JSON object (as a string) choosing recipients; every key optional: include_tags (any of), exclude_tags, customer_ids, opt_in ("marketing" or "utility"), active_within_days. "{}" or omitted means every known customer.
+    pub audience_filter: Option<Json>,
+    #[serde(flatten)]
+    pub keyed: Keyed,
+}
+
+#[derive(Deserialize, JsonSchema)]
+pub struct CampaignIdIn {
+    /// The campaign_id schedule_campaign returned (a UUID).
+    pub campaign_id: Id,
+}
+
+#[derive(Deserialize, JsonSchema)]
+pub struct CancelCampaignIn {
+    /// The campaign_id schedule_campaign returned (a UUID).
+    pub campaign_id: Id,
+    /// Why it is cancelled (at most 1024 characters); kept in the audit trail.
+    #[schemars(length(max = 1024))]
+    pub reason: Option<Text>,
+}
 
 /// Longest `content.template.components` schedule_message stores (JSON characters).
 const MAX_COMPONENTS_CHARS: usize = 16 * 1024;
@@ -54,10 +118,7 @@ past deliver_at, malformed content, variables not matching the template), NOT_FO
         annotations(read_only_hint = false, destructive_hint = false, idempotent_hint = false, open_world_hint = false)
     )]
     async fn schedule_message(&self, args: JsonObject) -> CallToolResult {
-        finish(
-            "schedule_message",
-            self.schedule_message_impl(Args::new(args)).await,
-        )
+        finish("schedule_message", self.schedule_message_impl(args).await)
     }
 
     #[tool(
@@ -75,10 +136,7 @@ NOT_FOUND (no such template), INVALID_ARGUMENT (past deliver_at, unknown type, b
         annotations(read_only_hint = false, destructive_hint = false, idempotent_hint = false, open_world_hint = false)
     )]
     async fn schedule_campaign(&self, args: JsonObject) -> CallToolResult {
-        finish(
-            "schedule_campaign",
-            self.schedule_campaign_impl(Args::new(args)).await,
-        )
+        finish("schedule_campaign", self.schedule_campaign_impl(args).await)
     }
 
     #[tool(
@@ -92,10 +150,7 @@ do), NOT_FOUND (unknown campaign_id), FEATURE_NOT_AVAILABLE (tier oss), INVALID_
         annotations(read_only_hint = false, destructive_hint = true, idempotent_hint = false, open_world_hint = false)
     )]
     async fn cancel_campaign(&self, args: JsonObject) -> CallToolResult {
-        finish(
-            "cancel_campaign",
-            self.cancel_campaign_impl(Args::new(args)).await,
-        )
+        finish("cancel_campaign", self.cancel_campaign_impl(args).await)
     }
 
     #[tool(
@@ -109,10 +164,7 @@ finished: check get_campaign), NOT_FOUND, FEATURE_NOT_AVAILABLE (tier oss), INVA
         annotations(read_only_hint = false, destructive_hint = false, idempotent_hint = false, open_world_hint = false)
     )]
     async fn pause_campaign(&self, args: JsonObject) -> CallToolResult {
-        finish(
-            "pause_campaign",
-            self.pause_campaign_impl(Args::new(args)).await,
-        )
+        finish("pause_campaign", self.pause_campaign_impl(args).await)
     }
 
     #[tool(
@@ -126,10 +178,7 @@ INVALID_ARGUMENT (not a UUID), UNAVAILABLE.",
         annotations(read_only_hint = false, destructive_hint = false, idempotent_hint = false, open_world_hint = false)
     )]
     async fn resume_campaign(&self, args: JsonObject) -> CallToolResult {
-        finish(
-            "resume_campaign",
-            self.resume_campaign_impl(Args::new(args)).await,
-        )
+        finish("resume_campaign", self.resume_campaign_impl(args).await)
     }
 
     #[tool(
@@ -143,10 +192,7 @@ sent_count delivered or read) and paused_at. Errors: NOT_FOUND (unknown campaign
         annotations(read_only_hint = true, open_world_hint = false)
     )]
     async fn get_campaign(&self, args: JsonObject) -> CallToolResult {
-        finish(
-            "get_campaign",
-            self.get_campaign_impl(Args::new(args)).await,
-        )
+        finish("get_campaign", self.get_campaign_impl(args).await)
     }
 }
 
@@ -297,18 +343,18 @@ impl Gateway {
         ))
     }
 
-    async fn schedule_message_impl(&self, a: Args) -> ToolResult<ScheduleMessageOut> {
-        let key = a.idempotency("schedule_message", self.actor())?;
-        let phone = self.customer(&a, "customer_id").await?;
-        let raw_type = a.string("message_type", "marketing, utility, service or template.")?;
-        let message_type = parse_message_type(&raw_type)?;
+    async fn schedule_message_impl(&self, args: JsonObject) -> ToolResult<ScheduleMessageOut> {
+        let a: Input<ScheduleMessageIn> = parse(args)?;
+        let key = a.idempotency(&a.keyed, "schedule_message", self.actor())?;
+        let phone = self.resolve(&a.customer_id).await?;
+        let message_type = parse_message_type(a.message_type.as_str())?;
         let content_hint = "JSON such as {\"type\":\"text\",\"text\":{\"body\":\"Hello\"}}, {\"type\":\"template\",\"template\":{\"name\":\"order_update\",\"language\":\"en\",\"variables\":[\"#1234\"]}} or the platform's own body of any kind (template with components, image, interactive, location, ...)";
-        let content = a.json("content", content_hint)?;
-        let at = a.timestamp("deliver_at")?;
-        let channel = a.channel()?;
+        let content = &a.content.0;
+        let at = a.deliver_at.0;
+        let channel = a.on.channel();
         let now = Utc::now();
         let deliver_at = future_time("deliver_at", at, now)?;
-        let kind = SendKind::from_content(&content).map_err(|e| {
+        let kind = SendKind::from_content(content).map_err(|e| {
             ToolError::invalid(
                 format!("The parameter `content` is not a message: {}.", detail(e)),
                 format!("Pass content as {content_hint}."),
@@ -376,10 +422,11 @@ impl Gateway {
         })
     }
 
-    async fn schedule_campaign_impl(&self, a: Args) -> ToolResult<ScheduleCampaignOut> {
+    async fn schedule_campaign_impl(&self, args: JsonObject) -> ToolResult<ScheduleCampaignOut> {
         self.require_pro("schedule_campaign")?;
-        let key = a.idempotency("schedule_campaign", self.actor())?;
-        let name = a.string("name", "a name for the campaign.")?;
+        let a: Input<ScheduleCampaignIn> = parse(args)?;
+        let key = a.idempotency(&a.keyed, "schedule_campaign", self.actor())?;
+        let name = a.name.0.clone();
         if name.chars().count() > MAX_CAMPAIGN_NAME {
             return Err(ToolError::invalid(
                 format!(
@@ -389,7 +436,7 @@ impl Gateway {
                 "Use a shorter name.",
             ));
         }
-        let raw_type = a.string("type", "broadcast, marketing or utility.")?;
+        let raw_type = a.campaign_type.0.clone();
         let campaign_type = raw_type.parse::<CampaignType>().map_err(|_| {
             ToolError::invalid(
                 format!(
@@ -399,15 +446,14 @@ impl Gateway {
                 "Pass type as broadcast, marketing or utility.",
             )
         })?;
-        let template_name = a.string("template_name", "the name of an APPROVED template.")?;
-        let at = a.timestamp("deliver_at")?;
-        let deliver_at = future_time("deliver_at", at, Utc::now())?;
-        let locale = a.locale()?;
-        let components = parse_components(&a)?;
-        let variables = match a.opt_json("variables", "a JSON object such as {\"1\": \"friend\"}")? {
+        let template_name = a.template_name.0.clone();
+        let deliver_at = future_time("deliver_at", a.deliver_at.0, Utc::now())?;
+        let locale = template_locale(&a.locale, &a.language)?;
+        let components = components_of(&a.components)?;
+        let variables = match a.variables.as_ref().map(|j| &j.0) {
             None => Variables::Positional(Vec::new()),
             Some(v @ (Value::Object(_) | Value::Array(_))) => {
-                warden_rules::template_params::parse_any_variables(&v).map_err(|e| {
+                warden_rules::template_params::parse_any_variables(v).map_err(|e| {
                     ToolError::invalid(
                         format!("The parameter `variables` is not usable: {}.", detail(e)),
                         "Pass variables as a JSON object keyed by placeholder number, e.g. {\"1\": \"friend\", \"2\": \"20%\"}.",
@@ -426,18 +472,16 @@ impl Gateway {
         };
         // Only `{}` or no audience_filter means everyone: a blank string is refused.
         let audience_hint = "Leave audience_filter out (or pass {}) for every customer, or give a JSON object such as {\"include_tags\": [\"vip\"]}.";
-        if a.is_blank_string("audience_filter") {
+        if a.blank("audience_filter") {
             return Err(ToolError::invalid(
                 "The parameter `audience_filter` is an empty string, which selects nobody.",
                 audience_hint,
             ));
         }
         let audience = a
-            .opt_json(
-                "audience_filter",
-                "a JSON object such as {\"include_tags\": [\"vip\"]}",
-            )?
-            .unwrap_or_else(|| json!({}));
+            .audience_filter
+            .as_ref()
+            .map_or_else(|| json!({}), |j| j.0.clone());
         let (variables, named_variables) = match variables {
             Variables::Positional(v) => (v, Vec::new()),
             Variables::Named(n) => (Vec::new(), n),
@@ -488,10 +532,11 @@ impl Gateway {
         })
     }
 
-    async fn cancel_campaign_impl(&self, a: Args) -> ToolResult<CancelCampaignOut> {
+    async fn cancel_campaign_impl(&self, args: JsonObject) -> ToolResult<CancelCampaignOut> {
         self.require_pro("cancel_campaign")?;
-        let id = a.uuid("campaign_id", "campaign_id schedule_campaign returned")?;
-        let reason = a.opt_string("reason")?;
+        let a: Input<CancelCampaignIn> = parse(args)?;
+        let id = a.campaign_id.0;
+        let reason = opt_string(&a.reason);
         if let Some(r) = &reason {
             check_len(
                 "reason",
@@ -512,9 +557,10 @@ impl Gateway {
         })
     }
 
-    async fn pause_campaign_impl(&self, a: Args) -> ToolResult<CampaignMoveOut> {
+    async fn pause_campaign_impl(&self, args: JsonObject) -> ToolResult<CampaignMoveOut> {
         self.require_pro("pause_campaign")?;
-        let id = a.uuid("campaign_id", "campaign_id schedule_campaign returned")?;
+        let a: Input<CampaignIdIn> = parse(args)?;
+        let id = a.campaign_id.0;
         let before = warden_core::campaigns::pause(self.core().pg(), id, self.actor())
             .await
             .map_err(campaign_error)?
@@ -534,9 +580,10 @@ impl Gateway {
         })
     }
 
-    async fn resume_campaign_impl(&self, a: Args) -> ToolResult<CampaignMoveOut> {
+    async fn resume_campaign_impl(&self, args: JsonObject) -> ToolResult<CampaignMoveOut> {
         self.require_pro("resume_campaign")?;
-        let id = a.uuid("campaign_id", "campaign_id schedule_campaign returned")?;
+        let a: Input<CampaignIdIn> = parse(args)?;
+        let id = a.campaign_id.0;
         let before = warden_core::campaigns::resume(self.core().pg(), id, self.actor())
             .await
             .map_err(campaign_error)?
@@ -560,8 +607,9 @@ impl Gateway {
         })
     }
 
-    async fn get_campaign_impl(&self, a: Args) -> ToolResult<CampaignOut> {
-        let id = a.uuid("campaign_id", "campaign_id schedule_campaign returned")?;
+    async fn get_campaign_impl(&self, args: JsonObject) -> ToolResult<CampaignOut> {
+        let a: Input<CampaignIdIn> = parse(args)?;
+        let id = a.campaign_id.0;
         let view = warden_core::campaigns::get(self.core().pg(), id)
             .await
             .map_err(campaign_error)?;

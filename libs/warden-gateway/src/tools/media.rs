@@ -10,9 +10,12 @@ use serde::Serialize;
 use warden_platform::PlatformError;
 use warden_platform::media::{DownloadError, sha256_hex};
 
-use crate::args::Args;
+use serde::Deserialize;
+
 use crate::error::{ToolError, ToolResult, code};
 use crate::gateway::Gateway;
+use crate::input::fields::{Text, opt_string};
+use crate::input::{Input, parse};
 use crate::schema;
 use crate::tools::rich::rich_error;
 use crate::util::finish;
@@ -20,15 +23,14 @@ use crate::util::finish;
 /// The longest media id taken.
 const MAX_MEDIA_ID_CHARS: usize = 256;
 
-#[derive(JsonSchema)]
-#[allow(dead_code)] // Only its schema is used; arguments are read leniently (args.rs).
+#[derive(Deserialize, JsonSchema)]
 pub struct UploadMediaIn {
     /// The file's bytes, base64-encoded.
-    pub data: String,
+    pub data: Text,
     /// image/jpeg, image/png (5 MB); video/mp4, video/3gpp (16 MB); audio/aac, audio/amr, audio/mpeg, audio/mp4, audio/ogg (16 MB); application/pdf, text/plain, office documents (100 MB); image/webp for stickers (100 KB static, 500 KB animated).
-    pub mime_type: String,
+    pub mime_type: Text,
     /// File name sent with the upload.
-    pub filename: Option<String>,
+    pub filename: Option<Text>,
 }
 
 #[derive(Serialize, JsonSchema)]
@@ -41,11 +43,10 @@ pub struct UploadMediaOut {
     pub size: u64,
 }
 
-#[derive(JsonSchema)]
-#[allow(dead_code)] // Only its schema is used; arguments are read leniently (args.rs).
+#[derive(Deserialize, JsonSchema)]
 pub struct GetMediaIn {
     /// The media id of a customer's image, audio, video, document or sticker (from their message's media.media_id).
-    pub media_id: String,
+    pub media_id: Text,
 }
 
 #[derive(Serialize, JsonSchema)]
@@ -72,10 +73,7 @@ platform refused), UNAVAILABLE.",
         annotations(read_only_hint = false, destructive_hint = false, idempotent_hint = false, open_world_hint = true)
     )]
     async fn upload_media(&self, args: JsonObject) -> CallToolResult {
-        finish(
-            "upload_media",
-            self.upload_media_impl(Args::new(args)).await,
-        )
+        finish("upload_media", self.upload_media_impl(args).await)
     }
 
     #[tool(
@@ -89,7 +87,7 @@ the limit), NOT_FOUND (the platform has no such media), UPSTREAM_ERROR (download
         annotations(read_only_hint = true, open_world_hint = true)
     )]
     async fn get_media(&self, args: JsonObject) -> CallToolResult {
-        match self.get_media_impl(Args::new(args)).await {
+        match self.get_media_impl(args).await {
             Ok((out, block)) => {
                 let mut result = finish("get_media", Ok(out));
                 result.content.push(block);
@@ -101,10 +99,11 @@ the limit), NOT_FOUND (the platform has no such media), UPSTREAM_ERROR (download
 }
 
 impl Gateway {
-    async fn upload_media_impl(&self, a: Args) -> ToolResult<UploadMediaOut> {
-        let raw = a.string("data", "the file's bytes, base64-encoded.")?;
-        let mime_type = a.string("mime_type", "the file's type, e.g. image/jpeg.")?;
-        let filename = a.opt_string("filename")?;
+    async fn upload_media_impl(&self, args: JsonObject) -> ToolResult<UploadMediaOut> {
+        let a: Input<UploadMediaIn> = parse(args)?;
+        let raw = &a.data.0;
+        let mime_type = a.mime_type.0.clone();
+        let filename = opt_string(&a.filename);
         let compact: String = raw.split_ascii_whitespace().collect();
         let data = STANDARD.decode(compact.as_bytes()).map_err(|e| {
             ToolError::invalid(
@@ -126,8 +125,9 @@ impl Gateway {
         })
     }
 
-    async fn get_media_impl(&self, a: Args) -> ToolResult<(MediaOut, ContentBlock)> {
-        let id = a.string("media_id", "the media id from the customer's message.")?;
+    async fn get_media_impl(&self, args: JsonObject) -> ToolResult<(MediaOut, ContentBlock)> {
+        let a: Input<GetMediaIn> = parse(args)?;
+        let id = a.media_id.0.clone();
         crate::util::check_len(
             "media_id",
             &id,

@@ -1,27 +1,32 @@
-//! The tools, one module per group of the spec (each an rmcp router, combined in
-//! [`crate::gateway::Gateway::new`]):
-//! - [`v1`]: check_compliance, send_message, send_template, explain_error
-//! - [`read`] (A): check_conversation, check_frequency_cap, get_customer_context,
-//!   get_delivery_status, get_rate_limit, list_conversations, list_templates
-//! - [`actions`] (B): reply_customer, retry_failed_messages, sync_template_status
-//! - [`campaigns`] (C): schedule_message, schedule_campaign, cancel_campaign,
-//!   pause_campaign, resume_campaign, get_campaign
-//! - [`account`] (D): get_account_quality, estimate_cost, estimate_pricing
-//! - [`ops`] (E): create_template, sync_webhooks, archive_chat
-//! - [`listen`]: get_conversation_history, list_inbox, mark_as_read
+//! The tools, one module per domain (each an rmcp router, combined in
+//! [`crate::server`]); each tool's parameters are a struct beside its handler
+//! ([`crate::input`]):
+//! - [`send`]: check_compliance, send_message, send_template, reply_customer
 //! - [`rich`]: send_media, send_interactive, send_location, react_to_message
 //! - [`media`]: upload_media, get_media
+//! - [`conversations`]: check_conversation, list_conversations, list_inbox,
+//!   get_conversation_history, mark_as_read, archive_chat
+//! - [`customers`]: get_customer_context, check_frequency_cap
+//! - [`delivery`]: get_delivery_status, retry_failed_messages, explain_error, get_rate_limit
+//! - [`templates`]: list_templates, create_template, sync_template_status
+//! - [`campaigns`]: schedule_message, schedule_campaign, pause/resume/cancel_campaign,
+//!   get_campaign
+//! - [`account`]: get_account_quality, estimate_cost, estimate_pricing, get_spend,
+//!   sync_webhooks
+//!
+//! Adding a parameter: a field on the tool's input struct (its doc comment is the schema's
+//! description), read in the handler, listed under the tool in docs/tools.md.
 
 pub(crate) mod account;
-pub(crate) mod actions;
 pub(crate) mod campaigns;
-pub(crate) mod listen;
+pub(crate) mod conversations;
+pub(crate) mod customers;
+pub(crate) mod delivery;
 pub(crate) mod media;
-pub(crate) mod ops;
-pub(crate) mod read;
 pub(crate) mod rich;
 pub(crate) mod scopes;
-pub(crate) mod v1;
+pub(crate) mod send;
+pub(crate) mod templates;
 
 use diesel_async::AsyncPgConnection;
 use diesel_async::pooled_connection::bb8::PooledConnection;
@@ -30,11 +35,16 @@ use warden_rules::kinds::MessageType;
 use warden_rules::phone::PhoneNumber;
 use warden_rules::templates::MAX_NAME_CHARS;
 
-use crate::args::Args;
+use warden_core::templates::PlatformTemplate;
+use warden_platform::{PlatformError, TemplateInfo};
+
+use crate::error::upstream;
 use crate::error::{ToolError, ToolResult};
 use crate::gateway::Gateway;
+use crate::input::fields::{Customer, Json, Text, Whole, opt_whole};
 use crate::schema::SendOut;
 use crate::text::kind_message;
+use crate::util::bounded;
 
 impl Gateway {
     /// A free-form (service) message from a tool through the one send path
@@ -57,12 +67,11 @@ impl Gateway {
         Ok(SendOut::queued(&accepted, &phone, channel))
     }
 
-    /// The customer a tool parameter names (a phone number or a BSUID), as its key:
-    /// INVALID_ARGUMENT naming `key` when malformed. A BSUID of a customer known by phone
-    /// resolves to that customer, so every rule applies whatever identifier was used.
-    pub(crate) async fn customer(&self, a: &Args, key: &str) -> ToolResult<PhoneNumber> {
-        let id = a.phone(key)?;
-        Ok(self.core().customer(&id).await?)
+    /// The customer a tool parameter names (a phone number or a BSUID), as its key. A BSUID
+    /// of a customer known by phone resolves to that customer, so every rule applies
+    /// whatever identifier was used.
+    pub(crate) async fn resolve(&self, customer: &Customer) -> ToolResult<PhoneNumber> {
+        Ok(self.core().customer(&customer.0).await?)
     }
 
     /// A pooled Postgres connection, or UNAVAILABLE.
@@ -127,8 +136,8 @@ pub(crate) fn check_variables(key: &str, variables: &[String]) -> ToolResult<()>
 
 /// A required template name to send to the platform: at most [`MAX_NAME_CHARS`]
 /// characters, as create_template enforces (same wording).
-pub(crate) fn template_name_arg(a: &Args, key: &str, hint: &str) -> ToolResult<String> {
-    let name = a.string(key, hint)?;
+pub(crate) fn template_name_arg(key: &str, name: &Text) -> ToolResult<String> {
+    let name = name.0.clone();
     let n = name.chars().count();
     if n > MAX_NAME_CHARS {
         return Err(ToolError::invalid(
@@ -145,14 +154,67 @@ pub(crate) fn template_name_arg(a: &Args, key: &str, hint: &str) -> ToolResult<S
 
 /// The optional `components` parameter of send_template and schedule_campaign: a JSON array
 /// of template components in the platform's shape (checked against the template later).
-pub(crate) fn parse_components(a: &Args) -> ToolResult<Vec<serde_json::Value>> {
+pub(crate) fn components_of(components: &Option<Json>) -> ToolResult<Vec<serde_json::Value>> {
     let hint = "a JSON array of components such as [{\"type\": \"header\", \"parameters\": [{\"type\": \"image\", \"image\": {\"link\": \"https://...\"}}]}]";
-    match a.opt_json("components", hint)? {
+    match components {
         None => Ok(Vec::new()),
-        Some(serde_json::Value::Array(items)) => Ok(items),
+        Some(Json(serde_json::Value::Array(items))) => Ok(items.clone()),
         Some(_) => Err(ToolError::invalid(
             "The parameter `components` must be a JSON array of header, body and button components.",
             format!("Pass components as {hint}."),
         )),
+    }
+}
+
+/// limit (1..500, default 50) and offset (>= 0, default 0).
+pub(crate) fn page(
+    limit: &Option<Whole<u32>>,
+    offset: &Option<Whole<u32>>,
+) -> ToolResult<(i64, i64)> {
+    let limit = match opt_whole(limit) {
+        Some(l) => bounded("limit", l, 1, 500, "between 1 and 500 (default 50)")?,
+        None => 50,
+    };
+    let offset = match opt_whole(offset) {
+        Some(o) => bounded(
+            "offset",
+            o,
+            0,
+            i64::from(i32::MAX),
+            "as 0 or more (default 0)",
+        )?,
+        None => 0,
+    };
+    Ok((limit, offset))
+}
+
+/// A template as the platform described it, in the core's terms.
+pub(crate) fn platform_template(info: &TemplateInfo) -> PlatformTemplate {
+    PlatformTemplate {
+        name: info.name.clone(),
+        language: info.language.clone(),
+        status: info.status.clone(),
+        category: info.category.clone(),
+        rejected_reason: info.rejected_reason.clone(),
+        id: info.id.clone(),
+        body_text: info.body_text().map(str::to_string),
+        components: serde_json::to_value(&info.components).ok(),
+        parameter_format: info.parameter_format.clone(),
+    }
+}
+
+impl Gateway {
+    /// An upstream failure, explained by the knowledge base when the platform gave a code.
+    pub(crate) async fn upstream_error(&self, what: &str, err: &PlatformError) -> ToolError {
+        let explained = match err.code().and_then(|c| i32::try_from(c).ok()) {
+            Some(code) => match self.conn().await {
+                Ok(mut conn) => warden_core::delivery::knowledge::explain(&mut conn, code)
+                    .await
+                    .ok(),
+                Err(_) => None,
+            },
+            None => None,
+        };
+        upstream(what, err, explained.as_ref())
     }
 }

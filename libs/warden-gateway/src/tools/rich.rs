@@ -16,101 +16,99 @@ use warden_rules::rich::{
     Reaction, Reply, ReplyButton, RichBody, RichError, RichMessage, Section, TextObject,
 };
 
-use crate::args::Args;
+use serde::Deserialize;
+
 use crate::error::{ToolError, ToolResult};
 use crate::gateway::Gateway;
+use crate::input::fields::{Customer, Decimal, Id, Json, Text, opt_string};
+use crate::input::shared::{Keyed, OnChannel};
+use crate::input::{Input, parse};
 use crate::schema::{self, SendOut};
 use crate::util::finish;
 
-#[derive(JsonSchema)]
-#[allow(dead_code)] // Only its schema is used; arguments are read leniently (args.rs).
+#[derive(Deserialize, JsonSchema)]
 pub struct SendMediaIn {
     /// Recipient: phone number with country code (e.g. "+6281234567890") or BSUID (e.g. "US.13491208655302741918").
-    pub to: String,
+    pub to: Customer,
     /// image (jpeg/png), video (mp4/3gpp), audio (aac/amr/mpeg/mp4/ogg), document (pdf, office, text) or sticker (webp).
-    pub media_type: String,
+    pub media_type: Text,
     /// Public http(s) URL of the file. Give exactly one of link and media_id.
-    pub link: Option<String>,
+    pub link: Option<Text>,
     /// A media id from upload_media. Give exactly one of link and media_id.
-    pub media_id: Option<String>,
+    pub media_id: Option<Text>,
     /// Caption (at most 1024 characters); not allowed for audio and sticker.
-    pub caption: Option<String>,
+    pub caption: Option<Text>,
     /// File name the customer sees (documents only).
-    pub filename: Option<String>,
-    /// Messaging channel; only "whatsapp" exists and it is the default.
-    #[schemars(extend("default" = "whatsapp"))]
-    pub channel: Option<String>,
+    pub filename: Option<Text>,
+    #[serde(flatten)]
+    pub on: OnChannel,
     /// message_id of an earlier message in this conversation to quote (it must have been sent or received).
-    pub reply_to: Option<String>,
-    /// Optional: 1..128 printable ASCII characters naming this call. Repeating the call with the same key and the same arguments within 24 h returns the first result (same message_id, replayed true) and sends nothing; the same key with other arguments is INVALID_ARGUMENT. Use one key per intended message, e.g. when retrying after a timeout.
-    pub idempotency_key: Option<String>,
+    pub reply_to: Option<Id>,
+    #[serde(flatten)]
+    pub keyed: Keyed,
 }
 
-#[derive(JsonSchema)]
-#[allow(dead_code)] // Only its schema is used; arguments are read leniently (args.rs).
+#[derive(Deserialize, JsonSchema)]
 pub struct SendInteractiveIn {
     /// Recipient: phone number with country code (e.g. "+6281234567890") or BSUID (e.g. "US.13491208655302741918").
-    pub to: String,
+    pub to: Customer,
     /// buttons (1 to 3 reply buttons), list (up to 10 rows behind a button) or cta_url (one URL button).
-    pub kind: String,
+    pub kind: Text,
     /// The message text, at most 1024 characters.
-    pub body: String,
+    pub body: Text,
     /// kind buttons: JSON array (as a string, or the array itself) of 1 to 3 {"id", "title"} (title at most 20 characters, ids unique), e.g. [{"id":"yes","title":"Yes"},{"id":"no","title":"No"}].
-    pub buttons: Option<String>,
+    pub buttons: Option<Json>,
     /// kind list: JSON array (as a string, or the array itself) of sections {"title"?, "rows": [{"id", "title" (at most 24), "description"? (at most 72)}]}, at most 10 rows in all; a title is required on each section when there are several.
-    pub sections: Option<String>,
+    pub sections: Option<Json>,
     /// kind list: the label of the button that opens the list, at most 20 characters.
-    pub button_label: Option<String>,
+    pub button_label: Option<Text>,
     /// kind cta_url: the http(s) URL the button opens.
-    pub url: Option<String>,
+    pub url: Option<Text>,
     /// kind cta_url: the button text, at most 20 characters.
-    pub display_text: Option<String>,
+    pub display_text: Option<Text>,
     /// Header text, at most 60 characters.
-    pub header: Option<String>,
+    pub header: Option<Text>,
     /// Instead of `header`, a media header (kinds buttons and cta_url): JSON object (as a string, or the object itself) {"type": "image"|"video"|"document", "media_id" (from upload_media) or "link" (public http(s) URL), "filename"? (document only)}, e.g. {"type":"image","link":"https://shop.example/p.jpg"}.
-    pub header_media: Option<String>,
+    pub header_media: Option<Json>,
     /// Footer text, at most 60 characters.
-    pub footer: Option<String>,
-    /// Messaging channel; only "whatsapp" exists and it is the default.
-    #[schemars(extend("default" = "whatsapp"))]
-    pub channel: Option<String>,
+    pub footer: Option<Text>,
+    #[serde(flatten)]
+    pub on: OnChannel,
     /// message_id of an earlier message in this conversation to quote.
-    pub reply_to: Option<String>,
-    /// Optional: 1..128 printable ASCII characters naming this call. Repeating the call with the same key and the same arguments within 24 h returns the first result (same message_id, replayed true) and sends nothing; the same key with other arguments is INVALID_ARGUMENT. Use one key per intended message, e.g. when retrying after a timeout.
-    pub idempotency_key: Option<String>,
+    pub reply_to: Option<Id>,
+    #[serde(flatten)]
+    pub keyed: Keyed,
 }
 
-#[derive(JsonSchema)]
-#[allow(dead_code)] // Only its schema is used; arguments are read leniently (args.rs).
+#[derive(Deserialize, JsonSchema)]
 pub struct SendLocationIn {
     /// Recipient: phone number with country code (e.g. "+6281234567890") or BSUID (e.g. "US.13491208655302741918").
-    pub to: String,
+    pub to: Customer,
     /// Latitude in degrees, -90 to 90.
-    pub latitude: f64,
+    pub latitude: Decimal,
     /// Longitude in degrees, -180 to 180.
-    pub longitude: f64,
+    pub longitude: Decimal,
     /// Name of the place.
-    pub name: Option<String>,
+    pub name: Option<Text>,
     /// Address of the place.
-    pub address: Option<String>,
-    /// Messaging channel; only "whatsapp" exists and it is the default.
-    #[schemars(extend("default" = "whatsapp"))]
-    pub channel: Option<String>,
+    pub address: Option<Text>,
+    #[serde(flatten)]
+    pub on: OnChannel,
     /// message_id of an earlier message in this conversation to quote.
-    pub reply_to: Option<String>,
-    /// Optional: 1..128 printable ASCII characters naming this call. Repeating the call with the same key and the same arguments within 24 h returns the first result (same message_id, replayed true) and sends nothing; the same key with other arguments is INVALID_ARGUMENT. Use one key per intended message, e.g. when retrying after a timeout.
-    pub idempotency_key: Option<String>,
+    pub reply_to: Option<Id>,
+    #[serde(flatten)]
+    pub keyed: Keyed,
 }
 
-#[derive(JsonSchema)]
-#[allow(dead_code)] // Only its schema is used; arguments are read leniently (args.rs).
+#[derive(Deserialize, JsonSchema)]
 pub struct ReactIn {
     /// message_id of the customer's (inbound) message to react to.
-    pub message_id: String,
+    pub message_id: Id,
     /// One emoji such as "👍"; an empty string "" removes the reaction.
-    pub emoji: String,
-    /// Optional: 1..128 printable ASCII characters naming this call. Repeating the call with the same key and the same arguments within 24 h returns the first result (same message_id, replayed true) and sends nothing; the same key with other arguments is INVALID_ARGUMENT. Use one key per intended message, e.g. when retrying after a timeout.
-    pub idempotency_key: Option<String>,
+    #[schemars(with = "String")]
+    pub emoji: Option<Text>,
+    #[serde(flatten)]
+    pub keyed: Keyed,
 }
 
 #[tool_router(router = rich_tools, vis = "pub(crate)")]
@@ -126,7 +124,7 @@ INVALID_ARGUMENT (names the parameter and the limit), NOT_FOUND (reply_to or mes
         annotations(read_only_hint = false, destructive_hint = false, idempotent_hint = false, open_world_hint = true)
     )]
     async fn send_media(&self, args: JsonObject) -> CallToolResult {
-        finish("send_media", self.send_media_impl(Args::new(args)).await)
+        finish("send_media", self.send_media_impl(args).await)
     }
 
     #[tool(
@@ -140,10 +138,7 @@ INVALID_ARGUMENT (names the parameter and the limit), NOT_FOUND (reply_to or mes
         annotations(read_only_hint = false, destructive_hint = false, idempotent_hint = false, open_world_hint = true)
     )]
     async fn send_interactive(&self, args: JsonObject) -> CallToolResult {
-        finish(
-            "send_interactive",
-            self.send_interactive_impl(Args::new(args)).await,
-        )
+        finish("send_interactive", self.send_interactive_impl(args).await)
     }
 
     #[tool(
@@ -156,10 +151,7 @@ INVALID_ARGUMENT (names the parameter and the limit), NOT_FOUND (reply_to or mes
         annotations(read_only_hint = false, destructive_hint = false, idempotent_hint = false, open_world_hint = true)
     )]
     async fn send_location(&self, args: JsonObject) -> CallToolResult {
-        finish(
-            "send_location",
-            self.send_location_impl(Args::new(args)).await,
-        )
+        finish("send_location", self.send_location_impl(args).await)
     }
 
     #[tool(
@@ -173,10 +165,7 @@ INVALID_ARGUMENT (names the parameter and the limit), NOT_FOUND (reply_to or mes
         annotations(read_only_hint = false, destructive_hint = false, idempotent_hint = true, open_world_hint = true)
     )]
     async fn react_to_message(&self, args: JsonObject) -> CallToolResult {
-        finish(
-            "react_to_message",
-            self.react_to_message_impl(Args::new(args)).await,
-        )
+        finish("react_to_message", self.react_to_message_impl(args).await)
     }
 }
 
@@ -188,34 +177,16 @@ pub(crate) fn rich_error(e: RichError) -> ToolError {
     )
 }
 
-fn uuid_arg(a: &Args, key: &str) -> ToolResult<Option<Uuid>> {
-    match a.opt_string(key)? {
-        None => Ok(None),
-        Some(raw) => crate::args::parse_uuid(key, &raw, "a message_id").map(Some),
-    }
-}
-
-/// A number parameter (a JSON number or a numeric string).
-fn number(a: &Args, key: &str) -> ToolResult<f64> {
-    let what = "a number such as -6.2";
-    a.json(key, what)?.as_f64().ok_or_else(|| {
-        ToolError::invalid(
-            format!("The parameter `{key}` must be a number."),
-            format!("Pass `{key}` as {what}."),
-        )
-    })
-}
-
 /// A JSON array parameter parsed into `T` items; failures name the parameter.
 fn json_arg<T: serde::de::DeserializeOwned>(
-    a: &Args,
+    value: &Option<Json>,
     key: &str,
     what: &str,
 ) -> ToolResult<Option<T>> {
-    let Some(v) = a.opt_json(key, what)? else {
+    let Some(Json(v)) = value else {
         return Ok(None);
     };
-    serde_json::from_value(v).map(Some).map_err(|e| {
+    serde_json::from_value(v.clone()).map(Some).map_err(|e| {
         ToolError::invalid(
             format!("The parameter `{key}` is not {what}: {e}."),
             format!("Pass `{key}` as {what}."),
@@ -242,10 +213,10 @@ struct HeaderMediaArg {
 }
 
 /// The interactive header from `header` (text) or `header_media` (a media object).
-fn interactive_header(a: &Args) -> ToolResult<Option<Header>> {
-    let text = a.opt_string("header")?;
+fn interactive_header(a: &SendInteractiveIn) -> ToolResult<Option<Header>> {
+    let text = opt_string(&a.header);
     let media: Option<HeaderMediaArg> = json_arg(
-        a,
+        &a.header_media,
         "header_media",
         "a JSON object {\"type\": \"image\"|\"video\"|\"document\", \"media_id\" or \"link\", \"filename\"?}",
     )?;
@@ -312,20 +283,19 @@ impl Gateway {
             .await
     }
 
-    async fn send_media_impl(&self, a: Args) -> ToolResult<SendOut> {
-        let key = a.idempotency("send_media", self.actor())?;
-        let phone = self.customer(&a, "to").await?;
-        let media_type =
-            MediaType::parse(&a.string("media_type", "image, video, audio, document or sticker.")?)
-                .map_err(rich_error)?;
+    async fn send_media_impl(&self, args: JsonObject) -> ToolResult<SendOut> {
+        let a: Input<SendMediaIn> = parse(args)?;
+        let key = a.idempotency(&a.keyed, "send_media", self.actor())?;
+        let phone = self.resolve(&a.to).await?;
+        let media_type = MediaType::parse(a.media_type.as_str()).map_err(rich_error)?;
         let object = MediaObject {
-            id: a.opt_string("media_id")?,
-            link: a.opt_string("link")?,
-            caption: a.opt_string("caption")?,
-            filename: a.opt_string("filename")?,
+            id: opt_string(&a.media_id),
+            link: opt_string(&a.link),
+            caption: opt_string(&a.caption),
+            filename: opt_string(&a.filename),
         };
-        let channel = a.channel()?;
-        let reply_to = uuid_arg(&a, "reply_to")?;
+        let channel = a.on.channel();
+        let reply_to = a.reply_to.map(|id| id.0);
         self.send_rich(
             phone,
             channel,
@@ -336,22 +306,24 @@ impl Gateway {
         .await
     }
 
-    async fn send_interactive_impl(&self, a: Args) -> ToolResult<SendOut> {
-        let key = a.idempotency("send_interactive", self.actor())?;
-        let phone = self.customer(&a, "to").await?;
-        // Every required parameter is checked for presence before any is judged.
-        let kind = a.string("kind", "buttons, list or cta_url.")?;
-        let body = a.string("body", "the message text (at most 1024 characters).")?;
-        let kind = InteractiveType::parse(&kind).map_err(rich_error)?;
-        let buttons: Option<Vec<ButtonArg>> =
-            json_arg(&a, "buttons", "a JSON array of {\"id\", \"title\"} objects")?;
+    async fn send_interactive_impl(&self, args: JsonObject) -> ToolResult<SendOut> {
+        let a: Input<SendInteractiveIn> = parse(args)?;
+        let key = a.idempotency(&a.keyed, "send_interactive", self.actor())?;
+        let phone = self.resolve(&a.to).await?;
+        let body = a.body.0.clone();
+        let kind = InteractiveType::parse(a.kind.as_str()).map_err(rich_error)?;
+        let buttons: Option<Vec<ButtonArg>> = json_arg(
+            &a.buttons,
+            "buttons",
+            "a JSON array of {\"id\", \"title\"} objects",
+        )?;
         let sections: Option<Vec<Section>> = json_arg(
-            &a,
+            &a.sections,
             "sections",
             "a JSON array of {\"title\", \"rows\": [{\"id\", \"title\", \"description\"}]} objects",
         )?;
-        let url = a.opt_string("url")?;
-        let display_text = a.opt_string("display_text")?;
+        let url = opt_string(&a.url);
+        let display_text = opt_string(&a.display_text);
         let action = match kind {
             InteractiveType::Buttons => Action {
                 buttons: Some(
@@ -368,11 +340,11 @@ impl Gateway {
                         .collect(),
                 ),
                 sections: sections.map(|_| Vec::new()),
-                button: a.opt_string("button_label")?,
+                button: opt_string(&a.button_label),
                 ..Action::default()
             },
             InteractiveType::List => Action {
-                button: a.opt_string("button_label")?,
+                button: opt_string(&a.button_label),
                 sections: Some(sections.unwrap_or_default()),
                 buttons: buttons.map(|_| Vec::new()),
                 ..Action::default()
@@ -396,18 +368,18 @@ impl Gateway {
                 },
                 buttons: buttons.map(|_| Vec::new()),
                 sections: sections.map(|_| Vec::new()),
-                button: a.opt_string("button_label")?,
+                button: opt_string(&a.button_label),
             },
         };
         let interactive = Interactive {
             kind,
             header: interactive_header(&a)?,
             body: TextObject { text: body },
-            footer: a.opt_string("footer")?.map(|text| TextObject { text }),
+            footer: opt_string(&a.footer).map(|text| TextObject { text }),
             action,
         };
-        let channel = a.channel()?;
-        let reply_to = uuid_arg(&a, "reply_to")?;
+        let channel = a.on.channel();
+        let reply_to = a.reply_to.map(|id| id.0);
         self.send_rich(
             phone,
             channel,
@@ -418,33 +390,33 @@ impl Gateway {
         .await
     }
 
-    async fn send_location_impl(&self, a: Args) -> ToolResult<SendOut> {
-        let key = a.idempotency("send_location", self.actor())?;
-        let phone = self.customer(&a, "to").await?;
-        a.string("latitude", "the latitude in degrees, e.g. -6.2.")?;
-        a.string("longitude", "the longitude in degrees, e.g. 106.8.")?;
+    async fn send_location_impl(&self, args: JsonObject) -> ToolResult<SendOut> {
+        let a: Input<SendLocationIn> = parse(args)?;
+        let key = a.idempotency(&a.keyed, "send_location", self.actor())?;
+        let phone = self.resolve(&a.to).await?;
         let location = Location {
-            latitude: number(&a, "latitude")?,
-            longitude: number(&a, "longitude")?,
-            name: a.opt_string("name")?,
-            address: a.opt_string("address")?,
+            latitude: a.latitude.0,
+            longitude: a.longitude.0,
+            name: opt_string(&a.name),
+            address: opt_string(&a.address),
         };
-        let channel = a.channel()?;
-        let reply_to = uuid_arg(&a, "reply_to")?;
+        let channel = a.on.channel();
+        let reply_to = a.reply_to.map(|id| id.0);
         self.send_rich(phone, channel, RichBody::Location(location), reply_to, key)
             .await
     }
 
-    async fn react_to_message_impl(&self, a: Args) -> ToolResult<SendOut> {
-        let key = a.idempotency("react_to_message", self.actor())?;
-        let id = a.uuid("message_id", "the message_id of the customer's message")?;
-        if !a.has("emoji") {
+    async fn react_to_message_impl(&self, args: JsonObject) -> ToolResult<SendOut> {
+        let a: Input<ReactIn> = parse(args)?;
+        let key = a.idempotency(&a.keyed, "react_to_message", self.actor())?;
+        let id = a.message_id.0;
+        if !a.given("emoji") {
             return Err(ToolError::invalid(
                 "The parameter `emoji` is required: one emoji, or \"\" to remove the reaction.",
                 "Pass `emoji`, e.g. \"👍\", or \"\" to remove your reaction.",
             ));
         }
-        let emoji = a.opt_string("emoji")?.unwrap_or_default();
+        let emoji = opt_string(&a.emoji).unwrap_or_default();
         warden_rules::rich::check_emoji(&emoji).map_err(rich_error)?;
         let (phone, wamid) = self.core().reaction_target(id).await?;
         let reaction = Reaction {

@@ -1,0 +1,154 @@
+//! What is known of a customer before writing to them: get_customer_context (consent, tags,
+//! window, eligibility) and check_frequency_cap.
+
+use rmcp::model::{CallToolResult, JsonObject};
+use rmcp::{tool, tool_router};
+use schemars::JsonSchema;
+use serde::Deserialize;
+
+use crate::error::ToolResult;
+use crate::gateway::Gateway;
+use crate::input::{Input, parse};
+use crate::schema::{self, *};
+use crate::util::finish;
+use chrono::Utc;
+use warden_rules::compliance::Decision;
+use warden_rules::kinds::MessageType;
+
+use crate::input::fields::Customer;
+use crate::input::shared::OnChannel;
+use crate::util::{opt_ts, ts};
+
+#[derive(Deserialize, JsonSchema)]
+pub struct CustomerIn {
+    /// The customer: phone number with country code (e.g. "+6281234567890") or BSUID (e.g. "US.13491208655302741918").
+    pub customer_id: Customer,
+    #[serde(flatten)]
+    pub on: OnChannel,
+}
+
+#[tool_router(router = customer_tools, vis = "pub(crate)")]
+impl Gateway {
+    #[tool(
+        name = "get_customer_context",
+        description = "Everything needed to decide how to contact a customer, in one read: consent (opt_in marketing/utility), \
+tags, engagement_score, last_interaction, the conversation window, and eligibility for marketing, utility and service \
+(free-form) messages, each {eligible, reason_code when not}. A dry run: nothing is written, not even an audit row. Unknown \
+customers get the defaults (opted in, no tags). Errors: INVALID_ARGUMENT (bad phone or channel), UNAVAILABLE (retry).",
+        input_schema = schema::input::<CustomerIn>(),
+        output_schema = schema::output::<CustomerContextOut>(),
+        annotations(read_only_hint = true, open_world_hint = false)
+    )]
+    async fn get_customer_context(&self, args: JsonObject) -> CallToolResult {
+        finish(
+            "get_customer_context",
+            self.get_customer_context_impl(args).await,
+        )
+    }
+
+    #[tool(
+        name = "check_frequency_cap",
+        description = "Tell whether the customer has reached the marketing frequency cap (messages per rolling window set by \
+policy). Returns is_capped; when capped also reason, suggested_action and reset_hint (when the next marketing message can \
+go); reason and suggested_action are empty when not capped. Use it before send_template with a marketing template or after \
+FREQUENCY_CAP_EXCEEDED. Errors: INVALID_ARGUMENT (bad phone or channel), UNAVAILABLE (retry shortly).",
+        input_schema = schema::input::<CustomerIn>(),
+        output_schema = schema::output::<FrequencyOut>(),
+        annotations(read_only_hint = true, open_world_hint = false)
+    )]
+    async fn check_frequency_cap(&self, args: JsonObject) -> CallToolResult {
+        finish(
+            "check_frequency_cap",
+            self.check_frequency_cap_impl(args).await,
+        )
+    }
+}
+
+impl Gateway {
+    async fn get_customer_context_impl(&self, args: JsonObject) -> ToolResult<CustomerContextOut> {
+        let a: Input<CustomerIn> = parse(args)?;
+        let phone = self.resolve(&a.customer_id).await?;
+        let channel = a.on.channel();
+        let (customer, last_refusal) = {
+            let mut conn = self.conn().await?;
+            let customer = warden_core::customers::find(&mut conn, &phone).await?;
+            let refusal = warden_core::send::refusals::last_refusal(&mut conn, phone.digits())
+                .await
+                .map_err(warden_core::CoreError::from)?;
+            (customer, refusal)
+        };
+        let view = self.core().conversation(&phone, channel).await?;
+        let now = Utc::now();
+        let core = self.core();
+        let marketing = core
+            .check(&phone, MessageType::Marketing.described_content(), now)
+            .await?;
+        let utility = core
+            .check(&phone, MessageType::Utility.described_content(), now)
+            .await?;
+        let service = core
+            .check(&phone, MessageType::Service.described_content(), now)
+            .await?;
+        let ids = core.customer_identifiers(&phone).await?.into();
+        Ok(CustomerContextOut {
+            customer_id: phone.digits().to_string(),
+            ids,
+            channel: channel.to_string(),
+            known_customer: customer.is_some(),
+            opt_in: OptIn {
+                marketing: customer.as_ref().is_none_or(|c| c.opt_in_marketing),
+                utility: customer.as_ref().is_none_or(|c| c.opt_in_utility),
+            },
+            tags: customer
+                .as_ref()
+                .map(|c| c.tags.clone())
+                .unwrap_or_default(),
+            engagement_score: customer.as_ref().map_or(0.0, |c| c.engagement_score),
+            last_interaction: opt_ts(customer.as_ref().and_then(|c| c.last_interaction_at)),
+            conversation: ContextConversation {
+                window_open: view.window_open,
+                time_remaining_secs: view.time_remaining_secs,
+                conversation_type: view.conversation_type,
+                last_inbound: opt_ts(view.last_inbound_at),
+                last_outbound: opt_ts(view.last_outbound_at),
+                window_expires: opt_ts(view.window_expires_at),
+            },
+            eligibility: Eligibility {
+                marketing: eligible(marketing),
+                utility: eligible(utility),
+                service: eligible(service),
+            },
+            last_refusal: last_refusal.map(|r| LastRefusalOut {
+                at: ts(r.at),
+                reason_code: r.reason_code,
+                policy_id: r.policy_id,
+                human_explanation: r.explanation,
+            }),
+        })
+    }
+
+    async fn check_frequency_cap_impl(&self, args: JsonObject) -> ToolResult<FrequencyOut> {
+        let a: Input<CustomerIn> = parse(args)?;
+        let phone = self.resolve(&a.customer_id).await?;
+        let channel = a.on.channel();
+        let st = self.core().frequency(&phone, Utc::now()).await?;
+        Ok(FrequencyOut {
+            customer_id: phone.digits().to_string(),
+            channel: channel.to_string(),
+            is_capped: st.is_capped,
+            reason: st.reason,
+            suggested_action: st.suggested_action,
+            reset_hint: st.reset_hint,
+            remaining: st.remaining,
+            next_slot_at: opt_ts(st.next_slot_at),
+        })
+    }
+}
+
+fn eligible(d: Decision) -> Eligible {
+    Eligible {
+        eligible: d.allowed,
+        reason_code: (!d.allowed).then(|| d.reason_code.as_str().to_string()),
+        human_explanation: d.human_explanation,
+    }
+}
