@@ -52,6 +52,14 @@ pub async fn find(
         .map(|t| t.map(with_effective_category))
 }
 
+/// Every stored template, as stored (sync_webhooks compares each with the platform's).
+pub async fn all_stored(conn: &mut AsyncPgConnection) -> QueryResult<Vec<Template>> {
+    templates::table
+        .select(Template::as_select())
+        .load(conn)
+        .await
+}
+
 /// A template row with its pending category change (`templates::changes`).
 type WithPending = (Template, Option<String>, Option<DateTime<Utc>>);
 

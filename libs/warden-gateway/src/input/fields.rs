@@ -438,6 +438,8 @@ mod tests {
         assert!(probe(json!({"text": " "})).unwrap().text.is_none());
         assert!(probe(json!({"text": null})).unwrap().text.is_none());
         assert!(refusal(json!({"text": [1]})).contains("`text` must be a string, not an array"));
+        let given = parse::<Needs>(json!({"text": " a "}).as_object().cloned().unwrap());
+        assert_eq!(given.ok().unwrap().into_inner().text.0, "a");
         let missing = parse::<Needs>(json!({"text": ""}).as_object().cloned().unwrap())
             .err()
             .unwrap();
@@ -481,6 +483,10 @@ mod tests {
         assert!(refusal(json!({"customer": 14155550101u64})).contains("not a JSON number"));
         assert!(refusal(json!({"customer": "not-a-phone"})).contains("`customer`"));
         assert!(refusal(json!({"id": "nope"})).contains("`id` must be a UUID"));
+        let id = "0192f3c4-5d6e-7f80-9a1b-2c3d4e5f6a7b";
+        let p = probe(json!({"id": id, "at": "2030-01-01T07:00:00+07:00"})).unwrap();
+        assert_eq!(p.id.unwrap().0.to_string(), id);
+        assert_eq!(p.at.unwrap().0.to_rfc3339(), "2030-01-01T00:00:00+00:00");
         assert!(refusal(json!({"at": "tomorrow"})).contains("`at` is not an RFC 3339"));
         assert!(refusal(json!({"flag": "maybe"})).contains("`flag` must be true or false"));
         assert!(refusal(json!({"text": "a\u{0}b"})).contains("`text`"));

@@ -2,15 +2,12 @@
 //! get_spend.
 
 use chrono::Utc;
-use diesel::prelude::*;
-use diesel_async::{AsyncPgConnection, RunQueryDsl};
 use rmcp::model::{CallToolResult, JsonObject};
 use rmcp::{tool, tool_router};
 use warden_core::delivery::reconcile::SyncReport;
 use warden_core::templates::SyncSource;
 use warden_rules::kinds::Category;
-use warden_store::models::{PricingEntry, Template};
-use warden_store::schema::{conversation_pricing, templates};
+use warden_store::models::PricingEntry;
 
 use schemars::JsonSchema;
 use serde::Deserialize;
@@ -26,7 +23,7 @@ use crate::util::{bounded, finish, ts};
 
 /// The most messages one estimate covers.
 const MAX_QUANTITY: i64 = 1_000_000_000;
-const DEFAULT_COUNTRY: &str = "DEFAULT";
+use warden_core::account::rate_card::DEFAULT_COUNTRY;
 
 #[derive(Deserialize, JsonSchema)]
 pub struct EstimateCostIn {
@@ -138,12 +135,11 @@ status webhook will settle; they are never blindly resent). Errors: UNAVAILABLE 
     async fn sync_webhooks_impl(&self) -> ToolResult<SyncWebhooksOut> {
         let now = Utc::now();
         // 1. Template statuses, live from the platform.
-        let locals: Vec<Template> = {
+        let locals = {
             let mut conn = self.conn().await?;
-            templates::table
-                .select(Template::as_select())
-                .load(&mut conn)
-                .await?
+            warden_core::templates::all_stored(&mut conn)
+                .await
+                .map_err(warden_core::CoreError::from)?
         };
         let mut notes = Vec::new();
         let (template_synced, templates_updated) = match self.platform().list_templates().await {
@@ -281,30 +277,15 @@ fn country(recipient_country: &Option<Text>) -> ToolResult<String> {
 }
 
 /// The rate in force today for (country, type), falling back to DEFAULT.
-async fn rate(
-    conn: &mut AsyncPgConnection,
-    country: &str,
-    category: Category,
-) -> ToolResult<PricingEntry> {
-    let today = Utc::now().date_naive();
-    for c in [country, DEFAULT_COUNTRY] {
-        let row = conversation_pricing::table
-            .filter(conversation_pricing::country.eq(c))
-            .filter(conversation_pricing::conversation_type.eq(category.as_str()))
-            .filter(conversation_pricing::effective_date.le(today))
-            .order(conversation_pricing::effective_date.desc())
-            .select(PricingEntry::as_select())
-            .first(conn)
-            .await
-            .optional()?;
-        if let Some(r) = row {
-            return Ok(r);
-        }
-    }
-    Err(ToolError::not_found(
-        format!("No rate is stored for {} conversations.", category.as_str()),
-        "Ask an operator to check the conversation_pricing seed.",
-    ))
+async fn rate(gateway: &Gateway, country: &str, category: Category) -> ToolResult<PricingEntry> {
+    warden_core::account::rate_card::rate(gateway.core().pg(), country, category)
+        .await?
+        .ok_or_else(|| {
+            ToolError::not_found(
+                format!("No rate is stored for {} conversations.", category.as_str()),
+                "Ask an operator to check the conversation_pricing seed.",
+            )
+        })
 }
 
 /// Spelled-out messaging limit of a platform tier.
@@ -440,8 +421,7 @@ impl Gateway {
             )?,
             None => 1,
         };
-        let mut conn = self.conn().await?;
-        let r = rate(&mut conn, &country, category).await?;
+        let r = rate(self, &country, category).await?;
         Ok(CostOut {
             message_type: category.as_str().to_string(),
             recipient_country: country,
@@ -460,8 +440,7 @@ impl Gateway {
         let a: Input<EstimatePricingIn> = parse(args)?;
         let category = pricing_type("conversation_type", a.conversation_type.as_str())?;
         let requested = country(&a.recipient_country)?;
-        let mut conn = self.conn().await?;
-        let r = rate(&mut conn, &requested, category).await?;
+        let r = rate(self, &requested, category).await?;
         Ok(PricingOut {
             country: r.country,
             requested_country: requested,

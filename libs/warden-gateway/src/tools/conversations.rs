@@ -14,17 +14,13 @@ use crate::input::{Input, parse};
 use crate::schema::{self, *};
 use crate::util::finish;
 use chrono::Utc;
-use diesel::prelude::*;
-use diesel_async::RunQueryDsl;
 use serde::Serialize;
 use warden_core::conversations::archive::ArchiveError;
+use warden_core::conversations::list::WindowFilter;
 use warden_core::conversations::view::{self, HistoryPage, InboxPage};
 use warden_platform::receipt::ReadReceipt;
 use warden_rules::compliance::Decision;
 use warden_rules::kinds::MessageType;
-use warden_rules::window::{EXPIRING_SOON, WindowState};
-use warden_store::models::Conversation;
-use warden_store::schema::conversations;
 
 use crate::input::fields::{Customer, Flag, Id, Text, Whole, opt_string, opt_whole};
 use crate::input::shared::OnChannel;
@@ -94,14 +90,6 @@ pub struct MarkReadOut {
     /// Always `read`.
     pub status: String,
     pub typing_indicator: bool,
-}
-
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum WindowFilter {
-    All,
-    Open,
-    Closed,
-    ExpiringSoon,
 }
 
 #[tool_router(router = conversation_tools, vis = "pub(crate)")]
@@ -255,50 +243,29 @@ impl Gateway {
             }
         };
         let (limit, offset) = page(&a.limit, &a.offset)?;
-        let now = Utc::now();
-        let soon = now + EXPIRING_SOON;
-        let query = || {
-            let q = conversations::table
-                .filter(conversations::channel.eq(channel))
-                .filter(conversations::archived_at.is_null())
-                .into_boxed();
-            match filter {
-                WindowFilter::All => q,
-                WindowFilter::Open => q.filter(conversations::window_expires_at.gt(now)),
-                WindowFilter::Closed => q.filter(
-                    conversations::window_expires_at
-                        .is_null()
-                        .or(conversations::window_expires_at.le(now)),
-                ),
-                WindowFilter::ExpiringSoon => q
-                    .filter(conversations::window_expires_at.gt(now))
-                    .filter(conversations::window_expires_at.le(soon)),
-            }
-        };
-        let mut conn = self.conn().await?;
-        let total: i64 = query().count().get_result(&mut conn).await?;
-        let rows: Vec<Conversation> = query()
-            .order((conversations::created_at.asc(), conversations::id.asc()))
-            .limit(limit)
-            .offset(offset)
-            .select(Conversation::as_select())
-            .load(&mut conn)
-            .await?;
-        let conversations = rows
+        let listed = warden_core::conversations::list::list(
+            self.core(),
+            channel,
+            filter,
+            limit,
+            offset,
+            Utc::now(),
+        )
+        .await?;
+        let total = listed.total;
+        let conversations = listed
+            .conversations
             .into_iter()
-            .map(|c| {
-                let state = WindowState::at(c.last_inbound_at, now);
-                ConversationItem {
-                    id: c.id.to_string(),
-                    customer_id: c.customer_phone,
-                    channel: c.channel,
-                    window_open: state.open,
-                    time_remaining_secs: state.time_remaining_secs,
-                    conversation_type: c.conversation_type,
-                    last_inbound_at: opt_ts(c.last_inbound_at),
-                    last_outbound_at: opt_ts(c.last_outbound_at),
-                    window_expires_at: opt_ts(state.expires_at.or(c.window_expires_at)),
-                }
+            .map(|c| ConversationItem {
+                id: c.id.map(|id| id.to_string()).unwrap_or_default(),
+                customer_id: c.customer_id,
+                channel: c.channel,
+                window_open: c.window_open,
+                time_remaining_secs: c.time_remaining_secs,
+                conversation_type: c.conversation_type,
+                last_inbound_at: opt_ts(c.last_inbound_at),
+                last_outbound_at: opt_ts(c.last_outbound_at),
+                window_expires_at: opt_ts(c.window_expires_at),
             })
             .collect();
         Ok(ConversationsPage {

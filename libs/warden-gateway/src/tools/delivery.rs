@@ -11,18 +11,13 @@ use crate::gateway::Gateway;
 use crate::input::{Input, parse};
 use crate::schema::{self, *};
 use crate::util::finish;
-use diesel::prelude::*;
-use diesel_async::RunQueryDsl;
 use serde_json::Value;
 use uuid::Uuid;
-use warden_core::{RefusalMode, SendError, SendKind, SendRequest};
-use warden_rules::kinds::MessageType;
-use warden_store::models::Message;
-use warden_store::schema::messages;
+use warden_core::delivery::retries::RetryOutcome;
 
 use crate::input::fields::{Id, Json, Text};
 use crate::input::shared::OnChannel;
-use crate::text::{ECHO_CHARS, detail, echo, shorten};
+use crate::text::{ECHO_CHARS, echo, shorten};
 use crate::util::{opt_ts, ts};
 
 #[derive(Deserialize, JsonSchema)]
@@ -114,87 +109,42 @@ impl Gateway {
     async fn get_delivery_status_impl(&self, args: JsonObject) -> ToolResult<DeliveryOut> {
         let a: Input<MessageIdIn> = parse(args)?;
         let id = a.message_id.0;
-        let mut conn = self.conn().await?;
-        let Some(m) = messages::table
-            .find(id)
-            .select(Message::as_select())
-            .first(&mut conn)
-            .await
-            .optional()?
+        let Some(m) = warden_core::delivery::tracking::message_status(self.core(), id).await?
         else {
             return Err(ToolError::not_found(
                 format!("There is no message with id {id}."),
                 "Check the message_id: it is the id send_message, send_template, reply_customer or schedule_message returned.",
             ));
         };
-        let error = if m.status == warden_store::models::message_status::FAILED {
-            Some(self.error_of(&mut conn, &m).await?)
-        } else {
-            None
-        };
-        let sent_by = warden_core::send::attribution::sent_by(&mut conn, &[m.id])
-            .await?
-            .remove(&m.id);
-        let charge = warden_core::account::pricing::charge_of(&mut conn, m.id)
-            .await
-            .map_err(warden_core::CoreError::from)?;
-        drop(conn);
-        let pricing = match charge {
-            Some(p) => Some(MessagePricingOut {
-                category: p.category,
-                billable: p.billable,
-                pricing_type: p.pricing_type,
-                pricing_model: p.pricing_model,
-                actual_cost: crate::tools::account::decimal_e4(i128::from(p.actual_e4)),
-                currency: self.currency().await,
-            }),
-            None => None,
-        };
         Ok(DeliveryOut {
-            message_id: m.id.to_string(),
-            customer_id: m.customer_phone,
+            message_id: m.message_id.to_string(),
+            customer_id: m.customer_id,
             channel: m.channel,
             direction: m.direction,
             message_type: m.message_type,
-            status: public_status(&m.status).to_string(),
+            status: m.status,
             retry_count: m.retry_count,
             created_at: ts(m.created_at),
             updated_at: ts(m.updated_at),
             deliver_at: opt_ts(m.deliver_at),
             template_name: m.template_name,
             campaign_id: m.campaign_id.map(|c| c.to_string()),
-            error,
-            sent_by,
-            pricing,
-        })
-    }
-
-    /// The explained error of a failed message (the stored explanation, completed from the
-    /// knowledge base when only the code was stored).
-    async fn error_of(
-        &self,
-        conn: &mut diesel_async::AsyncPgConnection,
-        m: &Message,
-    ) -> ToolResult<ErrorObj> {
-        let code = m.error_code.unwrap_or(0);
-        if let (Some(category), Some(explanation)) = (&m.error_category, &m.error_explanation) {
-            return Ok(ErrorObj {
-                code,
-                category: category.clone(),
-                can_retry: m.error_can_retry.unwrap_or(false),
-                human_explanation: explanation.clone(),
-                suggested_action: m.error_suggested_action.clone().unwrap_or_else(|| {
-                    "Use explain_error with the code for what to do next.".into()
-                }),
-            });
-        }
-        let e = warden_core::delivery::knowledge::explain(conn, code).await?;
-        Ok(ErrorObj {
-            code,
-            category: m.error_category.clone().unwrap_or(e.category),
-            can_retry: m.error_can_retry.unwrap_or(e.can_retry),
-            human_explanation: e.human_explanation,
-            suggested_action: e.suggested_action,
+            error: m.error.map(|e| ErrorObj {
+                code: e.code,
+                category: e.category,
+                can_retry: e.can_retry,
+                human_explanation: e.human_explanation,
+                suggested_action: e.suggested_action,
+            }),
+            sent_by: m.sent_by,
+            pricing: m.pricing.map(|p| MessagePricingOut {
+                category: p.charge.category,
+                billable: p.charge.billable,
+                pricing_type: p.charge.pricing_type,
+                pricing_model: p.charge.pricing_model,
+                actual_cost: crate::tools::account::decimal_e4(i128::from(p.charge.actual_e4)),
+                currency: p.currency,
+            }),
         })
     }
 
@@ -271,125 +221,18 @@ impl Gateway {
                 "not a message id (a UUID is expected)",
             ));
         };
-        let message = {
-            let mut conn = self.conn().await?;
-            messages::table
-                .find(id)
-                .select(Message::as_select())
-                .first(&mut conn)
-                .await
-                .optional()?
-        };
-        let Some(m) = message else {
-            return Ok(skipped(id, "no message with this id"));
-        };
-        if m.direction != "outbound" {
-            return Ok(skipped(id, "an inbound message cannot be retried"));
-        }
-        if m.status != warden_store::models::message_status::FAILED {
-            return Ok(skipped(
-                id,
-                format!(
-                    "the message is {}, not failed; only failed messages are retried",
-                    public_status(&m.status)
-                ),
-            ));
-        }
-        // A compliance failure is never resent: the rule that refused it still stands.
-        if let Some(reason) = warden_core::send::recheck::retry_refusal(&m) {
-            return Ok(skipped(id, reason));
-        }
-        let code = m.error_code.unwrap_or(0);
-        let explained = {
-            let mut conn = self.conn().await?;
-            warden_core::delivery::knowledge::explain(&mut conn, code).await?
-        };
-        if !explained.can_retry {
-            let reason = if code == 0 {
-                "the failure carries no platform error code, so the error knowledge base cannot call it retryable (error 0 is not retryable); send a new message instead".to_string()
-            } else {
-                format!(
-                    "error {code} ({}) is not retryable: {} {}",
-                    explained.title, explained.human_explanation, explained.suggested_action
-                )
-            };
-            return Ok(skipped(id, reason));
-        }
-        let kind = match SendKind::from_content(&m.content) {
-            Ok(k) => k,
-            Err(e) => {
-                return Ok(skipped(
-                    id,
-                    format!("the stored content cannot be re-sent: {}", detail(e)),
-                ));
-            }
-        };
-        let message_type = m.message_type.parse::<MessageType>().unwrap_or(match kind {
-            SendKind::Text { .. } | SendKind::Rich(_) => MessageType::Service,
-            SendKind::Template { .. } => MessageType::Template,
-        });
-        let phone = match warden_rules::bsuid::customer_key(&m.customer_phone) {
-            Ok(p) => p,
-            Err(e) => return Ok(skipped(id, format!("the stored recipient is invalid: {e}"))),
-        };
-        let result = self
-            .core()
-            .send(SendRequest {
-                phone,
-                channel: m.channel.clone(),
-                kind,
-                message_type,
-                campaign_id: m.campaign_id,
-                existing_message_id: Some(id),
-                refusal: RefusalMode::Error,
-                actor: self.actor(),
-            })
-            .await;
-        match result {
-            Ok(accepted) => {
-                // The retry is committed: a lost audit row must not make the answer say
-                // it was not (the message is queued either way).
-                let retried = warden_core::delivery::retries::Retried {
-                    message_id: id,
-                    previous_error_code: m.error_code,
-                    previous_error_category: m.error_category.clone(),
-                    retry_count: m.retry_count + 1,
-                    published: accepted.published,
-                };
-                let audited = warden_core::delivery::retries::record_retried(
-                    self.core().pg(),
-                    &retried,
-                    self.actor(),
-                )
-                .await;
-                if let Err(error) = audited {
-                    tracing::warn!(message_id = %id, %error, "retried, but the audit row could not be written");
-                }
-                Ok(RetryItem {
+        Ok(
+            match warden_core::delivery::retries::retry_failed(self.core(), id, self.actor())
+                .await?
+            {
+                RetryOutcome::Requeued { .. } => RetryItem {
                     message_id: id.to_string(),
                     status: "retried".into(),
                     reason: None,
-                })
-            }
-            Err(e @ (SendError::Unavailable(_) | SendError::Busy { .. })) => Err(e.into()),
-            Err(SendError::Refused(d)) | Err(SendError::RefusedRecorded { decision: d, .. }) => {
-                Ok(skipped(
-                    id,
-                    format!(
-                        "compliance refused the retry now ({}): {}",
-                        d.reason_code.as_str(),
-                        d.human_explanation
-                    ),
-                ))
-            }
-            Err(other) => {
-                let code = other.code();
-                Ok(skipped(
-                    id,
-                    format!("cannot be re-sent ({code}): {}", detail(&other)),
-                ))
-            }
-        }
+                },
+                RetryOutcome::Skipped(reason) => skipped(id, reason),
+            },
+        )
     }
 
     async fn explain_error_impl(&self, args: JsonObject) -> ToolResult<ExplainOut> {
@@ -465,13 +308,5 @@ fn skipped(id: impl ToString, reason: impl Into<String>) -> RetryItem {
         message_id: id.to_string(),
         status: "skipped".into(),
         reason: Some(reason.into()),
-    }
-}
-
-/// Statuses agents see: the dispatcher's internal `sending` claim is still `queued` to them.
-pub(crate) fn public_status(status: &str) -> &str {
-    match status {
-        "sending" => "queued",
-        other => other,
     }
 }

@@ -12,16 +12,12 @@ use crate::input::{Input, parse};
 use crate::schema::{self, *};
 use crate::util::finish;
 use chrono::Utc;
-use diesel::prelude::*;
-use diesel_async::RunQueryDsl;
 use warden_core::templates::{Submitted, SyncSource};
 use warden_platform::template::CreateTemplateRequest;
 use warden_rules::kinds::TemplateCategory;
 use warden_rules::template_spec::{
     ParameterFormat, SpecError, TemplateSpec, parse_buttons, parse_header,
 };
-use warden_store::models::Template;
-use warden_store::schema::templates;
 
 use crate::input::fields::{Json, Text, Whole, opt_string};
 use crate::input::parsers::{MAX_LANGUAGE_CHARS, check_language};
@@ -32,15 +28,6 @@ use crate::util::{check_len, lower};
 
 /// The longest status or category filter taken (the longest real value has 14 letters).
 const MAX_FILTER_CHARS: usize = 32;
-
-diesel::define_sql_function! {
-    #[sql_name = "lower"]
-    fn sql_lower(x: diesel::sql_types::Text) -> diesel::sql_types::Text;
-}
-diesel::define_sql_function! {
-    #[sql_name = "upper"]
-    fn sql_upper(x: diesel::sql_types::Text) -> diesel::sql_types::Text;
-}
 
 #[derive(Deserialize, JsonSchema)]
 pub struct ListTemplatesIn {
@@ -187,74 +174,50 @@ impl Gateway {
             }
         }
         let (limit, offset) = page(&a.limit, &a.offset)?;
-        let query = || {
-            let mut q = templates::table.into_boxed();
-            if let Some(s) = &status {
-                q = q.filter(sql_upper(templates::status).eq(s.clone()));
-            }
-            if let Some(c) = &category {
-                q = q.filter(sql_lower(templates::category).eq(c.clone()));
-            }
-            if let Some(l) = &locale {
-                q = q.filter(sql_lower(templates::locale).eq(l.clone()));
-            }
-            q
+        let filters = warden_core::templates::list::TemplateFilters {
+            status,
+            category,
+            locale,
         };
-        let mut conn = self.conn().await?;
-        let total: i64 = query().count().get_result(&mut conn).await?;
-        type Row = (
-            Template,
-            Option<String>,
-            Option<chrono::DateTime<Utc>>,
-            Option<String>,
-        );
-        let rows: Vec<Row> = query()
-            .order((templates::name.asc(), templates::locale.asc()))
-            .limit(limit)
-            .offset(offset)
-            .select((
-                Template::as_select(),
-                templates::pending_category,
-                templates::pending_category_at,
-                templates::quality_score,
-            ))
-            .load(&mut conn)
-            .await?;
+        let listed =
+            warden_core::templates::list::list(self.core(), &filters, limit, offset).await?;
         let now = Utc::now();
         Ok(TemplatesPage {
-            templates: rows
+            templates: listed
+                .templates
                 .into_iter()
-                .map(|(t, pending, pending_at, quality)| TemplateItem {
+                .map(|listed| {
                     // The category sends obey now (a re-categorisation counts from its time).
-                    category: lower(warden_core::templates::effective(
-                        &t.category,
-                        pending.as_deref(),
-                        pending_at,
-                        now,
-                    )),
-                    category_change: pending
-                        .filter(|_| pending_at.is_some_and(|at| at > now))
-                        .map(|to| CategoryChangeItem {
-                            to: lower(&to),
-                            at: pending_at.map(|at| at.to_rfc3339()).unwrap_or_default(),
-                        }),
-                    reason: t.rejection_reason.clone().filter(|r| !r.is_empty()),
-                    quality_score: quality,
-                    parameter_format: t
-                        .parameter_format
-                        .clone()
-                        .unwrap_or_else(|| "positional".into()),
-                    components: match &t.components {
-                        Some(serde_json::Value::Array(c)) => c.clone(),
-                        _ => vec![serde_json::json!({"type": "BODY", "text": t.body_text})],
-                    },
-                    name: t.name,
-                    locale: t.locale,
-                    status: t.status.to_ascii_uppercase(),
-                    body_text: t.body_text,
+                    let category = lower(listed.effective_category(now));
+                    let category_change =
+                        listed
+                            .upcoming_category(now)
+                            .map(|(to, at)| CategoryChangeItem {
+                                to: lower(to),
+                                at: at.to_rfc3339(),
+                            });
+                    let t = listed.template;
+                    TemplateItem {
+                        category,
+                        category_change,
+                        reason: t.rejection_reason.clone().filter(|r| !r.is_empty()),
+                        quality_score: listed.quality_score,
+                        parameter_format: t
+                            .parameter_format
+                            .clone()
+                            .unwrap_or_else(|| "positional".into()),
+                        components: match &t.components {
+                            Some(serde_json::Value::Array(c)) => c.clone(),
+                            _ => vec![serde_json::json!({"type": "BODY", "text": t.body_text})],
+                        },
+                        name: t.name,
+                        locale: t.locale,
+                        status: t.status.to_ascii_uppercase(),
+                        body_text: t.body_text,
+                    }
                 })
                 .collect(),
-            total,
+            total: listed.total,
             limit,
             offset,
         })

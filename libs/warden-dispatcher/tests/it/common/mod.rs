@@ -1,7 +1,5 @@
 //! Test harness: a fresh database, a private JetStream stream, a private Redis bucket
 //! channel and an in-process platform-sim on port 0, per test.
-#![allow(dead_code)]
-
 use std::collections::HashMap;
 use std::net::TcpListener;
 use std::sync::Arc;
@@ -70,7 +68,8 @@ impl TestSim {
 }
 
 pub struct Harness {
-    pub db: TestDatabase,
+    /// Held so the database lives as long as the harness (dropping it drops the database).
+    _db: TestDatabase,
     pub settings: Arc<Settings>,
     pub deps: Dependencies,
     pub stream: DeliveryStream,
@@ -128,7 +127,7 @@ impl Harness {
             policies: Arc::new(warden_rules::policy::PolicySet::default()),
         };
         Harness {
-            db,
+            _db: db,
             settings,
             deps,
             stream,

@@ -1,7 +1,5 @@
 //! Test harness: a fresh database, a JetStream stream of its own, optionally a platform-sim,
 //! and the gateway served in process over `tokio::io::duplex` to an rmcp client.
-#![allow(dead_code)]
-
 pub mod stack;
 pub mod webhook;
 
@@ -103,7 +101,8 @@ impl Sim {
 }
 
 pub struct Harness {
-    pub db: TestDatabase,
+    /// Held so the database lives as long as the harness (dropping it drops the database).
+    _db: TestDatabase,
     pub deps: Dependencies,
     pub client: RunningService<RoleClient, ()>,
     pub sim: Option<Sim>,
@@ -207,7 +206,7 @@ impl Harness {
         let gateway = Gateway::new(deps.clone()).expect("gateway");
         let client = connect(gateway).await;
         Harness {
-            db,
+            _db: db,
             deps,
             client,
             sim,

@@ -73,7 +73,7 @@ impl Stack {
         let client = super::connect(Gateway::new(deps.clone()).expect("gateway")).await;
         Stack {
             harness: Harness {
-                db,
+                _db: db,
                 deps,
                 client,
                 sim: None,

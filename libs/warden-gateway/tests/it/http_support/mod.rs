@@ -1,8 +1,6 @@
 //! `mcp-gateway --http` as a child process, and a small JSON-RPC-over-HTTP client for
 //! driving it by hand (headers and bodies exactly as a test wants them).
 
-#![allow(dead_code)]
-
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;

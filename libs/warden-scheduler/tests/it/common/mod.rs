@@ -1,7 +1,5 @@
 //! Shared test harness: a fresh database, real Redis and NATS (a stream of its own), and
 //! helpers that write rows the way the gateway would.
-#![allow(dead_code)]
-
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -16,7 +14,8 @@ use warden_store::testing::TestDatabase;
 
 pub struct Harness {
     pub core: Core,
-    pub db: TestDatabase,
+    /// Held so the database lives as long as the harness (dropping it drops the database).
+    _db: TestDatabase,
     pub stream_name: String,
     pub deps: Dependencies,
 }
@@ -82,7 +81,7 @@ pub async fn harness_with(with_nats: bool, policies: &str) -> Harness {
     };
     Harness {
         core: Core::new(deps.clone(), "scheduler"),
-        db,
+        _db: db,
         stream_name,
         deps,
     }

@@ -1,6 +1,4 @@
 //! Test harness: a fresh database per test and the real webhook server on 127.0.0.1:0.
-#![allow(dead_code)]
-
 use std::net::TcpListener;
 use std::sync::Arc;
 use std::time::Duration;
@@ -31,7 +29,8 @@ pub struct Harness {
     pub http: reqwest::Client,
     handle: ServerHandle,
     // Dropped last: the database goes away after the server.
-    pub db: TestDatabase,
+    /// Held so the database lives as long as the harness (dropping it drops the database).
+    _db: TestDatabase,
 }
 
 impl Harness {
@@ -112,7 +111,7 @@ impl Harness {
             core,
             http: client(),
             handle,
-            db,
+            _db: db,
         }
     }
 
