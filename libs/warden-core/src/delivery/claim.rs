@@ -32,18 +32,16 @@ pub async fn claim_many(
 ) -> Result<Vec<Claimed>, DeliveryError> {
     let mut conn = pg.get().await?;
     Ok(Cached(
-        diesel::sql_query(
+        diesel::sql_query(concat!(
             "WITH picked AS (
            SELECT m.id FROM messages m
             WHERE m.id = ANY($1) AND m.status = 'queued' AND m.direction = 'outbound'
               AND (m.next_attempt_at IS NULL OR m.next_attempt_at <= now())
               AND (m.deliver_at IS NULL OR m.deliver_at <= now())
               AND NOT EXISTS (SELECT 1 FROM campaigns c
-                               WHERE c.id = m.campaign_id
-                                 AND (c.status = 'cancelled'
-                                      -- A rule's pause (messaging limit) lets what it had
-                                      -- accepted go out; a pause by hand holds it.
-                                      OR (c.status = 'paused' AND c.paused_by_rule IS NULL)))
+                               WHERE c.id = m.campaign_id AND ",
+            campaign_holds_queued!(),
+            ")
             ORDER BY m.id
             FOR UPDATE OF m SKIP LOCKED)
          UPDATE messages m
@@ -52,7 +50,7 @@ pub async fn claim_many(
                 unknown_since = NULL
            FROM picked WHERE m.id = picked.id
          RETURNING m.id, m.attempt",
-        )
+        ))
         .bind::<Array<SqlUuid>, _>(ids)
         .bind::<Text, _>(owner)
         .bind::<BigInt, _>(millis(lease)),

@@ -22,6 +22,16 @@
 //! The dispatcher crate keeps the stream, the rate limits, the platform call and the
 //! metrics; every state change of a message row it causes is one of these functions.
 
+/// SQL over a campaign row `c`: true while the campaign holds back the messages it already
+/// queued (cancelled, or paused by hand). A pause by a rule (`paused_by_rule`: the
+/// messaging limit) stops new recipients but lets what it had accepted go out. The claim
+/// and the outbox relay both read it, so they never disagree.
+macro_rules! campaign_holds_queued {
+    () => {
+        "(c.status = 'cancelled' OR (c.status = 'paused' AND c.paused_by_rule IS NULL))"
+    };
+}
+
 pub mod claim;
 pub mod knowledge;
 pub mod outbox;

@@ -99,17 +99,13 @@ pub async fn backlog(pg: &PgPool, which: Backlog, limit: i64) -> Result<Vec<Pend
     Ok(diesel::sql_query(format!(
         "SELECT {PENDING_COLUMNS} FROM messages m LEFT JOIN campaigns c ON c.id = m.campaign_id
          WHERE m.status = 'queued' AND {condition}
-           AND (c.id IS NULL OR NOT (c.status = ANY($3))
-                OR (c.status = 'paused' AND c.paused_by_rule IS NOT NULL))
+           AND (c.id IS NULL OR NOT {holds})
          ORDER BY {order}
-         LIMIT $4"
+         LIMIT $3",
+        holds = campaign_holds_queued!(),
     ))
     .bind::<Double, _>(age.as_secs_f64())
     .bind::<Nullable<Timestamptz>, _>(cutoff)
-    .bind::<Array<Text>, _>(CampaignStatus::names(&[
-        CampaignStatus::Paused,
-        CampaignStatus::Cancelled,
-    ]))
     .bind::<BigInt, _>(limit)
     .load(&mut conn)
     .await?)
