@@ -16,7 +16,7 @@ pub const DETAIL_CHARS: usize = 300;
 /// "…" and the full length noted, so a message stays one short sentence whatever was sent:
 /// `` `order_update` ``, `` `AAAA…` (70000 characters) ``.
 pub fn echo(value: &str) -> String {
-    let (shown, cut) = clip(value, ECHO_CHARS);
+    let (shown, cut) = warden_rules::text::clip(value, ECHO_CHARS);
     if cut {
         format!("`{shown}…` ({} characters)", value.chars().count())
     } else {
@@ -33,34 +33,8 @@ pub fn detail(text: impl std::fmt::Display) -> String {
 /// `value` escaped as [`echo`] does and cut after `max` characters with "…", unquoted (for
 /// a caller's value shown back in a result field rather than a sentence).
 pub fn shorten(value: &str, max: usize) -> String {
-    let (shown, cut) = clip(value, max);
+    let (shown, cut) = warden_rules::text::clip(value, max);
     if cut { format!("{shown}…") } else { shown }
-}
-
-/// At most `max` characters of `value` (counted after escaping), and whether it was cut.
-fn clip(value: &str, max: usize) -> (String, bool) {
-    let mut out = String::with_capacity(value.len().min(max * 2));
-    let mut used = 0;
-    for c in value.chars() {
-        let piece = if needs_escape(c) {
-            c.escape_debug().to_string()
-        } else {
-            c.to_string()
-        };
-        let n = piece.chars().count();
-        if used + n > max {
-            return (out, true);
-        }
-        out.push_str(&piece);
-        used += n;
-    }
-    (out, false)
-}
-
-/// Control characters and the invisible ones that reorder or hide text.
-fn needs_escape(c: char) -> bool {
-    c.is_control()
-        || matches!(c, '\u{200B}'..='\u{200F}' | '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}' | '\u{FEFF}')
 }
 
 /// A type, category or channel refusal, with the caller's value bounded by [`echo`].

@@ -55,6 +55,32 @@ fn is_refused_control(c: char, kind: TextKind) -> bool {
     }
 }
 
+/// At most `max` characters of `value` (counted after escaping), and whether it was cut.
+pub fn clip(value: &str, max: usize) -> (String, bool) {
+    let mut out = String::with_capacity(value.len().min(max * 2));
+    let mut used = 0;
+    for c in value.chars() {
+        let piece = if needs_escape(c) {
+            c.escape_debug().to_string()
+        } else {
+            c.to_string()
+        };
+        let n = piece.chars().count();
+        if used + n > max {
+            return (out, true);
+        }
+        out.push_str(&piece);
+        used += n;
+    }
+    (out, false)
+}
+
+/// Control characters and the invisible ones that reorder or hide text.
+pub fn needs_escape(c: char) -> bool {
+    c.is_control()
+        || matches!(c, '\u{200B}'..='\u{200F}' | '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}' | '\u{FEFF}')
+}
+
 /// Checks `s` for characters `kind` does not allow.
 pub fn check(s: &str, kind: TextKind) -> Result<(), TextError> {
     let allowed = match kind {

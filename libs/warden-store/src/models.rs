@@ -192,6 +192,19 @@ pub struct Message {
     pub redacted_at: Option<DateTime<Utc>>,
 }
 
+impl Message {
+    /// The message with id `id`, if any.
+    pub async fn find(
+        conn: &mut diesel_async::AsyncPgConnection,
+        id: Uuid,
+    ) -> QueryResult<Option<Message>> {
+        let query = messages::table.find(id).select(Message::as_select());
+        diesel_async::RunQueryDsl::first(query, conn)
+            .await
+            .optional()
+    }
+}
+
 #[derive(Clone, Debug, Queryable, Selectable, Serialize)]
 #[diesel(table_name = error_knowledge_base)]
 pub struct ErrorKnowledge {

@@ -207,10 +207,5 @@ pub async fn find_by_wamid_or_id(
     let Some(id) = callback.and_then(|c| Uuid::parse_str(c.trim()).ok()) else {
         return Ok(None);
     };
-    messages::table
-        .find(id)
-        .select(Message::as_select())
-        .first(conn)
-        .await
-        .optional()
+    Message::find(conn, id).await
 }

@@ -2,13 +2,10 @@
 //! the retry ([`retry_failed`]) through the one send path (`SendRequest::existing_message_id`,
 //! so compliance runs again now), and its audit trail ([`record_retried`]).
 
-use diesel::prelude::*;
-use diesel_async::RunQueryDsl;
 use serde_json::json;
 use uuid::Uuid;
 use warden_rules::kinds::MessageType;
 use warden_store::models::{Message, message_status};
-use warden_store::schema::messages;
 use warden_store::{DbError, PgPool};
 
 use super::knowledge;
@@ -80,12 +77,7 @@ pub async fn retry_failed(
     let id = message_id;
     let message = {
         let mut conn = core.pg().get().await?;
-        messages::table
-            .find(id)
-            .select(Message::as_select())
-            .first(&mut conn)
-            .await
-            .optional()?
+        Message::find(&mut conn, id).await?
     };
     let Some(m) = message else {
         return skipped("no message with this id".into());
@@ -192,30 +184,8 @@ pub async fn retry_failed(
 /// characters escaped, cut after [`DETAIL_CHARS`] characters (escapes counted, never split)
 /// with "…", as the gateway bounds such texts.
 fn detail(text: impl std::fmt::Display) -> String {
-    let text = text.to_string();
-    let mut out = String::with_capacity(text.len().min(DETAIL_CHARS * 2));
-    let mut used = 0;
-    for c in text.chars() {
-        let piece = if needs_escape(c) {
-            c.escape_debug().to_string()
-        } else {
-            c.to_string()
-        };
-        let n = piece.chars().count();
-        if used + n > DETAIL_CHARS {
-            out.push('…');
-            return out;
-        }
-        out.push_str(&piece);
-        used += n;
-    }
-    out
-}
-
-/// Control characters and the invisible ones that reorder or hide text.
-fn needs_escape(c: char) -> bool {
-    c.is_control()
-        || matches!(c, '\u{200B}'..='\u{200F}' | '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}' | '\u{FEFF}')
+    let (shown, cut) = warden_rules::text::clip(&text.to_string(), DETAIL_CHARS);
+    if cut { format!("{shown}…") } else { shown }
 }
 
 #[cfg(test)]

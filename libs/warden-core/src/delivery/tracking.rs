@@ -3,11 +3,9 @@
 //! stored), who asked for it and what the platform charged. Never writes.
 
 use chrono::{DateTime, Utc};
-use diesel::prelude::*;
-use diesel_async::{AsyncPgConnection, RunQueryDsl};
+use diesel_async::AsyncPgConnection;
 use uuid::Uuid;
 use warden_store::models::{Message, message_status};
-use warden_store::schema::messages;
 
 use super::knowledge::{self, ErrorInfo};
 use crate::account::pricing::{self, MessageCharge};
@@ -70,13 +68,7 @@ pub async fn message_status(
     message_id: Uuid,
 ) -> Result<Option<DeliveryStatus>, CoreError> {
     let mut conn = core.pg().get().await?;
-    let Some(m) = messages::table
-        .find(message_id)
-        .select(Message::as_select())
-        .first(&mut conn)
-        .await
-        .optional()?
-    else {
+    let Some(m) = Message::find(&mut conn, message_id).await? else {
         return Ok(None);
     };
     let error = if m.status == message_status::FAILED {

@@ -678,13 +678,7 @@ impl Core {
     /// Returns false when NATS could not take it (the row stays unpublished).
     pub async fn publish(&self, message_id: Uuid) -> Result<bool, CoreError> {
         let mut conn = self.pg().get().await?;
-        let Some(row) = messages::table
-            .find(message_id)
-            .select(Message::as_select())
-            .first(&mut conn)
-            .await
-            .optional()?
-        else {
+        let Some(row) = Message::find(&mut conn, message_id).await? else {
             return Err(CoreError::NotFound(format!(
                 "no message with id {message_id}"
             )));

@@ -17,23 +17,6 @@ use super::parsers::parse_phone;
 use super::{PARAM, lift, refuse};
 use crate::text::{detail, echo};
 
-/// The schema of `$plain` for a field type that stands for it.
-macro_rules! schema_of {
-    ($ty:ty => $plain:ty) => {
-        impl JsonSchema for $ty {
-            fn inline_schema() -> bool {
-                true
-            }
-            fn schema_name() -> Cow<'static, str> {
-                <$plain as JsonSchema>::schema_name()
-            }
-            fn json_schema(generator: &mut SchemaGenerator) -> Schema {
-                <$plain as JsonSchema>::json_schema(generator)
-            }
-        }
-    };
-}
-
 /// One JSON scalar as given, or what else it was.
 enum Scalar {
     Text(String),

@@ -13,6 +13,23 @@
 //! parameter as a string or as the value itself. The fields several tools share (`channel`,
 //! `idempotency_key`) are the structs in [`shared`], flattened into each tool's struct.
 
+/// The schema of `$plain` for a field type that stands for it.
+macro_rules! schema_of {
+    ($ty:ty => $plain:ty) => {
+        impl schemars::JsonSchema for $ty {
+            fn inline_schema() -> bool {
+                true
+            }
+            fn schema_name() -> std::borrow::Cow<'static, str> {
+                <$plain as schemars::JsonSchema>::schema_name()
+            }
+            fn json_schema(generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
+                <$plain as schemars::JsonSchema>::json_schema(generator)
+            }
+        }
+    };
+}
+
 pub(crate) mod fields;
 pub(crate) mod parsers;
 pub(crate) mod shared;

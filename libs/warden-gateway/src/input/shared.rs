@@ -16,17 +16,7 @@ use crate::text::{echo, kind_message};
 #[derive(Clone, Copy, Debug)]
 pub struct Channel(pub &'static str);
 
-impl JsonSchema for Channel {
-    fn inline_schema() -> bool {
-        true
-    }
-    fn schema_name() -> std::borrow::Cow<'static, str> {
-        String::schema_name()
-    }
-    fn json_schema(generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
-        String::json_schema(generator)
-    }
-}
+schema_of!(Channel => String);
 
 impl<'de> Deserialize<'de> for Channel {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
@@ -78,17 +68,7 @@ impl OnChannel {
 #[derive(Clone, Debug)]
 pub struct IdempotencyKey(pub String);
 
-impl JsonSchema for IdempotencyKey {
-    fn inline_schema() -> bool {
-        true
-    }
-    fn schema_name() -> std::borrow::Cow<'static, str> {
-        String::schema_name()
-    }
-    fn json_schema(generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
-        String::json_schema(generator)
-    }
-}
+schema_of!(IdempotencyKey => String);
 
 impl<'de> Deserialize<'de> for IdempotencyKey {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
