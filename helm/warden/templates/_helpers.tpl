@@ -48,6 +48,35 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 {{- printf "%s-policies" (include "warden.fullname" .) }}
 {{- end }}
 
+{{- define "warden.sendersName" -}}
+{{- printf "%s-senders" (include "warden.fullname" .) }}
+{{- end }}
+
+{{/* The senders file's text (SENDERS_PATH): senders.file as written, or its list of senders
+under `version: 1`. Included only when senders.enabled. */}}
+{{- define "warden.sendersFile" -}}
+{{- $f := .Values.senders.file -}}
+{{- if kindIs "slice" $f -}}
+version: 1
+senders:
+{{- toYaml $f | nindent 2 }}
+{{- else -}}
+{{- required "senders.enabled needs senders.file: the senders file's YAML text, or its list of senders" $f -}}
+{{- end -}}
+{{- end }}
+
+{{/* SENDERS_PATH and every env var the senders file names, each from its Secret key
+(senders.secrets). Included only when senders.enabled. */}}
+{{- define "warden.sendersEnv" -}}
+- name: SENDERS_PATH
+  value: /etc/warden/senders/senders.yaml
+{{- range $name, $ref := .Values.senders.secrets }}
+- name: {{ $name }}
+  valueFrom:
+    secretKeyRef: {name: {{ $ref.existingSecret | quote }}, key: {{ $ref.key | quote }}}
+{{- end }}
+{{- end }}
+
 {{/* The port variable of a component: the webhook listens on SERVER_HTTP_PORT, the others on ADMIN_HTTP_PORT. */}}
 {{- define "warden.portVariable" -}}
 {{- if eq . "webhook" }}SERVER_HTTP_PORT{{ else }}ADMIN_HTTP_PORT{{ end }}
@@ -75,7 +104,8 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 {{- end }}
 {{- end }}
 
-{{/* Pod security, the policy-file volume and scheduling constraints shared by every pod. */}}
+{{/* Pod security, the policy-file volume (and the senders file's, when senders.enabled) and
+scheduling constraints shared by every pod. */}}
 {{- define "warden.podCommon" -}}
 automountServiceAccountToken: false
 {{- with .Values.imagePullSecrets }}
@@ -90,6 +120,11 @@ volumes:
       name: {{ include "warden.policiesName" . }}
   - name: tmp
     emptyDir: {}
+  {{- if .Values.senders.enabled }}
+  - name: senders
+    configMap:
+      name: {{ include "warden.sendersName" . }}
+  {{- end }}
 {{- with .Values.nodeSelector }}
 nodeSelector:
   {{- toYaml . | nindent 2 }}
