@@ -6,6 +6,8 @@
 //! by one load ([`SettingsError`]); the binaries turn it into exit code 2.
 //! [`Settings::print_config`] shows the effective values with secrets redacted
 //! (`--print-config` on every binary). Nothing else in the workspace reads the environment.
+//! The senders (the phone numbers this deployment speaks for) are [`Settings::senders`]:
+//! the `SENDERS_PATH` file's, checked at load, else one made of the `PLATFORM_*` variables.
 
 mod dispatch;
 mod duration;
@@ -13,8 +15,11 @@ mod error;
 mod identity;
 mod mcp_http;
 mod print;
+mod secret;
+pub mod senders;
 mod source;
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -29,6 +34,8 @@ pub use mcp_http::{
     McpTransport,
 };
 pub use print::{REDACTED, is_secret};
+pub use secret::Secret;
+pub use senders::{SenderProblem, Senders, SendersError};
 
 use source::Source;
 
@@ -79,6 +86,7 @@ pub const VARIABLES: &[&str] = &[
     "PLATFORM_APP_SECRET",
     "POLICIES_PATH",
     "PRICING_PATH",
+    "SENDERS_PATH",
     "SCHEDULER_POLL_INTERVAL",
     "MESSAGE_CONTENT_RETENTION",
     "RATE_LIMIT_MPS",
@@ -242,6 +250,12 @@ pub struct Settings {
     /// PRICING_PATH: the rate card file (YAML or JSON, dated cards); None: the built-in
     /// per-message card (`warden_rules::pricing::BUILTIN`).
     pub pricing_path: Option<PathBuf>,
+    /// SENDERS_PATH: the senders file (YAML); None: one sender, `default`, from the
+    /// `PLATFORM_*` variables.
+    pub senders_path: Option<PathBuf>,
+    /// The senders file's registry, checked at load (its secrets read from the variables it
+    /// names); None without the file. Read it through [`Settings::senders`].
+    pub senders_file: Option<Senders>,
     pub scheduler_poll_interval: Duration,
     /// MESSAGE_CONTENT_RETENTION: message content older than this is redacted by the
     /// scheduler (type, status and timestamps stay).
@@ -264,6 +278,15 @@ impl Settings {
     /// Load from the process environment and an optional config file.
     pub fn load(config_file: Option<&Path>) -> Result<Self, SettingsError> {
         Self::from_sources(config_file, &process_env())
+    }
+
+    /// The senders this deployment speaks for: the `SENDERS_PATH` file's, else one sender,
+    /// `default`, made of `platform` as it is now ([`Senders::single_default`]).
+    pub fn senders(&self) -> Cow<'_, Senders> {
+        match &self.senders_file {
+            Some(senders) => Cow::Borrowed(senders),
+            None => Cow::Owned(Senders::single_default(&self.platform)),
+        }
     }
 
     /// The channel every tool defaults to.
@@ -396,6 +419,21 @@ impl Settings {
             }
         };
 
+        let senders_path = src.trimmed("SENDERS_PATH").map(PathBuf::from);
+        let senders_file = senders_path.as_deref().and_then(|path| {
+            // The secrets come from the environment only, never from the config file.
+            let loaded = Senders::load(path, &|name| src.env_only(name));
+            match loaded {
+                Ok(senders) => Some(senders),
+                Err(e) => {
+                    for line in e.lines() {
+                        src.problem("SENDERS_PATH", line);
+                    }
+                    None
+                }
+            }
+        });
+
         let mcp_http = McpHttp::read(src);
         let identity = Identity::read(src);
         if mcp_http.auth == McpHttpAuth::OAuth && identity.oauth.is_none() {
@@ -441,6 +479,8 @@ impl Settings {
                 .get("PRICING_PATH")
                 .filter(|s| !s.trim().is_empty())
                 .map(PathBuf::from),
+            senders_path,
+            senders_file,
             scheduler_poll_interval,
             message_content_retention,
             rate_limit_mps,
@@ -760,6 +800,97 @@ mod tests {
             .print_config();
         assert!(text.contains("# platform_app_secret is not set"), "{text}");
         assert!(text.lines().any(|l| l == "redis_password = \"\""), "{text}");
+    }
+
+    #[test]
+    fn without_senders_path_one_default_sender_from_platform() {
+        let mut s = Settings::from_sources(
+            None,
+            &env(&[
+                ("PLATFORM_ACCESS_TOKEN", "tok-1"),
+                ("PLATFORM_PHONE_NUMBER_ID", "555"),
+                ("PLATFORM_APP_SECRET", "app-2"),
+            ]),
+        )
+        .unwrap();
+        assert_eq!(s.senders_path, None);
+        assert!(s.senders_file.is_none());
+        let senders = s.senders();
+        assert_eq!(senders.ids(), ["default"]);
+        assert_eq!(senders.default().phone_number_id, "555");
+        assert_eq!(senders.default().access_token.expose(), "tok-1");
+        assert!(s.print_config().contains(
+            "# senders_path is not set (one sender, `default`, from the PLATFORM_* variables)"
+        ));
+        // Follows `platform` as it is now (tests change it after loading).
+        s.platform.access_token = "tok-3".into();
+        assert_eq!(s.senders().default().access_token.expose(), "tok-3");
+    }
+
+    #[test]
+    fn senders_path_is_loaded_and_checked_at_start() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("senders.yaml");
+        std::fs::write(&path, include_str!("../../../examples/senders.yaml")).unwrap();
+        let shown = path.display().to_string();
+        let vars = [
+            ("SENDERS_PATH", shown.as_str()),
+            ("SENDER_A1_TOKEN", "tok-a1"),
+            ("SENDER_A2_TOKEN", "tok-a2"),
+            ("SENDER_B1_TOKEN", "tok-b1"),
+            ("SENDER_A_APP_SECRET", "app-a"),
+            ("SENDER_B_APP_SECRET", "app-b"),
+        ];
+        let s = Settings::from_sources(None, &env(&vars)).unwrap();
+        assert_eq!(s.senders_path.as_deref(), Some(path.as_path()));
+        assert_eq!(s.senders().ids(), ["a1", "a2", "b1"]);
+        assert_eq!(s.senders().default().access_token.expose(), "tok-a1");
+        let text = s.print_config();
+        assert!(
+            text.lines()
+                .any(|l| l == format!("senders_path = \"{shown}\"")),
+            "{text}"
+        );
+        for secret in ["tok-a1", "tok-a2", "app-a"] {
+            assert!(!text.contains(secret));
+            assert!(!format!("{s:?}").contains(secret));
+        }
+
+        // Missing variables: every one is a problem of SENDERS_PATH, with the other bad
+        // settings; never a value.
+        let mut bad = vars[..2].to_vec();
+        bad.push(("TIER", "gold"));
+        let err = Settings::from_sources(None, &env(&bad)).unwrap_err();
+        let problems = err.problems();
+        assert_eq!(problems.len(), 6, "{problems:#?}");
+        assert!(problems[0].starts_with("TIER: "), "{problems:#?}");
+        assert_eq!(
+            problems[1],
+            format!(
+                "SENDERS_PATH: {shown}: line 12: senders[0].app_secret_env: `SENDER_A_APP_SECRET` is not set"
+            )
+        );
+        assert!(
+            problems[1..]
+                .iter()
+                .all(|p| p.starts_with("SENDERS_PATH: "))
+        );
+        assert!(!err.to_string().contains("tok-a1"));
+
+        // The secrets come from the environment only, not from the config file.
+        let config = dir.path().join("warden.toml");
+        std::fs::write(&config, "sender_a1_token = \"tok\"\n").unwrap();
+        assert!(Settings::from_sources(Some(&config), &env(&vars)).is_err());
+
+        // A path that is set but missing stops start-up too.
+        let err = Settings::from_sources(None, &env(&[("SENDERS_PATH", "/nonexistent/s.yaml")]))
+            .unwrap_err();
+        assert_eq!(err.problems().len(), 1);
+        assert!(
+            err.to_string()
+                .starts_with("SENDERS_PATH: cannot read /nonexistent/s.yaml: "),
+            "{err}"
+        );
     }
 
     #[test]

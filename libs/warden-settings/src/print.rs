@@ -92,6 +92,13 @@ impl Settings {
                     }),
             ),
             (
+                "SENDERS_PATH",
+                self.senders_path.as_ref().map_or(
+                    Value::Unset("one sender, `default`, from the PLATFORM_* variables"),
+                    |p| text(p.display().to_string()),
+                ),
+            ),
+            (
                 "SCHEDULER_POLL_INTERVAL",
                 duration(self.scheduler_poll_interval),
             ),
