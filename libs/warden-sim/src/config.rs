@@ -58,6 +58,13 @@ pub struct SimConfig {
     #[arg(long, env = "SIM_DISPLAY_PHONE_NUMBER", default_value = DEFAULT_DISPLAY_PHONE_NUMBER)]
     pub display_phone_number: String,
 
+    /// JSON file of the numbers to serve (`[{"phone_number_id", "display_phone_number",
+    /// "waba_id", "portfolio_id", "access_token", "app_secret", "throughput_mps", "quality"}]`);
+    /// unset: the one number of PLATFORM_ACCESS_TOKEN, PLATFORM_APP_SECRET,
+    /// PLATFORM_PHONE_NUMBER_ID, PLATFORM_ACCOUNT_ID and SIM_DISPLAY_PHONE_NUMBER.
+    #[arg(long, env = "SIM_SENDERS")]
+    pub senders: Option<PathBuf>,
+
     /// Webhook changes held in memory at most; the oldest is dropped past it.
     #[arg(long, env = "SIM_WEBHOOK_QUEUE", default_value_t = 100_000)]
     pub webhook_queue: usize,
@@ -89,6 +96,7 @@ impl Default for SimConfig {
             phone_number_id: DEFAULT_PHONE_NUMBER_ID.to_owned(),
             waba_id: DEFAULT_ACCOUNT_ID.to_owned(),
             display_phone_number: DEFAULT_DISPLAY_PHONE_NUMBER.to_owned(),
+            senders: None,
             webhook_queue: 100_000,
             webhook_batch: 100,
             webhook_retry_for: Duration::from_secs(600),
@@ -135,6 +143,13 @@ impl SimConfig {
             ("PLATFORM_PHONE_NUMBER_ID", text(&self.phone_number_id)),
             ("PLATFORM_ACCOUNT_ID", text(&self.waba_id)),
             ("SIM_DISPLAY_PHONE_NUMBER", text(&self.display_phone_number)),
+            (
+                "SIM_SENDERS",
+                self.senders
+                    .as_ref()
+                    .filter(|p| !p.as_os_str().is_empty())
+                    .map_or_else(String::new, |p| text(&p.display().to_string())),
+            ),
             ("SIM_WEBHOOK_QUEUE", self.webhook_queue.to_string()),
             ("SIM_WEBHOOK_BATCH", self.webhook_batch.to_string()),
             ("SIM_WEBHOOK_RETRY_FOR", duration(self.webhook_retry_for)),
@@ -238,6 +253,18 @@ mod tests {
         assert!(text.contains("sim_http_port = 8089"), "{text}");
         assert!(text.contains("sim_approval_delay = \"2s\""), "{text}");
         assert!(text.contains("# sim_webhook_url is not set"), "{text}");
+        assert!(text.contains("# sim_senders is not set"), "{text}");
+        let with_file = SimConfig {
+            senders: Some("/etc/sim/senders.json".into()),
+            ..SimConfig::default()
+        };
+        assert!(
+            with_file
+                .print_config()
+                .contains("sim_senders = \"/etc/sim/senders.json\""),
+            "{}",
+            with_file.print_config()
+        );
     }
 
     #[test]

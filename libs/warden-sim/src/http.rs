@@ -1,23 +1,23 @@
 //! HTTP routes: the platform's paths under any `/vNN.0/` version prefix, and the sim's
-//! control endpoints.
+//! control endpoints. Sends are answered here; templates are in `crate::template_api`,
+//! account reads in `crate::account`.
 
-use crate::reply::{bad_request, control_json, refusal, reject_unauthorized};
-use crate::state::{Accepted, Refusal, Sim};
-use crate::templates::{CATEGORIES, Template, check_components, name_problem, named_params};
+use crate::account::{phone_numbers, read_node, sim_quality};
+use crate::reply::{
+    bad_request, control_json, number_for, refusal, reject_unauthorized, reject_unless_number,
+};
+use crate::state::{Accepted, Number, Refusal, Sim};
+use crate::template_api::{create_template, list_templates, sim_decision};
 use actix_web::dev::Service;
 use actix_web::http::header::CONTENT_TYPE;
 use actix_web::{HttpRequest, HttpResponse, guard, web};
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
-use std::collections::HashMap;
-use std::sync::Arc;
 use warden_platform::lenient;
 use warden_platform::message::{SendContact, SendRequest, SendResponse, SentMessage};
-use warden_platform::template::{CreateTemplateRequest, TemplateComponent, placeholders};
 
 /// The platform's own cap on a text body.
 const MAX_TEXT_BODY: usize = 4096;
-const MAX_TEMPLATE_BODY: usize = 1024;
 
 fn version_segment(path: &str) -> &str {
     path.trim_start_matches('/').split('/').next().unwrap_or("")
@@ -82,15 +82,15 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
 
 /// The `{id}` segment of a platform path (the scope's `{api_version}` is not needed here).
 #[derive(Deserialize)]
-struct NodeId {
-    id: String,
+pub(crate) struct NodeId {
+    pub id: String,
 }
 
-fn invalid(details: impl Into<String>) -> HttpResponse {
+pub(crate) fn invalid(details: impl Into<String>) -> HttpResponse {
     refusal(Refusal::new(400, 100, details))
 }
 
-fn unknown_object(id: &str, verb: &str) -> HttpResponse {
+pub(crate) fn unknown_object(id: &str, verb: &str) -> HttpResponse {
     refusal(
         Refusal::new(
             400,
@@ -113,7 +113,7 @@ fn ok() -> HttpResponse {
 }
 
 /// Keeps `id` plus the requested `fields` of a full object (all when none asked).
-fn select_fields(full: Map<String, Value>, fields: Option<&String>) -> Value {
+pub(crate) fn select_fields(full: Map<String, Value>, fields: Option<&String>) -> Value {
     let Some(fields) = fields.filter(|f| !f.trim().is_empty()) else {
         return Value::Object(full);
     };
@@ -150,8 +150,11 @@ async fn send_message(
     if let Some(resp) = reject_unauthorized(&sim, &req) {
         return resp;
     }
-    if path.id != sim.config.phone_number_id {
+    let Some(number) = sim.numbers.get(&path.id) else {
         return unknown_object(&path.id, "post");
+    };
+    if let Some(resp) = reject_unless_number(&req, number) {
+        return resp;
     }
     if let Some(delay) = sim.latency() {
         tokio::time::sleep(delay).await;
@@ -163,13 +166,13 @@ async fn send_message(
         Ok(s) => s,
         Err(e) => return invalid(format!("Invalid JSON in request body: {e}")),
     };
-    match handle_send(&sim, send) {
+    match handle_send(&sim, number, send) {
         Ok(resp) => HttpResponse::Ok().json(resp),
         Err(r) => refusal(r),
     }
 }
 
-fn handle_send(sim: &Sim, send: SendRequest) -> Result<SendResponse, Refusal> {
+fn handle_send(sim: &Sim, number: &Number, send: SendRequest) -> Result<SendResponse, Refusal> {
     if send.messaging_product != "whatsapp" {
         return Err(Refusal::new(
             400,
@@ -241,7 +244,12 @@ fn handle_send(sim: &Sim, send: SendRequest) -> Result<SendResponse, Refusal> {
                     "template['name'] and template['language']['code'] are required",
                 ));
             }
-            let templates = sim.templates.read().unwrap_or_else(|p| p.into_inner());
+            // Only the templates of the sending number's account.
+            let templates = sim
+                .registry(number.waba_id())
+                .unwrap_or(&sim.templates)
+                .read()
+                .unwrap_or_else(|p| p.into_inner());
             let Some(t) = templates.get(&tm.name, &tm.language.code) else {
                 return Err(Refusal::new(
                     404,
@@ -291,6 +299,7 @@ fn handle_send(sim: &Sim, send: SendRequest) -> Result<SendResponse, Refusal> {
         }
     };
     let outcome = sim.accept_send(Accepted {
+        number,
         to_digits: to_digits.clone(),
         callback: send.biz_opaque_callback_data,
         pricing_category: category,
@@ -318,277 +327,7 @@ fn handle_send(sim: &Sim, send: SendRequest) -> Result<SendResponse, Refusal> {
     })
 }
 
-// ---------------------------------------------------------------- templates
-
-async fn create_template(
-    sim: web::Data<Sim>,
-    req: HttpRequest,
-    path: web::Path<NodeId>,
-    body: web::Bytes,
-) -> HttpResponse {
-    if let Some(resp) = reject_unauthorized(&sim, &req) {
-        return resp;
-    }
-    if path.id != sim.config.waba_id {
-        return unknown_object(&path.id, "post");
-    }
-    let create: CreateTemplateRequest = match serde_json::from_slice(&body) {
-        Ok(c) => c,
-        Err(e) => return invalid(format!("Invalid JSON in request body: {e}")),
-    };
-    if let Some(problem) = name_problem(&create.name) {
-        return invalid(format!("name: {problem}"));
-    }
-    if create.language.trim().is_empty() {
-        return invalid("The parameter language is required");
-    }
-    let category = create.category.to_ascii_uppercase();
-    if !CATEGORIES.contains(&category.as_str()) {
-        return invalid(format!(
-            "category must be one of MARKETING, UTILITY, AUTHENTICATION; got {:?}",
-            create.category
-        ));
-    }
-    let Some(text) = create.body_text().filter(|t| !t.trim().is_empty()) else {
-        return invalid("components must hold a BODY component with text");
-    };
-    if text.chars().count() > MAX_TEMPLATE_BODY {
-        return invalid(format!(
-            "BODY text is longer than {MAX_TEMPLATE_BODY} characters"
-        ));
-    }
-    let named = create
-        .parameter_format
-        .as_deref()
-        .is_some_and(|f| f.eq_ignore_ascii_case("named"));
-    let params = if named {
-        named_params(text).len()
-    } else {
-        match placeholders(text) {
-            Ok(p) => p.len(),
-            Err(e) => return invalid(format!("BODY text: {e}")),
-        }
-    };
-    let extra: Vec<TemplateComponent> = create
-        .components
-        .iter()
-        .filter(|c| !c.kind.eq_ignore_ascii_case("body"))
-        .cloned()
-        .collect();
-    if let Err(problem) = check_components(&extra) {
-        return invalid(problem.to_string());
-    }
-    let template = {
-        let mut reg = sim.templates.write().unwrap_or_else(|p| p.into_inner());
-        if reg.contains(&create.name, &create.language) {
-            drop(reg);
-            let mut r = Refusal::new(
-                400,
-                100,
-                format!(
-                    "Message template \"{}\" already exists in {}",
-                    create.name, create.language
-                ),
-            )
-            .with_subcode(2388024);
-            r.body.error.message = "(#100) Content in this language already exists".to_owned();
-            return refusal(r);
-        }
-        let t = Template {
-            id: sim.next_template_id(),
-            name: create.name.clone(),
-            language: create.language.clone(),
-            category: category.clone(),
-            status: "PENDING".to_owned(),
-            body: text.to_owned(),
-            params,
-            reason: None,
-            components: extra,
-            named: named.then(|| named_params(text)),
-        };
-        reg.insert(t.clone());
-        t
-    };
-    tracing::info!(template = %template.name, language = %template.language, "template created (PENDING)");
-    let sim: Arc<Sim> = sim.into_inner();
-    sim.schedule_approval(template.name.clone(), template.language.clone());
-    HttpResponse::Ok().json(json!({
-        "id": template.id,
-        "status": template.status,
-        "category": template.category,
-    }))
-}
-
-async fn list_templates(
-    sim: web::Data<Sim>,
-    req: HttpRequest,
-    path: web::Path<NodeId>,
-    query: web::Query<HashMap<String, String>>,
-) -> HttpResponse {
-    if let Some(resp) = reject_unauthorized(&sim, &req) {
-        return resp;
-    }
-    if path.id != sim.config.waba_id {
-        return unknown_object(&path.id, "get");
-    }
-    let q = query.into_inner();
-    let matches = |t: &&Template| {
-        q.get("name").is_none_or(|n| t.name == *n)
-            && q.get("language").is_none_or(|l| t.language == *l)
-            && q.get("status")
-                .is_none_or(|s| t.status.eq_ignore_ascii_case(s))
-            && q.get("category")
-                .is_none_or(|c| t.category.eq_ignore_ascii_case(c))
-    };
-    let limit = q
-        .get("limit")
-        .and_then(|l| l.parse::<usize>().ok())
-        .unwrap_or(25)
-        .clamp(1, 1000);
-    let start = q
-        .get("after")
-        .and_then(|a| a.parse::<usize>().ok())
-        .unwrap_or(0);
-    let (page, total): (Vec<Value>, usize) = {
-        let reg = sim.templates.read().unwrap_or_else(|p| p.into_inner());
-        let all: Vec<&Template> = reg.sorted().into_iter().filter(matches).collect();
-        let page = all
-            .iter()
-            .skip(start)
-            .take(limit)
-            .map(|t| serde_json::to_value(t.info()).unwrap_or(Value::Null))
-            .collect();
-        (page, all.len())
-    };
-    let end = (start + page.len()).min(total);
-    let mut paging =
-        json!({ "cursors": { "before": start.to_string(), "after": end.to_string() } });
-    if end < total {
-        let conn = req.connection_info();
-        if let Ok(mut next) = reqwest::Url::parse(&format!(
-            "{}://{}{}",
-            conn.scheme(),
-            conn.host(),
-            req.path()
-        )) {
-            {
-                let mut pairs = next.query_pairs_mut();
-                for (k, v) in q.iter().filter(|(k, _)| k.as_str() != "after") {
-                    pairs.append_pair(k, v);
-                }
-                pairs.append_pair("after", &end.to_string());
-            }
-            paging["next"] = Value::String(next.to_string());
-        }
-    }
-    HttpResponse::Ok().json(json!({ "data": page, "paging": paging }))
-}
-
-// ---------------------------------------------------------------- account
-
-fn phone_object(sim: &Sim) -> Map<String, Value> {
-    let p = sim.phone();
-    let v = json!({
-        "id": sim.config.phone_number_id,
-        "display_phone_number": sim.config.display_phone_number,
-        "verified_name": "Warden Sim",
-        "quality_rating": p.quality_rating,
-        "messaging_limit_tier": p.messaging_limit_tier,
-        "throughput": { "level": p.throughput_level },
-        "is_on_biz_app": p.is_on_biz_app,
-        "code_verification_status": "VERIFIED",
-        "name_status": "APPROVED",
-        "platform_type": "CLOUD_API",
-        "status": "CONNECTED",
-    });
-    match v {
-        Value::Object(m) => m,
-        _ => Map::new(),
-    }
-}
-
-async fn phone_numbers(
-    sim: web::Data<Sim>,
-    req: HttpRequest,
-    path: web::Path<NodeId>,
-    query: web::Query<HashMap<String, String>>,
-) -> HttpResponse {
-    if let Some(resp) = reject_unauthorized(&sim, &req) {
-        return resp;
-    }
-    if path.id != sim.config.waba_id {
-        return unknown_object(&path.id, "get");
-    }
-    let phone = select_fields(phone_object(&sim), query.get("fields"));
-    HttpResponse::Ok().json(json!({
-        "data": [phone],
-        "paging": { "cursors": { "before": "0", "after": "1" } }
-    }))
-}
-
-async fn read_node(
-    sim: web::Data<Sim>,
-    req: HttpRequest,
-    path: web::Path<NodeId>,
-    query: web::Query<HashMap<String, String>>,
-) -> HttpResponse {
-    if let Some(resp) = reject_unauthorized(&sim, &req) {
-        return resp;
-    }
-    let id = path.into_inner().id;
-    if let Some(info) = crate::media::info(&sim, &req, &id) {
-        return HttpResponse::Ok().json(info);
-    }
-    let fields = query.get("fields");
-    if id == sim.config.phone_number_id {
-        return HttpResponse::Ok().json(select_fields(phone_object(&sim), fields));
-    }
-    if id == sim.config.waba_id {
-        let account = json!({
-            "id": sim.config.waba_id,
-            "name": "Warden Sim Business",
-            "currency": "USD",
-            "timezone_id": "1",
-            "message_template_namespace": "warden_sim_namespace",
-            "account_review_status": "APPROVED",
-        });
-        let Value::Object(m) = account else {
-            unreachable!("json! object")
-        };
-        return HttpResponse::Ok().json(select_fields(m, fields));
-    }
-    unknown_object(&id, "get")
-}
-
 // ---------------------------------------------------------------- control
-
-#[derive(Deserialize)]
-struct DecisionReq {
-    status: String,
-    #[serde(default)]
-    reason: Option<String>,
-}
-
-async fn sim_decision(
-    sim: web::Data<Sim>,
-    path: web::Path<(String, String)>,
-    body: web::Bytes,
-) -> HttpResponse {
-    let r: DecisionReq = match control_json(&body) {
-        Ok(r) => r,
-        Err(e) => return bad_request(e),
-    };
-    let status = r.status.trim().to_ascii_uppercase();
-    if status.is_empty() {
-        return bad_request("status is required (APPROVED, REJECTED, PAUSED, DISABLED, ...)");
-    }
-    let (name, language) = path.into_inner();
-    match sim.decide(&name, &language, &status, r.reason) {
-        Some(t) => HttpResponse::Ok().json(t.info()),
-        None => HttpResponse::NotFound()
-            .json(json!({ "error": format!("no template {name}/{language}") })),
-    }
-}
 
 #[derive(Deserialize)]
 struct FaultReq {
@@ -664,6 +403,9 @@ struct PreferenceReq {
     value: String,
     #[serde(default, deserialize_with = "lenient::opt_int")]
     timestamp: Option<i64>,
+    /// The number the customer wrote to (default: the first).
+    #[serde(default, deserialize_with = "lenient::opt_string")]
+    phone_number_id: Option<String>,
 }
 
 async fn sim_user_preferences(sim: web::Data<Sim>, body: web::Bytes) -> HttpResponse {
@@ -679,32 +421,12 @@ async fn sim_user_preferences(sim: web::Data<Sim>, body: web::Bytes) -> HttpResp
     if wa_id.is_empty() {
         return bad_request("wa_id must hold a phone number");
     }
-    let queued = sim.user_preference(wa_id, value, r.timestamp);
-    HttpResponse::Ok().json(json!({ "ok": true, "webhook_queued": queued }))
-}
-
-#[derive(Deserialize)]
-struct QualityReq {
-    #[serde(default)]
-    quality_rating: Option<String>,
-    #[serde(default, alias = "current_limit")]
-    messaging_limit_tier: Option<String>,
-    #[serde(default)]
-    event: Option<String>,
-}
-
-async fn sim_quality(sim: web::Data<Sim>, body: web::Bytes) -> HttpResponse {
-    let r: QualityReq = match control_json(&body) {
-        Ok(r) => r,
+    let number = match number_for(&sim, r.phone_number_id.as_deref()) {
+        Ok(n) => n,
         Err(e) => return bad_request(e),
     };
-    let up = |s: Option<String>| s.map(|v| v.trim().to_ascii_uppercase());
-    let state = sim.set_quality(
-        up(r.quality_rating),
-        up(r.messaging_limit_tier),
-        up(r.event),
-    );
-    HttpResponse::Ok().json(state)
+    let queued = sim.user_preference_to(number, wa_id, value, r.timestamp);
+    HttpResponse::Ok().json(json!({ "ok": true, "webhook_queued": queued }))
 }
 
 async fn metrics(sim: web::Data<Sim>) -> HttpResponse {

@@ -3,7 +3,9 @@
 //! It answers at the real paths with the real bodies (sends, templates, phone
 //! numbers), checks the bearer token, sends signed webhooks (statuses, inbound
 //! messages, template decisions) to `SIM_WEBHOOK_URL`, and adds control endpoints
-//! under `/sim` for faults, counters and scripted events. It never touches Warden's
+//! under `/sim` for faults, counters and scripted events. It serves one number, or
+//! several numbers of several business accounts (`SIM_SENDERS`, see [`senders`]), each
+//! with its own token, secret, templates, throughput and quality. It never touches Warden's
 //! database, cache or stream: all state is in memory.
 //!
 //! ```no_run
@@ -15,6 +17,7 @@
 //! # Ok(()) }
 //! ```
 
+mod account;
 pub mod bodies;
 pub mod config;
 pub mod http;
@@ -22,7 +25,9 @@ pub mod limits;
 pub mod listen;
 pub mod media;
 pub mod reply;
+pub mod senders;
 pub mod state;
+mod template_api;
 pub mod templates;
 pub mod users;
 pub mod webhooks;
@@ -35,12 +40,14 @@ use actix_web::{App, HttpServer, web};
 use std::net::{SocketAddr, TcpListener};
 use std::sync::Arc;
 use warden_platform::signature::Signer;
-use webhooks::{Sender, WebhookQueue};
+use webhooks::{Origin, Sender, WebhookQueue};
 
 #[derive(Debug, thiserror::Error)]
 pub enum SimError {
     #[error(transparent)]
     Templates(#[from] templates::TemplateFileError),
+    #[error(transparent)]
+    Senders(#[from] senders::SendersFileError),
     #[error("cannot listen: {0}")]
     Io(#[from] std::io::Error),
     #[error("platform-sim must be started inside a tokio runtime")]
@@ -102,6 +109,7 @@ pub fn start(config: SimConfig, listener: TcpListener) -> Result<RunningSim, Sim
         let _ = rustls::crypto::ring::default_provider().install_default();
     }
     let (seeds, origin) = templates::load_initial(config.templates.as_deref())?;
+    let specs = senders::from_config(&config)?;
     let addr = listener.local_addr()?;
 
     let queue = config
@@ -109,6 +117,7 @@ pub fn start(config: SimConfig, listener: TcpListener) -> Result<RunningSim, Sim
         .map(|_| Arc::new(WebhookQueue::new(config.webhook_queue)));
     let sim = Arc::new(Sim::new(
         config.clone(),
+        specs,
         seeds,
         queue.clone(),
         runtime.clone(),
@@ -119,8 +128,15 @@ pub fn start(config: SimConfig, listener: TcpListener) -> Result<RunningSim, Sim
                 Sender {
                     queue,
                     url: url.to_owned(),
-                    signer: Signer::new(config.app_secret.as_bytes()),
-                    waba_id: config.waba_id.clone(),
+                    origins: sim
+                        .numbers
+                        .all()
+                        .iter()
+                        .map(|n| Origin {
+                            waba_id: n.waba_id().to_owned(),
+                            signer: Signer::new(n.spec.app_secret.as_bytes()),
+                        })
+                        .collect(),
                     batch: config.webhook_batch,
                     retry_for: config.webhook_retry_for,
                 }
@@ -145,8 +161,9 @@ pub fn start(config: SimConfig, listener: TcpListener) -> Result<RunningSim, Sim
         templates,
         templates_from = %origin,
         webhook_url = config.webhook_target().unwrap_or("(none)"),
-        phone_number_id = %config.phone_number_id,
-        waba_id = %config.waba_id,
+        phone_number_id = %sim.numbers.first().id(),
+        waba_id = %sim.first_waba(),
+        numbers = %sim.numbers.ids(),
         approval_delay_ms = config.approval_delay.as_millis() as u64,
         "platform-sim listening"
     );

@@ -1,5 +1,6 @@
 //! What the listen tools need of the sim (docs/tools.md, The conversation loop):
-//! `/sim/inbound` for every message type, and read receipts on the messages endpoint.
+//! `/sim/inbound` for every message type, to any served number (`phone_number_id`,
+//! default the first), and read receipts on the messages endpoint.
 
 use actix_web::{HttpResponse, web};
 use serde_json::{Map, Value, json};
@@ -18,6 +19,7 @@ const CONTROL_FIELDS: &[&str] = &[
     "timestamp",
     "wamid",
     "id",
+    "phone_number_id",
 ];
 
 /// The longest text a `{"from","text"}` request may carry (the platform's text limit).
@@ -39,6 +41,8 @@ pub enum InboundError {
 /// A parsed `/sim/inbound` request.
 #[derive(Debug)]
 pub struct InboundRequest {
+    /// The business number written to; `None`: the first.
+    pub phone_number_id: Option<String>,
     pub from: crate::users::SimUser,
     pub name: Option<String>,
     pub timestamp: Option<i64>,
@@ -131,6 +135,7 @@ pub fn parse_inbound(body: &[u8]) -> Result<InboundRequest, InboundError> {
         )));
     }
     Ok(InboundRequest {
+        phone_number_id: text_of(obj.get("phone_number_id")).filter(|id| !id.trim().is_empty()),
         from,
         name: text_of(obj.get("name")),
         timestamp: obj.get("timestamp").and_then(|t| match t {
@@ -149,11 +154,18 @@ pub async fn sim_inbound(sim: web::Data<Sim>, body: web::Bytes) -> HttpResponse 
         Ok(r) => r,
         Err(e) => return HttpResponse::BadRequest().json(json!({ "error": e.to_string() })),
     };
+    let number = match crate::reply::number_for(&sim, r.phone_number_id.as_deref()) {
+        Ok(n) => n,
+        Err(e) => {
+            return HttpResponse::BadRequest().json(json!({ "error": e.to_string() }));
+        }
+    };
     let (from, user_id) = (r.from.phone.clone(), r.from.user_id.clone());
     let kind = r.content.kind.clone();
-    let (wamid, queued) = sim.inbound(r.from, r.content, r.name, r.timestamp, r.wamid);
+    let (wamid, queued) = sim.inbound_to(number, r.from, r.content, r.name, r.timestamp, r.wamid);
     HttpResponse::Ok().json(json!({
-        "wamid": wamid, "from": from, "user_id": user_id, "type": kind, "webhook_queued": queued
+        "wamid": wamid, "from": from, "user_id": user_id, "type": kind, "webhook_queued": queued,
+        "phone_number_id": number.id()
     }))
 }
 
@@ -218,6 +230,11 @@ mod tests {
         assert_eq!(r.content.other["context"]["id"], "wamid.X");
         assert_eq!(r.timestamp, Some(1_764_000_000));
         assert!(!r.content.other.contains_key("from"));
+        assert_eq!(r.phone_number_id, None);
+        let r =
+            parse_inbound(br#"{"from": "62811", "text": "hi", "phone_number_id": 222}"#).unwrap();
+        assert_eq!(r.phone_number_id.as_deref(), Some("222"));
+        assert!(!r.content.other.contains_key("phone_number_id"));
     }
 
     #[test]

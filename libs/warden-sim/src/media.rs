@@ -7,7 +7,7 @@ use actix_web::{HttpRequest, HttpResponse, web};
 use bytes::Bytes;
 use serde_json::{Value, json};
 
-use crate::reply::{refusal, reject_unauthorized};
+use crate::reply::{refusal, reject_unauthorized, reject_unless_number};
 use crate::state::{Refusal, Sim};
 
 /// Where the bytes of a media id are served (token required), like the platform's
@@ -108,12 +108,15 @@ pub async fn upload(
         return resp;
     }
     let (_, id) = path.into_inner();
-    if id != sim.config.phone_number_id {
+    let Some(number) = sim.numbers.get(&id) else {
         return refusal(Refusal::new(
             400,
             100,
             format!("Object with ID '{id}' does not exist"),
         ));
+    };
+    if let Some(resp) = reject_unless_number(&req, number) {
+        return resp;
     }
     let content_type = req
         .headers()

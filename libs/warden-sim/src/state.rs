@@ -1,10 +1,18 @@
-//! The sim's in-memory state: counters, faults, templates, phone number, and the
-//! webhooks each event produces.
+//! The sim's in-memory state: counters, faults, templates per business account, the
+//! numbers it serves, and the webhooks each event produces.
 
+mod decisions;
+mod events;
 mod limits;
 pub mod media;
+pub mod numbers;
+mod refusal;
+
+pub use numbers::{Number, Numbers, PhoneState};
+pub use refusal::{Refusal, message_for, title_for};
 
 use crate::config::SimConfig;
+use crate::senders::SenderSpec;
 use crate::templates::{Registry, Seed, Template};
 use crate::webhooks::{QueueStats, WebhookQueue, unix_now};
 use serde::Serialize;
@@ -13,12 +21,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 use warden_platform::ErrorData;
-use warden_platform::error::ErrorBody;
-use warden_platform::webhook::{
-    Change, Contact, ErrorDetail, InboundMessage, MessagesValue, Metadata,
-    PhoneNumberQualityUpdate, Pricing, Profile, Status, TemplateStatusUpdate, TextBody,
-    UserPreference, UserPreferencesValue,
-};
+use warden_platform::webhook::{Change, ErrorDetail, MessagesValue, Pricing, Status};
 
 /// What an inbound message says: its platform type, the text body of a `text` message,
 /// and every other field of the platform's message object (`image`, `context`, ...).
@@ -43,89 +46,6 @@ impl From<&str> for InboundContent {
 /// Key of a fault that applies to every recipient.
 pub const ANY_RECIPIENT: &str = "*";
 
-/// A platform refusal, ready to answer with.
-#[derive(Debug, Clone)]
-pub struct Refusal {
-    pub http_status: u16,
-    /// Boxed: refusals are rare, and a small Err keeps the send path's Result small.
-    pub body: Box<ErrorBody>,
-}
-
-impl Refusal {
-    pub fn new(http_status: u16, code: i64, details: impl Into<String>) -> Self {
-        let mut body = ErrorBody::new(code, message_for(code), Some(details.into()));
-        body.error.fbtrace_id = Some(fbtrace_id());
-        Self {
-            http_status,
-            body: Box::new(body),
-        }
-    }
-
-    pub fn with_subcode(mut self, subcode: i64) -> Self {
-        self.body.error.error_subcode = Some(subcode);
-        self
-    }
-}
-
-/// The platform's message for a code, `(#code) Title` like the real API.
-pub fn message_for(code: i64) -> String {
-    format!("(#{code}) {}", title_for(code))
-}
-
-pub fn title_for(code: i64) -> &'static str {
-    match code {
-        0 => "AuthException",
-        4 => "Too many calls",
-        10 => "Permission denied",
-        100 => "Invalid parameter",
-        190 => "Invalid OAuth access token - Cannot parse access token",
-        200 => "Permission error",
-        368 => "Temporarily blocked for policies violations",
-        470 => {
-            "Message failed to send because more than 24 hours have passed since the customer last replied to this number"
-        }
-        80007 => "Rate limit issues",
-        130429 => "Rate limit hit",
-        130472 => "User's number is part of an experiment",
-        131000 => "Something went wrong",
-        131005 => "Access denied",
-        131008 => "Required parameter is missing",
-        131009 => "Parameter value is not valid",
-        131016 => "Service unavailable",
-        131021 => "Recipient cannot be sender",
-        131026 => "Message undeliverable",
-        131031 => "Account has been locked",
-        131042 => "Business eligibility payment issue",
-        131045 => "Incorrect certificate",
-        131047 => "Re-engagement message",
-        131048 => "Spam rate limit hit",
-        131049 => "This message was not delivered to maintain healthy ecosystem engagement",
-        131050 => {
-            "Unable to deliver the message. This recipient has chosen to stop receiving marketing messages on WhatsApp from your business"
-        }
-        131051 => "Unsupported message type",
-        131052 => "Media download error",
-        131053 => "Media upload error",
-        131056 => "(Business Account, Consumer Account) pair rate limit hit",
-        131057 => "Account in maintenance mode",
-        132000 => "Number of parameters does not match the expected number of params",
-        132001 => "Template name does not exist in the translation",
-        132005 => "Translated text too long",
-        132007 => "Template Format Character Policy Violated",
-        132012 => "Parameter format does not match format in the created template",
-        132015 => "Template is Paused",
-        132016 => "Template is Disabled",
-        133010 => "Phone number Not Registered",
-        135000 => "Generic user error",
-        _ => "Error",
-    }
-}
-
-fn fbtrace_id() -> String {
-    let n: u64 = rand::random();
-    format!("A{n:016x}")
-}
-
 #[derive(Debug, Clone)]
 struct Fault {
     code: i64,
@@ -139,6 +59,8 @@ pub struct MessageStat {
     pub count: u64,
     pub wamid: String,
     pub recipient: String,
+    /// The number that sent it (of the latest send).
+    pub phone_number_id: String,
     /// The `template` object of the latest template send, as received (tests check the body).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub template: Option<serde_json::Value>,
@@ -176,29 +98,11 @@ pub struct Stats {
     pub marked_read: u64,
 }
 
-#[derive(Debug, Clone, Serialize)]
-pub struct PhoneState {
-    pub quality_rating: String,
-    pub messaging_limit_tier: String,
-    pub throughput_level: String,
-    /// In coexistence with the WhatsApp Business app (`is_on_biz_app`).
-    pub is_on_biz_app: bool,
-}
-
-impl Default for PhoneState {
-    fn default() -> Self {
-        Self {
-            quality_rating: "GREEN".to_owned(),
-            messaging_limit_tier: "TIER_1K".to_owned(),
-            throughput_level: "STANDARD".to_owned(),
-            is_on_biz_app: false,
-        }
-    }
-}
-
 /// What a send should do after validation: its pricing category and whether it is
 /// billable (templates are; free-form service messages are not).
 pub struct Accepted<'a> {
+    /// The sending number.
+    pub number: &'a Number,
     pub to_digits: String,
     pub callback: Option<String>,
     pub pricing_category: &'a str,
@@ -216,11 +120,16 @@ pub struct SendOutcome {
 
 pub struct Sim {
     pub config: SimConfig,
-    /// `Bearer <token>`, compared as a whole.
+    /// `Bearer <token>` of the first number, compared as a whole.
     pub expected_auth: String,
+    /// The numbers served (`SIM_SENDERS`, or the one of the settings).
+    pub numbers: Numbers,
     counters: Mutex<Counters>,
+    /// The templates of the first number's business account (the only account when
+    /// `SIM_SENDERS` is unset); [`Sim::registry`] finds any account's.
     pub templates: RwLock<Registry>,
-    phone: Mutex<PhoneState>,
+    /// The templates of every other account, by `waba_id`.
+    more_templates: HashMap<String, RwLock<Registry>>,
     latency_ms: AtomicU64,
     wamid_nonce: u64,
     wamid_seq: AtomicU64,
@@ -235,18 +144,29 @@ pub struct Sim {
 }
 
 impl Sim {
+    /// Every account starts with the same template set; a seed's own `id` is kept in the
+    /// first account only (template ids are unique platform-wide).
     pub fn new(
         config: SimConfig,
+        senders: Vec<SenderSpec>,
         seeds: Vec<Seed>,
         webhooks: Option<Arc<WebhookQueue>>,
         runtime: tokio::runtime::Handle,
     ) -> Self {
+        let numbers = Numbers::new(senders);
+        let more_templates = numbers
+            .wabas()
+            .into_iter()
+            .skip(1)
+            .map(|w| (w.to_owned(), RwLock::new(Registry::default())))
+            .collect();
         let sim = Self {
-            expected_auth: format!("Bearer {}", config.access_token),
+            expected_auth: numbers.first().expected_auth.clone(),
+            numbers,
             config,
             counters: Mutex::new(Counters::default()),
             templates: RwLock::new(Registry::default()),
-            phone: Mutex::new(PhoneState::default()),
+            more_templates,
             latency_ms: AtomicU64::new(0),
             wamid_nonce: rand::random::<u64>() & 0xFFFF_FFFF_FFFF,
             wamid_seq: AtomicU64::new(1),
@@ -256,10 +176,15 @@ impl Sim {
             users: crate::users::Users::default(),
             runtime,
         };
-        {
-            let mut reg = sim.templates.write().unwrap_or_else(|p| p.into_inner());
-            for s in seeds {
-                let id = s.id.unwrap_or_else(|| sim.next_template_id());
+        for (i, waba) in sim.numbers.wabas().into_iter().enumerate() {
+            let Some(registry) = sim.registry(waba) else {
+                continue;
+            };
+            let mut reg = registry.write().unwrap_or_else(|p| p.into_inner());
+            for s in seeds.iter().cloned() {
+                let id =
+                    s.id.filter(|_| i == 0)
+                        .unwrap_or_else(|| sim.next_template_id());
                 reg.insert(Template {
                     id,
                     name: s.name,
@@ -335,10 +260,14 @@ impl Sim {
         self.counters.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// Records an accepted send (unless a fault refuses it) and queues its status
+    /// Records an accepted send (unless the number's throughput or a fault refuses it) and queues its status
     /// webhooks. A fault with HTTP 200 accepts the send and fails it by webhook, as
     /// the platform does for e.g. 131050.
     pub fn accept_send(&self, a: Accepted<'_>) -> Result<SendOutcome, Refusal> {
+        // The number's throughput comes first: past it the platform takes nothing.
+        if !a.number.take_send() {
+            return Err(Refusal::throughput(a.number));
+        }
         let wamid = self.next_wamid();
         let mut async_failure = None;
         {
@@ -388,6 +317,7 @@ impl Sim {
                         m.wamid.clone_from(&wamid);
                         m.template.clone_from(&a.template);
                         a.kind.clone_into(&mut m.kind);
+                        a.number.id().clone_into(&mut m.phone_number_id);
                         true
                     }
                     None => {
@@ -397,6 +327,7 @@ impl Sim {
                                 count: 1,
                                 wamid: wamid.clone(),
                                 recipient: a.to_digits.clone(),
+                                phone_number_id: a.number.id().to_owned(),
                                 template: a.template.clone(),
                                 kind: a.kind.to_owned(),
                             },
@@ -446,9 +377,9 @@ impl Sim {
             };
             let changes = match async_failure {
                 None => vec![
-                    self.status_change(status("sent", Vec::new())),
-                    self.status_change(status("delivered", Vec::new())),
-                    self.status_change(status("read", Vec::new())),
+                    status_change(a.number, status("sent", Vec::new())),
+                    status_change(a.number, status("delivered", Vec::new())),
+                    status_change(a.number, status("read", Vec::new())),
                 ],
                 Some(f) => {
                     let title = title_for(f.code).to_owned();
@@ -468,30 +399,14 @@ impl Sim {
                         ),
                     };
                     vec![
-                        self.status_change(status("sent", Vec::new())),
-                        self.status_change(status("failed", vec![err])),
+                        status_change(a.number, status("sent", Vec::new())),
+                        status_change(a.number, status("failed", vec![err])),
                     ]
                 }
             };
-            q.push(changes);
+            q.push(a.number.origin, changes);
         }
         Ok(SendOutcome { wamid })
-    }
-
-    fn metadata(&self) -> Metadata {
-        Metadata {
-            display_phone_number: self.config.display_phone_number.clone(),
-            phone_number_id: self.config.phone_number_id.clone(),
-        }
-    }
-
-    fn status_change(&self, status: Status) -> Change {
-        Change::Messages(MessagesValue {
-            messaging_product: Some("whatsapp".to_owned()),
-            metadata: Some(self.metadata()),
-            statuses: vec![status],
-            ..Default::default()
-        })
     }
 
     /// (total_sends, duplicates) without copying the maps.
@@ -528,7 +443,7 @@ impl Sim {
         }
     }
 
-    /// Clears counters, faults, latency and the phone number's quality; keeps
+    /// Clears counters, faults, latency and every number's quality and throughput; keeps
     /// templates (the service under test has them on record).
     pub fn reset(&self) {
         {
@@ -536,7 +451,7 @@ impl Sim {
             *c = Counters::default();
         }
         self.set_latency_ms(0);
-        *self.phone.lock().unwrap_or_else(|p| p.into_inner()) = PhoneState::default();
+        self.numbers.reset();
         self.users.clear();
     }
 
@@ -555,189 +470,14 @@ impl Sim {
             },
         }
     }
+}
 
-    /// Queues an inbound message webhook (any type); returns its wamid and whether a
-    /// webhook will be sent.
-    pub fn inbound(
-        &self,
-        from: crate::users::SimUser,
-        message: InboundContent,
-        name: Option<String>,
-        timestamp: Option<i64>,
-        wamid: Option<String>,
-    ) -> (String, bool) {
-        let wamid = wamid.unwrap_or_else(|| self.next_wamid());
-        self.users.remember(&from);
-        let Some(q) = &self.webhooks else {
-            return (wamid, false);
-        };
-        // A username user without a phone arrives as the platform sends them: no `wa_id`,
-        // no `from`, only the BSUIDs.
-        let phone = from.phone.unwrap_or_default();
-        let change = Change::Messages(MessagesValue {
-            messaging_product: Some("whatsapp".to_owned()),
-            metadata: Some(self.metadata()),
-            contacts: vec![Contact {
-                profile: Some(Profile {
-                    name: Some(name.unwrap_or_else(|| "Sim Customer".to_owned())),
-                    username: from.username,
-                }),
-                wa_id: phone.clone(),
-                user_id: from.user_id.clone(),
-                parent_user_id: from.parent_user_id.clone(),
-            }],
-            messages: vec![InboundMessage {
-                from: phone,
-                from_user_id: from.user_id,
-                from_parent_user_id: from.parent_user_id,
-                id: wamid.clone(),
-                timestamp: timestamp.unwrap_or_else(unix_now),
-                kind: message.kind,
-                text: message.text.map(|body| TextBody { body }),
-                other: message.other,
-            }],
-            ..Default::default()
-        });
-        q.push([change]);
-        (wamid, true)
-    }
-
-    /// Queues a `user_preferences` webhook (`value`: stop or resume).
-    pub fn user_preference(&self, wa_id: String, value: String, timestamp: Option<i64>) -> bool {
-        let Some(q) = &self.webhooks else {
-            return false;
-        };
-        let detail = format!("User requested to {value} marketing messages");
-        q.push([Change::UserPreferences(UserPreferencesValue {
-            messaging_product: Some("whatsapp".to_owned()),
-            metadata: Some(self.metadata()),
-            contacts: vec![Contact {
-                profile: Some(Profile {
-                    name: Some("Sim Customer".to_owned()),
-                    username: None,
-                }),
-                wa_id: wa_id.clone(),
-                ..Default::default()
-            }],
-            user_preferences: vec![UserPreference {
-                wa_id,
-                user_id: None,
-                detail: Some(detail),
-                category: "marketing_messages".to_owned(),
-                value,
-                timestamp: timestamp.unwrap_or_else(unix_now),
-            }],
-        })]);
-        true
-    }
-
-    pub fn phone(&self) -> PhoneState {
-        self.phone.lock().unwrap_or_else(|p| p.into_inner()).clone()
-    }
-
-    /// Changes the number's quality/tier and queues a `phone_number_quality_update`.
-    pub fn set_quality(
-        &self,
-        quality_rating: Option<String>,
-        tier: Option<String>,
-        event: Option<String>,
-    ) -> PhoneState {
-        let (state, old_tier) = {
-            let mut p = self.phone.lock().unwrap_or_else(|p| p.into_inner());
-            let old = p.messaging_limit_tier.clone();
-            if let Some(q) = quality_rating {
-                p.quality_rating = q;
-            }
-            if let Some(t) = tier {
-                p.messaging_limit_tier = t;
-            }
-            (p.clone(), old)
-        };
-        if let Some(q) = &self.webhooks {
-            let event = event.unwrap_or_else(|| {
-                if state.quality_rating == "RED" || state.quality_rating == "YELLOW" {
-                    "FLAGGED".to_owned()
-                } else {
-                    "UNFLAGGED".to_owned()
-                }
-            });
-            q.push([Change::Quality(PhoneNumberQualityUpdate {
-                display_phone_number: self.config.display_phone_number.clone(),
-                event,
-                current_limit: Some(state.messaging_limit_tier.clone()),
-                old_limit: Some(old_tier),
-            })]);
-        }
-        state
-    }
-
-    /// Sets a template's status and queues its `message_template_status_update`.
-    /// `None` when the template does not exist.
-    pub fn decide(
-        &self,
-        name: &str,
-        language: &str,
-        status: &str,
-        reason: Option<String>,
-    ) -> Option<Template> {
-        self.decide_if(name, language, status, reason, None)
-    }
-
-    /// Like [`Sim::decide`], but only when the current status is `only_from` (checked
-    /// under the same lock, so a concurrent manual decision is never overwritten).
-    fn decide_if(
-        &self,
-        name: &str,
-        language: &str,
-        status: &str,
-        reason: Option<String>,
-        only_from: Option<&str>,
-    ) -> Option<Template> {
-        let t = {
-            let mut reg = self.templates.write().unwrap_or_else(|p| p.into_inner());
-            let t = reg.get_mut(name, language)?;
-            if only_from.is_some_and(|from| t.status != from) {
-                return None;
-            }
-            t.status = status.to_owned();
-            t.reason = match status {
-                "APPROVED" => None,
-                _ => reason.clone(),
-            };
-            t.clone()
-        };
-        self.template_webhook(&t, reason.or_else(|| Some("NONE".to_owned())));
-        Some(t)
-    }
-
-    fn template_webhook(&self, t: &Template, reason: Option<String>) {
-        if let Some(q) = &self.webhooks {
-            q.push([Change::TemplateStatus(TemplateStatusUpdate {
-                event: t.status.clone(),
-                message_template_id: t.id.clone(),
-                message_template_name: t.name.clone(),
-                message_template_language: t.language.clone(),
-                reason,
-                message_template_category: Some(t.category.clone()),
-            })]);
-        }
-    }
-
-    /// Approves the template after the configured delay, unless something decided
-    /// it meanwhile (a manual REJECTED must stand).
-    pub fn schedule_approval(self: &Arc<Self>, name: String, language: String) {
-        let sim = Arc::clone(self);
-        let delay = self.config.approval_delay;
-        self.runtime.spawn(async move {
-            if !delay.is_zero() {
-                tokio::time::sleep(delay).await;
-            }
-            if sim
-                .decide_if(&name, &language, "APPROVED", None, Some("PENDING"))
-                .is_some()
-            {
-                tracing::info!(template = %name, language = %language, "template approved");
-            }
-        });
-    }
+/// A `messages` change holding one status of a send by `number`.
+fn status_change(number: &Number, status: Status) -> Change {
+    Change::Messages(MessagesValue {
+        messaging_product: Some("whatsapp".to_owned()),
+        metadata: Some(number.metadata()),
+        statuses: vec![status],
+        ..Default::default()
+    })
 }

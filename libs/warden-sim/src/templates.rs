@@ -204,6 +204,7 @@ fn approved() -> String {
 }
 
 /// One template of the initial set, checked.
+#[derive(Debug, Clone)]
 pub struct Seed {
     pub id: Option<String>,
     pub name: String,

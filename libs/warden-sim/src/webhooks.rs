@@ -6,6 +6,10 @@
 //! changes wait behind it, so the receiver sees them in order. When the queue is full
 //! the oldest change is dropped and counted: memory stays bounded however long the
 //! receiver is down.
+//!
+//! Each change carries its origin (the number whose account and app secret it belongs
+//! to): a POST holds changes of one origin only, with that account as `entry[].id` and
+//! signed with that number's `app_secret`, as the platform signs per app.
 
 use bytes::Bytes;
 use serde::Serialize;
@@ -46,7 +50,8 @@ pub struct QueueStats {
 }
 
 pub struct WebhookQueue {
-    queue: Mutex<VecDeque<Change>>,
+    /// (origin, change): the origin is an index into [`Sender::origins`].
+    queue: Mutex<VecDeque<(usize, Change)>>,
     notify: Notify,
     capacity: usize,
     in_flight: AtomicU64,
@@ -64,8 +69,8 @@ impl WebhookQueue {
         }
     }
 
-    /// Queues changes in order, dropping the oldest ones when full.
-    pub fn push(&self, changes: impl IntoIterator<Item = Change>) {
+    /// Queues changes of `origin` in order, dropping the oldest ones when full.
+    pub fn push(&self, origin: usize, changes: impl IntoIterator<Item = Change>) {
         let mut dropped = 0;
         let mut added = 0;
         {
@@ -75,7 +80,7 @@ impl WebhookQueue {
                     q.pop_front();
                     dropped += 1;
                 }
-                q.push_back(c);
+                q.push_back((origin, c));
                 added += 1;
             }
         }
@@ -87,13 +92,15 @@ impl WebhookQueue {
         self.notify.notify_one();
     }
 
-    /// Takes the next batch; it counts as in flight until `done`.
-    fn take(&self, max: usize) -> Vec<Change> {
+    /// Takes the next batch: up to `max` changes of the origin at the front, in order; it
+    /// counts as in flight until `done`.
+    fn take(&self, max: usize) -> (usize, Vec<Change>) {
         let mut q = self.queue.lock().unwrap_or_else(|p| p.into_inner());
-        let n = q.len().min(max);
+        let origin = q.front().map_or(0, |(o, _)| *o);
+        let n = q.iter().take(max).take_while(|(o, _)| *o == origin).count();
         // Set under the lock so queued + in_flight + delivered + dropped always adds up.
         self.in_flight.store(n as u64, Ordering::Relaxed);
-        q.drain(..n).collect()
+        (origin, q.drain(..n).map(|(_, c)| c).collect())
     }
 
     fn done(&self) {
@@ -123,11 +130,17 @@ impl WebhookQueue {
     }
 }
 
+/// Where a change's POST says it comes from, and the secret it is signed with.
+pub struct Origin {
+    pub waba_id: String,
+    pub signer: Signer,
+}
+
 pub struct Sender {
     pub queue: std::sync::Arc<WebhookQueue>,
     pub url: String,
-    pub signer: Signer,
-    pub waba_id: String,
+    /// One per served number, in the same order (a change's origin indexes it).
+    pub origins: Vec<Origin>,
     pub batch: usize,
     pub retry_for: Duration,
 }
@@ -148,15 +161,25 @@ impl Sender {
             }
         };
         loop {
-            let batch = self.queue.take(self.batch.max(1));
+            let (origin, batch) = self.queue.take(self.batch.max(1));
             if batch.is_empty() {
                 self.queue.notify.notified().await;
                 continue;
             }
             let n = batch.len() as u64;
-            let envelope = WebhookEnvelope::new(self.waba_id.clone(), unix_now(), batch);
+            let Some(from) = self.origins.get(origin) else {
+                // Cannot happen: origins come from the same list as the numbers.
+                tracing::error!(origin, "webhook change of an unknown number; dropped");
+                self.queue.counters.dropped.fetch_add(n, Ordering::Relaxed);
+                self.queue.done();
+                continue;
+            };
+            let envelope = WebhookEnvelope::new(from.waba_id.clone(), unix_now(), batch);
             match serde_json::to_vec(&envelope) {
-                Ok(body) => self.deliver(&http, Bytes::from(body), n).await,
+                Ok(body) => {
+                    self.deliver(&http, &from.signer, Bytes::from(body), n)
+                        .await
+                }
                 Err(e) => {
                     // Cannot happen with these types; count it rather than loop on it.
                     tracing::error!(error = %e, "cannot serialize webhook batch");
@@ -167,8 +190,8 @@ impl Sender {
         }
     }
 
-    async fn deliver(&self, http: &reqwest::Client, body: Bytes, n: u64) {
-        let sig = self.signer.sign(&body);
+    async fn deliver(&self, http: &reqwest::Client, signer: &Signer, body: Bytes, n: u64) {
+        let sig = signer.sign(&body);
         let started = Instant::now();
         let mut backoff = FIRST_BACKOFF;
         let mut attempt = 0u32;

@@ -5,31 +5,47 @@
 use serde_json::{Value, json};
 use warden_platform::webhook::{Change, PhoneNumberQualityUpdate};
 
-use super::{PhoneState, Sim};
+use super::{Number, PhoneState, Sim};
 use crate::webhooks::unix_now;
 
 impl Sim {
-    /// Sets the number's throughput level (`STANDARD`/`HIGH`) and coexistence. A move to
-    /// HIGH queues a `phone_number_quality_update` with `event: THROUGHPUT_UPGRADE`.
+    /// [`Sim::set_throughput_of`] the first number (its limit unchanged).
     pub fn set_throughput(&self, level: Option<String>, is_on_biz_app: Option<bool>) -> PhoneState {
-        let (state, upgraded) = {
-            let mut p = self.phone.lock().unwrap_or_else(|p| p.into_inner());
-            let was_high = p.throughput_level == "HIGH";
+        self.set_throughput_of(self.numbers.first(), level, is_on_biz_app, None)
+    }
+
+    /// Sets a number's throughput level (`STANDARD`/`HIGH`), coexistence, and its limit
+    /// (`mps`: `Some(None)` lifts it). A move to HIGH queues a `phone_number_quality_update`
+    /// with `event: THROUGHPUT_UPGRADE`.
+    pub fn set_throughput_of(
+        &self,
+        number: &Number,
+        level: Option<String>,
+        is_on_biz_app: Option<bool>,
+        mps: Option<Option<u32>>,
+    ) -> PhoneState {
+        if let Some(mps) = mps {
+            number.set_throughput_mps(mps);
+        }
+        let (before, state) = number.update_phone(|p| {
             if let Some(level) = level {
                 p.throughput_level = level;
             }
             if let Some(b) = is_on_biz_app {
                 p.is_on_biz_app = b;
             }
-            (p.clone(), !was_high && p.throughput_level == "HIGH")
-        };
+        });
+        let upgraded = before.throughput_level != "HIGH" && state.throughput_level == "HIGH";
         if upgraded && let Some(q) = &self.webhooks {
-            q.push([Change::Quality(PhoneNumberQualityUpdate {
-                display_phone_number: self.config.display_phone_number.clone(),
-                event: "THROUGHPUT_UPGRADE".to_owned(),
-                current_limit: Some(state.messaging_limit_tier.clone()),
-                old_limit: None,
-            })]);
+            q.push(
+                number.origin,
+                [Change::Quality(PhoneNumberQualityUpdate {
+                    display_phone_number: number.spec.display_phone_number.clone(),
+                    event: "THROUGHPUT_UPGRADE".to_owned(),
+                    current_limit: Some(state.messaging_limit_tier.clone()),
+                    old_limit: None,
+                })],
+            );
         }
         state
     }
@@ -45,9 +61,25 @@ impl Sim {
         new_category: &str,
         effective_at: Option<i64>,
     ) -> Option<Value> {
+        let waba_id = self.first_waba().to_owned();
+        self.recategorise_template_in(&waba_id, name, language, new_category, effective_at)
+    }
+
+    /// [`Sim::recategorise_template`] in business account `waba_id`.
+    pub fn recategorise_template_in(
+        self: &std::sync::Arc<Self>,
+        waba_id: &str,
+        name: &str,
+        language: &str,
+        new_category: &str,
+        effective_at: Option<i64>,
+    ) -> Option<Value> {
         let now = unix_now();
         let (id, previous) = {
-            let reg = self.templates.read().unwrap_or_else(|p| p.into_inner());
+            let reg = self
+                .registry(waba_id)?
+                .read()
+                .unwrap_or_else(|p| p.into_inner());
             let t = reg.get(name, language)?;
             (t.id.clone(), t.category.clone())
         };
@@ -62,7 +94,8 @@ impl Sim {
                 value["new_category"] = json!(previous);
                 value["category_update_timestamp"] = json!(at);
                 let sim = std::sync::Arc::clone(self);
-                let (name, language, category) = (
+                let (waba, name, language, category) = (
+                    waba_id.to_owned(),
                     name.to_owned(),
                     language.to_owned(),
                     new_category.to_owned(),
@@ -70,26 +103,32 @@ impl Sim {
                 let wait = std::time::Duration::from_secs(u64::try_from(at - now).unwrap_or(0));
                 self.runtime.spawn(async move {
                     tokio::time::sleep(wait).await;
-                    sim.set_category(&name, &language, &category);
+                    sim.set_category(&waba, &name, &language, &category);
                 });
             }
             None => {
                 value["previous_category"] = json!(previous);
                 value["new_category"] = json!(new_category);
-                self.set_category(name, language, new_category);
+                self.set_category(waba_id, name, language, new_category);
             }
         }
         if let Some(q) = &self.webhooks {
-            q.push([Change::Other {
-                field: "template_category_update".to_owned(),
-                value: value.clone(),
-            }]);
+            q.push(
+                self.waba_origin(waba_id),
+                [Change::Other {
+                    field: "template_category_update".to_owned(),
+                    value: value.clone(),
+                }],
+            );
         }
         Some(value)
     }
 
-    fn set_category(&self, name: &str, language: &str, category: &str) {
-        let mut reg = self.templates.write().unwrap_or_else(|p| p.into_inner());
+    fn set_category(&self, waba_id: &str, name: &str, language: &str, category: &str) {
+        let Some(registry) = self.registry(waba_id) else {
+            return;
+        };
+        let mut reg = registry.write().unwrap_or_else(|p| p.into_inner());
         if let Some(t) = reg.get_mut(name, language) {
             t.category = category.to_owned();
         }
@@ -103,8 +142,23 @@ impl Sim {
         previous: &str,
         new: &str,
     ) -> Option<Value> {
+        self.template_quality_in(self.first_waba(), name, language, previous, new)
+    }
+
+    /// [`Sim::template_quality`] in business account `waba_id`.
+    pub fn template_quality_in(
+        &self,
+        waba_id: &str,
+        name: &str,
+        language: &str,
+        previous: &str,
+        new: &str,
+    ) -> Option<Value> {
         let id = {
-            let reg = self.templates.read().unwrap_or_else(|p| p.into_inner());
+            let reg = self
+                .registry(waba_id)?
+                .read()
+                .unwrap_or_else(|p| p.into_inner());
             reg.get(name, language)?.id.clone()
         };
         let value = json!({
@@ -115,10 +169,13 @@ impl Sim {
             "message_template_language": language,
         });
         if let Some(q) = &self.webhooks {
-            q.push([Change::Other {
-                field: "message_template_quality_update".to_owned(),
-                value: value.clone(),
-            }]);
+            q.push(
+                self.waba_origin(waba_id),
+                [Change::Other {
+                    field: "message_template_quality_update".to_owned(),
+                    value: value.clone(),
+                }],
+            );
         }
         Some(value)
     }

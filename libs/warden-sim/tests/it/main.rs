@@ -5,4 +5,5 @@ mod client;
 mod common;
 mod media;
 mod retry_stats;
+mod senders;
 mod sim;

@@ -112,7 +112,8 @@ async fn text_send_answers_the_platform_body() {
     assert_eq!(stats["duplicates"], 0);
     assert_eq!(
         stats["by_message"]["msg-1"],
-        json!({"count": 1, "wamid": wamid, "recipient": "628123456789", "type": "text"})
+        json!({"count": 1, "wamid": wamid, "recipient": "628123456789", "type": "text",
+               "phone_number_id": PHONE_NUMBER_ID})
     );
     assert_eq!(stats["by_recipient"]["628123456789"], 2);
 }
@@ -918,8 +919,9 @@ async fn stats_have_exactly_the_contract_shape_and_reset_clears_them() {
     let entry_keys: HashSet<&str> = entry.keys().map(String::as_str).collect();
     assert_eq!(
         entry_keys,
-        HashSet::from(["count", "wamid", "recipient", "type"])
+        HashSet::from(["count", "wamid", "recipient", "type", "phone_number_id"])
     );
+    assert_eq!(entry["phone_number_id"], PHONE_NUMBER_ID);
 
     let (status, _) = sim.control("reset", &json!({})).await;
     assert_eq!(status, 200);
