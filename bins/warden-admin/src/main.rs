@@ -1,7 +1,8 @@
 //! `warden-admin`: operator commands (migrate, customers import, customers forget, policies
-//! check, agents).
+//! check, senders check, agents).
 
 mod agents;
+mod senders;
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -38,6 +39,11 @@ enum Command {
     Policies {
         #[command(subcommand)]
         command: PoliciesCommand,
+    },
+    /// Senders files: the numbers and businesses a deployment speaks for (SENDERS_PATH).
+    Senders {
+        #[command(subcommand)]
+        command: senders::SendersCommand,
     },
     /// Remote agents: API keys, scopes and guardrails of the HTTP gateway's callers.
     Agents {
@@ -104,6 +110,14 @@ async fn run(args: Args) -> Result<(), StartError> {
             eprintln!("{}: {} ({state})", seed.id, seed.policy_type);
         }
         eprintln!("{}: {} policies, valid", file.display(), seeds.len());
+        return Ok(());
+    }
+    if let Some(Command::Senders { command }) = &args.command {
+        // Needs no settings or database; the variables it names are read from here.
+        let code = senders::run(command);
+        if code != 0 {
+            std::process::exit(code);
+        }
         return Ok(());
     }
     let settings = warden_service::load_settings(args.config.as_deref())?;
@@ -198,7 +212,9 @@ async fn run(args: Args) -> Result<(), StartError> {
             // Let the pool close its connections before exit.
             tokio::time::sleep(Duration::from_millis(10)).await;
         }
-        Command::Policies { .. } => unreachable!("handled before settings are loaded"),
+        Command::Policies { .. } | Command::Senders { .. } => {
+            unreachable!("handled before settings are loaded")
+        }
     }
     Ok(())
 }
