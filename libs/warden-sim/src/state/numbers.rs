@@ -110,7 +110,13 @@ impl Number {
 
     /// Takes one send from the number's throughput; false when it is used up this second.
     pub fn take_send(&self) -> bool {
-        let Some(mps) = self.phone().throughput_mps else {
+        // Read under the lock without cloning the state: this runs on every send.
+        let limit = self
+            .phone
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .throughput_mps;
+        let Some(mps) = limit else {
             return true;
         };
         let mps = f64::from(mps);
