@@ -7,3 +7,5 @@ mod media;
 mod retry_stats;
 mod senders;
 mod sim;
+mod templates;
+mod webhooks;
