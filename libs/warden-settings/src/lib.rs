@@ -35,7 +35,7 @@ pub use mcp_http::{
 };
 pub use print::{REDACTED, is_secret};
 pub use secret::Secret;
-pub use senders::{SenderProblem, Senders, SendersError};
+pub use senders::{DEFAULT_SENDER_ID, Sender, SenderProblem, Senders, SendersError};
 
 use source::Source;
 

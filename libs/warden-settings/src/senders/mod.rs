@@ -108,10 +108,8 @@ impl Senders {
         env: &dyn Fn(&str) -> Option<String>,
     ) -> Result<Senders, Vec<SenderProblem>> {
         let list = parse::parse(text, env)?;
-        let default = list
-            .iter()
-            .position(|s| s.default)
-            .expect("parse checks there is exactly one default");
+        // `parse` checks there is exactly one.
+        let default = list.iter().position(|s| s.default).unwrap_or(0);
         Ok(Senders { list, default })
     }
 
