@@ -364,6 +364,27 @@ async fn throughput_is_per_number() {
         stats["total_sends"],
         json!(10 + 10 - refused.len() as u64 + 1)
     );
+    // The limit can be changed at run time: `null` lifts it.
+    let (status, v) = sim
+        .control(
+            "throughput",
+            &json!({"phone_number_id": A, "throughput_mps": null}),
+        )
+        .await;
+    assert_eq!(status, 200, "{v}");
+    assert_eq!(v["phone_number_id"], A);
+    assert!(v.get("throughput_mps").is_none(), "{v}");
+    for _ in 0..10 {
+        let (status, v) = call(&sim, "POST", &format!("{A}/messages"), TOKEN_A, Some(&send)).await;
+        assert_eq!(status, 200, "{v}");
+    }
+    let (status, _) = sim
+        .control(
+            "throughput",
+            &json!({"phone_number_id": A, "throughput_mps": 0}),
+        )
+        .await;
+    assert_eq!(status, 400);
 }
 
 #[tokio::test]
@@ -423,6 +444,17 @@ async fn sim_quality_sends_a_signed_quality_update_for_the_number() {
         .control("quality", &json!({"phone_number_id": B, "quality": "BLUE"}))
         .await;
     assert_eq!(status, 400);
+    // A reset puts each number back to its configured quality.
+    sim.control("reset", &json!({})).await;
+    let (_, b) = call(
+        &sim,
+        "GET",
+        &format!("{B}?fields=quality_rating"),
+        TOKEN_B,
+        None,
+    )
+    .await;
+    assert_eq!(b["quality_rating"], "YELLOW");
 }
 
 #[tokio::test]
