@@ -1,6 +1,7 @@
 //! The platform's newer limits as the sim plays them: a number's throughput (upgrade to
-//! HIGH, coexistence with the WhatsApp Business app) and a template's category and quality
-//! changed by the platform, each with the webhook the platform sends.
+//! HIGH, coexistence with the WhatsApp Business app, its sends per second) and a template's
+//! category and quality changed by the platform in one account, each with the webhook the
+//! platform sends.
 
 use serde_json::{Value, json};
 use warden_platform::webhook::{Change, PhoneNumberQualityUpdate};
