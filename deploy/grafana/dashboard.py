@@ -146,7 +146,7 @@ panel("Signature failures and replays / s", [
 panel("Ingest latency (one transaction)", quantiles("warden_webhook_ingest_duration_seconds", "outcome"), unit="s")
 panel("Window rules, foreign numbers, retries / s", [
     (rate("warden_webhook_inbound_without_window_total", "reason"), "stored, no window: {{reason}}"),
-    (f"sum(rate(warden_webhook_foreign_events_total{{{SEL}}}[{RI}]))", "other business number (not stored)"),
+    (f"sum(rate(warden_webhook_unknown_sender_total{{{SEL}}}[{RI}]))", "other business number (not stored)"),
     (f"sum(rate(warden_webhook_retries_total{{{SEL}}}[{RI}]))", "retryable failure requeued"),
 ], unit="ops", w=24,
       description="Inbound messages that open no care window (system messages, implausible timestamps), events for numbers "

@@ -5,9 +5,9 @@
 //! NUL characters (which Postgres `TEXT`/`JSONB` refuse) are stripped, identifiers are
 //! bounded, timestamps are clamped into a sane range and phone numbers are canonical.
 //!
-//! Events for a business number we do not serve (`metadata.phone_number_id` other than
-//! `PLATFORM_PHONE_NUMBER_ID`) are counted in [`Extracted::foreign`] and dropped here:
-//! they are acknowledged but never stored, so they cannot open our window with a customer.
+//! Events for a business number we do not serve (`metadata.phone_number_id` of no sender)
+//! are counted in [`Extracted::foreign`] and dropped here: they are acknowledged but never
+//! stored, so they cannot open our window with a customer.
 //!
 //! Leniency: the envelope must be a platform event (`object` =
 //! `whatsapp_business_account`, `entry` an array), otherwise the POST is a 400. Inside
@@ -237,13 +237,13 @@ pub fn extract(body: &[u8], now: DateTime<Utc>) -> Result<Extracted, BodyError> 
     extract_for(body, now, None)
 }
 
-/// Parse a verified body and list its events for the business number `ours`
-/// (`PLATFORM_PHONE_NUMBER_ID`); events for another number are only counted. An event
+/// Parse a verified body and list its events for the business numbers `ours` (the
+/// senders' `phone_number_id`s); events for another number are only counted. An event
 /// without a `metadata.phone_number_id` is taken as ours (nothing says otherwise).
 pub fn extract_for(
     body: &[u8],
     now: DateTime<Utc>,
-    ours: Option<&str>,
+    ours: Option<&[&str]>,
 ) -> Result<Extracted, BodyError> {
     let raw: RawEnvelope =
         serde_json::from_slice(body).map_err(|e| BodyError::NotJson(e.to_string()))?;
@@ -254,7 +254,7 @@ pub fn extract_for(
         return Err(BodyError::NoEntries);
     };
     let mut out = Builder {
-        ours: ours.map(str::trim).filter(|o| !o.is_empty()),
+        ours,
         ..Builder::default()
     };
     for entry in entries {
@@ -279,11 +279,39 @@ pub fn extract_for(
     Ok(out.finish())
 }
 
+/// The business numbers a body names (`entry[].changes[].value.metadata.phone_number_id`),
+/// each once, in order; before the signature is checked, to choose whose app secret signs
+/// it. Nothing here is trusted beyond that choice.
+pub fn named_numbers(body: &[u8]) -> Vec<String> {
+    let Ok(raw) = serde_json::from_slice::<RawEnvelope>(body) else {
+        return Vec::new();
+    };
+    let mut numbers: Vec<String> = Vec::new();
+    let entries = raw.entry.as_array().map(Vec::as_slice).unwrap_or_default();
+    for change in entries
+        .iter()
+        .filter_map(|e| e.get("changes")?.as_array())
+        .flatten()
+    {
+        let number = change
+            .pointer("/value/metadata/phone_number_id")
+            .and_then(Value::as_str)
+            .map(str::trim)
+            .filter(|n| !n.is_empty());
+        if let Some(n) = number
+            && !numbers.iter().any(|known| known == n)
+        {
+            numbers.push(n.to_string());
+        }
+    }
+    numbers
+}
+
 #[derive(Default)]
 struct Builder<'a> {
     seen: HashSet<String>,
     out: Extracted,
-    ours: Option<&'a str>,
+    ours: Option<&'a [&'a str]>,
 }
 
 impl Builder<'_> {
@@ -314,7 +342,7 @@ impl Builder<'_> {
         };
         metadata
             .map(|m| m.phone_number_id.trim())
-            .is_some_and(|id| !id.is_empty() && id != ours)
+            .is_some_and(|id| !id.is_empty() && !ours.contains(&id))
     }
 
     fn change(

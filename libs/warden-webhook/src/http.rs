@@ -3,6 +3,10 @@
 //! POST order: size limit (413) -> signature over the raw bytes (401, nothing written)
 //! -> parse (400) -> one transaction (503 when Postgres is unavailable) -> 200
 //! `EVENT_RECEIVED`, only after the commit.
+//!
+//! With several senders (numbers), a POST must be signed with the app secret of a sender
+//! whose number it names; only the events of the numbers sharing that secret are stored,
+//! the others (another business's, or no sender's) are acknowledged and counted.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -30,11 +34,73 @@ pub const ACK: &str = "EVENT_RECEIVED";
 #[derive(Clone)]
 pub struct AppState {
     core: Core,
-    signer: Signer,
+    signers: Signers,
     verify_token: Arc<str>,
     health: admin::HealthCheck,
     /// The worker's lanes (see `coalesce`); None: each POST is its own transaction.
     coalescer: Option<Coalescer>,
+}
+
+/// Whose app secret may sign a POST: every sender's number, and the distinct secrets.
+#[derive(Clone)]
+struct Signers {
+    /// (phone_number_id, index into `secrets`), one per sender.
+    numbers: Arc<Vec<(String, usize)>>,
+    secrets: Arc<Vec<Signer>>,
+}
+
+impl Signers {
+    fn new(senders: &warden_settings::Senders) -> Result<Self, MissingSecret> {
+        let mut distinct: Vec<&str> = Vec::new();
+        let mut numbers = Vec::new();
+        for sender in senders.all() {
+            let secret = sender.app_secret.as_ref().ok_or(MissingSecret)?.expose();
+            let index = distinct
+                .iter()
+                .position(|known| *known == secret)
+                .unwrap_or_else(|| {
+                    distinct.push(secret);
+                    distinct.len() - 1
+                });
+            numbers.push((sender.phone_number_id.clone(), index));
+        }
+        let secrets = distinct.iter().map(|s| Signer::new(s.as_bytes())).collect();
+        Ok(Signers {
+            numbers: Arc::new(numbers),
+            secrets: Arc::new(secrets),
+        })
+    }
+
+    /// The numbers whose events this POST may carry: those of the app secret that made
+    /// `signature`, chosen among the secrets of the numbers the body names (all secrets
+    /// when it names none of ours). None: no secret of ours made it.
+    fn verify(&self, body: &[u8], signature: &str) -> Option<Vec<&str>> {
+        let numbers_of = |secret: usize| {
+            self.numbers
+                .iter()
+                .filter(|(_, s)| *s == secret)
+                .map(|(n, _)| n.as_str())
+                .collect()
+        };
+        if let [only] = self.secrets.as_slice() {
+            return only.verify(body, signature).then(|| numbers_of(0));
+        }
+        let mut candidates: Vec<usize> = Vec::new();
+        for named in events::named_numbers(body) {
+            if let Some((_, secret)) = self.numbers.iter().find(|(n, _)| *n == named)
+                && !candidates.contains(secret)
+            {
+                candidates.push(*secret);
+            }
+        }
+        if candidates.is_empty() {
+            candidates = (0..self.secrets.len()).collect();
+        }
+        let secret = candidates
+            .into_iter()
+            .find(|&i| self.secrets[i].verify(body, signature))?;
+        Some(numbers_of(secret))
+    }
 }
 
 /// `PLATFORM_APP_SECRET` is not set: the server must not start.
@@ -52,9 +118,9 @@ impl AppState {
             ),
         );
         let platform = &core.settings().platform;
-        let secret = platform.app_secret.as_deref().ok_or(MissingSecret)?;
+        let signers = Signers::new(&core.settings().senders())?;
         Ok(AppState {
-            signer: Signer::new(secret.as_bytes()),
+            signers,
             verify_token: Arc::from(platform.webhook_verify_token.as_str()),
             health: admin::postgres_check(core.pg().clone()),
             core,
@@ -97,7 +163,7 @@ impl AppState {
             health: admin::postgres_check(core.pg().clone()),
             coalescer: Some(Coalescer::start(core.clone(), LANES_PER_WORKER)),
             core,
-            signer: self.signer.clone(),
+            signers: self.signers.clone(),
             verify_token: self.verify_token.clone(),
         }
     }
@@ -168,13 +234,15 @@ async fn receive(state: web::Data<AppState>, req: HttpRequest, body: web::Bytes)
         );
         return text(HttpResponse::Unauthorized(), "Unauthorized");
     };
-    if !state.signer.verify(&body, signature) {
+    let Some(ours) = state.signers.verify(&body, signature) else {
         metrics::SIGNATURE_FAILURES.inc();
         tracing::warn!(bytes = body.len(), "webhook POST with a wrong signature");
         return text(HttpResponse::Unauthorized(), "Unauthorized");
-    }
-    let ours = state.core.settings().platform.phone_number_id.as_str();
-    let extracted = match events::extract_for(&body, Utc::now(), Some(ours)) {
+    };
+    // No number configured at all (an empty PLATFORM_PHONE_NUMBER_ID): nothing is filtered.
+    let ours: Vec<&str> = ours.into_iter().filter(|n| !n.trim().is_empty()).collect();
+    let filter = (!ours.is_empty()).then_some(ours.as_slice());
+    let extracted = match events::extract_for(&body, Utc::now(), filter) {
         Ok(x) => x,
         Err(e) => {
             tracing::info!(error = %e, bytes = body.len(), "webhook POST refused");

@@ -54,11 +54,11 @@ pub static NO_WINDOW: LazyLock<IntCounterVec> = LazyLock::new(|| {
     .expect("metric registers once")
 });
 
-/// Events for a business number we do not serve: acknowledged, not stored.
+/// Events for a business number that is no sender: acknowledged, not stored.
 pub static FOREIGN: LazyLock<IntCounter> = LazyLock::new(|| {
     register_int_counter!(
-        "warden_webhook_foreign_events_total",
-        "Messages, statuses and preferences for another business number (metadata.phone_number_id not ours): acknowledged, not stored"
+        "warden_webhook_unknown_sender_total",
+        "Messages, statuses and preferences for a business number that is no sender (metadata.phone_number_id): acknowledged, not stored"
     )
     .expect("metric registers once")
 });

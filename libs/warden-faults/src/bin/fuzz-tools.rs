@@ -35,7 +35,7 @@ const USAGE: &str = "usage: fuzz-tools --gateway PATH_TO_mcp-gateway [--calls 10
 
 /// The codes the error envelope may carry over stdio (docs/tools.md, Errors; FORBIDDEN and
 /// RATE_LIMITED need an HTTP caller's scopes or guardrails).
-const CONTRACT_CODES: [&str; 14] = [
+const DOCUMENTED_CODES: [&str; 14] = [
     "TEMPLATE_REQUIRED",
     "USER_OPTED_OUT",
     "FREQUENCY_CAP_EXCEEDED",
@@ -948,7 +948,7 @@ fn envelope_code(env: &Value) -> Result<(String, usize), String> {
         .get("code")
         .and_then(Value::as_str)
         .ok_or("error.code is not a string")?;
-    if !CONTRACT_CODES.contains(&code) {
+    if !DOCUMENTED_CODES.contains(&code) {
         return Err(format!(
             "error.code {code:?} is not one of the documented error codes"
         ));

@@ -350,7 +350,7 @@ async fn missing_or_empty_required_params_are_invalid_argument_envelopes() {
         // each one empty in turn, the others filled with something plausible
         for empty in &req {
             // The one required parameter whose empty value means something: an empty
-            // emoji removes the reaction (CONTRACT, rich messages).
+            // emoji removes the reaction (docs/tools.md, react_to_message).
             if (name, *empty) == ("react_to_message", "emoji") {
                 continue;
             }

@@ -193,12 +193,36 @@ fn events_for_another_number_are_counted_not_listed() {
             {"from": "628123456789", "id": "wamid.C", "timestamp": "1700000000", "type": "text",
              "text": {"body": "no metadata: ours"}}]}}
     ]));
-    let x = extract_for(&b, now(), Some("111")).unwrap();
+    let x = extract_for(&b, now(), Some(&["111"])).unwrap();
     let keys: Vec<&str> = x.events.iter().map(|e| e.key.as_str()).collect();
     assert_eq!(keys, ["msg:wamid.B", "msg:wamid.C"]);
     assert_eq!(x.foreign, 3);
     // Without a number of ours configured, nothing is filtered.
     assert_eq!(extract(&b, now()).unwrap().events.len(), 5);
+}
+
+#[test]
+fn a_body_names_its_numbers_and_several_can_be_ours() {
+    let meta = |id: &str| json!({"display_phone_number": "1555", "phone_number_id": id});
+    let b = body(json!([
+        {"field": "messages", "value": {"metadata": meta(" 222 "), "messages": [
+            {"from": "628123456789", "id": "wamid.A", "timestamp": "1700000000", "type": "text",
+             "text": {"body": "hi"}}]}},
+        {"field": "messages", "value": {"metadata": meta("111"), "messages": [
+            {"from": "628123456789", "id": "wamid.B", "timestamp": "1700000000", "type": "text",
+             "text": {"body": "hi"}}]}},
+        {"field": "messages", "value": {"metadata": meta("222"), "statuses": []}},
+        {"field": "messages", "value": {"metadata": meta("333"), "messages": [
+            {"from": "628123456789", "id": "wamid.C", "timestamp": "1700000000", "type": "text",
+             "text": {"body": "hi"}}]}}
+    ]));
+    assert_eq!(named_numbers(&b), ["222", "111", "333"]);
+    let x = extract_for(&b, now(), Some(&["111", "222"])).unwrap();
+    let keys: Vec<&str> = x.events.iter().map(|e| e.key.as_str()).collect();
+    assert_eq!(keys, ["msg:wamid.A", "msg:wamid.B"]);
+    assert_eq!(x.foreign, 1);
+    assert!(named_numbers(b"not json").is_empty());
+    assert!(named_numbers(br#"{"object":"whatsapp_business_account","entry":7}"#).is_empty());
 }
 
 #[test]

@@ -13,5 +13,6 @@ mod messaging_limit;
 mod platform_limits;
 mod pricing;
 mod retry_by_webhook;
+mod senders;
 mod template_order;
 mod window_rules;

@@ -5,7 +5,7 @@ use super::*;
 use chrono::TimeDelta;
 use proptest::prelude::*;
 
-const CONTRACT_EXAMPLE: &str = r#"
+const DOCUMENTED_EXAMPLE: &str = r#"
 version: 1
 policies:
   - id: quiet_hours_jakarta
@@ -86,7 +86,7 @@ fn err(text: &str) -> PolicyError {
 
 #[test]
 fn parses_the_contract_example() {
-    let set = PolicySet::from_yaml(CONTRACT_EXAMPLE).unwrap();
+    let set = PolicySet::from_yaml(DOCUMENTED_EXAMPLE).unwrap();
     let ids: Vec<_> = set.policies().iter().map(Policy::id).collect();
     assert_eq!(
         ids,
@@ -375,7 +375,7 @@ fn lenient_spellings_that_are_still_unambiguous() {
 
 #[test]
 fn json_round_trip() {
-    let set = PolicySet::from_yaml(CONTRACT_EXAMPLE).unwrap();
+    let set = PolicySet::from_yaml(DOCUMENTED_EXAMPLE).unwrap();
     let json = set.to_json();
     assert_eq!(serde_json::to_value(&set.policies()[1]).unwrap(), json[1]);
     assert_eq!(json[0]["type"], "quiet_hours");

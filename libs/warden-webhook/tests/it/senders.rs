@@ -1,0 +1,115 @@
+//! Several senders: a POST must be signed with the app secret of a number it names; the
+//! events of a number that is no sender are acknowledged and not stored.
+
+use serde_json::{Value, json};
+use warden_platform::signature;
+
+use crate::common::*;
+
+const A_SECRET: &str = "app-secret-of-business-a";
+const B_SECRET: &str = "app-secret-of-business-b";
+const A1: &str = "104000000000001";
+const A2: &str = "104000000000002";
+const B1: &str = "104000000000003";
+
+const SENDERS: &str = r#"
+version: 1
+senders:
+  - {id: a1, phone_number_id: "104000000000001", waba_id: "204000000000001", portfolio_id: "304000000000001", access_token_env: T_A1, app_secret_env: S_A, default: true}
+  - {id: a2, phone_number_id: "104000000000002", waba_id: "204000000000001", portfolio_id: "304000000000001", access_token_env: T_A2, app_secret_env: S_A}
+  - {id: b1, phone_number_id: "104000000000003", waba_id: "204000000000002", portfolio_id: "304000000000002", access_token_env: T_B1, app_secret_env: S_B}
+"#;
+
+async fn two_businesses() -> Harness {
+    Harness::start_with(|settings| {
+        let env = |name: &str| match name {
+            "S_A" => Some(A_SECRET.to_string()),
+            "S_B" => Some(B_SECRET.to_string()),
+            _ => Some(format!("token-{name}")),
+        };
+        settings.senders_file =
+            Some(warden_settings::Senders::from_yaml(SENDERS, &env).expect("a valid senders file"));
+    })
+    .await
+}
+
+fn inbound_to(number: &str, from: &str, wamid: &str) -> Value {
+    envelope(vec![json!({"field": "messages", "value": {
+        "messaging_product": "whatsapp",
+        "metadata": {"display_phone_number": "15550100000", "phone_number_id": number},
+        "contacts": [{"profile": {"name": "Test Customer"}, "wa_id": from}],
+        "messages": [text_message(from, "hello", now(), wamid)]}})])
+}
+
+async fn post_as(h: &Harness, secret: &str, payload: &Value) -> u16 {
+    let body = serde_json::to_vec(payload).unwrap();
+    let sig = signature::sign(secret.as_bytes(), &body);
+    post_raw(&h.http, &h.url, &body, Some(&sig))
+        .await
+        .status()
+        .as_u16()
+}
+
+async fn stored(h: &Harness, wamid: &str) -> i64 {
+    h.count(&format!(
+        "SELECT count(*) AS n FROM messages WHERE wamid = '{wamid}'"
+    ))
+    .await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn each_business_signs_for_its_own_numbers() {
+    let h = two_businesses().await;
+    let (a1, a2, b1) = (wamid(), wamid(), wamid());
+    assert_eq!(post_as(&h, A_SECRET, &inbound_to(A1, &phone(), &a1)).await, 200);
+    // One app secret for both numbers of business A.
+    assert_eq!(post_as(&h, A_SECRET, &inbound_to(A2, &phone(), &a2)).await, 200);
+    assert_eq!(post_as(&h, B_SECRET, &inbound_to(B1, &phone(), &b1)).await, 200);
+    for w in [&a1, &a2, &b1] {
+        assert_eq!(stored(&h, w).await, 1, "{w}");
+    }
+
+    // A's secret on B's event, B's on A's, or a secret of nobody: refused, nothing stored.
+    let forged = wamid();
+    assert_eq!(post_as(&h, A_SECRET, &inbound_to(B1, &phone(), &forged)).await, 401);
+    assert_eq!(post_as(&h, B_SECRET, &inbound_to(A2, &phone(), &forged)).await, 401);
+    assert_eq!(post_as(&h, "nobody's", &inbound_to(A1, &phone(), &forged)).await, 401);
+    assert_eq!(stored(&h, &forged).await, 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_number_that_is_no_sender_is_acknowledged_not_stored() {
+    let h = two_businesses().await;
+    let (unknown, ours) = (wamid(), wamid());
+    let metric = || async {
+        let text = h
+            .http
+            .get(format!("{}/metrics", h.url))
+            .send()
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap();
+        text.lines()
+            .find_map(|l| l.strip_prefix("warden_webhook_unknown_sender_total "))
+            .and_then(|v| v.trim().parse::<f64>().ok())
+            .unwrap_or(0.0)
+    };
+    let before = metric().await;
+    assert_eq!(post_as(&h, A_SECRET, &inbound_to("104999999999999", &phone(), &unknown)).await, 200);
+    assert_eq!(stored(&h, &unknown).await, 0);
+    assert!(metric().await >= before + 1.0);
+
+    // One POST naming a number of B and one of A, signed by A: only A's event is stored.
+    let mut mixed = inbound_to(A1, &phone(), &ours);
+    let b_change = inbound_to(B1, &phone(), &wamid())["entry"][0]["changes"][0].clone();
+    mixed["entry"][0]["changes"].as_array_mut().unwrap().push(b_change);
+    assert_eq!(post_as(&h, A_SECRET, &mixed).await, 200);
+    assert_eq!(stored(&h, &ours).await, 1);
+    assert_eq!(
+        h.count("SELECT count(*) AS n FROM messages WHERE direction = 'inbound'")
+            .await,
+        1
+    );
+}
