@@ -8,10 +8,9 @@ use serde_json::{Map, Value, json};
 use std::collections::HashMap;
 use warden_platform::lenient;
 
-use crate::http::{NodeId, select_fields, unknown_object};
 use crate::reply::{
-    bad_request, control_json, number_for, reject_unauthorized, reject_unless_number,
-    reject_unless_waba,
+    NodeId, bad_request, control_json, number_for, reject_unauthorized, reject_unless_number,
+    reject_unless_waba, select_fields, unknown_object,
 };
 use crate::senders::QUALITIES;
 use crate::state::{Number, PhoneState, Sim};

@@ -4,7 +4,8 @@
 
 use crate::account::{phone_numbers, read_node, sim_quality};
 use crate::reply::{
-    bad_request, control_json, number_for, refusal, reject_unauthorized, reject_unless_number,
+    NodeId, bad_request, control_json, invalid, number_for, refusal, reject_unauthorized,
+    reject_unless_number, unknown_object,
 };
 use crate::state::{Accepted, Number, Refusal, Sim};
 use crate::template_api::{create_template, list_templates, sim_decision};
@@ -12,7 +13,7 @@ use actix_web::dev::Service;
 use actix_web::http::header::CONTENT_TYPE;
 use actix_web::{HttpRequest, HttpResponse, guard, web};
 use serde::Deserialize;
-use serde_json::{Map, Value, json};
+use serde_json::json;
 use warden_platform::lenient;
 use warden_platform::message::{SendContact, SendRequest, SendResponse, SentMessage};
 
@@ -80,49 +81,12 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
 
 // ---------------------------------------------------------------- helpers
 
-/// The `{id}` segment of a platform path (the scope's `{api_version}` is not needed here).
-#[derive(Deserialize)]
-pub(crate) struct NodeId {
-    pub id: String,
-}
-
-pub(crate) fn invalid(details: impl Into<String>) -> HttpResponse {
-    refusal(Refusal::new(400, 100, details))
-}
-
-pub(crate) fn unknown_object(id: &str, verb: &str) -> HttpResponse {
-    refusal(
-        Refusal::new(
-            400,
-            100,
-            format!(
-                "Unsupported {verb} request. Object with ID '{id}' does not exist, cannot be \
-                 loaded due to missing permissions, or does not support this operation"
-            ),
-        )
-        .with_subcode(33),
-    )
-}
-
 fn digits(s: &str) -> String {
     s.chars().filter(char::is_ascii_digit).collect()
 }
 
 fn ok() -> HttpResponse {
     HttpResponse::Ok().json(json!({ "ok": true }))
-}
-
-/// Keeps `id` plus the requested `fields` of a full object (all when none asked).
-pub(crate) fn select_fields(full: Map<String, Value>, fields: Option<&String>) -> Value {
-    let Some(fields) = fields.filter(|f| !f.trim().is_empty()) else {
-        return Value::Object(full);
-    };
-    let wanted: Vec<&str> = fields.split(',').map(str::trim).collect();
-    Value::Object(
-        full.into_iter()
-            .filter(|(k, _)| k == "id" || wanted.contains(&k.as_str()))
-            .collect(),
-    )
 }
 
 async fn health() -> HttpResponse {

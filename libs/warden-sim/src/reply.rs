@@ -6,8 +6,9 @@
 
 use actix_web::http::header::AUTHORIZATION;
 use actix_web::{HttpRequest, HttpResponse};
+use serde::Deserialize;
 use serde::de::DeserializeOwned;
-use serde_json::json;
+use serde_json::{Map, Value, json};
 
 use crate::state::{Number, Refusal, Sim};
 
@@ -109,4 +110,41 @@ pub struct BadControlBody(#[from] serde_json::Error);
 
 pub fn control_json<T: DeserializeOwned>(body: &[u8]) -> Result<T, BadControlBody> {
     Ok(serde_json::from_slice(body)?)
+}
+
+/// The `{id}` segment of a platform path (the scope's `{api_version}` is not needed here).
+#[derive(Deserialize)]
+pub(crate) struct NodeId {
+    pub id: String,
+}
+
+pub(crate) fn invalid(details: impl Into<String>) -> HttpResponse {
+    refusal(Refusal::new(400, 100, details))
+}
+
+pub(crate) fn unknown_object(id: &str, verb: &str) -> HttpResponse {
+    refusal(
+        Refusal::new(
+            400,
+            100,
+            format!(
+                "Unsupported {verb} request. Object with ID '{id}' does not exist, cannot be \
+                 loaded due to missing permissions, or does not support this operation"
+            ),
+        )
+        .with_subcode(33),
+    )
+}
+
+/// Keeps `id` plus the requested `fields` of a full object (all when none asked).
+pub(crate) fn select_fields(full: Map<String, Value>, fields: Option<&String>) -> Value {
+    let Some(fields) = fields.filter(|f| !f.trim().is_empty()) else {
+        return Value::Object(full);
+    };
+    let wanted: Vec<&str> = fields.split(',').map(str::trim).collect();
+    Value::Object(
+        full.into_iter()
+            .filter(|(k, _)| k == "id" || wanted.contains(&k.as_str()))
+            .collect(),
+    )
 }

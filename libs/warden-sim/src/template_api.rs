@@ -10,9 +10,9 @@ use std::sync::Arc;
 use warden_platform::lenient;
 use warden_platform::template::{CreateTemplateRequest, TemplateComponent, placeholders};
 
-use crate::http::{NodeId, invalid, unknown_object};
 use crate::reply::{
-    bad_request, control_json, refusal, reject_unauthorized, reject_unless_waba, waba_for,
+    NodeId, bad_request, control_json, invalid, refusal, reject_unauthorized, reject_unless_waba,
+    unknown_object, waba_for,
 };
 use crate::state::{Refusal, Sim};
 use crate::templates::{CATEGORIES, Template, check_components, name_problem, named_params};

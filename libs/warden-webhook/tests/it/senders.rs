@@ -61,19 +61,37 @@ async fn stored(h: &Harness, wamid: &str) -> i64 {
 async fn each_business_signs_for_its_own_numbers() {
     let h = two_businesses().await;
     let (a1, a2, b1) = (wamid(), wamid(), wamid());
-    assert_eq!(post_as(&h, A_SECRET, &inbound_to(A1, &phone(), &a1)).await, 200);
+    assert_eq!(
+        post_as(&h, A_SECRET, &inbound_to(A1, &phone(), &a1)).await,
+        200
+    );
     // One app secret for both numbers of business A.
-    assert_eq!(post_as(&h, A_SECRET, &inbound_to(A2, &phone(), &a2)).await, 200);
-    assert_eq!(post_as(&h, B_SECRET, &inbound_to(B1, &phone(), &b1)).await, 200);
+    assert_eq!(
+        post_as(&h, A_SECRET, &inbound_to(A2, &phone(), &a2)).await,
+        200
+    );
+    assert_eq!(
+        post_as(&h, B_SECRET, &inbound_to(B1, &phone(), &b1)).await,
+        200
+    );
     for w in [&a1, &a2, &b1] {
         assert_eq!(stored(&h, w).await, 1, "{w}");
     }
 
     // A's secret on B's event, B's on A's, or a secret of nobody: refused, nothing stored.
     let forged = wamid();
-    assert_eq!(post_as(&h, A_SECRET, &inbound_to(B1, &phone(), &forged)).await, 401);
-    assert_eq!(post_as(&h, B_SECRET, &inbound_to(A2, &phone(), &forged)).await, 401);
-    assert_eq!(post_as(&h, "nobody's", &inbound_to(A1, &phone(), &forged)).await, 401);
+    assert_eq!(
+        post_as(&h, A_SECRET, &inbound_to(B1, &phone(), &forged)).await,
+        401
+    );
+    assert_eq!(
+        post_as(&h, B_SECRET, &inbound_to(A2, &phone(), &forged)).await,
+        401
+    );
+    assert_eq!(
+        post_as(&h, "nobody's", &inbound_to(A1, &phone(), &forged)).await,
+        401
+    );
     assert_eq!(stored(&h, &forged).await, 0);
 }
 
@@ -97,14 +115,25 @@ async fn a_number_that_is_no_sender_is_acknowledged_not_stored() {
             .unwrap_or(0.0)
     };
     let before = metric().await;
-    assert_eq!(post_as(&h, A_SECRET, &inbound_to("104999999999999", &phone(), &unknown)).await, 200);
+    assert_eq!(
+        post_as(
+            &h,
+            A_SECRET,
+            &inbound_to("104999999999999", &phone(), &unknown)
+        )
+        .await,
+        200
+    );
     assert_eq!(stored(&h, &unknown).await, 0);
     assert!(metric().await >= before + 1.0);
 
     // One POST naming a number of B and one of A, signed by A: only A's event is stored.
     let mut mixed = inbound_to(A1, &phone(), &ours);
     let b_change = inbound_to(B1, &phone(), &wamid())["entry"][0]["changes"][0].clone();
-    mixed["entry"][0]["changes"].as_array_mut().unwrap().push(b_change);
+    mixed["entry"][0]["changes"]
+        .as_array_mut()
+        .unwrap()
+        .push(b_change);
     assert_eq!(post_as(&h, A_SECRET, &mixed).await, 200);
     assert_eq!(stored(&h, &ours).await, 1);
     assert_eq!(
