@@ -102,9 +102,9 @@ pub async fn start(
         config.dispatch.replicas,
     );
     let pair = PairLimiter::sharing(&bucket, config.dispatch.pair_interval);
-    let p = &deps.settings.platform;
-    let platform = warden_service::platform::client(p, Some(config.dispatch.platform_timeout))
-        .map_err(|e| anyhow::anyhow!("PLATFORM_API_URL: {e}"))?;
+    let platform =
+        warden_service::platform::client(&deps.settings, Some(config.dispatch.platform_timeout))
+            .map_err(|e| anyhow::anyhow!("PLATFORM_API_URL: {e}"))?;
     let stats = Arc::new(Stats::default());
     let outcomes_pg = relaxed_pool(&deps).await;
     tracing::info!(

@@ -43,8 +43,8 @@ impl Gateway {
     /// Build from the process's dependencies (Postgres required; Redis and NATS optional:
     /// without NATS accepted messages stay queued for the scheduler's relay).
     pub fn new(deps: Dependencies) -> Result<Self, GatewayError> {
-        let p = &deps.settings.platform;
-        let platform = warden_service::platform::client(p, None).map_err(GatewayError::Platform)?;
+        let platform = warden_service::platform::client(&deps.settings, None)
+            .map_err(GatewayError::Platform)?;
         let hints = deps.stream.as_ref().map(|s| s.hints.clone());
         let subscriptions = Subscriptions::new(hints.clone());
         // stdio is local and unauthenticated: it acts as MCP_AGENT (default `stdio`).

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use prometheus::{IntGaugeVec, Opts, register_int_gauge_vec};
 use warden_platform::{PlatformClient, PlatformConfig, PlatformError};
-use warden_settings::Platform;
+use warden_settings::Settings;
 
 static API_VERSION_INFO: LazyLock<IntGaugeVec> = LazyLock::new(|| {
     register_int_gauge_vec!(
@@ -18,17 +18,22 @@ static API_VERSION_INFO: LazyLock<IntGaugeVec> = LazyLock::new(|| {
     .expect("metric registers once")
 });
 
-/// A client for the configured base URL and API version; `timeout` overrides the
-/// client's default whole-request limit. Logs the version and exposes it as a metric label.
+/// A client of the default sender (its number, business account and token; without a
+/// senders file the `PLATFORM_*` ones) for the configured base URL and API version;
+/// `timeout` overrides the client's default whole-request limit. Logs the version and
+/// exposes it as a metric label.
 pub fn client(
-    settings: &Platform,
+    settings: &Settings,
     timeout: Option<Duration>,
 ) -> Result<PlatformClient, PlatformError> {
+    let senders = settings.senders();
+    let sender = senders.default();
+    let settings = &settings.platform;
     let mut config = PlatformConfig::new(
         settings.api_url.clone(),
-        settings.access_token.clone(),
-        settings.phone_number_id.clone(),
-        settings.account_id.clone(),
+        sender.access_token.expose().to_string(),
+        sender.phone_number_id.clone(),
+        sender.waba_id.clone(),
     );
     config.api_version = settings.api_version.clone();
     if let Some(timeout) = timeout {

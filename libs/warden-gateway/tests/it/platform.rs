@@ -394,3 +394,43 @@ async fn platform_calls_use_the_configured_api_version() {
     assert!(pinned["v24.0"].as_u64().unwrap() >= 1, "{pinned}");
     assert_eq!(pinned["v25.0"], default_calls["v25.0"], "{pinned}");
 }
+
+/// With a senders file, the gateway's platform calls use the default sender's number and
+/// token, not the `PLATFORM_*` ones (here set to a token the platform refuses).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn platform_calls_use_the_default_senders_token() {
+    fn wrong_platform_token(s: &mut warden_settings::Settings) {
+        s.platform.access_token = "a-token-the-platform-refuses".into();
+    }
+    let refused = Harness::with(Opts {
+        sim: true,
+        adjust: wrong_platform_token,
+        ..Opts::default()
+    })
+    .await;
+    refused
+        .err("UPSTREAM_ERROR", "get_account_quality", json!({}))
+        .await;
+
+    let h = Harness::with(Opts {
+        sim: true,
+        adjust: |s| {
+            wrong_platform_token(s);
+            let file = format!(
+                "version: 1\nsenders:\n  - {{id: main, phone_number_id: \"{}\", waba_id: \"{}\", portfolio_id: \"1\", access_token_env: T_MAIN, app_secret_env: S_MAIN, default: true}}\n",
+                common::PHONE_NUMBER_ID,
+                common::WABA_ID
+            );
+            let env = |name: &str| match name {
+                "T_MAIN" => Some(common::ACCESS_TOKEN.to_string()),
+                _ => Some("an-app-secret".to_string()),
+            };
+            s.senders_file = Some(warden_settings::Senders::from_yaml(&file, &env).unwrap());
+        },
+        ..Opts::default()
+    })
+    .await;
+    let q = h.ok("get_account_quality", json!({})).await;
+    assert_eq!(q["waba_id"], common::WABA_ID);
+    assert_eq!(q["quality_rating"], "GREEN");
+}

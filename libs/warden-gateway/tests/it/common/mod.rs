@@ -41,6 +41,8 @@ pub struct Opts {
     pub tier: Tier,
     pub sim: bool,
     pub nats: bool,
+    /// Last word on the settings (after the sim's URL is set).
+    pub adjust: fn(&mut Settings),
 }
 
 impl Default for Opts {
@@ -49,6 +51,7 @@ impl Default for Opts {
             tier: Tier::Pro,
             sim: false,
             nats: true,
+            adjust: |_| {},
         }
     }
 }
@@ -199,6 +202,7 @@ impl Harness {
         } else {
             None
         };
+        (opts.adjust)(&mut settings);
         let stream = opts
             .nats
             .then(|| (settings.delivery_stream.clone(), settings.nats_url.clone()));
