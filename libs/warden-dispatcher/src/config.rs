@@ -43,7 +43,7 @@ impl DispatcherConfig {
 
     fn with(settings: &Settings, dispatch: Dispatch) -> Self {
         Self {
-            mps: settings.rate_limit_mps,
+            mps: settings.configured_mps().0,
             dispatch,
             bucket_channel: None,
             consumer: CONSUMER_NAME.to_owned(),

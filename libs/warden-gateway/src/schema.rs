@@ -344,7 +344,8 @@ pub struct RateLimitOut {
     /// Where the capacity came from: `setting` (RATE_LIMIT_MPS, nothing known from the
     /// platform), `platform_default` (80), `throughput_upgrade` (1,000), `coexistence` (20).
     pub capacity_source: String,
-    /// What set it: the webhook or platform read, or `RATE_LIMIT_MPS=<n>`.
+    /// What set it: the webhook or platform read, the default sender's `mps` in the senders
+    /// file, or `RATE_LIMIT_MPS=<n>`.
     pub capacity_detail: String,
     /// When the platform last changed it (absent: never).
     pub capacity_updated_at: Option<String>,

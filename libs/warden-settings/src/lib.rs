@@ -289,6 +289,24 @@ impl Settings {
         }
     }
 
+    /// The send rate the dispatcher starts from until the platform says what the number's
+    /// throughput is: the default sender's `mps` when the senders file gives one, else
+    /// `RATE_LIMIT_MPS`; with the setting that gave it (for `get_rate_limit`).
+    pub fn configured_mps(&self) -> (u32, String) {
+        let senders = self.senders();
+        let sender = senders.default();
+        match sender.mps {
+            Some(mps) => (
+                mps,
+                format!("senders file: mps {mps} of sender {}", sender.id),
+            ),
+            None => (
+                self.rate_limit_mps,
+                format!("RATE_LIMIT_MPS={}", self.rate_limit_mps),
+            ),
+        }
+    }
+
     /// The channel every tool defaults to.
     pub fn channel(&self) -> &'static str {
         DEFAULT_CHANNEL
@@ -845,6 +863,18 @@ mod tests {
         assert_eq!(s.senders_path.as_deref(), Some(path.as_path()));
         assert_eq!(s.senders().ids(), ["a1", "a2", "b1"]);
         assert_eq!(s.senders().default().access_token.expose(), "tok-a1");
+        // The default sender's mps, not RATE_LIMIT_MPS, until the platform says.
+        let with_limit = [&vars[..], &[("RATE_LIMIT_MPS", "25")]].concat();
+        let limited = Settings::from_sources(None, &env(&with_limit)).unwrap();
+        assert_eq!(
+            limited.configured_mps(),
+            (80, "senders file: mps 80 of sender a1".to_string())
+        );
+        let plain = Settings::from_sources(None, &env(&[("RATE_LIMIT_MPS", "25")])).unwrap();
+        assert_eq!(
+            plain.configured_mps(),
+            (25, "RATE_LIMIT_MPS=25".to_string())
+        );
         let text = s.print_config();
         assert!(
             text.lines()

@@ -280,7 +280,7 @@ impl Gateway {
             return Err(unavailable("no Redis configured".into()));
         };
         // The capacity the dispatcher's bucket uses: the number's, as the platform set it.
-        let setting = self.core().settings().rate_limit_mps;
+        let (setting, configured_by) = self.core().settings().configured_mps();
         let capacity = warden_core::account::throughput::current(self.core().pg(), setting)
             .await
             .map_err(|e| unavailable(e.to_string()))?;
@@ -291,9 +291,7 @@ impl Gateway {
             channel: channel.to_string(),
             capacity_mps: st.capacity_mps,
             capacity_source: capacity.source.as_str().to_owned(),
-            capacity_detail: capacity
-                .detail
-                .unwrap_or_else(|| format!("RATE_LIMIT_MPS={setting}")),
+            capacity_detail: capacity.detail.unwrap_or(configured_by),
             capacity_updated_at: capacity.updated_at.map(|t| t.to_rfc3339()),
             tokens_remaining: st.tokens_remaining,
             tokens_used: st.tokens_used,
