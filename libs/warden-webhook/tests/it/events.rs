@@ -715,15 +715,7 @@ async fn a_poisoned_event_is_set_aside_and_the_rest_of_the_batch_applied() {
     // A replay neither retries it nor repeats the others.
     h.deliver(&payload).await;
     assert_eq!(count(&mut c, "SELECT count(*) AS n FROM messages").await, 2);
-    let metrics = h
-        .http
-        .get(format!("{}/metrics", h.url))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let metrics = h.metrics().await;
     assert!(
         metrics.contains("warden_webhook_events_total{kind=\"failed\"} 1"),
         "{metrics}"
@@ -772,15 +764,7 @@ async fn concurrent_posts_are_each_stored_once_before_their_answer() {
         .await,
         15
     );
-    let metrics = h
-        .http
-        .get(format!("{}/metrics", h.url))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let metrics = h.metrics().await;
     let transactions = metrics
         .lines()
         .find(|l| {

@@ -89,15 +89,7 @@ async fn signature_missing_or_wrong_is_401_and_writes_nothing() {
     assert_eq!(res.text().await.unwrap(), "EVENT_RECEIVED");
     assert_eq!(h.count("SELECT count(*) AS n FROM customers").await, 1);
 
-    let metrics = h
-        .http
-        .get(format!("{}/metrics", h.url))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let metrics = h.metrics().await;
     let failures = metrics
         .lines()
         .find(|l| l.starts_with("warden_webhook_signature_failures_total "))

@@ -100,16 +100,9 @@ async fn a_number_that_is_no_sender_is_acknowledged_not_stored() {
     let h = two_businesses().await;
     let (unknown, ours) = (wamid(), wamid());
     let metric = || async {
-        let text = h
-            .http
-            .get(format!("{}/metrics", h.url))
-            .send()
+        h.metrics()
             .await
-            .unwrap()
-            .text()
-            .await
-            .unwrap();
-        text.lines()
+            .lines()
             .find_map(|l| l.strip_prefix("warden_webhook_unknown_sender_total "))
             .and_then(|v| v.trim().parse::<f64>().ok())
             .unwrap_or(0.0)

@@ -161,6 +161,18 @@ impl Harness {
         count(&mut *self.conn().await, sql).await
     }
 
+    /// The server's `/metrics` text.
+    pub async fn metrics(&self) -> String {
+        self.http
+            .get(format!("{}/metrics", self.url))
+            .send()
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap()
+    }
+
     pub async fn stop(&self) {
         self.handle.stop(false).await;
     }
