@@ -243,7 +243,7 @@ pub fn extract(body: &[u8], now: DateTime<Utc>) -> Result<Extracted, BodyError> 
 pub fn extract_for(
     body: &[u8],
     now: DateTime<Utc>,
-    ours: Option<&[&str]>,
+    ours: Option<&[String]>,
 ) -> Result<Extracted, BodyError> {
     let raw: RawEnvelope =
         serde_json::from_slice(body).map_err(|e| BodyError::NotJson(e.to_string()))?;
@@ -311,7 +311,7 @@ pub fn named_numbers(body: &[u8]) -> Vec<String> {
 struct Builder<'a> {
     seen: HashSet<String>,
     out: Extracted,
-    ours: Option<&'a [&'a str]>,
+    ours: Option<&'a [String]>,
 }
 
 impl Builder<'_> {
@@ -342,7 +342,7 @@ impl Builder<'_> {
         };
         metadata
             .map(|m| m.phone_number_id.trim())
-            .is_some_and(|id| !id.is_empty() && !ours.contains(&id))
+            .is_some_and(|id| !id.is_empty() && !ours.iter().any(|o| o == id))
     }
 
     fn change(

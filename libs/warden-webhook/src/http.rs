@@ -41,30 +41,39 @@ pub struct AppState {
     coalescer: Option<Coalescer>,
 }
 
-/// Whose app secret may sign a POST: every sender's number, and the distinct secrets.
+/// Whose app secret may sign a POST: every sender's number, and each distinct secret with
+/// the numbers it signs for (built once; a POST only looks them up).
 #[derive(Clone)]
 struct Signers {
     /// (phone_number_id, index into `secrets`), one per sender.
     numbers: Arc<Vec<(String, usize)>>,
-    secrets: Arc<Vec<Signer>>,
+    /// Each distinct app secret and its numbers (empty ids left out: nothing to filter by).
+    secrets: Arc<Vec<(Signer, Vec<String>)>>,
 }
 
 impl Signers {
     fn new(senders: &warden_settings::Senders) -> Result<Self, MissingSecret> {
-        let mut distinct: Vec<&str> = Vec::new();
+        let mut distinct: Vec<(&str, Vec<String>)> = Vec::new();
         let mut numbers = Vec::new();
         for sender in senders.all() {
             let secret = sender.app_secret.as_ref().ok_or(MissingSecret)?.expose();
             let index = distinct
                 .iter()
-                .position(|known| *known == secret)
+                .position(|(known, _)| *known == secret)
                 .unwrap_or_else(|| {
-                    distinct.push(secret);
+                    distinct.push((secret, Vec::new()));
                     distinct.len() - 1
                 });
-            numbers.push((sender.phone_number_id.clone(), index));
+            let number = sender.phone_number_id.trim();
+            if !number.is_empty() {
+                distinct[index].1.push(number.to_string());
+            }
+            numbers.push((number.to_string(), index));
         }
-        let secrets = distinct.iter().map(|s| Signer::new(s.as_bytes())).collect();
+        let secrets = distinct
+            .into_iter()
+            .map(|(secret, numbers)| (Signer::new(secret.as_bytes()), numbers))
+            .collect();
         Ok(Signers {
             numbers: Arc::new(numbers),
             secrets: Arc::new(secrets),
@@ -74,16 +83,9 @@ impl Signers {
     /// The numbers whose events this POST may carry: those of the app secret that made
     /// `signature`, chosen among the secrets of the numbers the body names (all secrets
     /// when it names none of ours). None: no secret of ours made it.
-    fn verify(&self, body: &[u8], signature: &str) -> Option<Vec<&str>> {
-        let numbers_of = |secret: usize| {
-            self.numbers
-                .iter()
-                .filter(|(_, s)| *s == secret)
-                .map(|(n, _)| n.as_str())
-                .collect()
-        };
-        if let [only] = self.secrets.as_slice() {
-            return only.verify(body, signature).then(|| numbers_of(0));
+    fn verify(&self, body: &[u8], signature: &str) -> Option<&[String]> {
+        if let [(only, numbers)] = self.secrets.as_slice() {
+            return only.verify(body, signature).then_some(numbers.as_slice());
         }
         let mut candidates: Vec<usize> = Vec::new();
         for named in events::named_numbers(body) {
@@ -96,10 +98,11 @@ impl Signers {
         if candidates.is_empty() {
             candidates = (0..self.secrets.len()).collect();
         }
-        let secret = candidates
+        candidates
             .into_iter()
-            .find(|&i| self.secrets[i].verify(body, signature))?;
-        Some(numbers_of(secret))
+            .map(|i| &self.secrets[i])
+            .find(|(signer, _)| signer.verify(body, signature))
+            .map(|(_, numbers)| numbers.as_slice())
     }
 }
 
@@ -240,8 +243,7 @@ async fn receive(state: web::Data<AppState>, req: HttpRequest, body: web::Bytes)
         return text(HttpResponse::Unauthorized(), "Unauthorized");
     };
     // No number configured at all (an empty PLATFORM_PHONE_NUMBER_ID): nothing is filtered.
-    let ours: Vec<&str> = ours.into_iter().filter(|n| !n.trim().is_empty()).collect();
-    let filter = (!ours.is_empty()).then_some(ours.as_slice());
+    let filter = (!ours.is_empty()).then_some(ours);
     let extracted = match events::extract_for(&body, Utc::now(), filter) {
         Ok(x) => x,
         Err(e) => {

@@ -193,7 +193,7 @@ fn events_for_another_number_are_counted_not_listed() {
             {"from": "628123456789", "id": "wamid.C", "timestamp": "1700000000", "type": "text",
              "text": {"body": "no metadata: ours"}}]}}
     ]));
-    let x = extract_for(&b, now(), Some(&["111"])).unwrap();
+    let x = extract_for(&b, now(), Some(&["111".to_string()])).unwrap();
     let keys: Vec<&str> = x.events.iter().map(|e| e.key.as_str()).collect();
     assert_eq!(keys, ["msg:wamid.B", "msg:wamid.C"]);
     assert_eq!(x.foreign, 3);
@@ -217,7 +217,7 @@ fn a_body_names_its_numbers_and_several_can_be_ours() {
              "text": {"body": "hi"}}]}}
     ]));
     assert_eq!(named_numbers(&b), ["222", "111", "333"]);
-    let x = extract_for(&b, now(), Some(&["111", "222"])).unwrap();
+    let x = extract_for(&b, now(), Some(&["111".to_string(), "222".to_string()])).unwrap();
     let keys: Vec<&str> = x.events.iter().map(|e| e.key.as_str()).collect();
     assert_eq!(keys, ["msg:wamid.A", "msg:wamid.B"]);
     assert_eq!(x.foreign, 1);
