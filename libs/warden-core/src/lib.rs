@@ -37,6 +37,7 @@ pub mod deps;
 pub mod policy_file;
 pub mod scheduling;
 pub mod send;
+pub mod senders;
 pub mod sql;
 pub mod templates;
 
@@ -123,6 +124,7 @@ impl<E: std::error::Error + 'static> From<bb8::RunError<E>> for CoreError {
 
 struct Inner {
     deps: Dependencies,
+    senders: warden_settings::Senders,
     windows: WindowCache,
     clock: Clock,
 }
@@ -141,9 +143,11 @@ pub struct Core {
 impl Core {
     pub fn new(deps: Dependencies, actor: &'static str) -> Core {
         let windows = WindowCache::new(deps.redis.clone());
+        let senders = deps.settings.senders().into_owned();
         Core {
             inner: Arc::new(Inner {
                 deps,
+                senders,
                 windows,
                 clock: Arc::new(Utc::now),
             }),

@@ -79,6 +79,8 @@ pub(crate) struct Ctx {
     /// Asynchronous-commit sessions, for recording `sent` only (see `relaxed_pool`).
     pub outcomes_pg: PgPool,
     pub platform: PlatformClient,
+    /// The other senders' clients, by the stored key of their messages.
+    pub other_senders: HashMap<String, PlatformClient>,
     pub bucket: TokenBucket,
     pub pair: PairLimiter,
     pub windows: WindowCache,
@@ -109,6 +111,7 @@ impl Ctx {
             claimer,
             outcomes_pg,
             platform,
+            other_senders: HashMap::new(),
             bucket,
             pair,
             windows,
@@ -117,6 +120,26 @@ impl Ctx {
             hints,
             explanations: Mutex::new(HashMap::new()),
         }
+    }
+
+    /// The same context sending each other sender's messages with its own client.
+    pub fn with_other_senders(mut self, clients: HashMap<String, PlatformClient>) -> Self {
+        self.other_senders = clients;
+        self
+    }
+
+    /// The client of the sender stored as `sender`: its number and token.
+    fn platform_for(&self, sender: &str) -> &PlatformClient {
+        if warden_settings::STORED_DEFAULT == sender {
+            return &self.platform;
+        }
+        self.other_senders.get(sender).unwrap_or_else(|| {
+            tracing::error!(
+                sender,
+                "a message of a sender no longer in the senders file goes out as the default sender"
+            );
+            &self.platform
+        })
     }
 
     /// Tell gateways the customer's conversation changed (after the change committed).
@@ -472,7 +495,7 @@ async fn send(ctx: &Ctx, row: DeliveryRow) -> Verdict {
     let budget = lease_budget(ctx.cfg.claim_lease(), claim_started.elapsed());
     let result = match tokio::time::timeout(
         budget,
-        ctx.platform
+        ctx.platform_for(&row.sender_id)
             .send_message(&request)
             .instrument(call_span.clone()),
     )
@@ -556,6 +579,7 @@ async fn sent(ctx: &Ctx, row: &DeliveryRow, wamid: Option<&str>, attempt: i32) -
         wamid,
         phone: &row.customer_phone,
         channel: &row.channel,
+        sender: &row.sender_id,
         in_campaign: row.campaign_id.is_some(),
         clear_error,
         at,

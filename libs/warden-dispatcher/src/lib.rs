@@ -105,6 +105,11 @@ pub async fn start(
     let platform =
         warden_service::platform::client(&deps.settings, Some(config.dispatch.platform_timeout))
             .map_err(|e| anyhow::anyhow!("PLATFORM_API_URL: {e}"))?;
+    let other_senders = warden_service::platform::other_senders(
+        &deps.settings,
+        Some(config.dispatch.platform_timeout),
+    )
+    .map_err(|e| anyhow::anyhow!("PLATFORM_API_URL: {e}"))?;
     let stats = Arc::new(Stats::default());
     let outcomes_pg = relaxed_pool(&deps).await;
     tracing::info!(
@@ -130,17 +135,20 @@ pub async fn start(
     .await;
     capacity::refresh(&deps.pg, &bucket, config.mps).await;
     let follower = tokio::spawn(capacity::run(deps.pg.clone(), bucket.clone(), config.mps));
-    let ctx = Arc::new(deliver::Ctx::new(
-        deps.pg.clone(),
-        outcomes_pg,
-        platform,
-        bucket.clone(),
-        pair,
-        warden_core::WindowCache::new(redis),
-        config,
-        Arc::clone(&stats),
-        deps.stream.as_ref().map(|s| s.hints.clone()),
-    ));
+    let ctx = Arc::new(
+        deliver::Ctx::new(
+            deps.pg.clone(),
+            outcomes_pg,
+            platform,
+            bucket.clone(),
+            pair,
+            warden_core::WindowCache::new(redis),
+            config,
+            Arc::clone(&stats),
+            deps.stream.as_ref().map(|s| s.hints.clone()),
+        )
+        .with_other_senders(other_senders),
+    );
     let sweeper = (!ctx.cfg.dispatch.sweep_interval.is_zero()).then(|| {
         tokio::spawn(sweep::run(
             deps.pg.clone(),

@@ -59,6 +59,7 @@ pub async fn drive(core: Core, load: Arc<Load>, total: usize, rate: f64, prefix:
             load.attempted.fetch_add(1, Ordering::Relaxed);
             let phone = warden_rules::phone::canonicalize(&raw).expect("valid test number");
             let req = SendRequest {
+                sender: None,
                 phone,
                 channel: "whatsapp".into(),
                 kind: SendKind::Template {

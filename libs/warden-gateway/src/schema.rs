@@ -115,6 +115,8 @@ pub struct SendOut {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub bsuid: Option<String>,
     pub channel: String,
+    /// The sender (business number) it goes out from.
+    pub from: String,
     /// True when an earlier call with the same idempotency_key created this message and
     /// nothing new was sent.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
@@ -135,6 +137,7 @@ impl SendOut {
             phone: phone.phone_digits().map(str::to_owned),
             bsuid: phone.bsuid().map(str::to_owned),
             channel: channel.to_string(),
+            from: accepted.from.clone(),
             replayed: accepted.replayed,
         }
     }

@@ -26,8 +26,30 @@ pub fn client(
     settings: &Settings,
     timeout: Option<Duration>,
 ) -> Result<PlatformClient, PlatformError> {
+    client_for(settings, settings.senders().default(), timeout)
+}
+
+/// A client of every sender but the default, by the stored key of its rows
+/// (`warden_settings::Senders::key_of`): its number, business account and token.
+pub fn other_senders(
+    settings: &Settings,
+    timeout: Option<Duration>,
+) -> Result<std::collections::HashMap<String, PlatformClient>, PlatformError> {
     let senders = settings.senders();
-    let sender = senders.default();
+    senders
+        .all()
+        .iter()
+        .filter(|s| !s.default)
+        .map(|s| Ok((senders.key_of(s).sender, client_for(settings, s, timeout)?)))
+        .collect()
+}
+
+/// A client that calls the platform as `sender`.
+pub fn client_for(
+    settings: &Settings,
+    sender: &warden_settings::Sender,
+    timeout: Option<Duration>,
+) -> Result<PlatformClient, PlatformError> {
     let settings = &settings.platform;
     let mut config = PlatformConfig::new(
         settings.api_url.clone(),

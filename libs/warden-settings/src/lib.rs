@@ -35,7 +35,10 @@ pub use mcp_http::{
 };
 pub use print::{REDACTED, is_secret};
 pub use secret::Secret;
-pub use senders::{DEFAULT_SENDER_ID, Sender, SenderProblem, Senders, SendersError};
+pub use senders::{
+    DEFAULT_SENDER_ID, STORED_DEFAULT, Sender, SenderProblem, Senders, SendersError, StoreKeys,
+    is_stored_default,
+};
 
 use source::Source;
 

@@ -104,6 +104,8 @@ pub struct Conversation {
     pub archived_at: Option<DateTime<Utc>>,
     pub created_at: DateTime<Utc>,
     pub updated_at: DateTime<Utc>,
+    /// The stored key of the sender (the default sender's is `default`).
+    pub sender_id: String,
 }
 
 #[derive(Clone, Debug, Queryable, Selectable, Serialize)]

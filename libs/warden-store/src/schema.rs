@@ -33,6 +33,7 @@ diesel::table! {
         archived_at -> Nullable<Timestamptz>,
         created_at -> Timestamptz,
         updated_at -> Timestamptz,
+        sender_id -> Text,
     }
 }
 
@@ -85,6 +86,8 @@ diesel::table! {
         cancelled_count -> Int4,
         components -> Nullable<Jsonb>,
         paused_by_rule -> Nullable<Text>,
+        sender_id -> Text,
+        senders -> Nullable<Array<Text>>,
     }
 }
 
@@ -132,6 +135,7 @@ diesel::table! {
         category -> Text,
         message_id -> Uuid,
         counted_at -> Timestamptz,
+        business -> Text,
     }
 }
 
@@ -284,8 +288,8 @@ diesel::table! {
 
 // Platform limits: the portfolio's messaging limit, who it reached, held messages.
 diesel::table! {
-    portfolio_limit (id) {
-        id -> Bool,
+    portfolio_limit (portfolio) {
+        portfolio -> Text,
         tier -> Nullable<Text>,
         unique_users -> Nullable<Int4>,
         source -> Text,
@@ -295,7 +299,8 @@ diesel::table! {
 }
 
 diesel::table! {
-    portfolio_reach (customer_phone) {
+    portfolio_reach (portfolio, customer_phone) {
+        portfolio -> Text,
         customer_phone -> Text,
         reached_at -> Timestamptz,
         message_id -> Uuid,
@@ -325,6 +330,7 @@ diesel::table! {
         allowed_message_types -> Nullable<Array<Text>>,
         created_at -> Timestamptz,
         updated_at -> Timestamptz,
+        senders -> Nullable<Array<Text>>,
     }
 }
 
@@ -343,3 +349,27 @@ diesel::table! {
         actor -> Text,
     }
 }
+
+// Several numbers: the sender of a message that is not the default sender's, and the
+// consent a customer gave another business than the default sender's.
+diesel::table! {
+    message_senders (message_id) {
+        message_id -> Uuid,
+        sender_id -> Text,
+        business -> Text,
+    }
+}
+
+diesel::table! {
+    business_consent (business, customer_phone) {
+        business -> Text,
+        customer_phone -> Text,
+        opt_in_marketing -> Bool,
+        opt_in_utility -> Bool,
+        opt_changed_at -> Nullable<Timestamptz>,
+        opt_change_reason -> Nullable<Text>,
+    }
+}
+
+diesel::joinable!(message_senders -> messages (message_id));
+diesel::allow_tables_to_appear_in_same_query!(messages, message_senders);

@@ -79,6 +79,10 @@ pub struct Event {
     /// The `webhook_events.event_key` that tells a replay apart.
     pub key: String,
     pub body: EventBody,
+    /// The business number it is about (`metadata.phone_number_id`), when it says.
+    pub number: Option<String>,
+    /// The business account of its entry (`entry[].id`).
+    pub account: String,
 }
 
 impl Event {
@@ -312,6 +316,9 @@ struct Builder<'a> {
     seen: HashSet<String>,
     out: Extracted,
     ours: Option<&'a [String]>,
+    /// The number and account of the change being read.
+    number: Option<String>,
+    account: String,
 }
 
 impl Builder<'_> {
@@ -325,7 +332,12 @@ impl Builder<'_> {
     fn push(&mut self, key: String, body: EventBody) {
         let key = bounded_key(&key);
         if self.seen.insert(key.clone()) {
-            self.out.events.push(Event { key, body });
+            self.out.events.push(Event {
+                key,
+                body,
+                number: self.number.clone(),
+                account: self.account.clone(),
+            });
         } else {
             self.out.duplicates += 1;
         }
@@ -376,6 +388,14 @@ impl Builder<'_> {
                 return;
             }
         };
+        self.account = entry_id.to_string();
+        self.number = match &typed {
+            Change::Messages(v) => v.metadata.as_ref(),
+            Change::UserPreferences(v) => v.metadata.as_ref(),
+            _ => None,
+        }
+        .map(|m| m.phone_number_id.trim().to_string())
+        .filter(|n| !n.is_empty());
         match typed {
             Change::Messages(value) => {
                 if self.foreign(value.metadata.as_ref()) {

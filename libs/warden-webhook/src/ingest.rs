@@ -29,7 +29,7 @@
 //! logged, counted (`kind="failed"`), and their key recorded as `failed:<kind>` so
 //! replays do not retry them forever. One bad event never holds a batch hostage.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::convert::Infallible;
 use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 use std::sync::{Arc, OnceLock};
@@ -53,6 +53,7 @@ use warden_core::delivery::statuses::{self, StatusApplied, StatusTargets, Status
 use warden_platform::webhook::StatusKind;
 use warden_rules::message_status::MessageStatus;
 use warden_rules::phone::PhoneNumber;
+use warden_settings::{Sender, Senders, StoreKeys};
 use warden_store::DbError;
 use warden_store::error::is_transient;
 use warden_store::models::Conversation;
@@ -125,7 +126,8 @@ pub enum IngestError {
 struct BatchState {
     outcome: Outcome,
     /// The newest conversation row per customer, for the window cache.
-    windows: HashMap<String, Conversation>,
+    /// By (customer, sender key).
+    windows: HashMap<(String, String), Conversation>,
     /// The newest platform timestamp among the batch's new status events.
     status_through: Option<DateTime<Utc>>,
     /// Messages put back in the queue by a failed status: published after the commit.
@@ -195,11 +197,12 @@ async fn ingest_inner(core: &Core, events: Arc<[Event]>) -> Result<BatchState, I
     while attempt < ATTEMPTS {
         attempt += 1;
         let batch = Arc::clone(&events);
+        let shared_core = core.clone();
         let result = transact(core.pg(), "webhook batch", move |c| {
-            let events = Arc::clone(&batch);
+            let (events, core) = (Arc::clone(&batch), shared_core.clone());
             async move {
                 let mut state = BatchState::default();
-                apply_batch(c, &events, &mut state).await?;
+                apply_batch(c, core.senders(), &events, &mut state).await?;
                 Ok::<_, Abort<Infallible>>(state)
             }
             .boxed()
@@ -263,15 +266,16 @@ enum CarefulAbort {
 
 /// Every event in its own savepoint; the ones that fail are set aside.
 async fn careful(core: &Core, events: Arc<[Event]>) -> Result<BatchState, IngestError> {
+    let shared_core = core.clone();
     let result = transact(core.pg(), "webhook batch, event by event", move |c| {
-        let events = Arc::clone(&events);
+        let (events, core) = (Arc::clone(&events), shared_core.clone());
         async move {
             let mut state = BatchState::default();
             for event in events.iter() {
                 let mut one = BatchState::default();
                 let applied = c
                     .transaction::<_, diesel::result::Error, _>(async |sp| {
-                        apply_batch(sp, std::slice::from_ref(event), &mut one).await
+                        apply_batch(sp, core.senders(), std::slice::from_ref(event), &mut one).await
                     })
                     .await;
                 match applied {
@@ -394,8 +398,23 @@ fn observe(started: Instant, outcome: &str) {
 // ---------------------------------------------------------------------------------------
 // One batch inside one transaction: parse-level grouping here, every write a core use case.
 
+/// The stored keys of the sender an event is about: its number's, else (events that name no
+/// number) the first sender of its business account, else the default's.
+fn keys_of(senders: &Senders, e: &Event) -> StoreKeys {
+    senders.key_of(sender_of(senders, e))
+}
+
+fn sender_of<'a>(senders: &'a Senders, e: &'a Event) -> &'a Sender {
+    e.number
+        .as_deref()
+        .and_then(|n| senders.by_phone_number_id(n))
+        .or_else(|| senders.of_business(&e.account).next())
+        .unwrap_or(senders.default())
+}
+
 async fn apply_batch(
     c: &mut AsyncPgConnection,
+    senders: &Senders,
     events: &[Event],
     state: &mut BatchState,
 ) -> QueryResult<()> {
@@ -438,22 +457,32 @@ async fn apply_batch(
             _ => None,
         })
         .collect();
-    let inbound: Vec<Inbound> = resolved
-        .iter()
-        .map(|(_, i, key)| Inbound {
-            phone: key,
-            wamid: &i.wamid,
-            message_type: &i.message_type,
-            content: &i.content,
-            window: i.window,
-        })
-        .collect();
-    let recorded = inbound_batch::record(c, CHANNEL, &inbound).await?;
-    for (reason, n) in recorded.no_window {
-        *state.outcome.no_window.entry(reason).or_default() += n;
+    // One statement per number written to (the window is the number's).
+    let mut by_sender: BTreeMap<String, (StoreKeys, Vec<Inbound>)> = BTreeMap::new();
+    for (e, i, key) in &resolved {
+        let keys = keys_of(senders, e);
+        by_sender
+            .entry(keys.sender.clone())
+            .or_insert_with(|| (keys, Vec::new()))
+            .1
+            .push(Inbound {
+                phone: key,
+                wamid: &i.wamid,
+                message_type: &i.message_type,
+                content: &i.content,
+                window: i.window,
+            });
     }
-    for conv in recorded.windows {
-        state.windows.insert(conv.customer_phone.clone(), conv);
+    for (keys, inbound) in by_sender.values() {
+        let recorded = inbound_batch::record(c, CHANNEL, keys, inbound).await?;
+        for (reason, n) in recorded.no_window {
+            *state.outcome.no_window.entry(reason).or_default() += n;
+        }
+        for conv in recorded.windows {
+            state
+                .windows
+                .insert((conv.customer_phone.clone(), conv.sender_id.clone()), conv);
+        }
     }
 
     let updates: Vec<StatusUpdate> = fresh
@@ -476,8 +505,10 @@ async fn apply_batch(
                     changed_number(c, i, &key).await?;
                 }
                 if let Some(change) = i.keyword {
+                    // A STOP to one number of a business stops all its numbers.
                     customers::apply_opt_change(
                         c,
+                        &keys_of(senders, event).business,
                         &key,
                         change,
                         OptScope::All,
@@ -523,7 +554,9 @@ async fn apply_batch(
                 }
             }
             EventBody::Template(t) => apply_template(c, t).await?,
-            EventBody::Preference(p) => apply_preference(c, p).await?,
+            EventBody::Preference(p) => {
+                apply_preference(c, &keys_of(senders, event).business, p).await?
+            }
             EventBody::TemplateChange(t) => template::apply_template_change(c, t).await?,
             EventBody::Quality(q) => {
                 // Its throughput part (THROUGHPUT_UPGRADE); tiers are read apart.
@@ -537,6 +570,7 @@ async fn apply_batch(
                     event: &q.event,
                     current_limit: q.current_limit.as_deref(),
                     display_phone_number: q.display_phone_number.as_deref(),
+                    portfolio: portfolio_of(senders, event),
                     payload: &q.payload,
                 });
                 true
@@ -609,10 +643,26 @@ fn status_update(s: &StatusEvent) -> StatusUpdate<'_> {
     }
 }
 
-async fn apply_preference(c: &mut AsyncPgConnection, p: &PreferenceEvent) -> QueryResult<bool> {
+/// The stored key of the portfolio an event's number belongs to (quality updates name
+/// their business account, not a number).
+fn portfolio_of<'a>(senders: &'a Senders, e: &'a Event) -> &'a str {
+    let sender = sender_of(senders, e);
+    if sender.portfolio_id == senders.default().portfolio_id {
+        warden_settings::STORED_DEFAULT
+    } else {
+        &sender.portfolio_id
+    }
+}
+
+async fn apply_preference(
+    c: &mut AsyncPgConnection,
+    business: &str,
+    p: &PreferenceEvent,
+) -> QueryResult<bool> {
     let key = identity::resolve(c, &p.phone).await?;
     customers::apply_opt_change(
         c,
+        business,
         &key,
         p.change,
         OptScope::Marketing,

@@ -84,6 +84,7 @@ async fn main() -> anyhow::Result<()> {
         &mut conn,
         &phone,
         "whatsapp",
+        "default",
         Utc::now() - TimeDelta::minutes(5),
     )
     .await?;
@@ -93,6 +94,7 @@ async fn main() -> anyhow::Result<()> {
     for _ in 0..200 {
         core.check(
             &phone,
+            None,
             MessageType::Marketing.described_content(),
             Utc::now(),
         )
@@ -103,6 +105,7 @@ async fn main() -> anyhow::Result<()> {
         let t = Instant::now();
         core.check(
             &phone,
+            None,
             MessageType::Marketing.described_content(),
             Utc::now(),
         )
@@ -114,6 +117,7 @@ async fn main() -> anyhow::Result<()> {
     for i in 0..n / 5 {
         let req = |prefix: &str| -> anyhow::Result<SendRequest> {
             Ok(SendRequest {
+                sender: None,
                 phone: warden_rules::phone::canonicalize(&format!("{prefix}{:08}", i))?,
                 channel: "whatsapp".into(),
                 kind: SendKind::Template {

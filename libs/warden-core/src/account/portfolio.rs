@@ -1,5 +1,7 @@
 //! The business portfolio's messaging limit (docs/compliance.md, Platform limits): unique
-//! customers reached by business-initiated messages per rolling 24 h, shared by every number.
+//! customers reached by business-initiated messages per rolling 24 h, shared by every number
+//! of the portfolio. Every function takes the portfolio's stored key
+//! (`warden_settings::Senders::key_of`).
 //!
 //! - **The limit** is learnt from the platform: `get_account_quality`'s tier,
 //!   `phone_number_quality_update.current_limit` and
@@ -89,6 +91,7 @@ fn limit_of(tier: Option<&str>, users: Option<i32>) -> Option<MessagingLimit> {
 /// Audited when it changes.
 pub async fn learn(
     conn: &mut AsyncPgConnection,
+    portfolio: &str,
     text: &str,
     source: &str,
     actor: &str,
@@ -103,20 +106,22 @@ pub async fn learn(
     };
     let users = limit.users().map(|n| i32::try_from(n).unwrap_or(i32::MAX));
     let before: Option<LimitRow> = diesel::sql_query(
-        "SELECT tier, unique_users, source, updated_at FROM portfolio_limit WHERE id FOR UPDATE",
+        "SELECT tier, unique_users, source, updated_at FROM portfolio_limit WHERE portfolio = $1 FOR UPDATE",
     )
+    .bind::<Text, _>(portfolio)
     .get_result(conn)
     .await
     .optional()?;
     diesel::sql_query(
-        "INSERT INTO portfolio_limit (id, tier, unique_users, source, updated_at)
-         VALUES (true, $1, $2, $3, now())
-         ON CONFLICT (id) DO UPDATE SET tier = EXCLUDED.tier, unique_users = EXCLUDED.unique_users,
+        "INSERT INTO portfolio_limit (portfolio, tier, unique_users, source, updated_at)
+         VALUES ($4, $1, $2, $3, now())
+         ON CONFLICT (portfolio) DO UPDATE SET tier = EXCLUDED.tier, unique_users = EXCLUDED.unique_users,
                 source = EXCLUDED.source, updated_at = now()",
     )
     .bind::<Text, _>(limit.tier())
     .bind::<Nullable<Int4>, _>(users)
     .bind::<Text, _>(source)
+    .bind::<Text, _>(portfolio)
     .execute(conn)
     .await?;
     let previous = before.and_then(|b| limit_of(b.tier.as_deref(), b.unique_users));
@@ -128,7 +133,7 @@ pub async fn learn(
             "messaging_limit_changed",
             "portfolio",
             "messaging_limit",
-            json!({"from": previous.map(|l| l.to_string()), "to": limit.to_string(), "source": source}),
+            json!({"portfolio": portfolio, "from": previous.map(|l| l.to_string()), "to": limit.to_string(), "source": source}),
         )
         .await?;
     }
@@ -136,10 +141,15 @@ pub async fn learn(
 }
 
 /// The limit, its use in the rolling 24 h before `now`, and the customers held after 131049.
-pub async fn usage(conn: &mut AsyncPgConnection, now: DateTime<Utc>) -> QueryResult<Usage> {
+pub async fn usage(
+    conn: &mut AsyncPgConnection,
+    portfolio: &str,
+    now: DateTime<Utc>,
+) -> QueryResult<Usage> {
     let row: LimitRow = diesel::sql_query(
-        "SELECT tier, unique_users, source, updated_at FROM portfolio_limit WHERE id",
+        "SELECT tier, unique_users, source, updated_at FROM portfolio_limit WHERE portfolio = $1",
     )
+    .bind::<Text, _>(portfolio)
     .get_result(conn)
     .await
     .optional()?
@@ -149,7 +159,7 @@ pub async fn usage(conn: &mut AsyncPgConnection, now: DateTime<Utc>) -> QueryRes
         source: "unknown".into(),
         updated_at: now,
     });
-    let reached = reached_since(conn, now).await?;
+    let reached = reached_since(conn, portfolio, now).await?;
     let limited: Count =
         diesel::sql_query("SELECT count(*) AS n FROM customers WHERE marketing_limited_at > $1")
             .bind::<Timestamptz, _>(now - WINDOW)
@@ -165,11 +175,17 @@ pub async fn usage(conn: &mut AsyncPgConnection, now: DateTime<Utc>) -> QueryRes
     })
 }
 
-async fn reached_since(conn: &mut AsyncPgConnection, now: DateTime<Utc>) -> QueryResult<Reached> {
+async fn reached_since(
+    conn: &mut AsyncPgConnection,
+    portfolio: &str,
+    now: DateTime<Utc>,
+) -> QueryResult<Reached> {
     diesel::sql_query(
-        "SELECT count(*) AS n, min(reached_at) AS oldest FROM portfolio_reach WHERE reached_at > $1",
+        "SELECT count(*) AS n, min(reached_at) AS oldest FROM portfolio_reach
+         WHERE portfolio = $2 AND reached_at > $1",
     )
     .bind::<Timestamptz, _>(now - WINDOW)
+    .bind::<Text, _>(portfolio)
     .get_result(conn)
     .await
 }
@@ -180,12 +196,13 @@ async fn reached_since(conn: &mut AsyncPgConnection, now: DateTime<Utc>) -> Quer
 /// by `message_id` and `None` is returned.
 pub(crate) async fn admit(
     conn: &mut AsyncPgConnection,
+    portfolio: &str,
     phone: &PhoneNumber,
     message_id: Uuid,
     now: DateTime<Utc>,
 ) -> QueryResult<Option<Decision>> {
     let last: Option<DateTime<Utc>> = warden_store::schema::portfolio_reach::table
-        .find(phone.digits())
+        .find((portfolio, phone.digits()))
         .select(warden_store::schema::portfolio_reach::reached_at)
         .first(conn)
         .await
@@ -196,15 +213,16 @@ pub(crate) async fn admit(
         // needs it; an unknown or unlimited one counts nothing.
         let locked: Option<Users> = diesel::sql_query(
             "UPDATE portfolio_limit SET checked_at = $1
-             WHERE id AND tier IS NOT NULL AND unique_users IS NOT NULL
+             WHERE portfolio = $2 AND tier IS NOT NULL AND unique_users IS NOT NULL
              RETURNING unique_users",
         )
         .bind::<Timestamptz, _>(now)
+        .bind::<Text, _>(portfolio)
         .get_result(conn)
         .await
         .optional()?;
         if let Some(max) = locked.and_then(|u| u.unique_users) {
-            let reached = reached_since(conn, now).await?;
+            let reached = reached_since(conn, portfolio, now).await?;
             let limit = MessagingLimit::Users(u32::try_from(max).unwrap_or(u32::MAX));
             let used = u64::try_from(reached.n).unwrap_or(0);
             if let Some(refusal) = platform_limits::messaging_limit_refusal(
@@ -217,14 +235,16 @@ pub(crate) async fn admit(
         }
     }
     diesel::sql_query(
-        "INSERT INTO portfolio_reach (customer_phone, reached_at, message_id) VALUES ($1, $2, $3)
-         ON CONFLICT (customer_phone) DO UPDATE
+        "INSERT INTO portfolio_reach (customer_phone, reached_at, message_id, portfolio)
+         VALUES ($1, $2, $3, $4)
+         ON CONFLICT (portfolio, customer_phone) DO UPDATE
             SET reached_at = EXCLUDED.reached_at, message_id = EXCLUDED.message_id
           WHERE portfolio_reach.reached_at <= EXCLUDED.reached_at",
     )
     .bind::<Text, _>(phone.digits())
     .bind::<Timestamptz, _>(now)
     .bind::<SqlUuid, _>(message_id)
+    .bind::<Text, _>(portfolio)
     .execute(conn)
     .await?;
     Ok(None)
@@ -238,16 +258,17 @@ pub fn is_messaging_limit(d: &Decision) -> bool {
 /// [`learn`] in a transaction of its own (get_account_quality's reading of the tier).
 pub async fn learn_from_platform(
     pg: &warden_store::PgPool,
+    portfolio: &str,
     text: &str,
     source: &'static str,
     actor: &'static str,
 ) -> Result<bool, crate::CoreError> {
     use futures::FutureExt;
-    let text = text.to_string();
+    let (text, portfolio) = (text.to_string(), portfolio.to_string());
     Ok(
         warden_store::tx::transact::<_, crate::CoreError, _>(pg, "messaging_limit_learn", |c| {
-            let text = text.clone();
-            async move { Ok(learn(c, &text, source, actor).await?) }.boxed()
+            let (text, portfolio) = (text.clone(), portfolio.clone());
+            async move { Ok(learn(c, &portfolio, &text, source, actor).await?) }.boxed()
         })
         .await?,
     )
@@ -256,8 +277,9 @@ pub async fn learn_from_platform(
 /// [`usage`] on a pooled connection. Never writes.
 pub async fn current_usage(
     pg: &warden_store::PgPool,
+    portfolio: &str,
     now: DateTime<Utc>,
 ) -> Result<Usage, crate::CoreError> {
     let mut conn = pg.get().await?;
-    Ok(usage(&mut conn, now).await?)
+    Ok(usage(&mut conn, portfolio, now).await?)
 }

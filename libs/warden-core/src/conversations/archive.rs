@@ -106,7 +106,9 @@ impl Core {
         .await?;
         if !archived.already {
             let c = &archived.conversation;
-            self.windows().forget(&c.customer_phone, &c.channel).await;
+            self.windows()
+                .forget(&c.customer_phone, &c.channel, &c.sender_id)
+                .await;
         }
         Ok(archived)
     }

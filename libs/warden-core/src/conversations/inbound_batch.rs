@@ -23,6 +23,7 @@ use serde_json::Value;
 use uuid::Uuid;
 use warden_rules::phone::PhoneNumber;
 use warden_rules::window::CARE_WINDOW;
+use warden_settings::StoreKeys;
 use warden_store::models::Conversation;
 
 use crate::conversations::inbound::NoWindow;
@@ -50,13 +51,14 @@ pub struct Recorded {
     pub no_window: HashMap<NoWindow, u64>,
 }
 
-/// Store `inbound` on `channel`: customers (created on first sight), their last
+/// Store `inbound`, written to the sender stored as `sender`, on `channel`: customers (created on first sight), their last
 /// interaction and care window, and every message row, in one statement. The window and
 /// last interaction only depend on each customer's newest message that opens a window; a
 /// customer whose messages open none is still created.
 pub async fn record(
     c: &mut AsyncPgConnection,
     channel: &str,
+    sender: &StoreKeys,
     inbound: &[Inbound<'_>],
 ) -> QueryResult<Recorded> {
     let mut out = Recorded::default();
@@ -92,7 +94,7 @@ pub async fn record(
             wamid: i.wamid,
         })
         .collect();
-    out.windows = record_inbound(c, channel, &newest, &rows).await?;
+    out.windows = record_inbound(c, channel, sender, &newest, &rows).await?;
     Ok(out)
 }
 
@@ -115,6 +117,7 @@ type ConversationRow = (
     Nullable<Timestamptz>,
     Timestamptz,
     Timestamptz,
+    Text,
 );
 
 /// For each customer of `windows` (one item per phone, with the timestamp of their newest
@@ -125,6 +128,7 @@ type ConversationRow = (
 pub async fn record_inbound(
     c: &mut AsyncPgConnection,
     channel: &str,
+    sender: &StoreKeys,
     windows: &[(&PhoneNumber, Option<DateTime<Utc>>)],
     rows: &[InboundRow<'_>],
 ) -> QueryResult<Vec<Conversation>> {
@@ -156,16 +160,24 @@ pub async fn record_inbound(
             "::text[], ",
             "::jsonb[], ",
             "::text[]) AS m(id, phone, mtype, content, wamid) \
-                ON CONFLICT DO NOTHING) \
+                ON CONFLICT DO NOTHING RETURNING id), \
+             /* the number written to, when it is not the default sender */ \
+             numbered AS ( \
+                INSERT INTO message_senders (message_id, sender_id, business) \
+                SELECT id, s.sender, s.business FROM stored, (SELECT ",
+            "::text AS sender, ",
+            "::text AS business) s WHERE s.sender <> 'default') \
              /* conversations::record_inbound; its foreign key sees the customers above \
                 (constraint checks run at the end of the statement) */ \
-             INSERT INTO conversations (customer_phone, channel, last_inbound_at, window_expires_at) \
+             INSERT INTO conversations (customer_phone, channel, sender_id, last_inbound_at, \
+                                        window_expires_at) \
              SELECT w.phone, ",
+            ", ",
             ", w.at, w.expires FROM unnest(",
             "::text[], ",
             "::timestamptz[], ",
             "::timestamptz[]) AS w(phone, at, expires) WHERE w.at IS NOT NULL \
-             ON CONFLICT (customer_phone, channel) DO UPDATE SET \
+             ON CONFLICT (customer_phone, channel, sender_id) DO UPDATE SET \
                  last_inbound_at = GREATEST(conversations.last_inbound_at, excluded.last_inbound_at), \
                  window_expires_at = GREATEST(conversations.window_expires_at, excluded.window_expires_at), \
                  archived_at = CASE WHEN conversations.archived_at IS NOT NULL \
@@ -173,7 +185,8 @@ pub async fn record_inbound(
                                     THEN NULL ELSE conversations.archived_at END, \
                  updated_at = excluded.updated_at \
              RETURNING id, customer_phone, channel, conversation_type, last_inbound_at, \
-                       last_outbound_at, window_expires_at, archived_at, created_at, updated_at",
+                       last_outbound_at, window_expires_at, archived_at, created_at, updated_at, \
+                       sender_id",
         ],
         vec![
             Bind::Texts(phones.clone()),
@@ -185,7 +198,10 @@ pub async fn record_inbound(
             Bind::Texts(rows.iter().map(|r| r.message_type).collect()),
             Bind::Jsons(rows.iter().map(|r| r.content).collect()),
             Bind::Texts(rows.iter().map(|r| r.wamid).collect()),
+            Bind::Text(&sender.sender),
+            Bind::Text(&sender.business),
             Bind::Text(channel),
+            Bind::Text(&sender.sender),
             Bind::Texts(phones),
             Bind::OptTimes(ats),
             Bind::OptTimes(expires),

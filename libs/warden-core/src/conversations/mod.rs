@@ -76,14 +76,17 @@ impl ConversationView {
     }
 }
 
+/// The conversation of a customer with one sender (its stored key) on a channel.
 pub async fn find(
     conn: &mut AsyncPgConnection,
     phone: &str,
     channel: &str,
+    sender: &str,
 ) -> QueryResult<Option<Conversation>> {
     conversations::table
         .filter(conversations::customer_phone.eq(phone))
         .filter(conversations::channel.eq(channel))
+        .filter(conversations::sender_id.eq(sender))
         .select(Conversation::as_select())
         .first(conn)
         .await
@@ -92,11 +95,13 @@ pub async fn find(
 
 /// An inbound customer message opens or extends the window from its own timestamp. A late
 /// (older) message never shortens it; a new message un-archives the conversation.
-/// The customer row must exist (conversations reference it).
+/// The customer row must exist (conversations reference it). `sender` is the stored key of
+/// the number written to.
 pub async fn record_inbound(
     conn: &mut AsyncPgConnection,
     phone: &PhoneNumber,
     channel: &str,
+    sender: &str,
     at: DateTime<Utc>,
 ) -> QueryResult<Conversation> {
     use diesel::upsert::excluded;
@@ -105,10 +110,15 @@ pub async fn record_inbound(
         .values((
             conversations::customer_phone.eq(phone.digits()),
             conversations::channel.eq(channel),
+            conversations::sender_id.eq(sender),
             conversations::last_inbound_at.eq(at),
             conversations::window_expires_at.eq(expires),
         ))
-        .on_conflict((conversations::customer_phone, conversations::channel))
+        .on_conflict((
+            conversations::customer_phone,
+            conversations::channel,
+            conversations::sender_id,
+        ))
         .do_update()
         .set((
             conversations::last_inbound_at.eq(diesel::dsl::sql::<diesel::sql_types::Nullable<diesel::sql_types::Timestamptz>>(
@@ -134,12 +144,14 @@ pub async fn record_outbound(
     conn: &mut AsyncPgConnection,
     phone: &str,
     channel: &str,
+    sender: &str,
     at: DateTime<Utc>,
 ) -> QueryResult<Option<Conversation>> {
     diesel::update(
         conversations::table
             .filter(conversations::customer_phone.eq(phone))
-            .filter(conversations::channel.eq(channel)),
+            .filter(conversations::channel.eq(channel))
+            .filter(conversations::sender_id.eq(sender)),
     )
     .set((
         conversations::last_outbound_at.eq(diesel::dsl::sql::<
@@ -243,13 +255,18 @@ impl WindowCache {
         }
     }
 
-    pub fn key(phone: &str, channel: &str) -> String {
-        format!("warden:window:{channel}:{phone}")
+    /// The default sender's windows keep the key they had before there were several.
+    pub fn key(phone: &str, channel: &str, sender: &str) -> String {
+        if crate::senders::is_default_key(sender) {
+            format!("warden:window:{channel}:{phone}")
+        } else {
+            format!("warden:window:{channel}:{sender}:{phone}")
+        }
     }
 
-    pub async fn get(&self, phone: &str, channel: &str) -> Option<CachedWindow> {
+    pub async fn get(&self, phone: &str, channel: &str, sender: &str) -> Option<CachedWindow> {
         let redis = self.pool()?;
-        let key = Self::key(phone, channel);
+        let key = Self::key(phone, channel, sender);
         let fetch = async {
             let mut conn = redis.get().await.ok()?;
             let fields: Vec<Option<String>> = redis::cmd("HMGET")
@@ -293,7 +310,7 @@ impl WindowCache {
         if left <= TimeDelta::zero() {
             return;
         }
-        let key = Self::key(&conv.customer_phone, &conv.channel);
+        let key = Self::key(&conv.customer_phone, &conv.channel, &conv.sender_id);
         let write = async {
             let mut c = redis.get().await.ok()?;
             self.script
@@ -324,9 +341,9 @@ impl WindowCache {
     }
 
     /// Drop a cached window (archive, tests).
-    pub async fn forget(&self, phone: &str, channel: &str) {
+    pub async fn forget(&self, phone: &str, channel: &str, sender: &str) {
         if let Some(redis) = self.pool() {
-            let key = Self::key(phone, channel);
+            let key = Self::key(phone, channel, sender);
             let _ = tokio::time::timeout(CACHE_TIMEOUT, async {
                 if let Ok(mut c) = redis.get().await {
                     let _: Result<i64, _> = redis::cmd("DEL").arg(&key).query_async(&mut *c).await;
@@ -338,19 +355,21 @@ impl WindowCache {
 }
 
 impl Core {
-    /// The conversation of a customer on a channel: Redis first, Postgres when Redis misses
-    /// or fails (a Redis outage never turns into an error here).
+    /// The conversation of a customer with a sender (its stored key) on a channel: Redis
+    /// first, Postgres when Redis misses or fails (a Redis outage never turns into an error
+    /// here).
     pub async fn conversation(
         &self,
         phone: &PhoneNumber,
         channel: &str,
+        sender: &str,
     ) -> Result<ConversationView, CoreError> {
         let now = Utc::now();
-        if let Some(cached) = self.windows().get(phone.digits(), channel).await {
+        if let Some(cached) = self.windows().get(phone.digits(), channel, sender).await {
             return Ok(cached.view(phone.digits(), channel, now));
         }
         let mut conn = self.pg().get().await?;
-        let row = find(&mut conn, phone.digits(), channel).await?;
+        let row = find(&mut conn, phone.digits(), channel, sender).await?;
         if let Some(conv) = &row {
             self.windows().put(conv).await;
         }
@@ -386,7 +405,12 @@ mod tests {
     async fn after_a_failure_redis_is_left_alone_for_a_while() {
         let cache = WindowCache::new(Some(dead_pool()));
         assert!(cache.pool().is_some(), "healthy at first");
-        assert!(cache.get("6281234567890", "whatsapp").await.is_none());
+        assert!(
+            cache
+                .get("6281234567890", "whatsapp", "default")
+                .await
+                .is_none()
+        );
         assert!(cache.pool().is_none(), "skipped right after the failure");
         assert!(cache.clone().pool().is_none(), "clones share the state");
         tokio::time::sleep(SKIP_AFTER_FAILURE + Duration::from_millis(50)).await;

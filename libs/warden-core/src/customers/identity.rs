@@ -328,7 +328,7 @@ pub async fn merge(
 }
 
 /// What moves from the merged customer ($1) to the survivor ($2), in order. Conversations
-/// are unique per customer and channel: one both have is folded into the survivor's.
+/// are unique per customer, channel and sender: one both have is folded into the survivor's.
 const MOVES: &[&str] = &[
     "UPDATE conversations s SET \
        last_inbound_at = GREATEST(s.last_inbound_at, m.last_inbound_at), \
@@ -338,9 +338,11 @@ const MOVES: &[&str] = &[
                           ELSE GREATEST(s.archived_at, m.archived_at) END, \
        created_at = LEAST(s.created_at, m.created_at), updated_at = now() \
      FROM conversations m \
-     WHERE m.customer_phone = $1 AND s.customer_phone = $2 AND s.channel = m.channel",
+     WHERE m.customer_phone = $1 AND s.customer_phone = $2 AND s.channel = m.channel \
+       AND s.sender_id = m.sender_id",
     "DELETE FROM conversations m USING conversations s \
-     WHERE m.customer_phone = $1 AND s.customer_phone = $2 AND s.channel = m.channel",
+     WHERE m.customer_phone = $1 AND s.customer_phone = $2 AND s.channel = m.channel \
+       AND s.sender_id = m.sender_id",
     "UPDATE conversations SET customer_phone = $2 WHERE customer_phone = $1",
     "UPDATE messages SET customer_phone = $2 WHERE customer_phone = $1",
     "UPDATE message_frequencies SET customer_phone = $2 WHERE customer_phone = $1",
@@ -355,11 +357,21 @@ const MOVES: &[&str] = &[
      ON CONFLICT DO NOTHING",
     "DELETE FROM customer_number_changes WHERE old_phone = $1 OR new_phone = $1",
     // One person counts once against the portfolio's messaging limit: the later reach wins.
-    "INSERT INTO portfolio_reach (customer_phone, reached_at, message_id) \
-     SELECT $2, reached_at, message_id FROM portfolio_reach WHERE customer_phone = $1 \
-     ON CONFLICT (customer_phone) DO UPDATE SET reached_at = EXCLUDED.reached_at, \
+    "INSERT INTO portfolio_reach (portfolio, customer_phone, reached_at, message_id) \
+     SELECT portfolio, $2, reached_at, message_id FROM portfolio_reach WHERE customer_phone = $1 \
+     ON CONFLICT (portfolio, customer_phone) DO UPDATE SET reached_at = EXCLUDED.reached_at, \
        message_id = EXCLUDED.message_id WHERE portfolio_reach.reached_at < EXCLUDED.reached_at",
     "DELETE FROM portfolio_reach WHERE customer_phone = $1",
+    // Another business's consent: the stricter of the two, as for the customer rows.
+    "INSERT INTO business_consent (business, customer_phone, opt_in_marketing, opt_in_utility, \
+       opt_changed_at, opt_change_reason) \
+     SELECT business, $2, opt_in_marketing, opt_in_utility, opt_changed_at, opt_change_reason \
+     FROM business_consent WHERE customer_phone = $1 \
+     ON CONFLICT (business, customer_phone) DO UPDATE SET \
+       opt_in_marketing = business_consent.opt_in_marketing AND EXCLUDED.opt_in_marketing, \
+       opt_in_utility = business_consent.opt_in_utility AND EXCLUDED.opt_in_utility, \
+       opt_changed_at = GREATEST(business_consent.opt_changed_at, EXCLUDED.opt_changed_at)",
+    "DELETE FROM business_consent WHERE customer_phone = $1",
 ];
 
 struct Merged {

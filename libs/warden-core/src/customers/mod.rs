@@ -5,6 +5,7 @@
 //! [`import`], [`privacy`] (content retention, forgetting a customer) and a changed number
 //! inheriting the old one's opt-outs ([`number_change`]).
 
+pub mod consent;
 pub mod identity;
 pub mod import;
 pub mod number_change;
@@ -75,10 +76,13 @@ pub async fn find(
 }
 
 /// THE one place an opt-out or opt-in is applied, whatever its source (stop keyword,
-/// user_preferences, platform error 131050). Records who, when and why in the audit log.
+/// user_preferences, platform error 131050), to the consent the customer gave the business
+/// stored as `business` ([`consent`]). Records who, when and why in the audit log.
 /// Returns true when a consent flag changed.
+#[allow(clippy::too_many_arguments)]
 pub async fn apply_opt_change(
     conn: &mut AsyncPgConnection,
+    business: &str,
     phone: &PhoneNumber,
     change: OptChange,
     scope: OptScope,
@@ -86,42 +90,41 @@ pub async fn apply_opt_change(
     actor: &str,
     at: DateTime<Utc>,
 ) -> QueryResult<bool> {
-    let before = ensure_locked(conn, phone).await?;
+    let customer = ensure_locked(conn, phone).await?;
+    let before = consent::of(conn, business, &customer).await?;
     // A forgotten number stays suppressed: not even the customer's own START lifts it.
     if matches!(change, OptChange::Resume) && is_suppressed(conn, phone).await? {
         tracing::info!(source, "opt-in of a forgotten (suppressed) number ignored");
         return Ok(false);
     }
     // Platform retries arrive out of order: an older stop/resume never overrides a newer one.
-    if before.opt_changed_at.is_some_and(|last| last > at) {
+    if before.changed_at.is_some_and(|last| last > at) {
         return Ok(false);
     }
     let opt_in = matches!(change, OptChange::Resume);
     let marketing = opt_in;
     let utility = match scope {
         OptScope::All => opt_in,
-        OptScope::Marketing => before.opt_in_utility,
+        OptScope::Marketing => before.utility,
     };
-    if before.opt_in_marketing == marketing && before.opt_in_utility == utility {
+    if before.marketing == marketing && before.utility == utility {
         // Nothing changes, but remember the newest event so an older one arriving later
         // cannot undo it.
-        diesel::update(customers::table.find(phone.digits()))
-            .set(customers::opt_changed_at.eq(at))
-            .execute(conn)
-            .await?;
+        let newest = consent::Consent {
+            changed_at: Some(at),
+            ..before
+        };
+        consent::write(conn, business, phone.digits(), &newest).await?;
         return Ok(false);
     }
     let reason = warden_rules::keywords::opt_change_reason(change, source);
-    diesel::update(customers::table.find(phone.digits()))
-        .set((
-            customers::opt_in_marketing.eq(marketing),
-            customers::opt_in_utility.eq(utility),
-            customers::opt_changed_at.eq(at),
-            customers::opt_change_reason.eq(&reason),
-            customers::updated_at.eq(diesel::dsl::now),
-        ))
-        .execute(conn)
-        .await?;
+    let after = consent::Consent {
+        marketing,
+        utility,
+        changed_at: Some(at),
+        reason: Some(reason),
+    };
+    consent::write(conn, business, phone.digits(), &after).await?;
     warden_store::audit::record(
         conn,
         actor,
@@ -132,7 +135,8 @@ pub async fn apply_opt_change(
             "source": source,
             "scope": match scope { OptScope::Marketing => "marketing", OptScope::All => "marketing+utility" },
             "at": at,
-            "before": {"marketing": before.opt_in_marketing, "utility": before.opt_in_utility},
+            "business": business,
+            "before": {"marketing": before.marketing, "utility": before.utility},
             "after": {"marketing": marketing, "utility": utility},
         }),
     )

@@ -149,6 +149,9 @@ pub struct DeliveryRow {
     /// The database's clock, so every replica compares times against one clock.
     #[diesel(sql_type = Timestamptz)]
     pub db_now: DateTime<Utc>,
+    /// The stored key of the sender it goes out from (`default`: the default sender).
+    #[diesel(sql_type = Text)]
+    pub sender_id: String,
 }
 
 impl DeliveryRow {
@@ -185,7 +188,9 @@ pub(crate) const ROW_COLUMNS: &str = "m.id, m.customer_phone, m.channel, m.direc
                      THEN (SELECT status_through FROM webhook_progress WHERE id = 1) END AS webhooks_through,
                 CASE WHEN m.status = 'sending'
                      THEN (SELECT advanced_at FROM webhook_progress WHERE id = 1) END AS webhooks_advanced_at,
-                m.unknown_since, now() AS db_now";
+                m.unknown_since, now() AS db_now,
+                COALESCE((SELECT sender_id FROM message_senders s WHERE s.message_id = m.id),
+                         'default') AS sender_id";
 
 /// The row a stream message is about, with its campaign's status and the webhooks'
 /// progress; `None` when there is no such message.

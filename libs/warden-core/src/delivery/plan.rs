@@ -165,6 +165,7 @@ mod tests {
             id: uuid::Uuid::new_v4(),
             customer_phone: "628123".into(),
             channel: "whatsapp".into(),
+            sender_id: "default".into(),
             direction: "outbound".into(),
             status: Some(status),
             content: json!({}),

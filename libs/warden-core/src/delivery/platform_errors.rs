@@ -78,10 +78,11 @@ pub fn consequence(handling: Handling, code: i32, title: &str) -> Consequence {
     }
 }
 
-/// Record `effect` for the customer `phone` (when known). Returns how many campaigns it
-/// paused.
+/// Record `effect` of the platform's answer to `message_id` for the customer `phone` (when
+/// known). Returns how many campaigns it paused.
 pub async fn apply_effect(
     conn: &mut AsyncPgConnection,
+    message_id: uuid::Uuid,
     effect: &SideEffect,
     phone: Option<&PhoneNumber>,
     at: DateTime<Utc>,
@@ -89,8 +90,11 @@ pub async fn apply_effect(
 ) -> QueryResult<usize> {
     match (effect, phone) {
         (SideEffect::OptOutMarketing, Some(p)) => {
+            // A 131050 stops marketing from the business that sent the message.
+            let business = customers::consent::business_of_message(conn, message_id).await?;
             customers::apply_opt_change(
                 conn,
+                &business,
                 p,
                 OptChange::Stop,
                 OptScope::Marketing,

@@ -45,6 +45,8 @@ pub struct QualityUpdate<'a> {
     pub event: &'a str,
     pub current_limit: Option<&'a str>,
     pub display_phone_number: Option<&'a str>,
+    /// The stored key of the portfolio of the number it is about.
+    pub portfolio: &'a str,
     /// The update as received.
     pub payload: &'a Value,
 }
@@ -85,7 +87,7 @@ pub async fn record_quality(
             } else {
                 "phone_number_quality_update"
             };
-            crate::account::portfolio::learn(c, limit, source, "webhook").await?;
+            crate::account::portfolio::learn(c, q.portfolio, limit, source, "webhook").await?;
         }
     }
     Ok(())

@@ -68,6 +68,8 @@ pub struct Sent<'a> {
     pub wamid: Option<&'a str>,
     pub phone: &'a str,
     pub channel: &'a str,
+    /// The stored key of the sender it went out from.
+    pub sender: &'a str,
     /// Campaign messages move campaign counters: always through `apply_status`.
     pub in_campaign: bool,
     /// Earlier attempts left an error on the row: clear it.
@@ -102,6 +104,7 @@ pub async fn record_sent(
         wamid,
         phone,
         channel,
+        sender,
         in_campaign,
         clear_error,
         at,
@@ -129,13 +132,15 @@ pub async fn record_sent(
                UPDATE conversations cv
                   SET last_outbound_at = GREATEST(cv.last_outbound_at, $3), updated_at = now()
                  FROM m WHERE cv.customer_phone = m.customer_phone AND cv.channel = m.channel
+                  AND cv.sender_id = $4
                RETURNING cv.last_inbound_at)
              SELECT (SELECT count(*) FROM m) AS moved,
                     (SELECT max(last_inbound_at) FROM c) AS last_inbound_at"
             ))
             .bind::<SqlUuid, _>(id)
             .bind::<Nullable<Text>, _>(wamid)
-            .bind::<Timestamptz, _>(at),
+            .bind::<Timestamptz, _>(at)
+            .bind::<Text, _>(sender),
         )
         .get_result::<FastSent>(&mut conn)
         .await?;
@@ -144,20 +149,26 @@ pub async fn record_sent(
                 .last_inbound_at
                 .is_some_and(|t| t + warden_rules::window::CARE_WINDOW > Utc::now());
             return Ok(if open {
-                crate::conversations::find(&mut conn, phone, channel).await?
+                crate::conversations::find(&mut conn, phone, channel, sender).await?
             } else {
                 None
             });
         }
     }
     // Owned: each attempt of the transaction borrows nothing but its connection.
-    let (wamid, phone, channel) = (
+    let (wamid, phone, channel, sender) = (
         wamid.map(str::to_owned),
         phone.to_owned(),
         channel.to_owned(),
+        sender.to_owned(),
     );
     let conv = transact(pg, "record_sent", move |c| {
-        let (wamid, phone, channel) = (wamid.clone(), phone.clone(), channel.clone());
+        let (wamid, phone, channel, sender) = (
+            wamid.clone(),
+            phone.clone(),
+            channel.clone(),
+            sender.clone(),
+        );
         async move {
             // Clears the lease too (also when a status webhook got there first).
             crate::delivery::outcomes::apply_status(
@@ -174,7 +185,7 @@ pub async fn record_sent(
                 clear_lease(c, id, true).await?;
             }
             Ok::<_, Abort<Infallible>>(
-                crate::conversations::record_outbound(c, &phone, &channel, at).await?,
+                crate::conversations::record_outbound(c, &phone, &channel, &sender, at).await?,
             )
         }
         .boxed()
@@ -242,6 +253,7 @@ pub async fn record_failed(
             clear_lease(c, id, false).await?;
             let campaigns_paused = crate::delivery::platform_errors::apply_effect(
                 c,
+                id,
                 &effect,
                 phone.as_ref(),
                 at,

@@ -138,6 +138,8 @@ pub async fn retry_failed(
             existing_message_id: Some(id),
             refusal: RefusalMode::Error,
             actor,
+            // As recorded on the message.
+            sender: None,
         })
         .await;
     match result {

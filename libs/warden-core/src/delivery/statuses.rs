@@ -266,7 +266,8 @@ pub async fn apply(
         };
         tracing::debug!(moved, "status applied");
         if let Some(d) = decided {
-            platform_errors::apply_effect(c, &d.effect, phone.as_ref(), s.at, actor).await?;
+            platform_errors::apply_effect(c, message_id, &d.effect, phone.as_ref(), s.at, actor)
+                .await?;
         }
         Ok(StatusApplied::Applied)
     }

@@ -78,6 +78,8 @@ impl DueMessage {
             existing_message_id: Some(self.id),
             refusal: RefusalMode::RecordFailed,
             actor,
+            // As recorded on the message.
+            sender: None,
         })
     }
 }

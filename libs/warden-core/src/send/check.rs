@@ -41,28 +41,36 @@ struct CheckRow {
     oldest: Option<DateTime<Utc>>,
 }
 
+/// $5 is the sender's stored key, $6 its business's (`customers::consent`: the default
+/// business's consent is the customer row's, another's a `business_consent` row).
 const CHECK_SQL: &str = "SELECT c.phone IS NOT NULL AS known,
-        COALESCE(c.opt_in_marketing, true) AS opt_in_marketing,
-        COALESCE(c.opt_in_utility, true) AS opt_in_utility,
+        CASE WHEN $6 = 'default' THEN COALESCE(c.opt_in_marketing, true)
+             ELSE COALESCE(b.opt_in_marketing, true) END AS opt_in_marketing,
+        CASE WHEN $6 = 'default' THEN COALESCE(c.opt_in_utility, true)
+             ELSE COALESCE(b.opt_in_utility, true) END AS opt_in_utility,
         COALESCE(c.tags, '{}') AS tags,
         c.marketing_limited_at,
         (SELECT v.last_inbound_at FROM conversations v
-          WHERE v.customer_phone = $1 AND v.channel = $2) AS last_inbound_at,
+          WHERE v.customer_phone = $1 AND v.channel = $2 AND v.sender_id = $5) AS last_inbound_at,
         f.accepted, f.oldest
    FROM (SELECT count(*) AS accepted, min(counted_at) AS oldest
            FROM message_frequencies
-          WHERE customer_phone = $1 AND category = $3 AND counted_at > $4) f
-   LEFT JOIN customers c ON c.phone = $1";
+          WHERE customer_phone = $1 AND business = $6 AND category = $3 AND counted_at > $4) f
+   LEFT JOIN customers c ON c.phone = $1
+   LEFT JOIN business_consent b ON b.business = $6 AND b.customer_phone = $1";
 
 impl Core {
-    /// Dry-run compliance: what a send would decide now. Never writes.
-    /// `content` is what would be sent; its category (never a caller's label) decides.
+    /// Dry-run compliance: what a send from the sender `from` names (`None`: the default)
+    /// would decide now. Never writes. `content` is what would be sent; its category (never
+    /// a caller's label) decides.
     pub async fn check(
         &self,
         phone: &PhoneNumber,
+        from: Option<&str>,
         content: ContentKind,
         now: DateTime<Utc>,
     ) -> Result<Decision, CoreError> {
+        let keys = self.sender_keys(from)?;
         let category = content.category();
         let phone = &self.customer(phone).await?;
         let limit = self.policies().frequency_limit(category);
@@ -75,7 +83,9 @@ impl Core {
                     .bind::<Text, _>(phone.digits())
                     .bind::<Text, _>(warden_settings::DEFAULT_CHANNEL)
                     .bind::<Text, _>(category.as_str())
-                    .bind::<Timestamptz, _>(since),
+                    .bind::<Timestamptz, _>(since)
+                    .bind::<Text, _>(&keys.sender)
+                    .bind::<Text, _>(&keys.business),
             )
             .get_result(&mut conn)
             .await?
@@ -108,15 +118,17 @@ impl Core {
     pub async fn frequency(
         &self,
         phone: &PhoneNumber,
+        from: Option<&str>,
         now: DateTime<Utc>,
     ) -> Result<FrequencyStatus, CoreError> {
+        let keys = self.sender_keys(from)?;
         let phone = &self.customer(phone).await?;
         let mut conn = self.pg().get().await?;
         let customer = customers::find(&mut conn, phone).await?;
         let (count, oldest) = recent_count(
             &mut conn,
             self.policies(),
-            phone.digits(),
+            (&keys.business, phone.digits()),
             Category::Marketing,
             customer.as_ref(),
             now,

@@ -15,12 +15,13 @@ use warden_rules::policy::PolicySet;
 use warden_store::models::Customer;
 use warden_store::schema::message_frequencies;
 
-/// Messages of `category` accepted for this customer inside the policy's window, and the
-/// oldest of them. A platform 131049 in the last 24 h counts as a full marketing cap.
+/// Messages of `category` the business stored as `business` had accepted for this customer
+/// inside the policy's window (caps count across the business's numbers), and the oldest of
+/// them. A platform 131049 in the last 24 h counts as a full marketing cap.
 pub(super) async fn recent_count(
     conn: &mut AsyncPgConnection,
     policies: &PolicySet,
-    phone: &str,
+    (business, phone): (&str, &str),
     category: Category,
     customer: Option<&Customer>,
     now: DateTime<Utc>,
@@ -32,6 +33,7 @@ pub(super) async fn recent_count(
     let since = now - limit.window;
     let (count, oldest): (i64, Option<DateTime<Utc>>) = message_frequencies::table
         .filter(message_frequencies::customer_phone.eq(phone))
+        .filter(message_frequencies::business.eq(business))
         .filter(message_frequencies::category.eq(category.as_str()))
         .filter(message_frequencies::counted_at.gt(since))
         // A retried message was counted when first accepted: don't count it against itself.
@@ -90,6 +92,20 @@ impl<'a> From<&'a Customer> for CustomerFacts<'a> {
     }
 }
 
+impl<'a> CustomerFacts<'a> {
+    /// The customer as one business sees them: its consent, the rest the customer's.
+    pub(super) fn with_consent(
+        c: &'a Customer,
+        consent: &crate::customers::consent::Consent,
+    ) -> Self {
+        CustomerFacts {
+            opt_in_marketing: consent.marketing,
+            opt_in_utility: consent.utility,
+            ..CustomerFacts::from(c)
+        }
+    }
+}
+
 pub(super) fn decide(
     policies: &PolicySet,
     phone: &PhoneNumber,
@@ -126,9 +142,11 @@ pub(super) fn decide(
     decision
 }
 
-/// Record one accepted message against the frequency count (inside the send transaction).
+/// Record one accepted message against its business's frequency count (inside the send
+/// transaction).
 pub(super) async fn count_accepted(
     conn: &mut AsyncPgConnection,
+    business: &str,
     phone: &str,
     category: Category,
     message_id: Uuid,
@@ -136,6 +154,7 @@ pub(super) async fn count_accepted(
     diesel::insert_into(message_frequencies::table)
         .values((
             message_frequencies::customer_phone.eq(phone),
+            message_frequencies::business.eq(business),
             message_frequencies::category.eq(category.as_str()),
             message_frequencies::message_id.eq(message_id),
         ))

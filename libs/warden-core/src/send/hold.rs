@@ -79,9 +79,10 @@ impl Core {
     ) -> Result<Option<Uuid>, SendError> {
         let message_id = req.existing_message_id.unwrap_or_else(Uuid::now_v7);
         let (shared_req, reason) = (Arc::new(req.clone()), hold_reason(decision));
+        let keys = self.keys_for(req);
         let actor = req.actor;
         let held = transact_on(conn, "record_hold", move |c| {
-            let (req, reason) = (Arc::clone(&shared_req), reason.clone());
+            let (req, reason, keys) = (Arc::clone(&shared_req), reason.clone(), keys.clone());
             async move {
                 if req.existing_message_id.is_some() {
                     let moved = diesel::sql_query(
@@ -101,6 +102,7 @@ impl Core {
                     insert_message(
                         c,
                         &req,
+                        &keys,
                         message_id,
                         category.as_str(),
                         MessageStatus::Scheduled,

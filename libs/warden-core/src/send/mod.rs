@@ -51,6 +51,7 @@ use warden_rules::compliance::{Decision, ReasonCode};
 use warden_rules::kinds::{Category, ContentKind, MessageType, TemplateCategory};
 use warden_rules::message_status::MessageStatus;
 use warden_rules::phone::PhoneNumber;
+use warden_settings::StoreKeys;
 use warden_store::models::Message;
 use warden_store::schema::messages;
 use warden_store::tx::{Abort, transact_on};
@@ -58,7 +59,7 @@ use warden_stream::DeliveryJob;
 
 use crate::delivery::knowledge;
 use crate::{Core, CoreError, conversations, customers, templates};
-use decide::{count_accepted, decide, recent_count};
+use decide::{CustomerFacts, count_accepted, decide, recent_count};
 use error::SendError;
 use idempotency::{Claim, IdempotencyKey};
 use kind::SendKind;
@@ -122,9 +123,18 @@ pub struct SendRequest {
     pub existing_message_id: Option<Uuid>,
     pub refusal: RefusalMode,
     pub actor: &'static str,
+    /// The sender (an id or a phone number id) it goes out from; `None`: the default.
+    /// The send path resolves it to the sender's id.
+    pub sender: Option<String>,
 }
 
 impl SendRequest {
+    /// The same request from the sender `from` names (`None`: the default sender).
+    pub fn from_sender(mut self, from: Option<&str>) -> Self {
+        self.sender = from.map(str::to_string);
+        self
+    }
+
     /// A new message asked for by an agent tool: a refusal is reported to the caller (not
     /// recorded as a failed row), and it belongs to no campaign.
     pub fn from_tool(
@@ -143,6 +153,7 @@ impl SendRequest {
             existing_message_id: None,
             refusal: RefusalMode::Error,
             actor,
+            sender: None,
         }
     }
 }
@@ -156,6 +167,8 @@ pub struct Accepted {
     pub published: bool,
     /// An earlier call with the same idempotency key created this message; nothing new was.
     pub replayed: bool,
+    /// The id of the sender it goes out from.
+    pub from: String,
 }
 
 /// A refusal that is not one of the rule engine's (template problems at dispatch). A
@@ -249,7 +262,7 @@ impl Core {
             .await?;
         let (decision, retry_count) = match outcome {
             Outcome::Decided(decision, retry_count) => (decision, retry_count),
-            Outcome::Replay(result) => return replayed(&result, span),
+            Outcome::Replay(result) => return replayed(&result, &req, span),
         };
         if !decision.allowed {
             return Err(self.refused(&mut conn, &req, category, decision).await?);
@@ -277,6 +290,17 @@ impl Core {
             .get()
             .await
             .map_err(|e| SendError::Unavailable(format!("database unavailable: {e}")))?;
+        // A recorded message (scheduled, retried) goes out from the number it was recorded with.
+        if let (Some(id), None) = (req.existing_message_id, &req.sender) {
+            let key = customers::consent::sender_of_message(&mut conn, id)
+                .await
+                .map_err(|e| SendError::Unavailable(format!("database unavailable: {e}")))?;
+            req.sender = Some(self.sender_id_of_key(&key).to_string());
+        }
+        let sender = self
+            .sender(req.sender.as_deref())
+            .map_err(|e| SendError::InvalidArgument(e.to_string()))?;
+        req.sender = Some(sender.id.clone());
         if req.phone.is_bsuid() {
             req.phone = crate::customers::identity::resolve(&mut conn, &req.phone)
                 .await
@@ -360,7 +384,8 @@ impl Core {
                     }
                     return Ok(Outcome::Decided(decision, 0));
                 }
-                let retry_count = record(c, &req, message_id, category, &trace).await?;
+                let keys = core.keys_for(&req);
+                let retry_count = record(c, &req, &keys, message_id, category, &trace).await?;
                 Ok(Outcome::Decided(decision, retry_count))
             }
             .boxed()
@@ -379,13 +404,15 @@ impl Core {
         category: Category,
         now: DateTime<Utc>,
     ) -> QueryResult<Compliance> {
+        let keys = self.keys_for(req);
         let customer = customers::ensure_locked(c, &req.phone).await?;
-        let conv = conversations::find(c, req.phone.digits(), &req.channel).await?;
+        let consent = customers::consent::of(c, &keys.business, &customer).await?;
+        let conv = conversations::find(c, req.phone.digits(), &req.channel, &keys.sender).await?;
         let last_inbound_at = conv.as_ref().and_then(|c| c.last_inbound_at);
         let (recent, _) = recent_count(
             c,
             self.policies(),
-            req.phone.digits(),
+            (&keys.business, req.phone.digits()),
             category,
             Some(&customer),
             now,
@@ -395,7 +422,7 @@ impl Core {
         let decision = decide(
             self.policies(),
             &req.phone,
-            Some(&(&customer).into()),
+            Some(&CustomerFacts::with_consent(&customer, &consent)),
             last_inbound_at,
             category,
             recent,
@@ -446,8 +473,14 @@ impl Core {
             now,
         );
         if warden_rules::platform_limits::business_initiated(category, window_open)
-            && let Some(refusal) =
-                crate::account::portfolio::admit(c, &req.phone, message_id, now).await?
+            && let Some(refusal) = crate::account::portfolio::admit(
+                c,
+                &self.keys_for(req).portfolio,
+                &req.phone,
+                message_id,
+                now,
+            )
+            .await?
         {
             return Ok(refusal);
         }
@@ -542,6 +575,7 @@ impl Core {
             status: MessageStatus::Queued,
             published,
             replayed: false,
+            from: req.sender.clone().unwrap_or_default(),
         }
     }
 
@@ -619,10 +653,12 @@ impl Core {
             "explanation": decision.human_explanation,
         });
         // Owned, so each attempt of the transaction borrows nothing but its connection.
+        let keys = self.keys_for(req);
         let (shared_req, shared_error) = (Arc::new(req.clone()), Arc::new(error));
         let failed = MessageStatus::Failed.as_str();
         transact_on(conn, "record_refusal", move |c| {
             let (req_ref, error_ref) = (Arc::clone(&shared_req), Arc::clone(&shared_error));
+            let keys = keys.clone();
             let details = details.clone();
             async move {
                 customers::ensure(c, &req_ref.phone).await?;
@@ -644,6 +680,7 @@ impl Core {
                     insert_message(
                         c,
                         &req_ref,
+                        &keys,
                         message_id,
                         category.as_str(),
                         MessageStatus::Failed,
@@ -695,6 +732,17 @@ impl Core {
         Ok(self
             .publish_with(message_id, &dedupe_id, &phone, &row.channel, &trace)
             .await)
+    }
+
+    /// The stored keys of the sender a request goes out from (resolved by `validate`).
+    pub(crate) fn keys_for(&self, req: &SendRequest) -> StoreKeys {
+        let senders = self.senders();
+        let sender = req
+            .sender
+            .as_deref()
+            .and_then(|id| senders.get(id))
+            .unwrap_or(senders.default());
+        senders.key_of(sender)
     }
 
     async fn publish_with(
@@ -770,22 +818,27 @@ pub fn dedupe_id(
 async fn record(
     c: &mut AsyncPgConnection,
     req: &SendRequest,
+    keys: &StoreKeys,
     message_id: Uuid,
     category: Category,
     trace: &HashMap<String, String>,
 ) -> Result<i32, Abort<SendError>> {
-    let Some(retry_count) = write_queued(c, req, message_id, category, trace).await? else {
+    let Some(retry_count) = write_queued(c, req, keys, message_id, category, trace).await? else {
         return Err(Abort::App(SendError::InvalidArgument(format!(
             "message {message_id} is no longer scheduled or failed"
         ))));
     };
-    count_accepted(c, req.phone.digits(), category, message_id).await?;
+    count_accepted(c, &keys.business, req.phone.digits(), category, message_id).await?;
     Ok(retry_count)
 }
 
 /// The answer to a call whose idempotency key was used before: the first call's message,
 /// nothing new created.
-fn replayed(result: &Value, span: &tracing::Span) -> Result<Accepted, SendError> {
+fn replayed(
+    result: &Value,
+    req: &SendRequest,
+    span: &tracing::Span,
+) -> Result<Accepted, SendError> {
     let message_id = result
         .get("message_id")
         .and_then(Value::as_str)
@@ -799,6 +852,7 @@ fn replayed(result: &Value, span: &tracing::Span) -> Result<Accepted, SendError>
         status: MessageStatus::Queued,
         published: true,
         replayed: true,
+        from: req.sender.clone().unwrap_or_default(),
     })
 }
 
@@ -808,6 +862,7 @@ fn replayed(result: &Value, span: &tracing::Span) -> Result<Accepted, SendError>
 async fn write_queued(
     conn: &mut AsyncPgConnection,
     req: &SendRequest,
+    keys: &StoreKeys,
     message_id: Uuid,
     category: Category,
     trace: &HashMap<String, String>,
@@ -849,6 +904,7 @@ async fn write_queued(
     insert_message(
         conn,
         req,
+        keys,
         message_id,
         category.as_str(),
         MessageStatus::Queued,
@@ -861,6 +917,7 @@ async fn write_queued(
 pub(crate) async fn insert_message(
     conn: &mut AsyncPgConnection,
     req: &SendRequest,
+    keys: &StoreKeys,
     message_id: Uuid,
     category: &str,
     status: MessageStatus,
@@ -888,6 +945,16 @@ pub(crate) async fn insert_message(
         .execute(conn)
         .await?;
     attribution::record(conn, message_id, req.actor).await?;
+    if !crate::senders::is_default_key(&keys.sender) {
+        diesel::insert_into(warden_store::schema::message_senders::table)
+            .values((
+                warden_store::schema::message_senders::message_id.eq(message_id),
+                warden_store::schema::message_senders::sender_id.eq(&keys.sender),
+                warden_store::schema::message_senders::business.eq(&keys.business),
+            ))
+            .execute(conn)
+            .await?;
+    }
     Ok(1)
 }
 

@@ -80,9 +80,15 @@ impl Harness {
     async fn open_window(&self, p: &PhoneNumber) {
         let mut conn = self.core.pg().get().await.unwrap();
         warden_core::customers::ensure(&mut conn, p).await.unwrap();
-        conversations::record_inbound(&mut conn, p, "whatsapp", Utc::now() - TimeDelta::minutes(1))
-            .await
-            .unwrap();
+        conversations::record_inbound(
+            &mut conn,
+            p,
+            "whatsapp",
+            "default",
+            Utc::now() - TimeDelta::minutes(1),
+        )
+        .await
+        .unwrap();
     }
 
     async fn messages_to(&self, p: &PhoneNumber) -> Vec<(uuid::Uuid, DateTime<Utc>)> {
@@ -308,7 +314,7 @@ async fn the_allowlist_admits_listed_phones_and_tagged_customers_only() {
     // check_compliance shows the same decision.
     let c = h
         .core
-        .check(&other, ContentKind::FreeForm, Utc::now())
+        .check(&other, None, ContentKind::FreeForm, Utc::now())
         .await
         .unwrap();
     assert_eq!(

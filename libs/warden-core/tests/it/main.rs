@@ -7,4 +7,5 @@ mod pool_use;
 mod portfolio_limit;
 mod read_models;
 mod send_path;
+mod senders;
 mod template_status;

@@ -32,6 +32,7 @@ async fn the_new_number_of_a_forgotten_customer_stays_suppressed() {
     // The new number's own START changes nothing.
     let changed = apply_opt_change(
         &mut c,
+        "default",
         &new,
         OptChange::Resume,
         OptScope::All,

@@ -29,13 +29,18 @@ async fn read_use_cases_answer_with_a_pool_of_one_connection() {
         async move {
             let phone = canonicalize(&format!("+1555020{i:04}")).unwrap();
             let now = Utc::now();
-            core.check(&phone, MessageType::Marketing.described_content(), now)
-                .await
-                .expect("check answers");
-            core.frequency(&phone, now)
+            core.check(
+                &phone,
+                None,
+                MessageType::Marketing.described_content(),
+                now,
+            )
+            .await
+            .expect("check answers");
+            core.frequency(&phone, None, now)
                 .await
                 .expect("frequency answers");
-            core.conversation(&phone, "whatsapp")
+            core.conversation(&phone, "whatsapp", "default")
                 .await
                 .expect("conversation answers");
         }

@@ -80,6 +80,7 @@ async fn set_limit(core: &Core, tier: &str) {
     assert!(
         warden_core::account::portfolio::learn_from_platform(
             core.pg(),
+            "default",
             tier,
             "get_account_quality",
             "test"
@@ -118,7 +119,7 @@ async fn single_sends_stop_exactly_at_the_limit() {
     h.core.send(template(&first)).await.unwrap();
     // A limit of 3 unique customers (a number, as business_capability_update gives it).
     set_limit(&h.core, "3").await;
-    let usage = warden_core::account::portfolio::current_usage(h.core.pg(), Utc::now())
+    let usage = warden_core::account::portfolio::current_usage(h.core.pg(), "default", Utc::now())
         .await
         .unwrap();
     assert_eq!(
@@ -155,7 +156,7 @@ async fn single_sends_stop_exactly_at_the_limit() {
     )
     .await;
     h.core.send(template(&fifth)).await.unwrap();
-    let usage = warden_core::account::portfolio::current_usage(h.core.pg(), Utc::now())
+    let usage = warden_core::account::portfolio::current_usage(h.core.pg(), "default", Utc::now())
         .await
         .unwrap();
     assert_eq!(usage.used, 3);
@@ -199,7 +200,7 @@ async fn two_concurrent_sends_at_limit_minus_one_never_both_pass() {
             }
         }
     }
-    let usage = warden_core::account::portfolio::current_usage(h.core.pg(), Utc::now())
+    let usage = warden_core::account::portfolio::current_usage(h.core.pg(), "default", Utc::now())
         .await
         .unwrap();
     assert_eq!(usage.used, 250);

@@ -274,9 +274,15 @@ async fn conversations_filter_by_window_and_page_with_a_total() {
         let p = phone();
         customers::ensure(&mut c, &p).await.unwrap();
         if let Some(hours) = ago {
-            conversations::record_inbound(&mut c, &p, "whatsapp", now - TimeDelta::hours(hours))
-                .await
-                .unwrap();
+            conversations::record_inbound(
+                &mut c,
+                &p,
+                "whatsapp",
+                "default",
+                now - TimeDelta::hours(hours),
+            )
+            .await
+            .unwrap();
         } else {
             diesel::sql_query(format!(
                 "INSERT INTO conversations (customer_phone, channel) VALUES ('{}', 'whatsapp')",

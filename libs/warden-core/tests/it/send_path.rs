@@ -107,6 +107,7 @@ async fn add_template(core: &Core, name: &str, category: &str, status: &str) {
 
 fn template_send(phone: &PhoneNumber, name: &str, mode: RefusalMode) -> SendRequest {
     SendRequest {
+        sender: None,
         phone: phone.clone(),
         channel: "whatsapp".into(),
         kind: SendKind::Template {
@@ -125,6 +126,7 @@ fn template_send(phone: &PhoneNumber, name: &str, mode: RefusalMode) -> SendRequ
 
 fn text_send(phone: &PhoneNumber) -> SendRequest {
     SendRequest {
+        sender: None,
         phone: phone.clone(),
         channel: "whatsapp".into(),
         kind: SendKind::Text { body: "hi".into() },
@@ -151,6 +153,7 @@ async fn status_of(core: &Core, id: uuid::Uuid) -> (String, Option<chrono::DateT
 async fn stop_marketing(conn: &mut diesel_async::AsyncPgConnection, p: &PhoneNumber) -> bool {
     customers::apply_opt_change(
         conn,
+        "default",
         p,
         OptChange::Stop,
         OptScope::Marketing,
@@ -192,12 +195,23 @@ async fn concurrent_marketing_sends_pass_the_cap_exactly_twice() {
     // The dry run agrees and writes nothing.
     let d = h
         .core
-        .check(&p, MessageType::Marketing.described_content(), Utc::now())
+        .check(
+            &p,
+            None,
+            MessageType::Marketing.described_content(),
+            Utc::now(),
+        )
         .await
         .unwrap();
     assert!(!d.allowed);
     assert_eq!(d.reason_code.as_str(), "FREQUENCY_CAP_EXCEEDED");
-    assert!(h.core.frequency(&p, Utc::now()).await.unwrap().is_capped);
+    assert!(
+        h.core
+            .frequency(&p, None, Utc::now())
+            .await
+            .unwrap()
+            .is_capped
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -211,20 +225,29 @@ async fn free_form_needs_an_open_window_from_the_inbound_timestamp() {
     let mut conn = h.core.pg().get().await.unwrap();
     customers::ensure(&mut conn, &p).await.unwrap();
     let recent = Utc::now() - TimeDelta::minutes(23 * 60 + 59);
-    let conv = conversations::record_inbound(&mut conn, &p, "whatsapp", recent)
+    let conv = conversations::record_inbound(&mut conn, &p, "whatsapp", "default", recent)
         .await
         .unwrap();
     h.core.refresh_window_cache(&conv).await;
-    let late =
-        conversations::record_inbound(&mut conn, &p, "whatsapp", recent - TimeDelta::hours(5))
-            .await
-            .unwrap();
+    let late = conversations::record_inbound(
+        &mut conn,
+        &p,
+        "whatsapp",
+        "default",
+        recent - TimeDelta::hours(5),
+    )
+    .await
+    .unwrap();
     h.core.refresh_window_cache(&late).await;
     assert_eq!(
         late.last_inbound_at.unwrap().timestamp(),
         recent.timestamp()
     );
-    let view = h.core.conversation(&p, "whatsapp").await.unwrap();
+    let view = h
+        .core
+        .conversation(&p, "whatsapp", "default")
+        .await
+        .unwrap();
     assert!(view.window_open);
     assert!(view.time_remaining_secs > 0 && view.time_remaining_secs <= 60);
     let ok = h.core.send(text_send(&p)).await.unwrap();
@@ -233,9 +256,15 @@ async fn free_form_needs_an_open_window_from_the_inbound_timestamp() {
     // Exactly 24 h old: closed.
     let q = phone();
     customers::ensure(&mut conn, &q).await.unwrap();
-    conversations::record_inbound(&mut conn, &q, "whatsapp", Utc::now() - TimeDelta::hours(24))
-        .await
-        .unwrap();
+    conversations::record_inbound(
+        &mut conn,
+        &q,
+        "whatsapp",
+        "default",
+        Utc::now() - TimeDelta::hours(24),
+    )
+    .await
+    .unwrap();
     assert_eq!(
         h.core.send(text_send(&q)).await.unwrap_err().code(),
         "TEMPLATE_REQUIRED"
@@ -368,18 +397,31 @@ async fn redis_stopped_mid_test_answers_stay_correct() {
     let p = phone();
     let mut conn = h.core.pg().get().await.unwrap();
     customers::ensure(&mut conn, &p).await.unwrap();
-    let conv =
-        conversations::record_inbound(&mut conn, &p, "whatsapp", Utc::now() - TimeDelta::hours(1))
-            .await
-            .unwrap();
+    let conv = conversations::record_inbound(
+        &mut conn,
+        &p,
+        "whatsapp",
+        "default",
+        Utc::now() - TimeDelta::hours(1),
+    )
+    .await
+    .unwrap();
     h.core.refresh_window_cache(&conv).await;
     assert!(
-        h.core.windows().get(p.digits(), "whatsapp").await.is_some(),
+        h.core
+            .windows()
+            .get(p.digits(), "whatsapp", "default")
+            .await
+            .is_some(),
         "cached while Redis is up"
     );
 
     redis.stop();
-    let view = h.core.conversation(&p, "whatsapp").await.unwrap();
+    let view = h
+        .core
+        .conversation(&p, "whatsapp", "default")
+        .await
+        .unwrap();
     assert!(view.window_open);
     assert!((view.time_remaining_secs - 23 * 3600).abs() < 60);
     h.core
@@ -388,7 +430,12 @@ async fn redis_stopped_mid_test_answers_stay_correct() {
         .expect("sends still work without Redis");
     let d = h
         .core
-        .check(&p, MessageType::Service.described_content(), Utc::now())
+        .check(
+            &p,
+            None,
+            MessageType::Service.described_content(),
+            Utc::now(),
+        )
         .await
         .unwrap();
     assert!(d.allowed);
@@ -454,6 +501,7 @@ async fn an_older_opt_change_arriving_late_does_not_override_a_newer_one() {
     let now = Utc::now();
     customers::apply_opt_change(
         &mut conn,
+        "default",
         &p,
         OptChange::Resume,
         OptScope::Marketing,
@@ -465,6 +513,7 @@ async fn an_older_opt_change_arriving_late_does_not_override_a_newer_one() {
     .unwrap();
     customers::apply_opt_change(
         &mut conn,
+        "default",
         &p,
         OptChange::Stop,
         OptScope::Marketing,
@@ -617,7 +666,7 @@ async fn a_check_reads_the_state_a_send_decides_on() {
     let check = |p: PhoneNumber, content| {
         let core = h.core.clone();
         async move {
-            let d = core.check(&p, content, Utc::now()).await.unwrap();
+            let d = core.check(&p, None, content, Utc::now()).await.unwrap();
             d.reason_code.as_str().to_string()
         }
     };
@@ -658,6 +707,7 @@ async fn a_check_reads_the_state_a_send_decides_on() {
         &mut conn,
         &talking,
         "whatsapp",
+        "default",
         Utc::now() - TimeDelta::hours(1),
     )
     .await

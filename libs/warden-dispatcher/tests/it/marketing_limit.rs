@@ -60,6 +60,7 @@ async fn a_131049_holds_the_customer_for_24_hours_then_one_attempt() {
     let decision = core
         .check(
             &phone,
+            None,
             ContentKind::Template(TemplateCategory::Marketing),
             Utc::now(),
         )
@@ -78,6 +79,7 @@ async fn a_131049_holds_the_customer_for_24_hours_then_one_attempt() {
     let utility = core
         .check(
             &phone,
+            None,
             ContentKind::Template(TemplateCategory::Utility),
             Utc::now(),
         )
@@ -85,7 +87,7 @@ async fn a_131049_holds_the_customer_for_24_hours_then_one_attempt() {
         .unwrap();
     assert!(utility.allowed, "{}", utility.human_explanation);
     // Counted where get_account_quality reads it.
-    let usage = warden_core::account::portfolio::current_usage(&h.deps.pg, Utc::now())
+    let usage = warden_core::account::portfolio::current_usage(&h.deps.pg, "default", Utc::now())
         .await
         .unwrap();
     assert_eq!(usage.marketing_limited, 1);

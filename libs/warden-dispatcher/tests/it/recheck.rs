@@ -34,6 +34,7 @@ async fn a_stop_after_acceptance_stops_the_message_before_the_platform_call() {
     let mut c = h.deps.pg.get().await.unwrap();
     warden_core::customers::apply_opt_change(
         &mut c,
+        "default",
         &phone,
         warden_rules::keywords::OptChange::Stop,
         warden_core::customers::OptScope::All,

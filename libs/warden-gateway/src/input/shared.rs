@@ -49,18 +49,35 @@ impl<'de> Deserialize<'de> for Channel {
     }
 }
 
-/// The `channel` parameter of a tool that takes one.
+/// Where a conversation happens: the `channel` and the business number (`from`) of a tool
+/// that sends to, reads or checks one customer's conversation.
 #[derive(DeriveDeserialize, JsonSchema, Clone, Debug, Default)]
 pub struct OnChannel {
     /// Messaging channel; only "whatsapp" exists and it is the default.
     #[schemars(extend("default" = "whatsapp"))]
     channel: Option<Channel>,
+    /// The business number to send from or read: a sender id or its phone_number_id
+    /// (list_senders lists them). Default: the default sender.
+    from: Option<Text>,
 }
 
 impl OnChannel {
     pub fn channel(&self) -> &'static str {
         self.channel
             .map_or(warden_rules::kinds::DEFAULT_CHANNEL, |c| c.0)
+    }
+
+    /// The default channel from the sender stored as `sender`.
+    pub fn from_sender(sender: String) -> OnChannel {
+        OnChannel {
+            channel: None,
+            from: Some(Text(sender)),
+        }
+    }
+
+    /// The sender `from` names, as given (the core checks it names one).
+    pub fn from(&self) -> Option<&str> {
+        self.from.as_ref().map(|t| t.0.as_str())
     }
 }
 

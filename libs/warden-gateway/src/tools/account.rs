@@ -329,14 +329,19 @@ impl Gateway {
         if !limit_tier.is_empty() {
             warden_core::account::portfolio::learn_from_platform(
                 self.core().pg(),
+                warden_settings::STORED_DEFAULT,
                 &limit_tier,
                 "get_account_quality",
                 "mcp-gateway",
             )
             .await?;
         }
-        let usage =
-            warden_core::account::portfolio::current_usage(self.core().pg(), Utc::now()).await?;
+        let usage = warden_core::account::portfolio::current_usage(
+            self.core().pg(),
+            warden_settings::STORED_DEFAULT,
+            Utc::now(),
+        )
+        .await?;
         Ok(AccountQualityOut {
             waba_id: settings.account_id.clone(),
             name: phone

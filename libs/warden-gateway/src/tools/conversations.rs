@@ -196,15 +196,22 @@ impl Gateway {
         let a: Input<CustomerIn> = parse(args)?;
         let phone = self.resolve(&a.customer_id).await?;
         let channel = a.on.channel();
-        let view = self.core().conversation(&phone, channel).await?;
+        let from = a.on.from();
+        let sender = self.core().sender_keys(from)?.sender;
+        let view = self.core().conversation(&phone, channel, &sender).await?;
         let now = Utc::now();
         let marketing = self
             .core()
-            .check(&phone, MessageType::Marketing.described_content(), now)
+            .check(
+                &phone,
+                from,
+                MessageType::Marketing.described_content(),
+                now,
+            )
             .await?;
         let utility = self
             .core()
-            .check(&phone, MessageType::Utility.described_content(), now)
+            .check(&phone, from, MessageType::Utility.described_content(), now)
             .await?;
         let ids = self.core().customer_identifiers(&phone).await?.into();
         Ok(ConversationOut {

@@ -77,17 +77,24 @@ impl Gateway {
                 .map_err(warden_core::CoreError::from)?;
             (customer, refusal)
         };
-        let view = self.core().conversation(&phone, channel).await?;
+        let from = a.on.from();
+        let sender = self.core().sender_keys(from)?.sender;
+        let view = self.core().conversation(&phone, channel, &sender).await?;
         let now = Utc::now();
         let core = self.core();
         let marketing = core
-            .check(&phone, MessageType::Marketing.described_content(), now)
+            .check(
+                &phone,
+                from,
+                MessageType::Marketing.described_content(),
+                now,
+            )
             .await?;
         let utility = core
-            .check(&phone, MessageType::Utility.described_content(), now)
+            .check(&phone, from, MessageType::Utility.described_content(), now)
             .await?;
         let service = core
-            .check(&phone, MessageType::Service.described_content(), now)
+            .check(&phone, from, MessageType::Service.described_content(), now)
             .await?;
         let ids = core.customer_identifiers(&phone).await?.into();
         Ok(CustomerContextOut {
@@ -131,7 +138,10 @@ impl Gateway {
         let a: Input<CustomerIn> = parse(args)?;
         let phone = self.resolve(&a.customer_id).await?;
         let channel = a.on.channel();
-        let st = self.core().frequency(&phone, Utc::now()).await?;
+        let st = self
+            .core()
+            .frequency(&phone, a.on.from(), Utc::now())
+            .await?;
         Ok(FrequencyOut {
             customer_id: phone.digits().to_string(),
             channel: channel.to_string(),

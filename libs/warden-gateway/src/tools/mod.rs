@@ -42,6 +42,7 @@ use crate::error::upstream;
 use crate::error::{ToolError, ToolResult};
 use crate::gateway::Gateway;
 use crate::input::fields::{Customer, Json, Text, Whole, opt_whole};
+use crate::input::shared::OnChannel;
 use crate::schema::SendOut;
 use crate::text::kind_message;
 use crate::util::bounded;
@@ -52,7 +53,7 @@ impl Gateway {
     pub(crate) async fn send_free_form(
         &self,
         phone: PhoneNumber,
-        channel: &str,
+        on: &OnChannel,
         kind: SendKind,
         actor: &'static str,
         key: Option<warden_core::send::idempotency::IdempotencyKey>,
@@ -60,11 +61,18 @@ impl Gateway {
         let accepted = self
             .core()
             .send_keyed(
-                SendRequest::from_tool(phone.clone(), channel, kind, MessageType::Service, actor),
+                SendRequest::from_tool(
+                    phone.clone(),
+                    on.channel(),
+                    kind,
+                    MessageType::Service,
+                    actor,
+                )
+                .from_sender(on.from()),
                 key,
             )
             .await?;
-        Ok(SendOut::queued(&accepted, &phone, channel))
+        Ok(SendOut::queued(&accepted, &phone, on.channel()))
     }
 
     /// The customer a tool parameter names (a phone number or a BSUID), as its key. A BSUID

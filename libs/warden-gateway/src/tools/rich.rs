@@ -268,7 +268,7 @@ impl Gateway {
     async fn send_rich(
         &self,
         phone: PhoneNumber,
-        channel: &'static str,
+        on: &OnChannel,
         body: RichBody,
         reply_to: Option<Uuid>,
         key: Option<warden_core::send::idempotency::IdempotencyKey>,
@@ -279,7 +279,7 @@ impl Gateway {
         };
         let message = RichMessage { body, context };
         message.validate().map_err(rich_error)?;
-        self.send_free_form(phone, channel, SendKind::Rich(message), self.actor(), key)
+        self.send_free_form(phone, on, SendKind::Rich(message), self.actor(), key)
             .await
     }
 
@@ -294,11 +294,10 @@ impl Gateway {
             caption: opt_string(&a.caption),
             filename: opt_string(&a.filename),
         };
-        let channel = a.on.channel();
         let reply_to = a.reply_to.map(|id| id.0);
         self.send_rich(
             phone,
-            channel,
+            &a.on,
             RichBody::Media(media_type, object),
             reply_to,
             key,
@@ -378,11 +377,10 @@ impl Gateway {
             footer: opt_string(&a.footer).map(|text| TextObject { text }),
             action,
         };
-        let channel = a.on.channel();
         let reply_to = a.reply_to.map(|id| id.0);
         self.send_rich(
             phone,
-            channel,
+            &a.on,
             RichBody::Interactive(Box::new(interactive)),
             reply_to,
             key,
@@ -400,9 +398,8 @@ impl Gateway {
             name: opt_string(&a.name),
             address: opt_string(&a.address),
         };
-        let channel = a.on.channel();
         let reply_to = a.reply_to.map(|id| id.0);
-        self.send_rich(phone, channel, RichBody::Location(location), reply_to, key)
+        self.send_rich(phone, &a.on, RichBody::Location(location), reply_to, key)
             .await
     }
 
@@ -423,8 +420,9 @@ impl Gateway {
             message_id: wamid,
             emoji,
         };
-        let channel = warden_rules::kinds::DEFAULT_CHANNEL;
-        self.send_rich(phone, channel, RichBody::Reaction(reaction), None, key)
+        // A reaction goes out from the number the message was sent from or to.
+        let on = OnChannel::from_sender(self.core().message_sender(id).await?);
+        self.send_rich(phone, &on, RichBody::Reaction(reaction), None, key)
             .await
     }
 }

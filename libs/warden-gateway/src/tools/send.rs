@@ -159,7 +159,10 @@ impl Gateway {
         // same content judged by a send gets the same answer.
         let text = a.text.clone().map(|t| t.0);
         let content = message_type.described_content();
-        let mut decision = self.core().check(&phone, content, Utc::now()).await?;
+        let mut decision = self
+            .core()
+            .check(&phone, a.on.from(), content, Utc::now())
+            .await?;
         // A planned text is judged by the content policies too, as a send would judge it.
         if let Some(body) = text.filter(|_| decision.allowed) {
             let content = SendKind::Text { body }.to_content();
@@ -199,10 +202,9 @@ impl Gateway {
         let phone = self.resolve(&a.to).await?;
         let text = a.text.0.clone();
         check_text("text", &text)?;
-        let channel = a.on.channel();
         self.send_free_form(
             phone,
-            channel,
+            &a.on,
             SendKind::Text { body: text },
             self.actor(),
             key,
@@ -226,6 +228,7 @@ impl Gateway {
             .core()
             .send_keyed(
                 SendRequest {
+                    sender: a.on.from().map(str::to_string),
                     phone: phone.clone(),
                     channel: channel.to_string(),
                     kind: SendKind::Template {
@@ -262,7 +265,8 @@ impl Gateway {
                     SendKind::Text { body: text },
                     MessageType::Service,
                     self.actor(),
-                ),
+                )
+                .from_sender(a.on.from()),
                 key,
             )
             .await;

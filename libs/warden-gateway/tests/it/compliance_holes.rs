@@ -18,6 +18,7 @@ async fn dispatch_scheduled(h: &Harness, id: &str) -> warden_store::models::Mess
     let row = h.message(id).await;
     let _ = Core::new(h.deps.clone(), "scheduler")
         .send(SendRequest {
+            sender: None,
             phone: h.phone_number(&row.customer_phone),
             channel: row.channel.clone(),
             kind: warden_core::SendKind::from_content(&row.content).unwrap(),

@@ -136,7 +136,7 @@ async fn customer(h: &Harness, s: &Customer) -> String {
             .unwrap();
             Core::new(h.deps.clone(), "test")
                 .windows()
-                .forget(p.digits(), "whatsapp")
+                .forget(p.digits(), "whatsapp", "default")
                 .await;
         }
     }
@@ -295,6 +295,7 @@ async fn one_case(h: &Harness, s: &Customer, c: Content, label: &str) -> Result<
             // What warden-scheduler does at deliver_at (messages.rs build_request).
             let result = core
                 .send(SendRequest {
+                    sender: None,
                     phone: canonicalize(&phone).unwrap(),
                     channel: "whatsapp".into(),
                     kind: SendKind::from_content(&row.content).unwrap(),
@@ -323,6 +324,7 @@ async fn one_case(h: &Harness, s: &Customer, c: Content, label: &str) -> Result<
         let phone = customer(h, s).await;
         let result = core
             .send(SendRequest {
+                sender: None,
                 phone: canonicalize(&phone).unwrap(),
                 channel: "whatsapp".into(),
                 kind: c.kind(),

@@ -266,7 +266,7 @@ async fn every_customer_taking_tool_accepts_a_bsuid_and_refuses_a_malformed_one(
     {
         let mut c = h.conn().await;
         warden_core::customers::ensure(&mut c, &key).await.unwrap();
-        warden_core::conversations::record_inbound(&mut c, &key, "whatsapp", Utc::now())
+        warden_core::conversations::record_inbound(&mut c, &key, "whatsapp", "default", Utc::now())
             .await
             .unwrap();
     }

@@ -141,6 +141,7 @@ async fn a_forgotten_customer_is_erased_and_never_messaged_again() {
     let mut c = h.conn().await;
     let lifted = warden_core::customers::apply_opt_change(
         &mut c,
+        "default",
         &h.phone_number(&phone),
         warden_rules::keywords::OptChange::Resume,
         warden_core::customers::OptScope::All,

@@ -387,6 +387,7 @@ async fn a_fan_out_cut_short_resumes_without_second_messages() {
         crashed
             .core()
             .send(warden_core::SendRequest {
+                sender: None,
                 phone,
                 channel: "whatsapp".into(),
                 kind: warden_core::SendKind::Template {

@@ -17,6 +17,7 @@ async fn learn(h: &Harness, limit: &str) {
     assert!(
         warden_core::account::portfolio::learn_from_platform(
             h.core.pg(),
+            "default",
             limit,
             "get_account_quality",
             "test"

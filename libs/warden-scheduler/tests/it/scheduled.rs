@@ -102,6 +102,7 @@ async fn refusals_at_dispatch_end_failed_with_a_compliance_error() {
             &mut conn,
             &open_phone,
             "whatsapp",
+            "default",
             Utc::now() - TimeDelta::hours(1),
         )
         .await

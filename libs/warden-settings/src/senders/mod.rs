@@ -44,6 +44,25 @@ pub const MAX_MPS: u32 = 1000;
 /// The longest sender id.
 pub const MAX_ID_LEN: usize = 32;
 
+/// The stored key of the default sender, its business and its portfolio.
+pub const STORED_DEFAULT: &str = "default";
+
+/// Whether a stored key is the default sender's (or its business's or portfolio's).
+pub fn is_stored_default(key: &str) -> bool {
+    key == STORED_DEFAULT
+}
+
+/// The keys a sender's rows are stored under ([`Senders::key_of`]).
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct StoreKeys {
+    /// Its conversations, windows and messages.
+    pub sender: String,
+    /// Consent and frequency caps (its WhatsApp Business Account).
+    pub business: String,
+    /// The messaging limit (its business portfolio).
+    pub portfolio: String,
+}
+
 /// One phone number Warden sends from, with its business and credentials.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Sender {
@@ -194,6 +213,45 @@ impl Senders {
             out.entry(s.waba_id.as_str()).or_default().push(s);
         }
         out
+    }
+
+    /// Where the rows of `sender` are kept: which sender, business and portfolio they
+    /// belong to. The default sender, its business and its portfolio are stored as
+    /// [`STORED_DEFAULT`], so rows written before a senders file existed stay theirs and
+    /// one number writes nothing more than before.
+    pub fn key_of(&self, sender: &Sender) -> StoreKeys {
+        let default = self.default();
+        let or_default = |same: bool, value: &str| {
+            if same {
+                STORED_DEFAULT.to_string()
+            } else {
+                value.to_string()
+            }
+        };
+        StoreKeys {
+            sender: or_default(sender.default, &sender.id),
+            business: or_default(sender.waba_id == default.waba_id, &sender.waba_id),
+            portfolio: or_default(
+                sender.portfolio_id == default.portfolio_id,
+                &sender.portfolio_id,
+            ),
+        }
+    }
+
+    /// The sender whose rows carry the stored key `key` (see [`Senders::key_of`]); `None`
+    /// for a sender no longer in the file.
+    pub fn by_key(&self, key: &str) -> Option<&Sender> {
+        if key == STORED_DEFAULT {
+            Some(self.default())
+        } else {
+            self.by_id(key).filter(|s| !s.default)
+        }
+    }
+
+    /// The id shown for rows stored under `key`: the sender's id, or the key itself for a
+    /// sender no longer in the file.
+    pub fn id_of_key<'a>(&'a self, key: &'a str) -> &'a str {
+        self.by_key(key).map_or(key, |s| s.id.as_str())
     }
 
     /// "ok: 3 senders (a1, a2, b1), default a1": what `warden-admin senders check` prints.

@@ -496,6 +496,17 @@ impl File<'_> {
                 );
             }
         }
+        // The default sender's rows are stored under the key `default` (see
+        // `Senders::key_of`): another sender must not be called that.
+        for d in drafts {
+            if d.id.as_deref() == Some(super::DEFAULT_SENDER_ID) && !d.default {
+                self.at_value(
+                    &field_path(d.index, "id"),
+                    field_name(d.index, "id"),
+                    "`default` is reserved for the default sender; choose another id".to_string(),
+                );
+            }
+        }
         // A business account belongs to one portfolio.
         let mut portfolios: HashMap<&str, (usize, &str)> = HashMap::new();
         for d in drafts {

@@ -815,3 +815,43 @@ fn check_any(text: &str) {
         }
     }
 }
+
+#[test]
+fn the_default_sender_business_and_portfolio_are_stored_as_default() {
+    let senders = parse_with(EXAMPLE, &example_env()).unwrap();
+    let keys = |id: &str| senders.key_of(senders.by_id(id).unwrap());
+    let k = keys("a1");
+    assert_eq!(
+        (k.sender.as_str(), k.business.as_str(), k.portfolio.as_str()),
+        ("default", "default", "default")
+    );
+    // Same business and portfolio as the default, its own conversations.
+    let k = keys("a2");
+    assert_eq!(
+        (k.sender.as_str(), k.business.as_str(), k.portfolio.as_str()),
+        ("a2", "default", "default")
+    );
+    let b1 = senders.by_id("b1").unwrap();
+    let k = senders.key_of(b1);
+    assert_eq!(k.sender, "b1");
+    assert_eq!(k.business, b1.waba_id);
+    assert_ne!(k.portfolio, "default");
+    // And back.
+    assert_eq!(senders.by_key("default").unwrap().id, "a1");
+    assert_eq!(senders.id_of_key("default"), "a1");
+    assert_eq!(senders.id_of_key("a2"), "a2");
+    assert!(senders.by_key("a1").is_none());
+    assert_eq!(senders.id_of_key("gone"), "gone");
+}
+
+#[test]
+fn only_the_default_sender_may_be_called_default() {
+    let text = EXAMPLE.replacen("id: a2", "id: default", 1);
+    let problems = parse_with(&text, &example_env()).unwrap_err();
+    assert!(
+        problems
+            .iter()
+            .any(|p| p.field == "senders[1].id" && p.reason.contains("reserved")),
+        "{problems:?}"
+    );
+}

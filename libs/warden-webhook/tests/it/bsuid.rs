@@ -61,6 +61,7 @@ async fn marketing(h: &Harness, id: &str) -> Decision {
     h.core
         .check(
             &key(id),
+            None,
             ContentKind::Template(warden_rules::kinds::TemplateCategory::Marketing),
             Utc::now(),
         )
@@ -179,7 +180,11 @@ async fn a_phoneless_message_opens_the_window_and_its_stop_opts_the_customer_out
         1,
         "a customer keyed by its BSUID, with its country from the BSUID"
     );
-    let view = h.core.conversation(&key(&b), "whatsapp").await.unwrap();
+    let view = h
+        .core
+        .conversation(&key(&b), "whatsapp", "default")
+        .await
+        .unwrap();
     assert!(view.window_open, "the window opened");
     assert!(marketing(&h, &b).await.allowed);
 

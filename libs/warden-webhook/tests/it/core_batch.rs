@@ -15,14 +15,14 @@ use warden_store::testing::TestDatabase;
 
 async fn via_core(c: &mut AsyncPgConnection, p: &PhoneNumber, at: DateTime<Utc>) {
     customers::ensure(c, p).await.unwrap();
-    conversations::record_inbound(c, p, "whatsapp", at)
+    conversations::record_inbound(c, p, "whatsapp", "default", at)
         .await
         .unwrap();
     customers::touch_interaction(c, p, at).await.unwrap();
 }
 
 async fn via_batch(c: &mut AsyncPgConnection, p: &PhoneNumber, at: DateTime<Utc>) {
-    let conv = core_batch::record_inbound(c, "whatsapp", &[(p, Some(at))], &[])
+    let conv = core_batch::record_inbound(c, "whatsapp", &default_keys(), &[(p, Some(at))], &[])
         .await
         .unwrap();
     assert_eq!(conv.len(), 1);
@@ -105,4 +105,13 @@ async fn batch_forms_leave_the_same_rows_as_the_core() {
 enum Step {
     Inbound(DateTime<Utc>),
     Archive(DateTime<Utc>),
+}
+
+/// The default sender's stored keys (no senders file).
+fn default_keys() -> warden_settings::StoreKeys {
+    warden_settings::StoreKeys {
+        sender: "default".into(),
+        business: "default".into(),
+        portfolio: "default".into(),
+    }
 }

@@ -88,14 +88,22 @@ async fn inbound_message_creates_customer_opens_window_and_stores_the_message() 
 
     // The window is visible through the core (cache written through after commit).
     let p = warden_rules::phone::canonicalize(&from).unwrap();
-    let view = h.core.conversation(&p, "whatsapp").await.unwrap();
+    let view = h
+        .core
+        .conversation(&p, "whatsapp", "default")
+        .await
+        .unwrap();
     assert!(view.window_open);
     assert_eq!(view.last_inbound_at.unwrap().timestamp(), ts);
 
     // An older message arriving late never shortens the window.
     h.deliver(&inbound(&from, "earlier", ts - 7200, &wamid()))
         .await;
-    let view = h.core.conversation(&p, "whatsapp").await.unwrap();
+    let view = h
+        .core
+        .conversation(&p, "whatsapp", "default")
+        .await
+        .unwrap();
     assert_eq!(view.last_inbound_at.unwrap().timestamp(), ts);
     assert_eq!(
         count(

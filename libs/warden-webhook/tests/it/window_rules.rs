@@ -16,7 +16,11 @@ fn no_window(reason: NoWindow) -> u64 {
 
 async fn window_of(h: &Harness, phone: &str) -> (bool, Option<i64>) {
     let p = warden_rules::phone::canonicalize(phone).unwrap();
-    let view = h.core.conversation(&p, "whatsapp").await.unwrap();
+    let view = h
+        .core
+        .conversation(&p, "whatsapp", "default")
+        .await
+        .unwrap();
     (
         view.window_open,
         view.last_inbound_at.map(|t| t.timestamp()),

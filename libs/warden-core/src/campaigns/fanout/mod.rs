@@ -129,6 +129,10 @@ struct ClaimedRow {
     audience_cursor: Option<String>,
     #[diesel(sql_type = Nullable<Jsonb>)]
     components: Option<serde_json::Value>,
+    #[diesel(sql_type = Text)]
+    sender_id: String,
+    #[diesel(sql_type = Nullable<Array<Text>>)]
+    senders: Option<Vec<String>>,
 }
 
 /// A campaign this scheduler holds the lease of.
@@ -146,6 +150,8 @@ pub struct ClaimedCampaign {
     pub audience_cursor: Option<String>,
     /// Template header/button parameters (platform shape), None when the campaign has none.
     pub components: Option<serde_json::Value>,
+    /// The stored keys of the numbers it goes out from (one, or several of one business).
+    pub senders: Vec<String>,
 }
 
 /// Why a claimed campaign cannot run at all (it then ends `failed` with this reason).
@@ -186,6 +192,7 @@ impl ClaimedCampaign {
             locale: self.locale.clone(),
             variables,
             components,
+            senders: self.senders.clone(),
         })
     }
 }
@@ -213,7 +220,7 @@ pub async fn claim(
                          ORDER BY deliver_at, id
                          LIMIT 1
                          FOR UPDATE SKIP LOCKED)
-             RETURNING id, name, status, template_name, locale, variables, audience_filter, audience_cursor, components",
+             RETURNING id, name, status, template_name, locale, variables, audience_filter, audience_cursor, components, sender_id, senders",
         )
         .into_boxed()
         .bind::<Text, _>(lease.owner.clone())
@@ -235,6 +242,7 @@ pub async fn claim(
         audience_filter: r.audience_filter,
         audience_cursor: r.audience_cursor,
         components: r.components,
+        senders: r.senders.unwrap_or_else(|| vec![r.sender_id]),
     }))
 }
 

@@ -16,6 +16,25 @@ pub struct RecipientPlan {
     pub variables: Vec<String>,
     /// Header, named body and button parameters (platform shape).
     pub components: Vec<serde_json::Value>,
+    /// The senders (stored keys) it goes out from: one, or several numbers of one business
+    /// among which each customer always gets the same ([`sender_for`]). Empty: the default.
+    pub senders: Vec<String>,
+}
+
+/// Which of `senders` a customer gets: the same one every time for the same list (FNV-1a
+/// of the customer's key, stable across processes and releases).
+pub fn sender_for<'a>(senders: &'a [String], phone: &PhoneNumber) -> Option<&'a str> {
+    if senders.is_empty() {
+        return None;
+    }
+    let hash = phone
+        .digits()
+        .bytes()
+        .fold(0xcbf2_9ce4_8422_2325_u64, |h, b| {
+            (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3)
+        });
+    let index = usize::try_from(hash % senders.len() as u64).unwrap_or(0);
+    Some(senders[index].as_str())
 }
 
 /// What one recipient's send came to.
@@ -38,6 +57,7 @@ pub enum RecipientOutcome {
 impl RecipientPlan {
     /// The send request of one recipient.
     pub fn request(&self, phone: PhoneNumber, actor: &'static str) -> SendRequest {
+        let sender = sender_for(&self.senders, &phone).map(str::to_string);
         SendRequest {
             phone,
             channel: warden_settings::DEFAULT_CHANNEL.to_string(),
@@ -52,6 +72,7 @@ impl RecipientPlan {
             existing_message_id: None,
             refusal: RefusalMode::RecordFailed,
             actor,
+            sender,
         }
     }
 }

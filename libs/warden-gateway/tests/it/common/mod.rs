@@ -269,13 +269,16 @@ impl Harness {
         let p = canonicalize(phone).unwrap();
         let mut c = self.conn().await;
         warden_core::customers::ensure(&mut c, &p).await.unwrap();
-        let conv = warden_core::conversations::record_inbound(&mut c, &p, "whatsapp", at)
-            .await
-            .unwrap();
+        let conv =
+            warden_core::conversations::record_inbound(&mut c, &p, "whatsapp", "default", at)
+                .await
+                .unwrap();
         drop(c);
         // Keep the cache in step (the webhook does the same after its commit).
         let core = warden_core::Core::new(self.deps.clone(), "test");
-        core.windows().forget(p.digits(), "whatsapp").await;
+        core.windows()
+            .forget(p.digits(), "whatsapp", "default")
+            .await;
         core.refresh_window_cache(&conv).await;
         conv
     }
@@ -285,6 +288,7 @@ impl Harness {
         let mut c = self.conn().await;
         warden_core::customers::apply_opt_change(
             &mut c,
+            "default",
             &p,
             warden_rules::keywords::OptChange::Stop,
             if all {

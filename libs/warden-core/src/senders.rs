@@ -1,0 +1,56 @@
+//! Which number: the deployment's senders (docs/configuration.md, "Several numbers") and
+//! what belongs to what. The care window and the conversation are a sender's; consent and
+//! frequency caps its business's; the messaging limit its portfolio's. Rows carry the
+//! stored keys of [`warden_settings::Senders::key_of`].
+
+use warden_settings::{Sender, Senders, StoreKeys};
+
+use crate::{Core, CoreError};
+
+/// The answer to a `from` that names no sender: every id to choose from.
+pub fn unknown_sender(given: &str, senders: &Senders) -> String {
+    format!(
+        "from: `{given}` is not a sender of this deployment; use one of: {} (an id or its phone_number_id)",
+        senders.ids().join(", ")
+    )
+}
+
+pub use warden_settings::is_stored_default as is_default_key;
+
+impl Core {
+    /// The deployment's senders (one, `default`, without a senders file).
+    pub fn senders(&self) -> &Senders {
+        &self.inner.senders
+    }
+
+    /// The sender `from` names (an id, a phone number id, or the stored key of its rows);
+    /// the default when `None`.
+    pub fn sender(&self, from: Option<&str>) -> Result<&Sender, CoreError> {
+        match from {
+            None => Ok(self.senders().default()),
+            Some(given) => self
+                .senders()
+                .get(given)
+                .or_else(|| self.senders().by_key(given))
+                .ok_or_else(|| CoreError::InvalidArgument(unknown_sender(given, self.senders()))),
+        }
+    }
+
+    /// The stored keys of the sender `from` names (see [`Core::sender`]).
+    pub fn sender_keys(&self, from: Option<&str>) -> Result<StoreKeys, CoreError> {
+        Ok(self.senders().key_of(self.sender(from)?))
+    }
+
+    /// The id shown for rows stored under `key`.
+    pub fn sender_id_of_key<'a>(&'a self, key: &'a str) -> &'a str {
+        self.senders().id_of_key(key)
+    }
+}
+
+impl Core {
+    /// The stored key of the sender a message was sent from or to.
+    pub async fn message_sender(&self, message_id: uuid::Uuid) -> Result<String, CoreError> {
+        let mut conn = self.pg().get().await?;
+        Ok(crate::customers::consent::sender_of_message(&mut conn, message_id).await?)
+    }
+}

@@ -1,0 +1,342 @@
+//! Several numbers and businesses (examples/senders.yaml: A1 and A2 of business A, B1 of
+//! business B), against real Postgres: what belongs to the number (the care window), to the
+//! business (opt-outs, the frequency cap) and to the portfolio (the messaging limit), all
+//! decided on the one send path.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use chrono::{TimeDelta, Utc};
+use diesel::prelude::*;
+use diesel_async::RunQueryDsl;
+use warden_core::campaigns::fanout::recipients::{RecipientPlan, sender_for};
+use warden_core::customers::{self, OptScope};
+use warden_core::{Core, CoreError, Dependencies, SendError, SendKind, SendRequest, conversations};
+use warden_rules::compliance::ReasonCode;
+use warden_rules::keywords::OptChange;
+use warden_rules::kinds::MessageType;
+use warden_rules::phone::{PhoneNumber, canonicalize};
+use warden_settings::Senders;
+use warden_store::schema::{message_senders, templates};
+use warden_store::testing::TestDatabase;
+
+const CAP: &str = "version: 1
+policies:
+  - id: marketing_cap
+    type: frequency_limit
+    message_types: [marketing]
+    max: 2
+    window: 24h
+";
+
+struct Harness {
+    core: Core,
+    _db: TestDatabase,
+}
+
+fn example_senders() -> Senders {
+    let env: HashMap<&str, &str> = [
+        ("SENDER_A1_TOKEN", "tok-a1"),
+        ("SENDER_A2_TOKEN", "tok-a2"),
+        ("SENDER_B1_TOKEN", "tok-b1"),
+        ("SENDER_A_APP_SECRET", "app-a"),
+        ("SENDER_B_APP_SECRET", "app-b"),
+    ]
+    .into();
+    Senders::from_yaml(include_str!("../../../../examples/senders.yaml"), &|name| {
+        env.get(name).map(|v| v.to_string())
+    })
+    .unwrap()
+}
+
+async fn harness() -> Harness {
+    warden_telemetry::install_crypto_provider();
+    let db = TestDatabase::create();
+    let mut settings = db.settings.clone();
+    settings.senders_file = Some(example_senders());
+    warden_store::prepare(&settings.database, vec![])
+        .await
+        .unwrap();
+    let pg = warden_store::connect(&settings.database, 12, Duration::from_secs(5))
+        .await
+        .unwrap();
+    let deps = Dependencies {
+        settings: Arc::new(settings),
+        pg,
+        redis: None,
+        stream: None,
+        policies: Arc::new(warden_rules::policy::PolicySet::from_yaml(CAP).unwrap()),
+    };
+    let core = Core::new(deps, "test");
+    let mut conn = core.pg().get().await.unwrap();
+    for (name, category) in [("promo", "marketing"), ("order_update", "utility")] {
+        diesel::insert_into(templates::table)
+            .values((
+                templates::name.eq(name),
+                templates::locale.eq("en"),
+                templates::category.eq(category),
+                templates::status.eq("APPROVED"),
+                templates::body_text.eq("Hello {{1}}"),
+            ))
+            .execute(&mut conn)
+            .await
+            .unwrap();
+    }
+    drop(conn);
+    Harness { core, _db: db }
+}
+
+fn phone() -> PhoneNumber {
+    let n = 8_000_000_000 + (uuid::Uuid::new_v4().as_u128() % 999_999_999) as u64;
+    canonicalize(&format!("62{n}")).unwrap()
+}
+
+fn template(to: &PhoneNumber, name: &str, from: &str) -> SendRequest {
+    SendRequest::from_tool(
+        to.clone(),
+        "whatsapp",
+        SendKind::Template {
+            name: name.into(),
+            locale: "en".into(),
+            variables: vec!["Ana".into()],
+            components: Vec::new(),
+        },
+        MessageType::Template,
+        "test",
+    )
+    .from_sender(Some(from))
+}
+
+fn text(to: &PhoneNumber, from: &str) -> SendRequest {
+    SendRequest::from_tool(
+        to.clone(),
+        "whatsapp",
+        SendKind::Text { body: "hi".into() },
+        MessageType::Service,
+        "test",
+    )
+    .from_sender(Some(from))
+}
+
+/// OK, or the refusal's reason code.
+async fn outcome(core: &Core, req: SendRequest) -> String {
+    match core.send(req).await {
+        Ok(accepted) => {
+            assert!(!accepted.from.is_empty());
+            "OK".into()
+        }
+        Err(SendError::Refused(d)) => d.reason_code.as_str().to_string(),
+        Err(e) => panic!("unexpected: {e:?}"),
+    }
+}
+
+async fn stop(core: &Core, sender: &str, p: &PhoneNumber) {
+    let business = core.sender_keys(Some(sender)).unwrap().business;
+    let mut conn = core.pg().get().await.unwrap();
+    assert!(
+        customers::apply_opt_change(
+            &mut conn,
+            &business,
+            p,
+            OptChange::Stop,
+            OptScope::All,
+            "stop_keyword",
+            "test",
+            Utc::now(),
+        )
+        .await
+        .unwrap()
+    );
+}
+
+#[tokio::test]
+async fn a_stop_to_one_number_stops_its_business_not_another() {
+    let h = harness().await;
+    let (p, q) = (phone(), phone());
+    stop(&h.core, "a1", &p).await;
+    assert_eq!(
+        outcome(&h.core, template(&p, "promo", "a2")).await,
+        "USER_OPTED_OUT"
+    );
+    assert_eq!(
+        outcome(&h.core, template(&p, "promo", "a1")).await,
+        "USER_OPTED_OUT"
+    );
+    assert_eq!(outcome(&h.core, template(&p, "promo", "b1")).await, "OK");
+    // And the other way round: B's STOP leaves A's consent alone.
+    stop(&h.core, "b1", &q).await;
+    assert_eq!(
+        outcome(&h.core, template(&q, "promo", "b1")).await,
+        "USER_OPTED_OUT"
+    );
+    assert_eq!(outcome(&h.core, template(&q, "promo", "a2")).await, "OK");
+    // check_compliance reads the same.
+    let content = MessageType::Marketing.described_content();
+    let d = h
+        .core
+        .check(&q, Some("b1"), content, Utc::now())
+        .await
+        .unwrap();
+    assert_eq!(d.reason_code, ReasonCode::UserOptedOut);
+    let d = h
+        .core
+        .check(&q, Some("a1"), content, Utc::now())
+        .await
+        .unwrap();
+    assert!(d.allowed);
+}
+
+#[tokio::test]
+async fn a_window_opened_on_one_number_does_not_open_another() {
+    let h = harness().await;
+    let p = phone();
+    let a1 = h.core.sender_keys(Some("a1")).unwrap();
+    let mut conn = h.core.pg().get().await.unwrap();
+    customers::ensure(&mut conn, &p).await.unwrap();
+    conversations::record_inbound(
+        &mut conn,
+        &p,
+        "whatsapp",
+        &a1.sender,
+        Utc::now() - TimeDelta::minutes(5),
+    )
+    .await
+    .unwrap();
+    drop(conn);
+    assert_eq!(outcome(&h.core, text(&p, "a1")).await, "OK");
+    assert_eq!(outcome(&h.core, text(&p, "a2")).await, "TEMPLATE_REQUIRED");
+    assert_eq!(outcome(&h.core, text(&p, "b1")).await, "TEMPLATE_REQUIRED");
+    let view = h.core.conversation(&p, "whatsapp", "a2").await.unwrap();
+    assert!(!view.window_open);
+    let view = h
+        .core
+        .conversation(&p, "whatsapp", &a1.sender)
+        .await
+        .unwrap();
+    assert!(view.window_open);
+}
+
+#[tokio::test]
+async fn the_frequency_cap_counts_across_a_business_numbers() {
+    let h = harness().await;
+    let p = phone();
+    assert_eq!(outcome(&h.core, template(&p, "promo", "a1")).await, "OK");
+    assert_eq!(outcome(&h.core, template(&p, "promo", "a2")).await, "OK");
+    assert_eq!(
+        outcome(&h.core, template(&p, "promo", "a2")).await,
+        "FREQUENCY_CAP_EXCEEDED"
+    );
+    assert_eq!(
+        outcome(&h.core, template(&p, "promo", "a1")).await,
+        "FREQUENCY_CAP_EXCEEDED"
+    );
+    // Business B has sent nothing to them.
+    assert_eq!(outcome(&h.core, template(&p, "promo", "b1")).await, "OK");
+    let st = h.core.frequency(&p, Some("a2"), Utc::now()).await.unwrap();
+    assert!(st.is_capped);
+    let st = h.core.frequency(&p, Some("b1"), Utc::now()).await.unwrap();
+    assert!(!st.is_capped);
+}
+
+#[tokio::test]
+async fn the_portfolio_limit_counts_across_a_portfolios_numbers() {
+    let h = harness().await;
+    let a = h.core.sender_keys(Some("a2")).unwrap().portfolio;
+    assert!(
+        warden_core::account::portfolio::learn_from_platform(h.core.pg(), &a, "1", "test", "test")
+            .await
+            .unwrap()
+    );
+    let (p, q) = (phone(), phone());
+    assert_eq!(
+        outcome(&h.core, template(&p, "order_update", "a1")).await,
+        "OK"
+    );
+    // A second customer from the other number of the same portfolio: the limit is reached.
+    assert_eq!(
+        outcome(&h.core, template(&q, "order_update", "a2")).await,
+        "POLICY_RESTRICTION"
+    );
+    // The customer already reached still may be written to, from either number.
+    assert_eq!(
+        outcome(&h.core, template(&p, "order_update", "a2")).await,
+        "OK"
+    );
+    // Business B's portfolio has its own limit (not known: nothing enforced).
+    assert_eq!(
+        outcome(&h.core, template(&q, "order_update", "b1")).await,
+        "OK"
+    );
+    let usage = warden_core::account::portfolio::current_usage(h.core.pg(), &a, Utc::now())
+        .await
+        .unwrap();
+    assert_eq!(usage.used, 1);
+}
+
+#[tokio::test]
+async fn messages_remember_their_number_and_unknown_senders_are_named() {
+    let h = harness().await;
+    let p = phone();
+    let from_a2 = h
+        .core
+        .send(template(&p, "order_update", "a2"))
+        .await
+        .unwrap();
+    assert_eq!(from_a2.from, "a2");
+    // By phone number id too; the default sender's rows carry no extra row.
+    let from_a1 = h
+        .core
+        .send(template(&p, "order_update", "104000000000001"))
+        .await
+        .unwrap();
+    assert_eq!(from_a1.from, "a1");
+    let mut conn = h.core.pg().get().await.unwrap();
+    let rows: Vec<(uuid::Uuid, String)> = message_senders::table
+        .select((message_senders::message_id, message_senders::sender_id))
+        .load(&mut conn)
+        .await
+        .unwrap();
+    assert_eq!(rows, vec![(from_a2.message_id, "a2".to_string())]);
+    drop(conn);
+    assert_eq!(
+        h.core.message_sender(from_a1.message_id).await.unwrap(),
+        "default"
+    );
+    match h.core.send(template(&p, "order_update", "c9")).await {
+        Err(SendError::InvalidArgument(m)) => {
+            assert!(m.contains("`c9`") && m.contains("a1, a2, b1"), "{m}")
+        }
+        other => panic!("unexpected: {other:?}"),
+    }
+    assert!(matches!(
+        h.core.sender(Some("nope")),
+        Err(CoreError::InvalidArgument(_))
+    ));
+}
+
+#[test]
+fn a_campaign_over_several_numbers_keeps_each_customer_on_one() {
+    let senders = vec!["default".to_string(), "a2".to_string()];
+    let plan = RecipientPlan {
+        campaign_id: uuid::Uuid::now_v7(),
+        template_name: "promo".into(),
+        locale: "en".into(),
+        variables: Vec::new(),
+        components: Vec::new(),
+        senders: senders.clone(),
+    };
+    let mut used: HashMap<String, usize> = HashMap::new();
+    for _ in 0..200 {
+        let p = phone();
+        let first = plan.request(p.clone(), "test").sender.unwrap();
+        for _ in 0..3 {
+            assert_eq!(plan.request(p.clone(), "test").sender.unwrap(), first);
+        }
+        assert_eq!(sender_for(&senders, &p), Some(first.as_str()));
+        *used.entry(first).or_default() += 1;
+    }
+    // Both numbers carry a share.
+    assert_eq!(used.len(), 2, "{used:?}");
+    assert!(used.values().all(|&n| n > 50), "{used:?}");
+}
