@@ -236,7 +236,7 @@ mod tests {
         assert_eq!(f.consequence.effect, SideEffect::MarketingLimited);
         let f = classify(&api(400, 131048), Some(&known(131048, Handling::Halt)));
         assert!(
-            matches!(f.consequence.effect, SideEffect::PauseCampaigns(ref r) if r.contains("131048"))
+            matches!(f.consequence.effect, SideEffect::ProtectSender(ref r) if r.contains("131048"))
         );
         let f = classify(&api(429, 130429), Some(&known(130429, Handling::Retry)));
         assert_eq!(f.class, Handling::Retry);

@@ -389,6 +389,19 @@ impl Scheduler {
                 .with_label_values(&[status.as_str()])
                 .set(n);
         }
+        let protected = self
+            .core
+            .protected_senders()
+            .await
+            .map_err(PhaseError::from)?;
+        let senders = self.core.senders();
+        for sender in senders.all() {
+            let key = senders.key_of(sender).sender;
+            let on = protected.iter().any(|p| p.sender_id == key);
+            metrics::SENDER_PROTECTED
+                .with_label_values(&[sender.id.as_str()])
+                .set(i64::from(on));
+        }
         Ok(())
     }
 

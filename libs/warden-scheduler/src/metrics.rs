@@ -46,6 +46,16 @@ pub static RECIPIENTS: LazyLock<IntCounterVec> = LazyLock::new(|| {
     .expect("metric registers once")
 });
 
+/// 1 while a sender is protected (no marketing from it), else 0; by sender id.
+pub static SENDER_PROTECTED: LazyLock<IntGaugeVec> = LazyLock::new(|| {
+    register_int_gauge_vec!(
+        "warden_sender_protected",
+        "1 while the sender sends no marketing (quality RED or a halt-class platform error), at the last poll",
+        &["sender"]
+    )
+    .expect("metric registers once")
+});
+
 /// Campaigns not yet in a terminal state, by status.
 pub static CAMPAIGNS: LazyLock<IntGaugeVec> = LazyLock::new(|| {
     register_int_gauge_vec!(

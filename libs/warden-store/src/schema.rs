@@ -373,3 +373,12 @@ diesel::table! {
 
 diesel::joinable!(message_senders -> messages (message_id));
 diesel::allow_tables_to_appear_in_same_query!(messages, message_senders);
+
+diesel::table! {
+    sender_protection (sender_id) {
+        sender_id -> Text,
+        reason -> Text,
+        source -> Text,
+        since -> Timestamptz,
+    }
+}

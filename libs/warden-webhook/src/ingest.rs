@@ -566,6 +566,7 @@ async fn apply_batch(
                     q.display_phone_number.as_deref(),
                 )
                 .await?;
+                apply_quality_rating(c, senders, event, &q.event).await?;
                 quality.push(QualityUpdate {
                     event: &q.event,
                     current_limit: q.current_limit.as_deref(),
@@ -642,6 +643,39 @@ fn status_update(s: &StatusEvent) -> StatusUpdate<'_> {
         error_code: s.error.as_ref().map(|e| e.code),
     }
 }
+
+/// A number flagged (quality RED) is protected: no marketing from it; unflagged, the
+/// protection its quality set is lifted (`account::protection`). A quality update names
+/// its business account, not a number: every number of that account.
+async fn apply_quality_rating(
+    c: &mut AsyncPgConnection,
+    senders: &Senders,
+    e: &Event,
+    event: &str,
+) -> QueryResult<()> {
+    use warden_core::account::protection;
+    let mut numbers: Vec<&Sender> = senders.of_business(&e.account).collect();
+    if numbers.is_empty() {
+        numbers.push(sender_of(senders, e));
+    }
+    for sender in numbers {
+        let key = senders.key_of(sender).sender;
+        match event {
+            "FLAGGED" => {
+                protection::protect(c, &key, "quality RED (FLAGGED)", QUALITY_SOURCE, ACTOR)
+                    .await?;
+            }
+            "UNFLAGGED" => {
+                protection::lift(c, &key, Some(QUALITY_SOURCE), QUALITY_SOURCE, ACTOR).await?;
+            }
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
+/// The source of a protection set by the number's quality.
+const QUALITY_SOURCE: &str = "quality_flagged";
 
 /// The stored key of the portfolio an event's number belongs to (quality updates name
 /// their business account, not a number).

@@ -4,5 +4,6 @@
 
 pub mod portfolio;
 pub mod pricing;
+pub mod protection;
 pub mod rate_card;
 pub mod throughput;

@@ -41,6 +41,9 @@ pub enum SideEffect {
     MarketingLimited,
     /// Halt class: pause every active campaign with this reason.
     PauseCampaigns(String),
+    /// A halt-class error that protects the number it came from (`account::protection`):
+    /// no marketing from it, its campaigns paused, with this reason.
+    ProtectSender(String),
 }
 
 /// The one decision about a platform error.
@@ -56,7 +59,10 @@ pub struct Consequence {
 impl Consequence {
     /// A halt-class error: sending stops (campaigns paused) until an operator checks.
     pub fn halts(&self) -> bool {
-        matches!(self.effect, SideEffect::PauseCampaigns(_))
+        matches!(
+            self.effect,
+            SideEffect::PauseCampaigns(_) | SideEffect::ProtectSender(_)
+        )
     }
 }
 
@@ -66,6 +72,9 @@ pub fn consequence(handling: Handling, code: i32, title: &str) -> Consequence {
         (Handling::RecordState, 131050) => SideEffect::OptOutMarketing,
         (Handling::RecordState, 131026) => SideEffect::Undeliverable,
         (Handling::RecordState, 131049) => SideEffect::MarketingLimited,
+        (Handling::Halt, code) if crate::account::protection::PROTECTING_ERRORS.contains(&code) => {
+            SideEffect::ProtectSender(format!("platform error {code} ({title})"))
+        }
         (Handling::Halt, _) => SideEffect::PauseCampaigns(format!(
             "platform error {code} ({title}): sending halted until an operator checks the account"
         )),
@@ -109,6 +118,17 @@ pub async fn apply_effect(
         }
         (SideEffect::MarketingLimited, Some(p)) => {
             customers::mark_marketing_limited(conn, p, at, actor).await?
+        }
+        (SideEffect::ProtectSender(reason), _) => {
+            let sender = customers::consent::sender_of_message(conn, message_id).await?;
+            return crate::account::protection::protect(
+                conn,
+                &sender,
+                reason,
+                "platform_error",
+                actor,
+            )
+            .await;
         }
         (SideEffect::PauseCampaigns(reason), _) => {
             tracing::error!(%reason, "halt-class platform error: pausing active campaigns");
@@ -324,7 +344,7 @@ mod tests {
         );
         assert!(matches!(
             consequence(Handling::Halt, 131048, "Spam rate limit hit").effect,
-            SideEffect::PauseCampaigns(r) if r.contains("131048")
+            SideEffect::ProtectSender(r) if r.contains("131048")
         ));
         let c = consequence(Handling::FixRequest, 132000, "x");
         assert!(!c.retry && c.effect == SideEffect::None && !c.halts());

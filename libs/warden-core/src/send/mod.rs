@@ -468,6 +468,13 @@ impl Core {
         if !decision.allowed {
             return Ok(decision);
         }
+        // A protected number sends no marketing (`account::protection`).
+        if category == Category::Marketing
+            && let Some(p) = crate::account::protection::of(c, &self.keys_for(req).sender).await?
+        {
+            let id = req.sender.as_deref().unwrap_or_default();
+            return Ok(crate::account::protection::refusal(id, &p));
+        }
         let window_open = warden_rules::window::window_open(
             warden_rules::window::usable_inbound(last_inbound_at, now),
             now,

@@ -340,3 +340,122 @@ fn a_campaign_over_several_numbers_keeps_each_customer_on_one() {
     assert_eq!(used.len(), 2, "{used:?}");
     assert!(used.values().all(|&n| n > 50), "{used:?}");
 }
+
+#[tokio::test]
+async fn a_protected_number_sends_no_marketing_until_resumed() {
+    use warden_core::account::protection;
+    let h = harness().await;
+    let p = phone();
+    // A campaign from A2 and one from A1.
+    let mut conn = h.core.pg().get().await.unwrap();
+    let campaign = |sender: &str| {
+        format!(
+            "INSERT INTO campaigns (name, campaign_type, status, deliver_at, template_name, locale, \
+             variables, audience_filter, sender_id) VALUES ('c-{sender}', 'marketing', 'running', now(), \
+             'promo', 'en', '[]', '{{}}', '{sender}')"
+        )
+    };
+    for sender in ["a2", "default"] {
+        diesel::sql_query(campaign(sender))
+            .execute(&mut conn)
+            .await
+            .unwrap();
+    }
+    let paused = protection::protect(
+        &mut conn,
+        "a2",
+        "platform error 131048 (Spam rate limit hit)",
+        "platform_error",
+        "test",
+    )
+    .await
+    .unwrap();
+    assert_eq!(paused, 1, "only A2's campaign pauses");
+    drop(conn);
+    match h.core.send(template(&p, "promo", "a2")).await {
+        Err(SendError::Refused(d)) => {
+            assert_eq!(d.policy_id.as_deref(), Some("sender_protection"));
+            assert!(
+                d.human_explanation.contains("`a2`"),
+                "{}",
+                d.human_explanation
+            );
+            assert!(
+                d.suggested_action.contains("resume_sender"),
+                "{}",
+                d.suggested_action
+            );
+        }
+        other => panic!("unexpected: {other:?}"),
+    }
+    // Utility from A2 and marketing from A1 go on.
+    assert_eq!(
+        outcome(&h.core, template(&p, "order_update", "a2")).await,
+        "OK"
+    );
+    assert_eq!(outcome(&h.core, template(&p, "promo", "a1")).await, "OK");
+    assert!(h.core.resume_sender("a2").await.unwrap());
+    assert!(
+        !h.core.resume_sender("a2").await.unwrap(),
+        "nothing left to lift"
+    );
+    assert_eq!(outcome(&h.core, template(&p, "promo", "a2")).await, "OK");
+    let mut conn = h.core.pg().get().await.unwrap();
+    let running: i64 = diesel::sql_query(
+        "SELECT count(*) AS n FROM campaigns WHERE status = 'running' AND status_reason IS NULL",
+    )
+    .get_result::<Count>(&mut conn)
+    .await
+    .unwrap()
+    .n;
+    assert_eq!(running, 2, "the paused campaign runs again");
+    let audited: i64 = diesel::sql_query(
+        "SELECT count(*) AS n FROM audit_logs WHERE action IN ('sender_protected', 'sender_resumed') \
+         AND entity_id = 'a2'",
+    )
+    .get_result::<Count>(&mut conn)
+    .await
+    .unwrap()
+    .n;
+    assert_eq!(audited, 2);
+}
+
+#[tokio::test]
+async fn a_halt_class_error_protects_the_number_it_came_from() {
+    use warden_core::delivery::platform_errors::{SideEffect, apply_effect};
+    let h = harness().await;
+    let p = phone();
+    let sent = h
+        .core
+        .send(template(&p, "order_update", "b1"))
+        .await
+        .unwrap();
+    let mut conn = h.core.pg().get().await.unwrap();
+    apply_effect(
+        &mut conn,
+        sent.message_id,
+        &SideEffect::ProtectSender("platform error 368 (Temporarily blocked)".into()),
+        Some(&p),
+        Utc::now(),
+        "test",
+    )
+    .await
+    .unwrap();
+    let protected = warden_core::account::protection::all(&mut conn)
+        .await
+        .unwrap();
+    drop(conn);
+    assert_eq!(protected.len(), 1);
+    assert_eq!(protected[0].sender_id, "b1");
+    assert_eq!(
+        outcome(&h.core, template(&p, "promo", "b1")).await,
+        "POLICY_RESTRICTION"
+    );
+    assert_eq!(outcome(&h.core, template(&p, "promo", "a1")).await, "OK");
+}
+
+#[derive(diesel::QueryableByName)]
+struct Count {
+    #[diesel(sql_type = diesel::sql_types::BigInt)]
+    n: i64,
+}

@@ -148,7 +148,8 @@ impl Sim {
         });
         if let Some(q) = &self.webhooks {
             let event = event.unwrap_or_else(|| {
-                if state.quality_rating == "RED" || state.quality_rating == "YELLOW" {
+                // The platform flags a number when its quality turns RED (low).
+                if state.quality_rating == "RED" {
                     "FLAGGED".to_owned()
                 } else {
                     "UNFLAGGED".to_owned()

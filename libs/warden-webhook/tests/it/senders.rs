@@ -135,3 +135,110 @@ async fn a_number_that_is_no_sender_is_acknowledged_not_stored() {
         1
     );
 }
+
+fn stop_to(number: &str, from: &str, wamid: &str) -> Value {
+    envelope(vec![json!({"field": "messages", "value": {
+        "messaging_product": "whatsapp",
+        "metadata": {"display_phone_number": "15550100000", "phone_number_id": number},
+        "contacts": [{"profile": {"name": "Test Customer"}, "wa_id": from}],
+        "messages": [text_message(from, "STOP", now(), wamid)]}})])
+}
+
+fn quality_of(account: &str, event: &str) -> Value {
+    json!({"object": "whatsapp_business_account", "entry": [{"id": account, "changes": [
+        {"field": "phone_number_quality_update", "value": {
+            "display_phone_number": "15550100003", "event": event, "current_limit": "TIER_1K"}}]}]})
+}
+
+/// The stored rows of a customer: (sender of each conversation, business of each consent).
+async fn rows_of(h: &Harness, customer: &str) -> (i64, i64, i64) {
+    let conversations = |sender: &str| {
+        format!(
+            "SELECT count(*) AS n FROM conversations WHERE customer_phone = '{customer}' AND sender_id = '{sender}'"
+        )
+    };
+    (
+        h.count(&conversations("default")).await,
+        h.count(&conversations("a2")).await,
+        h.count(&format!(
+            "SELECT count(*) AS n FROM business_consent WHERE customer_phone = '{customer}' \
+             AND business = '204000000000002' AND NOT opt_in_marketing"
+        ))
+        .await,
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn inbound_messages_open_the_window_of_the_number_they_were_sent_to() {
+    let h = two_businesses().await;
+    let customer = phone();
+    assert_eq!(
+        post_as(&h, A_SECRET, &inbound_to(A2, &customer, &wamid())).await,
+        200
+    );
+    // The conversation is A2's; A1 (the default sender) has none.
+    assert_eq!(rows_of(&h, &customer).await, (0, 1, 0));
+    let p = warden_rules::phone::canonicalize(&customer).unwrap();
+    let a2 = h.core.conversation(&p, "whatsapp", "a2").await.unwrap();
+    assert!(a2.window_open);
+    let a1 = h
+        .core
+        .conversation(&p, "whatsapp", "default")
+        .await
+        .unwrap();
+    assert!(!a1.window_open);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stop_to_b1_stops_business_b_only() {
+    let h = two_businesses().await;
+    let customer = phone();
+    assert_eq!(
+        post_as(&h, B_SECRET, &stop_to(B1, &customer, &wamid())).await,
+        200
+    );
+    // Business B's consent row says no marketing; the customer row (business A) is untouched.
+    assert_eq!(rows_of(&h, &customer).await.2, 1);
+    let p = warden_rules::phone::canonicalize(&customer).unwrap();
+    let marketing = warden_rules::kinds::MessageType::Marketing.described_content();
+    let b = h
+        .core
+        .check(&p, Some("b1"), marketing, chrono::Utc::now())
+        .await
+        .unwrap();
+    assert_eq!(b.reason_code.as_str(), "USER_OPTED_OUT");
+    let a = h
+        .core
+        .check(&p, Some("a2"), marketing, chrono::Utc::now())
+        .await
+        .unwrap();
+    assert_ne!(a.reason_code.as_str(), "USER_OPTED_OUT");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_flagged_number_sends_no_marketing_until_unflagged() {
+    let h = two_businesses().await;
+    let protected = || {
+        h.count("SELECT count(*) AS n FROM sender_protection WHERE sender_id = 'b1' AND source = 'quality_flagged'")
+    };
+    assert_eq!(
+        post_as(&h, B_SECRET, &quality_of("204000000000002", "FLAGGED")).await,
+        200
+    );
+    assert_eq!(protected().await, 1);
+    // Business A's numbers are not touched.
+    assert_eq!(
+        h.count("SELECT count(*) AS n FROM sender_protection WHERE sender_id IN ('default', 'a2')")
+            .await,
+        0
+    );
+    let audited = h
+        .count("SELECT count(*) AS n FROM audit_logs WHERE action = 'sender_protected' AND entity_id = 'b1'")
+        .await;
+    assert_eq!(audited, 1);
+    assert_eq!(
+        post_as(&h, B_SECRET, &quality_of("204000000000002", "UNFLAGGED")).await,
+        200
+    );
+    assert_eq!(protected().await, 0);
+}
