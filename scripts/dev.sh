@@ -19,6 +19,27 @@ export POLICIES_PATH=${POLICIES_PATH:-$ROOT/policies/default.yaml}
 export TIER=${TIER:-pro}
 export SCHEDULER_POLL_INTERVAL=${SCHEDULER_POLL_INTERVAL:-1s}
 
+# Several numbers: `SENDERS_PATH=examples/senders.yaml make dev` serves the example's three
+# numbers of two businesses, with the stand-in's matching file and dev credentials.
+GATEWAY_SENDERS_ENV=""
+if [ -n "${SENDERS_PATH:-}" ]; then
+  export SENDERS_PATH=$(cd "$(dirname "$SENDERS_PATH")" && pwd)/$(basename "$SENDERS_PATH")
+  if [ "$SENDERS_PATH" = "$ROOT/examples/senders.yaml" ]; then
+    export SIM_SENDERS=${SIM_SENDERS:-$ROOT/examples/sim-senders.json}
+    export SENDER_A1_TOKEN=${SENDER_A1_TOKEN:-dev-token-a1}
+    export SENDER_A2_TOKEN=${SENDER_A2_TOKEN:-dev-token-a2}
+    export SENDER_B1_TOKEN=${SENDER_B1_TOKEN:-dev-token-b1}
+    export SENDER_A_APP_SECRET=${SENDER_A_APP_SECRET:-dev-app-secret-a}
+    export SENDER_B_APP_SECRET=${SENDER_B_APP_SECRET:-dev-app-secret-b}
+    GATEWAY_SENDERS_ENV=$(printf ',\n        "SENDERS_PATH": "%s",\n        "SENDER_A1_TOKEN": "%s",\n        "SENDER_A2_TOKEN": "%s",\n        "SENDER_B1_TOKEN": "%s",\n        "SENDER_A_APP_SECRET": "%s",\n        "SENDER_B_APP_SECRET": "%s"' \
+      "$SENDERS_PATH" "$SENDER_A1_TOKEN" "$SENDER_A2_TOKEN" "$SENDER_B1_TOKEN" "$SENDER_A_APP_SECRET" "$SENDER_B_APP_SECRET")
+  elif [ -z "${SIM_SENDERS:-}" ]; then
+    echo "[dev] SENDERS_PATH=$SENDERS_PATH: set SIM_SENDERS to the stand-in's file of the same numbers (docs/platform-sim.md) and export the variables it names"
+    exit 1
+  fi
+  "$BIN/warden-admin" senders check "$SENDERS_PATH"
+fi
+
 pids=()
 stop() {
   trap - INT TERM EXIT
@@ -52,6 +73,10 @@ wait_health webhook "http://127.0.0.1:$SERVER_HTTP_PORT/health"
 wait_health dispatcher http://127.0.0.1:9090/health
 wait_health scheduler http://127.0.0.1:9091/health
 
+SEVERAL_HINT=""
+if [ -n "${SENDERS_PATH:-}" ]; then
+  SEVERAL_HINT=$'\nWith several numbers, name the number written to, e.g. "phone_number_id": "104000000000002"\n(a2), and reply from it with the tool parameter "from": "a2".'
+fi
 cat <<JSON
 
 Warden is running (logs in $LOGS). Point your agent host at mcp-gateway, e.g. in its
@@ -65,13 +90,13 @@ MCP servers config (Claude Desktop, Cursor, the MCP inspector):
         "TIER": "$TIER",
         "POLICIES_PATH": "$POLICIES_PATH",
         "PLATFORM_API_URL": "$PLATFORM_API_URL",
-        "PLATFORM_ACCESS_TOKEN": "$PLATFORM_ACCESS_TOKEN"
+        "PLATFORM_ACCESS_TOKEN": "$PLATFORM_ACCESS_TOKEN"$(printf "$GATEWAY_SENDERS_ENV")
       }
     }
   }
 }
 
-Try the platform stand-in: curl -X POST localhost:8089/sim/inbound -d '{"from":"6281234567890","text":"hi"}'
+Try the platform stand-in: curl -X POST localhost:8089/sim/inbound -d '{"from":"6281234567890","text":"hi"}'$SEVERAL_HINT
 Ctrl-C stops everything.
 JSON
 wait -n "${pids[@]}" || true
