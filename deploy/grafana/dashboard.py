@@ -165,6 +165,9 @@ panel("Scheduled dispatch / s", [
 ], unit="ops")
 panel("Poll cycle", quantiles("warden_scheduler_tick_duration_seconds", "busy"), unit="s")
 panel("Campaigns by status", [(f"sum by (status) (warden_scheduler_campaigns{{{SEL}}})", "{{status}}")])
+panel("Protected senders (no marketing)", [(f"max by (sender) (warden_sender_protected{{{SEL}}})", "{{sender}}")],
+      description="1 while a number sends no marketing: its quality turned RED or it met a halt-class platform error "
+                  "(131048, 131031, 368). Lifted by UNFLAGGED or resume_sender.")
 panel("Campaign recipients / s", [
     (rate("warden_campaign_recipients_total", "outcome"), "{{outcome}}"),
     (f"sum(rate(warden_campaign_cancelled_messages_total{{{SEL}}}[{RI}]))", "cancelled before send"),
