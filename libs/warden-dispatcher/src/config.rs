@@ -2,6 +2,7 @@
 //! (`warden_settings::Dispatch`, validated when the process loads its settings), plus what
 //! only a running replica has (its owner id, the consumer name).
 
+use std::collections::BTreeMap;
 use std::time::Duration;
 
 use warden_settings::{Dispatch, Settings};
@@ -17,8 +18,14 @@ pub const CONSUMER_NAME: &str = "dispatcher";
 
 #[derive(Clone, Debug)]
 pub struct DispatcherConfig {
-    /// Token bucket capacity and refill per second (RATE_LIMIT_MPS).
+    /// The default sender's starting bucket capacity and refill per second (its `mps` in
+    /// the senders file, else RATE_LIMIT_MPS), until the platform says what its number's
+    /// throughput is.
     pub mps: u32,
+    /// The same for every other sender, by the stored key of its messages: its `mps`,
+    /// else RATE_LIMIT_MPS. A message of a sender missing here goes out as the default
+    /// sender and takes the default sender's tokens.
+    pub sender_mps: BTreeMap<String, u32>,
     /// The knobs of the settings tree (`DISPATCH_*`, `PLATFORM_TIMEOUT`, ...).
     pub dispatch: Dispatch,
     /// The bucket's channel; `None` is the service's channel (`whatsapp`). Tests use a
@@ -42,8 +49,21 @@ impl DispatcherConfig {
     }
 
     fn with(settings: &Settings, dispatch: Dispatch) -> Self {
+        let senders = settings.senders();
+        let sender_mps = senders
+            .all()
+            .iter()
+            .filter(|s| !s.default)
+            .map(|s| {
+                (
+                    senders.key_of(s).sender,
+                    s.mps.unwrap_or(settings.rate_limit_mps),
+                )
+            })
+            .collect();
         Self {
             mps: settings.configured_mps().0,
+            sender_mps,
             dispatch,
             bucket_channel: None,
             consumer: CONSUMER_NAME.to_owned(),
@@ -68,7 +88,13 @@ impl DispatcherConfig {
         }
     }
 
-    /// The channel whose bucket this dispatcher takes tokens from.
+    /// The starting rate of the sender stored as `sender` (the default sender's for a
+    /// sender missing from the senders file).
+    pub fn mps_of(&self, sender: &str) -> u32 {
+        self.sender_mps.get(sender).copied().unwrap_or(self.mps)
+    }
+
+    /// The channel whose buckets this dispatcher takes tokens from.
     pub fn bucket_channel(&self) -> &str {
         self.bucket_channel
             .as_deref()
@@ -143,5 +169,35 @@ mod tests {
         assert_eq!(c.dispatch.replicas, 2);
         assert_eq!(c.dispatch.backoff_base, Duration::from_millis(100));
         assert!(c.owner.starts_with("node-7-"), "{}", c.owner);
+    }
+
+    #[test]
+    fn each_sender_starts_at_its_own_rate() {
+        let yaml = "version: 1
+senders:
+  - {id: a1, phone_number_id: '1001', waba_id: '2001', portfolio_id: '3001', access_token_env: T, app_secret_env: S, mps: 50, default: true}
+  - {id: a2, phone_number_id: '1002', waba_id: '2001', portfolio_id: '3001', access_token_env: T, app_secret_env: S}
+  - {id: b1, phone_number_id: '1003', waba_id: '2002', portfolio_id: '3002', access_token_env: T, app_secret_env: S, mps: 200}
+";
+        let env = |_: &str| Some("x".to_owned());
+        let mut settings = Settings::from_sources(
+            None,
+            &HashMap::from([("RATE_LIMIT_MPS".to_owned(), "30".to_owned())]),
+        )
+        .unwrap();
+        settings.senders_file = Some(warden_settings::Senders::from_yaml(yaml, &env).unwrap());
+        let c = DispatcherConfig::from_settings(&settings);
+        // The default sender (stored as `default`): its mps; the others by id.
+        assert_eq!(c.mps, 50);
+        assert_eq!(c.mps_of("default"), 50);
+        assert_eq!(c.mps_of("a2"), 30, "no mps: RATE_LIMIT_MPS");
+        assert_eq!(c.mps_of("b1"), 200);
+        assert_eq!(
+            c.mps_of("gone"),
+            50,
+            "a removed sender goes out as the default"
+        );
+        assert_eq!(c.sender_mps.len(), 2);
+        assert!(config(&[]).sender_mps.is_empty(), "one sender: as before");
     }
 }

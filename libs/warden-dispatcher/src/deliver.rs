@@ -2,7 +2,8 @@
 //!
 //! ```text
 //! parse job -> read row -> plan (send / hold / done / cancelled campaign)
-//!   -> pair-rate slot (held: nak with delay) -> bucket token (wait; not an attempt)
+//!   -> a place among its sender's waiters (held: nak with delay)
+//!   -> pair-rate slot (held: nak with delay) -> its sender's bucket token (wait; not an attempt)
 //!   -> compliance recheck (refused: failed, compliance)
 //!   -> claim queued->sending (lease) -> build body -> platform.send
 //!   -> sent: wamid + status sent + last outbound   | error: by handling class
@@ -25,7 +26,7 @@ use warden_core::delivery::knowledge::{self, ErrorInfo, Explanation};
 use warden_core::delivery::platform_errors::{RetryPolicy, SideEffect};
 use warden_core::delivery::{self, DeliveryError, DeliveryRow, Plan, Why};
 use warden_platform::{PlatformClient, PlatformError};
-use warden_ratelimit::{PairLimiter, TokenBucket};
+use warden_ratelimit::PairLimiter;
 use warden_rules::message_status::MessageStatus;
 use warden_store::PgPool;
 use warden_stream::{DeliveryStream, HintKind, Hints};
@@ -34,6 +35,7 @@ use crate::body::{self, Stored};
 use crate::claim::Claimer;
 use crate::config::DispatcherConfig;
 use crate::metrics::{FAILED, HALTS, HELD, IN_FLIGHT, PLATFORM_LATENCY, RETRIES, SENT, SKIPPED};
+use crate::pacing::Pacing;
 use crate::plan::{self, Failure};
 use crate::unknown::{self, Event};
 
@@ -81,7 +83,8 @@ pub(crate) struct Ctx {
     pub platform: PlatformClient,
     /// The other senders' clients, by the stored key of their messages.
     pub other_senders: HashMap<String, PlatformClient>,
-    pub bucket: TokenBucket,
+    /// Each sender's bucket.
+    pub pacing: Arc<Pacing>,
     pub pair: PairLimiter,
     pub windows: WindowCache,
     pub cfg: DispatcherConfig,
@@ -98,7 +101,7 @@ impl Ctx {
         pg: PgPool,
         outcomes_pg: PgPool,
         platform: PlatformClient,
-        bucket: TokenBucket,
+        pacing: Arc<Pacing>,
         pair: PairLimiter,
         windows: WindowCache,
         cfg: DispatcherConfig,
@@ -112,7 +115,7 @@ impl Ctx {
             outcomes_pg,
             platform,
             other_senders: HashMap::new(),
-            bucket,
+            pacing,
             pair,
             windows,
             cfg,
@@ -404,13 +407,21 @@ async fn redecide_without_sending(ctx: &Ctx, id: Uuid) -> Verdict {
 
 async fn send(ctx: &Ctx, row: DeliveryRow) -> Verdict {
     let holder = row.id.to_string();
-    // 1. Pair rate: one message per recipient per interval; a later one waits its turn.
+    // 1. A place among its sender's waiters: with several senders, a slow number's
+    //    backlog waits on the stream, not in the slots every number shares.
+    let pace = ctx.pacing.of(&row.sender_id);
+    let turn = match ctx.pacing.enter(pace) {
+        Ok(turn) => turn,
+        Err(later) => return ctx.held("sender_rate", later),
+    };
+    // 1b. Pair rate: one message per recipient per interval; a later one waits its turn.
     if let Err(wait) = ctx.pair.take(&row.customer_phone, &holder).await {
         let jitter = Duration::from_millis(rand::random::<u64>() % 250);
         return ctx.held("pair_rate", wait + jitter);
     }
-    // 2. A token of the shared bucket. Waiting here is not a delivery attempt.
-    let _ = ctx.bucket.acquire().await;
+    // 2. A token of its sender's shared bucket. Waiting here is not a delivery attempt.
+    let _ = pace.bucket.acquire().await;
+    drop(turn);
     // 2b. Compliance once more, right before the call: a STOP, a closed window or a paused
     //     template since acceptance refuses it (warden-core ends it `failed`, compliance).
     match warden_core::send::recheck::before_send(&ctx.pg, row.id, ACTOR).await {

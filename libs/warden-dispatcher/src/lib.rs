@@ -1,5 +1,6 @@
-//! The dispatcher: consumes the delivery stream, rate-limits with the shared token bucket,
-//! calls the platform and records outcomes (docs/operations.md, Delivery).
+//! The dispatcher: consumes the delivery stream, rate-limits each message with its
+//! sender's shared token bucket ([`pacing`]), calls the platform with its sender's client
+//! and records outcomes (docs/operations.md, Delivery).
 //!
 //! Every replica shares one durable pull consumer (`dispatcher`, explicit ack). A message
 //! is sent only after its row was claimed in Postgres (`queued -> sending`, with a lease),
@@ -20,6 +21,7 @@ mod claim;
 mod config;
 mod deliver;
 mod metrics;
+mod pacing;
 mod plan;
 pub mod sweep;
 mod unknown;
@@ -47,7 +49,7 @@ pub const DEFAULT_ADMIN_PORT: u16 = 9090;
 pub struct Dispatcher {
     handle: JoinHandle<anyhow::Result<()>>,
     stats: Arc<Stats>,
-    bucket: TokenBucket,
+    pacing: Arc<pacing::Pacing>,
 }
 
 impl Dispatcher {
@@ -56,9 +58,15 @@ impl Dispatcher {
         self.stats.snapshot()
     }
 
-    /// The shared bucket this instance takes tokens from.
+    /// The default sender's shared bucket.
     pub fn bucket(&self) -> &TokenBucket {
-        &self.bucket
+        self.pacing.default_bucket()
+    }
+
+    /// The shared bucket of the sender whose messages are stored under `sender`
+    /// (`default`: the default sender's).
+    pub fn bucket_of(&self, sender: &str) -> &TokenBucket {
+        &self.pacing.of(sender).bucket
     }
 
     /// Wait until it stopped (after the shutdown future resolved and in-flight work ended).
@@ -101,7 +109,9 @@ pub async fn start(
         config.mps,
         config.dispatch.replicas,
     );
+    // The pair rate stays per recipient, whichever number writes to them.
     let pair = PairLimiter::sharing(&bucket, config.dispatch.pair_interval);
+    let pacing = Arc::new(pacing::Pacing::new(bucket, &config));
     let platform =
         warden_service::platform::client(&deps.settings, Some(config.dispatch.platform_timeout))
             .map_err(|e| anyhow::anyhow!("PLATFORM_API_URL: {e}"))?;
@@ -117,30 +127,36 @@ pub async fn start(
         consumer = %config.consumer,
         owner = %config.owner,
         mps = config.mps,
+        senders = config.sender_mps.len() + 1,
         replicas = config.dispatch.replicas,
         concurrency = config.dispatch.concurrency,
         pair_interval_ms = config.dispatch.pair_interval.as_millis() as u64,
         max_attempts = config.dispatch.max_attempts,
         lease_ms = config.claim_lease().as_millis() as u64,
         sweep_interval_ms = config.dispatch.sweep_interval.as_millis() as u64,
-        bucket = %bucket.key(),
+        bucket = %pacing.default_bucket().key(),
         "dispatcher consuming"
     );
-    // The number's throughput: read from the platform before consuming (bounded, so a
-    // slow platform does not hold the start), then the recorded capacity every few s.
+    // Each sender's throughput: its number read from the platform with its own client
+    // before consuming (bounded, so a slow platform does not hold the start), then the
+    // recorded capacities every few s.
+    let numbers: Vec<(&str, &warden_platform::PlatformClient)> =
+        std::iter::once((warden_settings::STORED_DEFAULT, &platform))
+            .chain(other_senders.iter().map(|(k, c)| (k.as_str(), c)))
+            .collect();
     let _ = tokio::time::timeout(
         capacity::READ_LIMIT,
-        capacity::read_number(&deps.pg, &platform),
+        capacity::read_numbers(&deps.pg, &numbers),
     )
     .await;
-    capacity::refresh(&deps.pg, &bucket, config.mps).await;
-    let follower = tokio::spawn(capacity::run(deps.pg.clone(), bucket.clone(), config.mps));
+    capacity::refresh(&deps.pg, &pacing).await;
+    let follower = tokio::spawn(capacity::run(deps.pg.clone(), Arc::clone(&pacing)));
     let ctx = Arc::new(
         deliver::Ctx::new(
             deps.pg.clone(),
             outcomes_pg,
             platform,
-            bucket.clone(),
+            Arc::clone(&pacing),
             pair,
             warden_core::WindowCache::new(redis),
             config,
@@ -167,7 +183,7 @@ pub async fn start(
     Ok(Dispatcher {
         handle,
         stats,
-        bucket,
+        pacing,
     })
 }
 

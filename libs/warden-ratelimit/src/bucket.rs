@@ -1,4 +1,4 @@
-//! The per-channel token bucket.
+//! The token bucket of a channel's sender (phone number).
 
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, LazyLock, Mutex};
@@ -9,7 +9,7 @@ use serde::Serialize;
 
 use crate::health::{Health, RedisCallError, timed};
 use crate::metrics::WAIT_SECONDS;
-use crate::{RateLimitError, RedisPool, bucket_key};
+use crate::{RateLimitError, RedisPool, sender_bucket_key};
 
 /// An idle bucket's key expires after a day (it would be full again anyway; only the
 /// `tokens_used` counter starts over).
@@ -96,11 +96,22 @@ pub struct BucketState {
     pub last_update_at: String,
 }
 
-/// Read a channel's bucket (read-only). A bucket that does not exist yet is reported full,
-/// with `tokens_used` 0 and last update now (Redis clock).
+/// Read a channel's bucket, the default sender's (read-only; see [`state_for`]).
 pub async fn state(
     redis: &RedisPool,
     channel: &str,
+    mps: u32,
+) -> Result<BucketState, RateLimitError> {
+    state_for(redis, channel, None, mps).await
+}
+
+/// Read one sender's bucket on a channel (read-only; `None`: the default sender). A bucket
+/// that does not exist yet is reported full, with `tokens_used` 0 and last update now
+/// (Redis clock).
+pub async fn state_for(
+    redis: &RedisPool,
+    channel: &str,
+    sender: Option<&str>,
     mps: u32,
 ) -> Result<BucketState, RateLimitError> {
     if mps == 0 {
@@ -108,7 +119,7 @@ pub async fn state(
             "RATE_LIMIT_MPS must be at least 1".into(),
         ));
     }
-    let key = bucket_key(channel);
+    let key = sender_bucket_key(channel, sender);
     let reply = timed(async {
         let mut conn = redis.get().await?;
         Ok(PEEK
@@ -228,7 +239,8 @@ impl Drop for Waiting<'_> {
     }
 }
 
-/// A channel's token bucket, shared through Redis by every replica. Cheap to clone.
+/// The token bucket of a channel's sender, shared through Redis by every replica. Cheap
+/// to clone.
 #[derive(Clone)]
 pub struct TokenBucket {
     inner: Arc<Inner>,
@@ -246,8 +258,9 @@ impl std::fmt::Debug for TokenBucket {
 }
 
 impl TokenBucket {
-    /// A bucket of `mps` tokens (capacity and refill per second) for `channel`.
-    /// `redis: None` limits in-process only (`mps / replicas_hint`). `mps` 0 is taken as 1.
+    /// A bucket of `mps` tokens (capacity and refill per second) for `channel`'s default
+    /// sender. `redis: None` limits in-process only (`mps / replicas_hint`). `mps` 0 is
+    /// taken as 1.
     pub fn new(
         redis: Option<RedisPool>,
         channel: impl Into<String>,
@@ -255,12 +268,25 @@ impl TokenBucket {
         replicas_hint: u32,
     ) -> Self {
         let channel = channel.into();
+        let key = sender_bucket_key(&channel, None);
+        let health = Health::new(redis, format!("bucket {key}"));
+        Self::build(health, channel, key, mps, replicas_hint)
+    }
+
+    /// Another sender's bucket on the same channel, with the same Redis and fallback state
+    /// (one outage, one log line) and replicas: `None` is the default sender's key.
+    pub fn sibling(&self, sender: Option<&str>, mps: u32) -> Self {
+        let channel = self.inner.channel.clone();
+        let key = sender_bucket_key(&channel, sender);
+        Self::build(self.health(), channel, key, mps, self.inner.replicas)
+    }
+
+    fn build(health: Arc<Health>, channel: String, key: String, mps: u32, replicas: u32) -> Self {
         let mps = mps.max(1);
-        let replicas = replicas_hint.max(1);
-        let key = bucket_key(&channel);
+        let replicas = replicas.max(1);
         Self {
             inner: Arc::new(Inner {
-                health: Health::new(redis, format!("bucket {key}")),
+                health,
                 key,
                 channel,
                 mps: AtomicU32::new(mps),

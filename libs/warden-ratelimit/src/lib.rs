@@ -1,9 +1,10 @@
 //! Warden's rate limits, shared by every dispatcher replica and read by the gateway's
 //! `get_rate_limit` tool.
 //!
-//! - [`TokenBucket`]: one bucket per channel in Redis (hash `warden:bucket:<channel>` with
-//!   `tokens`, `last_update_ms`, `tokens_used`), capacity = refill per second =
-//!   `RATE_LIMIT_MPS`. Every take is one atomic Lua script that reads the clock with Redis
+//! - [`TokenBucket`]: one bucket per channel and sender (phone number) in Redis (hash
+//!   `warden:bucket:<channel>` for the default sender, `warden:bucket:<channel>:<sender>`
+//!   for another, with `tokens`, `last_update_ms`, `tokens_used`), capacity = refill per
+//!   second = the number's rate. Every take is one atomic Lua script that reads the clock with Redis
 //!   `TIME`, so replicas on different hosts agree on it. [`TokenBucket::acquire`] waits
 //!   (sleeps for the wait the script computed) until a token is granted.
 //! - [`PairLimiter`]: at most one message per recipient per interval (the platform's pair
@@ -22,15 +23,24 @@ mod pair;
 
 use std::time::Duration;
 
-pub use bucket::{BucketState, Take, TokenBucket, state};
+pub use bucket::{BucketState, Take, TokenBucket, state, state_for};
 pub use pair::PairLimiter;
 
 /// The Redis pool type Warden's processes share (same as `warden_core::RedisPool`).
 pub type RedisPool = bb8::Pool<bb8_redis::RedisConnectionManager>;
 
-/// The Redis key of a channel's bucket.
+/// The Redis key of a channel's bucket (the default sender's).
 pub fn bucket_key(channel: &str) -> String {
     format!("warden:bucket:{channel}")
+}
+
+/// The Redis key of one sender's bucket on a channel; `None`, the default sender, keeps
+/// the channel's key ([`bucket_key`]), so a deployment of one number paces as before.
+pub fn sender_bucket_key(channel: &str, sender: Option<&str>) -> String {
+    match sender {
+        None => bucket_key(channel),
+        Some(sender) => format!("warden:bucket:{channel}:{sender}"),
+    }
 }
 
 /// The Redis key of one recipient's pair-rate slot on a channel.
@@ -68,6 +78,14 @@ mod tests {
     #[test]
     fn keys_follow_the_documented_names() {
         assert_eq!(bucket_key("whatsapp"), "warden:bucket:whatsapp");
+        assert_eq!(
+            sender_bucket_key("whatsapp", None),
+            "warden:bucket:whatsapp"
+        );
+        assert_eq!(
+            sender_bucket_key("whatsapp", Some("a2")),
+            "warden:bucket:whatsapp:a2"
+        );
         assert_eq!(
             pair_key("whatsapp", "628123"),
             "warden:pair:whatsapp:628123"

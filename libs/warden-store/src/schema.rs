@@ -254,13 +254,14 @@ diesel::table! {
 }
 
 diesel::table! {
-    number_throughput (channel) {
+    number_throughput (channel, sender) {
         channel -> Text,
         high_throughput -> Bool,
         coexistence -> Bool,
         source -> Text,
         display_phone_number -> Nullable<Text>,
         updated_at -> Timestamptz,
+        sender -> Text,
     }
 }
 

@@ -1,11 +1,15 @@
 //! A business number's throughput as the platform set it (`number_throughput`, one row
-//! per channel): a `phone_number_quality_update` with `THROUGHPUT_UPGRADE` raises it to
+//! per channel and sender, the sender by its stored key: `default` for the default
+//! sender): a `phone_number_quality_update` with `THROUGHPUT_UPGRADE` raises it to
 //! 1,000 mps, a number read from the platform in coexistence with the WhatsApp Business
-//! app is capped at 20 mps (`warden_rules::throughput`). The dispatcher's bucket reads the
-//! current capacity ([`current`]) every few seconds, so a change needs no restart.
+//! app is capped at 20 mps (`warden_rules::throughput`). The dispatcher's buckets, one per
+//! sender, read the current capacities ([`recorded`]) every few seconds, so a change needs
+//! no restart.
 //!
 //! Kept apart from the messaging-limit tiers the same webhook carries: this module only
 //! reads its throughput part.
+
+use std::collections::HashMap;
 
 use chrono::{DateTime, Utc};
 use diesel::prelude::*;
@@ -15,6 +19,8 @@ use warden_rules::throughput::{self as rule, CapacitySource, NumberThroughput};
 use warden_store::PgPool;
 use warden_store::error::DbError;
 use warden_store::schema::number_throughput as nt;
+
+use warden_settings::STORED_DEFAULT;
 
 /// The channel of Warden's business number (the one the messages table names).
 pub const CHANNEL: &str = "whatsapp";
@@ -38,10 +44,22 @@ pub fn throughput_change(event: &str) -> Option<NumberThroughput> {
     })
 }
 
-/// Apply a `phone_number_quality_update`'s throughput part in the webhook's transaction.
-/// Returns whether it changed anything. Coexistence stays as it was (it caps an upgrade).
+/// Apply a `phone_number_quality_update`'s throughput part in the webhook's transaction,
+/// for the default sender's number (see [`apply_sender_quality_event`]).
 pub async fn apply_quality_event(
     c: &mut AsyncPgConnection,
+    event: &str,
+    display_phone_number: Option<&str>,
+) -> QueryResult<bool> {
+    apply_sender_quality_event(c, STORED_DEFAULT, event, display_phone_number).await
+}
+
+/// Apply a `phone_number_quality_update`'s throughput part in the webhook's transaction,
+/// for the number of the sender stored as `sender`. Returns whether it changed anything.
+/// Coexistence stays as it was (it caps an upgrade).
+pub async fn apply_sender_quality_event(
+    c: &mut AsyncPgConnection,
+    sender: &str,
     event: &str,
     display_phone_number: Option<&str>,
 ) -> QueryResult<bool> {
@@ -51,6 +69,7 @@ pub async fn apply_quality_event(
     let n = diesel::insert_into(nt::table)
         .values((
             nt::channel.eq(CHANNEL),
+            nt::sender.eq(sender),
             nt::high_throughput.eq(true),
             nt::source.eq(format!(
                 "webhook phone_number_quality_update {}",
@@ -58,7 +77,7 @@ pub async fn apply_quality_event(
             )),
             nt::display_phone_number.eq(display_phone_number),
         ))
-        .on_conflict(nt::channel)
+        .on_conflict((nt::channel, nt::sender))
         .do_update()
         .set((
             nt::high_throughput.eq(true),
@@ -75,18 +94,20 @@ pub async fn apply_quality_event(
     Ok(n > 0)
 }
 
-/// What a read of the number from the platform said (`throughput.level`,
-/// `is_on_biz_app`). A number with nothing but defaults and no row yet writes nothing
-/// (no row keeps `RATE_LIMIT_MPS`); otherwise the row follows the platform.
+/// What a read of the number of the sender stored as `sender` from the platform said
+/// (`throughput.level`, `is_on_biz_app`). A number with nothing but defaults and no row
+/// yet writes nothing (no row keeps the sender's configured rate); otherwise the row
+/// follows the platform.
 pub async fn record_number(
     pg: &PgPool,
+    sender: &str,
     high: bool,
     coexistence: bool,
     display_phone_number: Option<&str>,
 ) -> Result<(), DbError> {
     let mut c = pg.get().await?;
     let exists: Option<String> = nt::table
-        .find(CHANNEL)
+        .find((CHANNEL, sender))
         .select(nt::channel)
         .first(&mut c)
         .await
@@ -102,12 +123,13 @@ pub async fn record_number(
     diesel::insert_into(nt::table)
         .values((
             nt::channel.eq(CHANNEL),
+            nt::sender.eq(sender),
             nt::high_throughput.eq(high),
             nt::coexistence.eq(coexistence),
             nt::source.eq(source),
             nt::display_phone_number.eq(display_phone_number),
         ))
-        .on_conflict(nt::channel)
+        .on_conflict((nt::channel, nt::sender))
         .do_update()
         .set((
             // An upgrade is never taken back by a read that lags behind its webhook.
@@ -127,34 +149,84 @@ pub async fn record_number(
     Ok(())
 }
 
-/// The number's capacity now: the platform's word when it said something, else
-/// `setting_mps` (`RATE_LIMIT_MPS`).
+/// What is recorded about one sender's number (a row of `number_throughput`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Recorded {
+    pub throughput: NumberThroughput,
+    /// Where the last change came from.
+    pub source: String,
+    pub updated_at: DateTime<Utc>,
+}
+
+impl Capacity {
+    /// The capacity of a number: the platform's word when something is `recorded`, else
+    /// `setting_mps` (the sender's `mps`, else `RATE_LIMIT_MPS`).
+    pub fn of(recorded: Option<&Recorded>, setting_mps: u32) -> Capacity {
+        let (mps, source) = rule::capacity(recorded.map(|r| r.throughput), setting_mps);
+        Capacity {
+            mps,
+            source,
+            detail: recorded.map(|r| r.source.clone()),
+            updated_at: recorded.map(|r| r.updated_at),
+        }
+    }
+}
+
+/// The default sender's number's capacity now (see [`current_for`]).
 pub async fn current(pg: &PgPool, setting_mps: u32) -> Result<Capacity, DbError> {
+    current_for(pg, STORED_DEFAULT, setting_mps).await
+}
+
+/// The capacity now of the number of the sender stored as `sender`: the platform's word
+/// when it said something, else `setting_mps`.
+pub async fn current_for(pg: &PgPool, sender: &str, setting_mps: u32) -> Result<Capacity, DbError> {
     let mut c = pg.get().await?;
-    let row: Option<(bool, bool, String, DateTime<Utc>)> = nt::table
-        .find(CHANNEL)
-        .select((
-            nt::high_throughput,
-            nt::coexistence,
-            nt::source,
-            nt::updated_at,
-        ))
-        .first(&mut c)
+    let row = nt::table
+        .find((CHANNEL, sender))
+        .select(RECORDED)
+        .first::<RecordedRow>(&mut c)
         .await
         .optional()?;
-    let known = row
-        .as_ref()
-        .map(|(high, coexistence, _, _)| NumberThroughput {
-            high: *high,
-            coexistence: *coexistence,
-        });
-    let (mps, source) = rule::capacity(known, setting_mps);
-    Ok(Capacity {
-        mps,
-        source,
-        detail: row.as_ref().map(|r| r.2.clone()),
-        updated_at: row.map(|r| r.3),
-    })
+    Ok(Capacity::of(row.map(Recorded::from).as_ref(), setting_mps))
+}
+
+/// Every sender's recorded number, by stored sender key (one query, for the dispatcher's
+/// periodic refresh of all its buckets).
+pub async fn recorded(pg: &PgPool) -> Result<HashMap<String, Recorded>, DbError> {
+    let mut c = pg.get().await?;
+    let rows = nt::table
+        .filter(nt::channel.eq(CHANNEL))
+        .select((nt::sender, RECORDED))
+        .load::<(String, RecordedRow)>(&mut c)
+        .await?;
+    Ok(rows
+        .into_iter()
+        .map(|(sender, row)| (sender, Recorded::from(row)))
+        .collect())
+}
+
+type RecordedRow = (bool, bool, String, DateTime<Utc>);
+
+const RECORDED: (
+    nt::high_throughput,
+    nt::coexistence,
+    nt::source,
+    nt::updated_at,
+) = (
+    nt::high_throughput,
+    nt::coexistence,
+    nt::source,
+    nt::updated_at,
+);
+
+impl From<RecordedRow> for Recorded {
+    fn from((high, coexistence, source, updated_at): RecordedRow) -> Self {
+        Recorded {
+            throughput: NumberThroughput { high, coexistence },
+            source,
+            updated_at,
+        }
+    }
 }
 
 #[cfg(test)]

@@ -9,5 +9,6 @@ mod dispatch;
 mod hot_pair;
 mod marketing_limit;
 mod recheck;
+mod senders;
 mod sweep;
 mod template_components;

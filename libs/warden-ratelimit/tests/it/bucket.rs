@@ -6,7 +6,10 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use warden_ratelimit::{PairLimiter, RedisPool, Take, TokenBucket, bucket_key, lazy_pool, state};
+use warden_ratelimit::{
+    PairLimiter, RedisPool, Take, TokenBucket, bucket_key, lazy_pool, sender_bucket_key, state,
+    state_for,
+};
 use warden_test_support::redis::PrivateRedis;
 use warden_test_support::{free_port, wait};
 
@@ -132,6 +135,56 @@ async fn state_follows_the_takes() {
     assert!((0..5_000).contains(&age), "{s:?}");
     assert!(!bucket.is_fallback());
     del(&pool, &[bucket_key(&channel)]).await;
+}
+
+#[tokio::test]
+async fn each_sender_has_its_own_bucket_on_the_channel() {
+    let pool = pool();
+    let channel = unique_channel();
+    let default = TokenBucket::new(Some(pool.clone()), &channel, 5, 1);
+    let slow = default.sibling(Some("a2"), 2);
+    let fast = default.sibling(Some("b1"), 20);
+    assert_eq!(slow.key(), sender_bucket_key(&channel, Some("a2")));
+    assert_eq!(
+        default.key(),
+        bucket_key(&channel),
+        "the default keeps the channel's key"
+    );
+    assert_eq!(slow.channel(), channel);
+    // Emptying one sender's bucket leaves the others' full (at least their capacity
+    // each; a slow machine may see a refill on top).
+    let slow_taken = drain(&slow).await;
+    let fast_taken = drain(&fast).await;
+    let default_taken = drain(&default).await;
+    assert!(slow_taken >= 2, "{slow_taken}");
+    assert!(fast_taken >= 20, "{fast_taken}");
+    assert!(default_taken >= 5, "{default_taken}");
+    let used = |sender: Option<&'static str>, mps| {
+        let pool = pool.clone();
+        let channel = channel.clone();
+        async move {
+            state_for(&pool, &channel, sender, mps)
+                .await
+                .unwrap()
+                .tokens_used
+        }
+    };
+    assert_eq!(used(Some("a2"), 2).await, slow_taken);
+    assert_eq!(used(Some("b1"), 20).await, fast_taken);
+    assert_eq!(used(None, 5).await, default_taken);
+    assert_eq!(
+        state(&pool, &channel, 5).await.unwrap().tokens_used,
+        default_taken
+    );
+    del(
+        &pool,
+        &[
+            bucket_key(&channel),
+            sender_bucket_key(&channel, Some("a2")),
+            sender_bucket_key(&channel, Some("b1")),
+        ],
+    )
+    .await;
 }
 
 #[tokio::test]

@@ -1,7 +1,9 @@
 //! Test harness: a fresh database, a private JetStream stream, a private Redis bucket
-//! channel and an in-process platform-sim on port 0, per test.
+//! channel and an in-process platform-sim on port 0, per test; with [`Harness::with_senders`],
+//! several numbers (a senders file, and the same numbers served by the sim).
 use std::collections::HashMap;
 use std::net::TcpListener;
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -12,7 +14,7 @@ use serde_json::{Value, json};
 use uuid::Uuid;
 use warden_dispatcher::DispatcherConfig;
 use warden_service::Dependencies;
-use warden_settings::Settings;
+use warden_settings::{Senders, Settings, StoreKeys};
 use warden_store::testing::TestDatabase;
 use warden_stream::{DeliveryJob, DeliveryStream};
 
@@ -22,8 +24,9 @@ pub struct TestSim {
     pub handle: actix_web::dev::ServerHandle,
 }
 
-/// platform-sim for the account `platform` names (token, number, WABA).
-pub async fn start_sim(platform: &warden_settings::Platform) -> TestSim {
+/// platform-sim for the account `platform` names, or for the numbers of the `SIM_SENDERS`
+/// file `senders`.
+pub async fn start_sim(platform: &warden_settings::Platform, senders: Option<PathBuf>) -> TestSim {
     let _ = rustls::crypto::ring::default_provider().install_default();
     let config = warden_sim::SimConfig {
         http_host: "127.0.0.1".into(),
@@ -33,6 +36,7 @@ pub async fn start_sim(platform: &warden_settings::Platform) -> TestSim {
         phone_number_id: platform.phone_number_id.clone(),
         waba_id: platform.account_id.clone(),
         workers: 2,
+        senders,
         ..warden_sim::SimConfig::default()
     };
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
@@ -67,6 +71,116 @@ impl TestSim {
     }
 }
 
+/// One number of a [`Harness::with_senders`] deployment: in the senders file and served by
+/// the sim with the same token.
+#[derive(Clone, Debug)]
+pub struct TestSender {
+    pub id: &'static str,
+    pub phone_number_id: &'static str,
+    pub waba_id: &'static str,
+    pub portfolio_id: &'static str,
+    pub token: &'static str,
+    /// `mps` in the senders file.
+    pub mps: Option<u32>,
+    pub default: bool,
+}
+
+impl TestSender {
+    /// `a1` (default), `a2` of business A and `b1` of business B, as in
+    /// examples/senders.yaml, each with a token of its own.
+    pub fn three() -> [TestSender; 3] {
+        let sender = |id, n, waba, portfolio, token, default| TestSender {
+            id,
+            phone_number_id: n,
+            waba_id: waba,
+            portfolio_id: portfolio,
+            token,
+            mps: None,
+            default,
+        };
+        [
+            sender(
+                "a1",
+                "104000000000001",
+                "204000000000001",
+                "304000000000001",
+                "token-of-a1",
+                true,
+            ),
+            sender(
+                "a2",
+                "104000000000002",
+                "204000000000001",
+                "304000000000001",
+                "token-of-a2",
+                false,
+            ),
+            sender(
+                "b1",
+                "104000000000003",
+                "204000000000002",
+                "304000000000002",
+                "token-of-b1",
+                false,
+            ),
+        ]
+    }
+
+    fn token_env(&self) -> String {
+        format!("SENDER_{}_TOKEN", self.id.to_uppercase())
+    }
+
+    fn secret_env(&self) -> String {
+        format!("SENDER_{}_APP_SECRET", self.id.to_uppercase())
+    }
+
+    fn secret(&self) -> String {
+        format!("secret-of-{}", self.waba_id)
+    }
+}
+
+/// The senders file of `senders` and the variables it names.
+fn senders_file(senders: &[TestSender]) -> Senders {
+    let mut yaml = String::from("version: 1\nsenders:\n");
+    let mut env = HashMap::new();
+    for s in senders {
+        yaml.push_str(&format!(
+            "  - id: {}\n    phone_number_id: \"{}\"\n    waba_id: \"{}\"\n    portfolio_id: \"{}\"\n    access_token_env: {}\n    app_secret_env: {}\n",
+            s.id, s.phone_number_id, s.waba_id, s.portfolio_id, s.token_env(), s.secret_env()
+        ));
+        if let Some(mps) = s.mps {
+            yaml.push_str(&format!("    mps: {mps}\n"));
+        }
+        if s.default {
+            yaml.push_str("    default: true\n");
+        }
+        env.insert(s.token_env(), s.token.to_owned());
+        env.insert(s.secret_env(), s.secret());
+    }
+    Senders::from_yaml(&yaml, &|name: &str| env.get(name).cloned())
+        .unwrap_or_else(|problems| panic!("senders file: {problems:?}\n{yaml}"))
+}
+
+/// The `SIM_SENDERS` JSON of `senders`.
+fn sim_senders_json(senders: &[TestSender]) -> Value {
+    Value::Array(
+        senders
+            .iter()
+            .enumerate()
+            .map(|(i, s)| {
+                json!({
+                    "phone_number_id": s.phone_number_id,
+                    "display_phone_number": format!("1555010000{i}"),
+                    "waba_id": s.waba_id,
+                    "portfolio_id": s.portfolio_id,
+                    "access_token": s.token,
+                    "app_secret": s.secret(),
+                })
+            })
+            .collect(),
+    )
+}
+
 pub struct Harness {
     /// Held so the database lives as long as the harness (dropping it drops the database).
     _db: TestDatabase,
@@ -76,6 +190,9 @@ pub struct Harness {
     pub sim: TestSim,
     /// The bucket's (and pair slots') private channel.
     pub bucket_channel: String,
+    /// A private directory of files the test wrote (the `SIM_SENDERS` file), removed at
+    /// cleanup.
+    files: Option<PathBuf>,
 }
 
 pub fn unique_phone() -> String {
@@ -91,11 +208,34 @@ impl Harness {
 
     /// `redis: false` points the bucket at a closed port (Redis down).
     pub async fn with_redis(mps: u32, redis: bool) -> Self {
+        Self::build(mps, redis, &[]).await
+    }
+
+    /// Several numbers: a senders file of `senders` (RATE_LIMIT_MPS `mps` for those
+    /// without their own), and the sim serving each of them with its own token.
+    pub async fn with_senders(mps: u32, senders: &[TestSender]) -> Self {
+        Self::build(mps, true, senders).await
+    }
+
+    async fn build(mps: u32, redis: bool, senders: &[TestSender]) -> Self {
         let _ = rustls::crypto::ring::default_provider().install_default();
         let db = TestDatabase::create();
         let mut settings = db.settings.clone();
-        // The sim serves the account the settings name.
-        let sim = start_sim(&settings.platform).await;
+        let files = (!senders.is_empty()).then(|| {
+            let dir =
+                std::env::temp_dir().join(format!("warden-senders-{}", Uuid::new_v4().simple()));
+            std::fs::create_dir_all(&dir).expect("temp dir");
+            let path = dir.join("sim-senders.json");
+            std::fs::write(&path, sim_senders_json(senders).to_string()).expect("SIM_SENDERS file");
+            settings.senders_file = Some(senders_file(senders));
+            dir
+        });
+        // The sim serves the account the settings name, or the senders' numbers.
+        let sim = start_sim(
+            &settings.platform,
+            files.as_ref().map(|d| d.join("sim-senders.json")),
+        )
+        .await;
         settings.delivery_stream = format!("T_{}", Uuid::new_v4().simple()).to_uppercase();
         settings.platform.api_url = sim.url.clone();
         settings.rate_limit_mps = mps;
@@ -133,7 +273,45 @@ impl Harness {
             stream,
             sim,
             bucket_channel: format!("t-{}", Uuid::new_v4().simple()),
+            files,
         }
+    }
+
+    /// Where the rows of sender `id` are stored (its key, business and portfolio).
+    pub fn keys_of(&self, id: &str) -> StoreKeys {
+        let senders = self.settings.senders();
+        let sender = senders.by_id(id).expect("a sender of the harness");
+        senders.key_of(sender)
+    }
+
+    /// A queued text from the sender stored as `keys` (its row in `message_senders`
+    /// unless it is the default sender), with the customer's care window open with that
+    /// number.
+    pub async fn insert_text_as(&self, phone: &str, keys: &StoreKeys) -> Uuid {
+        self.insert_customer(phone).await;
+        self.sql(&format!(
+            "INSERT INTO conversations (customer_phone, channel, sender_id, last_inbound_at, window_expires_at)
+             VALUES ('{phone}', 'whatsapp', '{}', now() - interval '1 hour', now() + interval '23 hours')
+             ON CONFLICT DO NOTHING",
+            keys.sender
+        ))
+        .await;
+        let id = self
+            .insert_message(
+                phone,
+                json!({"type": "text", "text": {"body": "hello from one of several numbers"}}),
+                None,
+                "queued",
+            )
+            .await;
+        if !warden_settings::is_stored_default(&keys.sender) {
+            self.sql(&format!(
+                "INSERT INTO message_senders (message_id, sender_id, business) VALUES ('{id}', '{}', '{}')",
+                keys.sender, keys.business
+            ))
+            .await;
+        }
+        id
     }
 
     /// Test-friendly knobs: quick backoff, no pair pacing, private bucket.
@@ -351,6 +529,12 @@ impl Harness {
     /// `n` queued text messages to distinct recipients in two statements, as warden-core
     /// writes them (customers first). Returns (id, phone) pairs.
     pub async fn insert_bulk(&self, n: usize) -> Vec<(Uuid, String)> {
+        self.insert_bulk_as(n, None).await
+    }
+
+    /// [`Harness::insert_bulk`] from the sender stored as `keys` (`None`: the default).
+    pub async fn insert_bulk_as(&self, n: usize, keys: Option<&StoreKeys>) -> Vec<(Uuid, String)> {
+        let sender = keys.map_or(warden_settings::STORED_DEFAULT, |k| k.sender.as_str());
         #[derive(QueryableByName)]
         struct Inserted {
             #[diesel(sql_type = SqlUuid)]
@@ -370,8 +554,8 @@ impl Harness {
         .unwrap();
         // Open care windows: the dispatcher re-checks them before each text.
         diesel::sql_query(format!(
-            "INSERT INTO conversations (customer_phone, channel, last_inbound_at, window_expires_at)
-             SELECT '62' || ({base} + i)::text, 'whatsapp', now() - interval '1 hour',
+            "INSERT INTO conversations (customer_phone, channel, sender_id, last_inbound_at, window_expires_at)
+             SELECT '62' || ({base} + i)::text, 'whatsapp', '{sender}', now() - interval '1 hour',
                     now() + interval '23 hours'
              FROM generate_series(1, {n}) i
              ON CONFLICT DO NOTHING"
@@ -392,6 +576,19 @@ impl Harness {
         .get_results(&mut c)
         .await
         .unwrap();
+        if let Some(keys) = keys.filter(|k| !warden_settings::is_stored_default(&k.sender)) {
+            let ids: Vec<Uuid> = rows.iter().map(|r| r.id).collect();
+            diesel::sql_query(
+                "INSERT INTO message_senders (message_id, sender_id, business)
+                 SELECT id, $2, $3 FROM unnest($1) AS id",
+            )
+            .bind::<diesel::sql_types::Array<SqlUuid>, _>(ids)
+            .bind::<Text, _>(&keys.sender)
+            .bind::<Text, _>(&keys.business)
+            .execute(&mut c)
+            .await
+            .unwrap();
+        }
         rows.into_iter().map(|r| (r.id, r.customer_phone)).collect()
     }
 
@@ -435,6 +632,9 @@ impl Harness {
             }
         }
         self.sim.handle.stop(false).await;
+        if let Some(dir) = &self.files {
+            let _ = std::fs::remove_dir_all(dir);
+        }
     }
 }
 
