@@ -3,6 +3,7 @@
 use clap::{Args, Subcommand};
 use warden_core::agents::{self, AgentError, AgentStatus, AgentUpdate, AgentView, Guardrails};
 use warden_service::StartError;
+use warden_settings::Senders;
 use warden_store::PgPool;
 
 #[derive(Subcommand)]
@@ -17,8 +18,10 @@ pub enum AgentsCommand {
         #[command(flatten)]
         limits: Limits,
     },
-    /// List agents (name, key id, status, scopes, guardrails); never the keys.
+    /// List agents (name, key id, status, scopes, guardrails, senders); never the keys.
     List,
+    /// Show one agent (as `list` does).
+    Show { name: String },
     /// Change an agent's scopes or guardrails (a limit of `none` removes it).
     Update {
         name: String,
@@ -48,10 +51,14 @@ pub struct Limits {
     /// service (or `none` for every category).
     #[arg(long)]
     allowed_message_types: Option<String>,
+    /// Comma-separated ids of the senders file (SENDERS_PATH) the agent may send from and
+    /// read (or `all`, the default).
+    #[arg(long)]
+    senders: Option<String>,
 }
 
 impl Limits {
-    fn parse(&self) -> Result<AgentUpdate, AgentError> {
+    fn parse(&self, senders: &Senders) -> Result<AgentUpdate, AgentError> {
         let limit = |flag: &str, v: &Option<String>| {
             v.as_deref()
                 .map(|v| agents::parse_limit(flag, v))
@@ -67,6 +74,11 @@ impl Limits {
             max_sends_per_minute: limit("--max-sends-per-minute", &self.max_sends_per_minute)?,
             max_marketing_per_day: limit("--max-marketing-per-day", &self.max_marketing_per_day)?,
             allowed_message_types: types,
+            senders: self
+                .senders
+                .as_deref()
+                .map(|v| agents::parse_senders(v, senders))
+                .transpose()?,
         })
     }
 }
@@ -87,19 +99,31 @@ fn describe(a: &AgentView) -> String {
         .map_or("all".to_string(), |t| {
             t.iter().map(|c| c.as_str()).collect::<Vec<_>>().join(",")
         });
+    let senders = g
+        .senders
+        .as_ref()
+        .map_or("all".to_string(), |s| s.join(","));
     format!(
-        "{}\t{}\t{}\t{}\tsends/min={}\tmarketing/day={}\ttypes={}",
+        "{}\t{}\t{}\t{}\tsends/min={}\tmarketing/day={}\ttypes={}\tsenders={}",
         a.name,
         a.key_id,
         a.status.as_str(),
         a.scopes.join(","),
         limit(g.max_sends_per_minute),
         limit(g.max_marketing_per_day),
-        types
+        types,
+        senders
     )
 }
 
-pub async fn run(pg: &PgPool, command: AgentsCommand, actor: &str) -> Result<(), StartError> {
+/// `senders`: the deployment's senders (the settings' senders file), which `--senders`
+/// names.
+pub async fn run(
+    pg: &PgPool,
+    senders: &Senders,
+    command: AgentsCommand,
+    actor: &str,
+) -> Result<(), StartError> {
     match command {
         AgentsCommand::Create {
             name,
@@ -107,11 +131,12 @@ pub async fn run(pg: &PgPool, command: AgentsCommand, actor: &str) -> Result<(),
             limits,
         } => {
             let scopes = agents::parse_scopes(&scopes).map_err(fail)?;
-            let l = limits.parse().map_err(fail)?;
+            let l = limits.parse(senders).map_err(fail)?;
             let guardrails = Guardrails {
                 max_sends_per_minute: l.max_sends_per_minute.flatten(),
                 max_marketing_per_day: l.max_marketing_per_day.flatten(),
                 allowed_message_types: l.allowed_message_types.flatten(),
+                senders: l.senders.flatten(),
             };
             let created = agents::create(pg, &name, scopes, guardrails, actor)
                 .await
@@ -130,12 +155,19 @@ pub async fn run(pg: &PgPool, command: AgentsCommand, actor: &str) -> Result<(),
                 println!("{}", describe(a));
             }
         }
+        AgentsCommand::Show { name } => match agents::find(pg, &name).await.map_err(fail)? {
+            Some(a) => {
+                println!("name\tkey_id\tstatus\tscopes\tguardrails");
+                println!("{}", describe(&a));
+            }
+            None => return Err(fail(AgentError::NotFound(name))),
+        },
         AgentsCommand::Update {
             name,
             scopes,
             limits,
         } => {
-            let mut change = limits.parse().map_err(fail)?;
+            let mut change = limits.parse(senders).map_err(fail)?;
             change.scopes = scopes
                 .as_deref()
                 .map(agents::parse_scopes)

@@ -207,8 +207,9 @@ async fn run(args: Args) -> Result<(), StartError> {
             }
         }
         Command::Agents { command } => {
+            let senders = settings.senders().into_owned();
             let deps = database_only(settings).await?;
-            agents::run(&deps.pg, command, BINARY).await?;
+            agents::run(&deps.pg, &senders, command, BINARY).await?;
             // Let the pool close its connections before exit.
             tokio::time::sleep(Duration::from_millis(10)).await;
         }

@@ -8,7 +8,9 @@
 //! microseconds per request. Revoked and suspended agents keep their row, so what they did
 //! stays attributed.
 //!
-//! Guardrails are enforced in [`crate::send::guardrails`], inside the send transaction.
+//! Guardrails are enforced in [`crate::send::guardrails`], inside the send transaction;
+//! the senders an agent may use (`Guardrails::senders`, ids of the senders file) by the
+//! gateway, where it resolves a call's `from`.
 
 use std::collections::HashSet;
 use std::sync::{LazyLock, Mutex};
@@ -85,6 +87,8 @@ pub struct Guardrails {
     pub max_marketing_per_day: Option<i32>,
     /// Categories the agent may send (marketing, utility, authentication, service).
     pub allowed_message_types: Option<Vec<Category>>,
+    /// The senders (ids of the senders file) the agent may send from and read; `None`: all.
+    pub senders: Option<Vec<String>>,
 }
 
 impl Guardrails {
@@ -93,6 +97,7 @@ impl Guardrails {
             "max_sends_per_minute": self.max_sends_per_minute,
             "max_marketing_per_day": self.max_marketing_per_day,
             "allowed_message_types": types_column(&self.allowed_message_types),
+            "senders": self.senders,
         })
     }
 }
@@ -123,6 +128,8 @@ pub struct AgentUpdate {
     pub max_sends_per_minute: Option<Option<i32>>,
     pub max_marketing_per_day: Option<Option<i32>>,
     pub allowed_message_types: Option<Option<Vec<Category>>>,
+    /// `Some(None)`: every sender again.
+    pub senders: Option<Option<Vec<String>>>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -157,14 +164,13 @@ pub enum KeyCheck {
     Valid {
         agent: String,
         scopes: Vec<String>,
+        /// The senders it may use (ids); `None`: all.
+        senders: Option<Vec<String>>,
     },
     /// Not a key of ours, or a wrong secret.
     Unknown,
     /// The agent exists but is suspended or revoked.
-    Inactive {
-        agent: String,
-        status: AgentStatus,
-    },
+    Inactive { agent: String, status: AgentStatus },
 }
 
 #[derive(Queryable, Selectable)]
@@ -181,6 +187,7 @@ struct Row {
     allowed_message_types: Option<Vec<String>>,
     created_at: DateTime<Utc>,
     updated_at: DateTime<Utc>,
+    senders: Option<Vec<String>>,
 }
 
 impl Row {
@@ -196,6 +203,7 @@ impl Row {
                 allowed_message_types: self
                     .allowed_message_types
                     .map(|v| v.iter().filter_map(|c| c.parse().ok()).collect()),
+                senders: self.senders,
             },
             created_at: self.created_at,
             updated_at: self.updated_at,
@@ -263,6 +271,47 @@ pub fn parse_message_types(list: &str) -> Result<Vec<Category>, AgentError> {
         }
     }
     Ok(out)
+}
+
+/// Sender ids, comma-separated, each a sender of `senders` (its id, or its phone_number_id
+/// naming it); sorted in the file's order, without repeats. `all` is every sender (`None`).
+pub fn parse_senders(
+    list: &str,
+    senders: &warden_settings::Senders,
+) -> Result<Option<Vec<String>>, AgentError> {
+    if list.trim().eq_ignore_ascii_case("all") {
+        return Ok(None);
+    }
+    let mut ids: Vec<&str> = Vec::new();
+    let mut unknown: Vec<&str> = Vec::new();
+    for given in list.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+        match senders.get(given) {
+            Some(s) if !ids.contains(&s.id.as_str()) => ids.push(&s.id),
+            Some(_) => {}
+            None => unknown.push(given),
+        }
+    }
+    if !unknown.is_empty() {
+        return Err(AgentError::Invalid(format!(
+            "--senders: {} {} not in the senders file; its senders are {} (or `all`)",
+            unknown
+                .iter()
+                .map(|u| format!("`{u}`"))
+                .collect::<Vec<_>>()
+                .join(", "),
+            if unknown.len() == 1 { "is" } else { "are" },
+            senders.ids().join(", ")
+        )));
+    }
+    if ids.is_empty() {
+        return Err(AgentError::Invalid(format!(
+            "--senders: give at least one of {} (or `all`)",
+            senders.ids().join(", ")
+        )));
+    }
+    let order = senders.ids();
+    ids.sort_by_key(|id| order.iter().position(|o| o == id));
+    Ok(Some(ids.into_iter().map(str::to_string).collect()))
 }
 
 /// A limit given on the command line: a whole number >= 0, or `none` for no limit.
@@ -338,6 +387,7 @@ pub async fn create(
             agents::max_sends_per_minute.eq(guardrails.max_sends_per_minute),
             agents::max_marketing_per_day.eq(guardrails.max_marketing_per_day),
             agents::allowed_message_types.eq(types_column(&guardrails.allowed_message_types)),
+            agents::senders.eq(&guardrails.senders),
         ))
         .on_conflict(agents::name)
         .do_nothing()
@@ -370,6 +420,18 @@ pub async fn list(pg: &PgPool) -> Result<Vec<AgentView>, AgentError> {
         .load(&mut conn)
         .await?;
     Ok(rows.into_iter().map(Row::view).collect())
+}
+
+/// `agents show`, and the agent `MCP_AGENT` names over stdio: `None` when there is none.
+pub async fn find(pg: &PgPool, name: &str) -> Result<Option<AgentView>, AgentError> {
+    let mut conn = pg.get().await?;
+    let row = agents::table
+        .find(name)
+        .select(Row::as_select())
+        .first(&mut conn)
+        .await
+        .optional()?;
+    Ok(row.map(Row::view))
 }
 
 /// `agents suspend` / `resume` / `revoke`. Revoked is final.
@@ -445,12 +507,14 @@ pub async fn update(
         .allowed_message_types
         .clone()
         .unwrap_or(g.allowed_message_types.clone());
+    let senders = change.senders.clone().unwrap_or(g.senders.clone());
     let row = diesel::update(agents::table.find(name))
         .set((
             agents::scopes.eq(&scopes),
             agents::max_sends_per_minute.eq(sends),
             agents::max_marketing_per_day.eq(marketing),
             agents::allowed_message_types.eq(types_column(&types)),
+            agents::senders.eq(&senders),
             agents::updated_at.eq(diesel::dsl::now),
         ))
         .returning(Row::as_returning())
@@ -507,6 +571,7 @@ pub async fn verify_key(pg: &PgPool, presented: &str) -> Result<KeyCheck, CoreEr
         AgentStatus::Active => KeyCheck::Valid {
             agent: row.name,
             scopes: row.scopes,
+            senders: row.senders,
         },
         status => KeyCheck::Inactive {
             agent: row.name,
@@ -563,6 +628,25 @@ mod tests {
             vec![Category::Utility, Category::Service]
         );
         assert!(parse_message_types("template").is_err());
+    }
+
+    #[test]
+    fn senders_are_ids_of_the_file_and_unknown_ones_are_named() {
+        let env = |_: &str| Some("x".to_string());
+        let file = warden_settings::Senders::from_yaml(
+            include_str!("../../../examples/senders.yaml"),
+            &env,
+        )
+        .unwrap();
+        assert_eq!(
+            parse_senders("b1, a1,104000000000001", &file).unwrap(),
+            Some(vec!["a1".to_string(), "b1".to_string()])
+        );
+        assert_eq!(parse_senders("all", &file).unwrap(), None);
+        let e = parse_senders("a1,c9,zz", &file).unwrap_err().to_string();
+        assert!(e.contains("`c9`, `zz` are not in the senders file"), "{e}");
+        assert!(e.contains("a1, a2, b1"), "{e}");
+        assert!(parse_senders(" , ", &file).is_err());
     }
 
     #[test]

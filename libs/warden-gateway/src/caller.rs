@@ -67,19 +67,35 @@ pub struct Caller {
     /// Recorded as the actor of every audit row and message it causes.
     pub agent: String,
     pub scopes: BTreeSet<Scope>,
+    /// The senders (ids of the senders file) it may send from and read; `None`: all.
+    pub senders: Option<Vec<String>>,
 }
 
 impl Caller {
-    /// A local (stdio) caller: every scope.
+    /// A local (stdio) caller: every scope, every sender.
     pub fn local(agent: impl Into<String>) -> Caller {
         Caller {
             agent: agent.into(),
             scopes: Scope::ALL.into_iter().collect(),
+            senders: None,
         }
+    }
+
+    /// The same caller limited to `senders` (`None`: all).
+    pub fn with_senders(mut self, senders: Option<Vec<String>>) -> Caller {
+        self.senders = senders;
+        self
     }
 
     pub fn may(&self, scope: Scope) -> bool {
         self.scopes.contains(&scope)
+    }
+
+    /// Whether it may send from or read the sender with this id.
+    pub fn may_use(&self, sender_id: &str) -> bool {
+        self.senders
+            .as_ref()
+            .is_none_or(|allowed| allowed.iter().any(|a| a == sender_id))
     }
 
     /// The caller the HTTP transport attached to this request, if any (none over stdio).

@@ -77,7 +77,10 @@ pub async fn run_http(deps: Dependencies) -> anyhow::Result<()> {
 
 /// Serve the tools on stdin/stdout until the agent host closes stdin or SIGTERM/SIGINT.
 pub async fn run_stdio(deps: Dependencies) -> anyhow::Result<()> {
-    let gateway = Gateway::new(deps)?;
+    let gateway = Gateway::new(deps)?
+        .with_stored_agent_senders()
+        .await
+        .context("reading the agent MCP_AGENT names")?;
     let serving = async {
         let service = gateway
             .serve(rmcp::transport::stdio())

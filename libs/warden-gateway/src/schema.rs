@@ -463,6 +463,8 @@ pub struct ScheduleMessageOut {
     pub customer_id: String,
     pub message_type: String,
     pub channel: String,
+    /// The sender (business number) it goes out from.
+    pub from: String,
     /// True when an earlier call with the same idempotency_key created this and nothing
     /// new was.
     #[serde(skip_serializing_if = "std::ops::Not::not")]

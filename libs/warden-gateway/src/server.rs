@@ -81,6 +81,23 @@ impl Gateway {
     }
 }
 
+impl Gateway {
+    /// Over stdio the gateway acts as `MCP_AGENT` with every scope; when an agent of that
+    /// name exists and is limited to some senders, so is the stdio caller.
+    pub async fn with_stored_agent_senders(
+        self,
+    ) -> Result<Gateway, warden_core::agents::AgentError> {
+        let name = self.local.caller.agent.clone();
+        let stored = warden_core::agents::find(self.core().pg(), &name).await?;
+        let Some(senders) = stored.and_then(|a| a.guardrails.senders) else {
+            return Ok(self);
+        };
+        tracing::info!(agent = %name, senders = %senders.join(","), "stdio agent limited to its senders");
+        let caller = self.local.caller.clone().with_senders(Some(senders));
+        Ok(self.acting_as(caller))
+    }
+}
+
 /// A JSON-RPC error for a resource request outside the caller's scopes (resources are not
 /// tools, so there is no tool envelope to answer in).
 fn resource_forbidden(agent: &str, scope: Scope) -> McpError {
@@ -167,6 +184,10 @@ impl ServerHandler for Gateway {
                     .into_result()
                     .into(),
             );
+        }
+        // An agent limited to some senders: checked here, once, for every tool.
+        if let Some(refused) = self.sender_refusal(&acting.caller, &request) {
+            return Ok(refused.into_result().into());
         }
         let call = ToolCallContext::new(self, request, context);
         Gateway::scoped(acting, self.tool_router.call(call)).await

@@ -1,6 +1,7 @@
 //! schedule_message: one message recorded `scheduled` for later. Only opt-out is checked
 //! now; the scheduler sends it at `deliver_at` through the one send path, which runs the
-//! full compliance decision again.
+//! full compliance decision again, from the number it was recorded with
+//! (`message_senders`, as the send path records a send's number).
 
 use std::sync::Arc;
 
@@ -13,6 +14,7 @@ use uuid::Uuid;
 use warden_rules::compliance::Decision;
 use warden_rules::kinds::{ContentKind, MessageType, TemplateCategory};
 use warden_rules::phone::PhoneNumber;
+use warden_settings::StoreKeys;
 use warden_store::models::message_status;
 use warden_store::schema::messages;
 use warden_store::tx::{Abort, TxError};
@@ -30,6 +32,8 @@ pub struct ScheduleMessage {
     /// The caller's label, stored as given; the content decides the rules.
     pub message_type: MessageType,
     pub deliver_at: DateTime<Utc>,
+    /// The stored keys of the sender it goes out from (`Core::sender_keys`).
+    pub sender: StoreKeys,
 }
 
 /// Why a message was not scheduled. Nothing was written.
@@ -114,17 +118,22 @@ pub async fn schedule_message_keyed(
         None => ContentKind::FreeForm,
     }
     .category();
-    // Opt-out is the one check at scheduling time; the rest runs at dispatch.
+    // Opt-out (of the sender's business) is the one check at scheduling time; the rest
+    // runs at dispatch.
     if let Some(customer) = crate::customers::find(&mut conn, &req.phone)
         .await
         .map_err(DbError::from)?
-        && let Some(refusal) = warden_rules::compliance::opt_out_refusal(
-            category,
-            !customer.opt_in_marketing,
-            !customer.opt_in_utility,
-        )
     {
-        return Err(ScheduleMessageError::OptedOut(refusal));
+        let consent = crate::customers::consent::of(&mut conn, &req.sender.business, &customer)
+            .await
+            .map_err(DbError::from)?;
+        if let Some(refusal) = warden_rules::compliance::opt_out_refusal(
+            category,
+            !consent.marketing,
+            !consent.utility,
+        ) {
+            return Err(ScheduleMessageError::OptedOut(refusal));
+        }
     }
     let id = Uuid::now_v7();
     let req = Arc::new(req);
@@ -164,6 +173,18 @@ pub async fn schedule_message_keyed(
                 .execute(c)
                 .await?;
             crate::send::attribution::record(c, id, actor).await?;
+            // The default sender's messages have no row (as `send::insert_message` writes).
+            if !crate::senders::is_default_key(&req.sender.sender) {
+                use warden_store::schema::message_senders;
+                diesel::insert_into(message_senders::table)
+                    .values((
+                        message_senders::message_id.eq(id),
+                        message_senders::sender_id.eq(&req.sender.sender),
+                        message_senders::business.eq(&req.sender.business),
+                    ))
+                    .execute(c)
+                    .await?;
+            }
             warden_store::audit::record(
                 c,
                 actor,
@@ -175,6 +196,7 @@ pub async fn schedule_message_keyed(
                     "message_type": req.message_type.as_str(),
                     "deliver_at": req.deliver_at.to_rfc3339_opts(SecondsFormat::AutoSi, true),
                     "template": template_name,
+                    "sender": req.sender.sender,
                 }),
             )
             .await?;

@@ -124,9 +124,14 @@ impl Authenticator {
             }
         };
         match check {
-            KeyCheck::Valid { agent, scopes } => Ok(Caller {
+            KeyCheck::Valid {
+                agent,
+                scopes,
+                senders,
+            } => Ok(Caller {
                 agent,
                 scopes: scopes.iter().filter_map(|s| Scope::parse(s)).collect(),
+                senders,
             }),
             KeyCheck::Unknown => Err(self.invalid_token("unknown API key")),
             KeyCheck::Inactive { agent, status } => {
@@ -154,6 +159,8 @@ impl Authenticator {
                 Ok(Caller {
                     agent: format!("oauth:{}", claims.subject),
                     scopes,
+                    // OAuth callers have no guardrails (docs/remote-agents.md).
+                    senders: None,
                 })
             }
             Err(OAuthError::Token(e)) => Err(self.invalid_token(&e.to_string())),

@@ -111,7 +111,7 @@ marketing or utility), or the platform's own template body {\"type\":\"template\
 (header, body and button parameters, checked against the template's components). The rules follow the content, not message_type: text always needs the care window, a template \
 counts as its stored category. Only opt-out is checked now; the full compliance check (care window, cap, policies) runs again at \
 delivery, and a message refused then ends failed with the reason. Returns message_id (track it with get_delivery_status), \
-status \"scheduled\", deliver_at, customer_id. Errors: USER_OPTED_OUT (do not message them), INVALID_ARGUMENT (bad or \
+status \"scheduled\", deliver_at, customer_id and from (the number it goes out from: `from`, else the default sender). Errors: USER_OPTED_OUT (do not message them), INVALID_ARGUMENT (bad or \
 past deliver_at, malformed content, variables not matching the template), NOT_FOUND (no such template), UNAVAILABLE.",
         input_schema = schema::input::<ScheduleMessageIn>(),
         output_schema = schema::output::<ScheduleMessageOut>(),
@@ -352,6 +352,9 @@ impl Gateway {
         let content = &a.content.0;
         let at = a.deliver_at.0;
         let channel = a.on.channel();
+        // Checked first: an unknown `from` is named before anything else is judged.
+        let sender = self.core().sender(a.on.from())?;
+        let (from, keys) = (sender.id.clone(), self.core().senders().key_of(sender));
         let now = Utc::now();
         let deliver_at = future_time("deliver_at", at, now)?;
         let kind = SendKind::from_content(content).map_err(|e| {
@@ -405,6 +408,7 @@ impl Gateway {
                 kind,
                 message_type,
                 deliver_at,
+                sender: keys,
             },
             self.actor(),
             key,
@@ -419,6 +423,7 @@ impl Gateway {
             customer_id: phone.digits().to_string(),
             message_type: message_type.as_str().to_string(),
             channel: channel.to_string(),
+            from,
         })
     }
 

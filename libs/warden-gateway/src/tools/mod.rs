@@ -13,6 +13,7 @@
 //!   get_campaign
 //! - [`account`]: get_account_quality, estimate_cost, estimate_pricing, get_spend,
 //!   sync_webhooks
+//! - [`senders`]: list_senders, and the senders an agent may use
 //!
 //! Adding a parameter: a field on the tool's input struct (its doc comment is the schema's
 //! description), read in the handler, listed under the tool in docs/tools.md.
@@ -26,6 +27,7 @@ pub(crate) mod media;
 pub(crate) mod rich;
 pub(crate) mod scopes;
 pub(crate) mod send;
+pub(crate) mod senders;
 pub(crate) mod templates;
 
 use diesel_async::AsyncPgConnection;

@@ -23,6 +23,7 @@ fn caller(agent: &str, scopes: &[Scope]) -> Caller {
     Caller {
         agent: agent.into(),
         scopes: scopes.iter().copied().collect(),
+        senders: None,
     }
 }
 

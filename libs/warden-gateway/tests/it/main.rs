@@ -26,6 +26,7 @@ mod python_sdk;
 mod reading;
 mod rich;
 mod scheduling;
+mod senders;
 mod sending;
 mod start_elsewhere;
 mod template_components;

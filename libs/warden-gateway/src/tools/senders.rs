@@ -1,0 +1,88 @@
+//! The business numbers (senders) of the deployment: which ones the calling agent may use.
+//!
+//! An agent limited to some senders (`warden-admin agents create NAME --senders a1,a2`) may
+//! only send from and read them. Checked once per call, before the tool runs
+//! ([`Gateway::sender_refusal`]): the senders a call is about are its `from` (or, when the
+//! tool takes `from` and none is given, the default sender) and the `senders` it lists.
+
+use rmcp::model::{CallToolRequestParams, JsonObject};
+use serde_json::Value;
+
+use crate::caller::Caller;
+use crate::error::{ToolError, code};
+use crate::gateway::Gateway;
+use crate::text::echo;
+
+/// A sender-naming argument's text as the tool would read it (`null` and blank: absent); a
+/// value of another type is left for the tool to refuse.
+fn named(value: Option<&Value>) -> Option<String> {
+    match value? {
+        Value::String(s) => Some(s.trim().to_string()).filter(|s| !s.is_empty()),
+        Value::Number(n) => Some(n.to_string()),
+        _ => None,
+    }
+}
+
+/// Whether the tool's parameters include `name`.
+fn takes(schema: &JsonObject, name: &str) -> bool {
+    schema
+        .get("properties")
+        .and_then(Value::as_object)
+        .is_some_and(|p| p.contains_key(name))
+}
+
+impl Gateway {
+    /// FORBIDDEN when the call names a sender (or, taking `from` and given none, uses the
+    /// default sender) that `caller` is not allowed; `None` when it may go on. An unknown
+    /// sender is left to the tool, which answers INVALID_ARGUMENT listing the ids.
+    pub(crate) fn sender_refusal(
+        &self,
+        caller: &Caller,
+        request: &CallToolRequestParams,
+    ) -> Option<ToolError> {
+        let allowed = caller.senders.as_ref()?;
+        let schema = &self.tool_router.get(&request.name)?.input_schema;
+        let args = request.arguments.as_ref();
+        let arg = |name: &str| args.and_then(|a| a.get(name));
+        let mut named_ids: Vec<String> = Vec::new();
+        if let Some(from) = named(arg("from")).filter(|_| takes(schema, "from")) {
+            named_ids.push(from);
+        }
+        if takes(schema, "senders")
+            && let Some(Value::Array(list)) = arg("senders")
+        {
+            named_ids.extend(list.iter().filter_map(|v| named(Some(v))));
+        }
+        let senders = self.core().senders();
+        let implicit = named_ids.is_empty() && takes(schema, "from");
+        let used: Vec<&str> = if implicit {
+            vec![senders.default().id.as_str()]
+        } else {
+            named_ids
+                .iter()
+                .filter_map(|given| senders.get(given))
+                .map(|s| s.id.as_str())
+                .collect()
+        };
+        let refused = used.into_iter().find(|id| !caller.may_use(id))?;
+        tracing::info!(agent = %caller.agent, tool = %request.name, sender = refused, "call outside the agent's senders");
+        let which = if implicit {
+            format!("the default sender `{refused}` (no `from` was given)")
+        } else {
+            format!("sender `{refused}`")
+        };
+        Some(ToolError::new(
+            code::FORBIDDEN,
+            format!(
+                "Agent {} may not use {which}: it may use {}.",
+                echo(&caller.agent),
+                allowed.join(", ")
+            ),
+            format!(
+                "Pass `from` with one of {} (list_senders shows them), or ask an operator to allow `{refused}` (warden-admin agents update {} --senders ...).",
+                allowed.join(", "),
+                caller.agent
+            ),
+        ))
+    }
+}

@@ -1,0 +1,393 @@
+//! Several numbers at the gateway, with the example senders file (examples/senders.yaml:
+//! a1, the default, and a2 of business A; b1 of business B): an unknown `from`, agents
+//! limited to some senders (over HTTP, with API keys), list_senders, schedule_message from
+//! another number, campaigns over several numbers of one business.
+
+use crate::common;
+use crate::http_support;
+
+use std::time::Duration;
+
+use chrono::Utc;
+use serde_json::{Value, json};
+use warden_core::agents::{self, Guardrails};
+use warden_settings::{Senders, Settings};
+
+use common::{Harness, Opts, phone};
+use http_support::{GatewayProc, V_NEW, meta_new, post};
+
+const SENDERS_YAML: &str = include_str!("../../../../examples/senders.yaml");
+
+/// The variables the example names (dummy values: nothing here reaches the platform).
+const SENDER_ENV: [(&str, &str); 5] = [
+    ("SENDER_A1_TOKEN", "tok-a1"),
+    ("SENDER_A2_TOKEN", "tok-a2"),
+    ("SENDER_B1_TOKEN", "tok-b1"),
+    ("SENDER_A_APP_SECRET", "app-a"),
+    ("SENDER_B_APP_SECRET", "app-b"),
+];
+
+fn example_senders() -> Senders {
+    Senders::from_yaml(SENDERS_YAML, &|name| {
+        SENDER_ENV
+            .iter()
+            .find(|(k, _)| *k == name)
+            .map(|(_, v)| v.to_string())
+    })
+    .unwrap()
+}
+
+fn with_senders(settings: &mut Settings) {
+    settings.senders_file = Some(example_senders());
+}
+
+async fn harness() -> Harness {
+    Harness::with(Opts {
+        adjust: with_senders,
+        ..Opts::default()
+    })
+    .await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unknown_from_lists_the_senders() {
+    let h = harness().await;
+    let p = phone();
+    for (tool, args) in [
+        (
+            "check_compliance",
+            json!({"customer_id": p, "message_type": "service", "from": "c9"}),
+        ),
+        ("send_message", json!({"to": p, "text": "hi", "from": "c9"})),
+        (
+            "schedule_message",
+            json!({"customer_id": p, "message_type": "service", "from": "c9",
+                   "content": {"type": "text", "text": {"body": "later"}},
+                   "deliver_at": (Utc::now() + chrono::TimeDelta::hours(1)).to_rfc3339()}),
+        ),
+    ] {
+        let e = h.err("INVALID_ARGUMENT", tool, args).await;
+        let message = e["message"].as_str().unwrap();
+        assert!(message.contains("`c9`"), "{tool}: {message}");
+        assert!(message.contains("a1, a2, b1"), "{tool}: {message}");
+    }
+    assert_eq!(h.count("SELECT count(*) AS n FROM messages").await, 0);
+}
+
+/// A 2026-07-28 `tools/call` with a Bearer credential; the JSON-RPC response.
+async fn call_as(gw: &GatewayProc, bearer: &str, name: &str, args: Value) -> Value {
+    let mut params = json!({"name": name, "arguments": args});
+    params["_meta"] = meta_new();
+    let answer = post(
+        &gw.url(),
+        &[
+            ("mcp-protocol-version", V_NEW),
+            ("mcp-method", "tools/call"),
+            ("mcp-name", name),
+            ("authorization", bearer),
+        ],
+        &json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params}),
+    )
+    .await;
+    assert_eq!(answer.status, 200, "{name}: {}", answer.text);
+    answer.response(1)["result"].clone()
+}
+
+fn refused(result: &Value, code: &str) -> String {
+    assert_eq!(result["isError"], true, "{result}");
+    let error = &result["structuredContent"]["error"];
+    assert_eq!(error["code"], code, "{result}");
+    format!("{} {}", error["message"], error["suggested_action"])
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_agent_limited_to_a1_sends_from_a1_only_over_http() {
+    let db = common::prepared_db().await;
+    let settings = common::settings_for(&db, &Opts::default()).await;
+    let pg = warden_store::connect(&settings.database, 2, Duration::from_secs(10))
+        .await
+        .unwrap();
+    let limited = |senders: &[&str]| Guardrails {
+        senders: Some(senders.iter().map(|s| s.to_string()).collect()),
+        ..Guardrails::default()
+    };
+    let scopes = || vec!["read".to_string(), "send".to_string()];
+    let a1_bot = agents::create(&pg, "a1-bot", scopes(), limited(&["a1"]), "test")
+        .await
+        .unwrap();
+    let b1_bot = agents::create(&pg, "b1-bot", scopes(), limited(&["b1"]), "test")
+        .await
+        .unwrap();
+    assert_eq!(a1_bot.agent.guardrails.senders, Some(vec!["a1".into()]));
+
+    // The senders file on disk, as an operator deploys it.
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("senders.yaml");
+    std::fs::write(&path, SENDERS_YAML).unwrap();
+    let path = path.display().to_string();
+    let mut extra = vec![
+        ("MCP_HTTP_AUTH", "api_key"),
+        ("SENDERS_PATH", path.as_str()),
+    ];
+    extra.extend(SENDER_ENV);
+    let gw = GatewayProc::start(&settings, &extra);
+
+    // The customer wrote to a1 (the default sender, stored as `default`): its window is open.
+    let p = phone();
+    let key = warden_rules::phone::canonicalize(&p).unwrap();
+    {
+        let mut c = pg.get().await.unwrap();
+        warden_core::customers::ensure(&mut c, &key).await.unwrap();
+        warden_core::conversations::record_inbound(&mut c, &key, "whatsapp", "default", Utc::now())
+            .await
+            .unwrap();
+    }
+    let a1 = format!("Bearer {}", a1_bot.key);
+    for from in ["b1", "104000000000003", "a2"] {
+        let r = call_as(
+            &gw,
+            &a1,
+            "send_message",
+            json!({"to": p, "text": "hello", "from": from}),
+        )
+        .await;
+        let text = refused(&r, "FORBIDDEN");
+        let named = if from == "a2" { "a2" } else { "b1" };
+        assert!(text.contains(&format!("sender `{named}`")), "{text}");
+        assert!(
+            text.contains("a1-bot") && text.contains("may use a1"),
+            "{text}"
+        );
+        assert!(text.contains("Pass `from` with one of a1"), "{text}");
+    }
+    let sent = call_as(
+        &gw,
+        &a1,
+        "send_message",
+        json!({"to": p, "text": "hello", "from": "a1"}),
+    )
+    .await;
+    assert_ne!(sent["isError"], true, "{sent}");
+    assert_eq!(sent["structuredContent"]["from"], "a1", "{sent}");
+    assert_eq!(sent["structuredContent"]["status"], "queued", "{sent}");
+    // No `from`: the default sender, a1, which it may use.
+    let checked = call_as(
+        &gw,
+        &a1,
+        "check_compliance",
+        json!({"customer_id": p, "message_type": "service"}),
+    )
+    .await;
+    assert_ne!(checked["isError"], true, "{checked}");
+
+    // An agent limited to b1 may not fall back on the default sender.
+    let b1 = format!("Bearer {}", b1_bot.key);
+    let r = call_as(
+        &gw,
+        &b1,
+        "check_compliance",
+        json!({"customer_id": p, "message_type": "service"}),
+    )
+    .await;
+    let text = refused(&r, "FORBIDDEN");
+    assert!(text.contains("default sender `a1`"), "{text}");
+    assert!(text.contains("Pass `from` with one of b1"), "{text}");
+    let r = call_as(
+        &gw,
+        &b1,
+        "check_compliance",
+        json!({"customer_id": p, "message_type": "service", "from": "b1"}),
+    )
+    .await;
+    assert_ne!(r["isError"], true, "{r}");
+    // A tool that names no sender is not limited.
+    let r = call_as(&gw, &b1, "list_templates", json!({})).await;
+    assert_ne!(r["isError"], true, "{r}");
+
+    // Only the one allowed send was written.
+    use diesel::prelude::*;
+    use diesel_async::RunQueryDsl;
+    let mut c = pg.get().await.unwrap();
+    let n: i64 = warden_store::schema::messages::table
+        .count()
+        .get_result(&mut c)
+        .await
+        .unwrap();
+    assert_eq!(n, 1);
+}
+
+/// What warden-scheduler does with a due row: its stored request through the send path.
+async fn dispatch_due(h: &Harness, id: &str) -> warden_core::send::Accepted {
+    let row = h.message(id).await;
+    let due = warden_core::scheduling::due::DueMessage {
+        id: row.id,
+        customer_phone: row.customer_phone,
+        channel: row.channel,
+        message_type: row.message_type,
+        content: row.content,
+        campaign_id: row.campaign_id,
+    };
+    warden_core::Core::new(h.deps.clone(), "scheduler")
+        .send(due.request("scheduler").unwrap())
+        .await
+        .unwrap()
+}
+
+async fn sender_row(h: &Harness, id: &str) -> Option<(String, String)> {
+    use diesel::prelude::*;
+    use diesel_async::RunQueryDsl;
+    use warden_store::schema::message_senders as ms;
+    let mut c = h.conn().await;
+    ms::table
+        .find(uuid::Uuid::parse_str(id).unwrap())
+        .select((ms::sender_id, ms::business))
+        .first(&mut c)
+        .await
+        .optional()
+        .unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_message_scheduled_from_a2_goes_out_from_a2() {
+    let h = harness().await;
+    let p = phone();
+    let key = warden_rules::phone::canonicalize(&p).unwrap();
+    {
+        // The customer wrote to a2 only: a2's window is open, a1's is not.
+        let mut c = h.conn().await;
+        warden_core::customers::ensure(&mut c, &key).await.unwrap();
+        warden_core::conversations::record_inbound(&mut c, &key, "whatsapp", "a2", Utc::now())
+            .await
+            .unwrap();
+    }
+    let later = (Utc::now() + chrono::TimeDelta::minutes(30)).to_rfc3339();
+    let text = json!({"type": "text", "text": {"body": "Your order shipped"}});
+    let v = h
+        .ok(
+            "schedule_message",
+            json!({"customer_id": p, "message_type": "service", "deliver_at": later,
+                   "content": text, "from": "a2"}),
+        )
+        .await;
+    assert_eq!(v["from"], "a2", "{v}");
+    let id = v["message_id"].as_str().unwrap();
+    // Stored with its number (a2 is of the default sender's business, stored `default`).
+    assert_eq!(
+        sender_row(&h, id).await,
+        Some(("a2".to_string(), "default".to_string()))
+    );
+    let sent = dispatch_due(&h, id).await;
+    assert_eq!(sent.from, "a2");
+    assert_eq!(h.message(id).await.status, "queued");
+
+    // Without `from`: the default sender, a1, with no row; at dispatch a1 has no window.
+    let v = h
+        .ok(
+            "schedule_message",
+            json!({"customer_id": p, "message_type": "service", "deliver_at": later,
+                   "content": text}),
+        )
+        .await;
+    assert_eq!(v["from"], "a1", "{v}");
+    let id = v["message_id"].as_str().unwrap();
+    assert_eq!(sender_row(&h, id).await, None);
+    let _ = warden_core::Core::new(h.deps.clone(), "scheduler")
+        .send(
+            warden_core::scheduling::due::DueMessage {
+                id: uuid::Uuid::parse_str(id).unwrap(),
+                customer_phone: key.digits().to_string(),
+                channel: "whatsapp".into(),
+                message_type: "service".into(),
+                content: text.clone(),
+                campaign_id: None,
+            }
+            .request("scheduler")
+            .unwrap(),
+        )
+        .await;
+    assert_eq!(h.message(id).await.status, "failed");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn scheduling_checks_the_opt_out_of_the_senders_business() {
+    let h = harness().await;
+    h.insert_template("promo", "en", "marketing", "APPROVED", "Sale {{1}}")
+        .await;
+    let p = phone();
+    // A STOP to business A (the default sender's): a1 and a2 may not schedule marketing.
+    h.opt_out(&p, false).await;
+    let later = (Utc::now() + chrono::TimeDelta::minutes(30)).to_rfc3339();
+    let promo = json!({"type": "template", "template": {"name": "promo", "language": "en", "variables": ["20%"]}});
+    for from in ["a1", "a2"] {
+        h.err(
+            "USER_OPTED_OUT",
+            "schedule_message",
+            json!({"customer_id": p, "message_type": "marketing", "deliver_at": later,
+                   "content": promo, "from": from}),
+        )
+        .await;
+    }
+    // Business B was never told STOP.
+    let v = h
+        .ok(
+            "schedule_message",
+            json!({"customer_id": p, "message_type": "marketing", "deliver_at": later,
+                   "content": promo, "from": "b1"}),
+        )
+        .await;
+    assert_eq!(v["from"], "b1");
+    assert_eq!(
+        sender_row(&h, v["message_id"].as_str().unwrap()).await,
+        Some(("b1".to_string(), "204000000000002".to_string()))
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn over_stdio_mcp_agent_naming_a_limited_agent_limits_it() {
+    let h = Harness::with(Opts {
+        adjust: |s| {
+            with_senders(s);
+            s.identity.agent = "desk-a1".into();
+        },
+        ..Opts::default()
+    })
+    .await;
+    let p = phone();
+    // No such agent yet: every sender.
+    let gateway = warden_gateway::Gateway::new(h.deps.clone())
+        .unwrap()
+        .with_stored_agent_senders()
+        .await
+        .unwrap();
+    assert_eq!(gateway.local_caller().senders, None);
+    let limited = Guardrails {
+        senders: Some(vec!["a1".into()]),
+        ..Guardrails::default()
+    };
+    agents::create(&h.deps.pg, "desk-a1", vec!["read".into()], limited, "test")
+        .await
+        .unwrap();
+    let gateway = warden_gateway::Gateway::new(h.deps.clone())
+        .unwrap()
+        .with_stored_agent_senders()
+        .await
+        .unwrap();
+    // Still every scope (stdio is local), but only a1.
+    assert_eq!(gateway.local_caller().senders, Some(vec!["a1".to_string()]));
+    let client = common::connect(gateway).await;
+    let call = |args: Value| {
+        let params = rmcp::model::CallToolRequestParams::new("check_compliance")
+            .with_arguments(args.as_object().cloned().unwrap());
+        client.call_tool(params)
+    };
+    let r = call(json!({"customer_id": p, "message_type": "service", "from": "b1"}))
+        .await
+        .unwrap();
+    assert_eq!(r.is_error, Some(true));
+    let v = r.structured_content.unwrap();
+    assert_eq!(v["error"]["code"], "FORBIDDEN", "{v}");
+    let r = call(json!({"customer_id": p, "message_type": "service"}))
+        .await
+        .unwrap();
+    assert_ne!(r.is_error, Some(true), "{r:?}");
+}
