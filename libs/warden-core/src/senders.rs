@@ -7,6 +7,24 @@ use warden_settings::{Sender, Senders, StoreKeys};
 
 use crate::{Core, CoreError};
 
+/// A sender as a read names it: the stored key of its rows and the id shown.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SenderRef {
+    pub key: String,
+    pub id: String,
+}
+
+/// SQL: the message row `m` (a table alias) is the sender's whose stored key is the SQL
+/// expression `key` (a column). The default sender's messages have no `message_senders` row.
+pub fn message_of_sender(m: &str, key: &str) -> String {
+    format!(
+        "(CASE WHEN {key} = 'default' \
+           THEN NOT EXISTS (SELECT 1 FROM message_senders ms WHERE ms.message_id = {m}.id) \
+           ELSE EXISTS (SELECT 1 FROM message_senders ms WHERE ms.message_id = {m}.id \
+                        AND ms.sender_id = {key}) END)"
+    )
+}
+
 /// The answer to a `from` that names no sender: every id to choose from.
 pub fn unknown_sender(given: &str, senders: &Senders) -> String {
     format!(
@@ -34,6 +52,15 @@ impl Core {
                 .or_else(|| self.senders().by_key(given))
                 .ok_or_else(|| CoreError::InvalidArgument(unknown_sender(given, self.senders()))),
         }
+    }
+
+    /// The sender `from` names, as reads name it (see [`Core::sender`]).
+    pub fn sender_ref(&self, from: Option<&str>) -> Result<SenderRef, CoreError> {
+        let sender = self.sender(from)?;
+        Ok(SenderRef {
+            key: self.senders().key_of(sender).sender,
+            id: sender.id.clone(),
+        })
     }
 
     /// The stored keys of the sender `from` names (see [`Core::sender`]).

@@ -109,13 +109,23 @@ pub async fn read(
         .map_err(|e| unavailable(CoreError::from(e)))?;
     let json = match target {
         ResourceUri::Inbox => {
-            let page = view::inbox(&mut conn, channel, FIRST_PAGE, 0, Utc::now())
-                .await
-                .map_err(unavailable)?;
+            let page = view::inbox(
+                &mut conn,
+                channel,
+                core.senders(),
+                None,
+                FIRST_PAGE,
+                0,
+                Utc::now(),
+            )
+            .await
+            .map_err(unavailable)?;
             serde_json::to_string(&page)
         }
         ResourceUri::Conversation(customer) => {
-            let page = view::history(&mut conn, customer, channel, FIRST_PAGE, None)
+            // The resource is the conversation with the default number.
+            let sender = core.sender_ref(None).map_err(unavailable)?;
+            let page = view::history(&mut conn, customer, channel, &sender, FIRST_PAGE, None)
                 .await
                 .map_err(unavailable)?;
             serde_json::to_string(&page)

@@ -19,6 +19,7 @@ use warden_store::schema::messages;
 
 use crate::CoreError;
 use crate::conversations::message_view::{Amend, InteractiveReply, Location, Media, normalise};
+use crate::senders::SenderRef;
 
 /// Statuses of rows that were never said (not yet due, or withdrawn): left out of history
 /// and of the "who spoke last" question of the inbox.
@@ -30,6 +31,8 @@ pub struct HistoryPage {
     /// The customer's canonical phone number (digits).
     pub customer_id: String,
     pub channel: String,
+    /// The business number of this conversation (sender id).
+    pub from: String,
     /// Newest first, both directions.
     pub messages: Vec<HistoryMessage>,
     /// Pass as `before` for the next (older) page; null on the last page.
@@ -121,6 +124,8 @@ pub struct InboxPage {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct InboxItem {
     pub customer_id: String,
+    /// The business number they wrote to (sender id).
+    pub from: String,
     /// When they wrote their latest message: the platform's timestamp (RFC 3339), the
     /// time the care window counts from.
     pub last_inbound_at: String,
@@ -154,6 +159,7 @@ pub async fn history(
     c: &mut AsyncPgConnection,
     phone: &str,
     channel: &str,
+    sender: &SenderRef,
     limit: i64,
     before: Option<Uuid>,
 ) -> Result<HistoryPage, CoreError> {
@@ -193,6 +199,21 @@ pub async fn history(
     q = q
         .filter(messages::channel.eq(channel))
         .filter(messages::status.ne_all(NOT_SAID));
+    // The conversation with one number: its messages only.
+    q = if crate::senders::is_default_key(&sender.key) {
+        q.filter(diesel::dsl::sql::<Bool>(
+            "NOT EXISTS (SELECT 1 FROM message_senders ms WHERE ms.message_id = messages.id)",
+        ))
+    } else {
+        q.filter(
+            diesel::dsl::sql::<Bool>(
+                "EXISTS (SELECT 1 FROM message_senders ms WHERE ms.message_id = messages.id \
+                 AND ms.sender_id = ",
+            )
+            .bind::<Text, _>(sender.key.clone())
+            .sql(")"),
+        )
+    };
     if let Some((at, id)) = cursor {
         q = q.filter(
             diesel::dsl::sql::<Bool>("(messages.created_at, messages.id) < (")
@@ -219,6 +240,7 @@ pub async fn history(
     Ok(HistoryPage {
         customer_id: phone.to_string(),
         channel: channel.to_string(),
+        from: sender.id.clone(),
         messages,
         next_before,
     })
@@ -362,6 +384,8 @@ async fn render(
 struct InboxRow {
     #[diesel(sql_type = Text)]
     customer_phone: String,
+    #[diesel(sql_type = Text)]
+    sender_id: String,
     #[diesel(sql_type = Nullable<Timestamptz>)]
     last_inbound_at: Option<DateTime<Utc>>,
     #[diesel(sql_type = Timestamptz)]
@@ -382,46 +406,61 @@ struct Count {
 /// said is theirs: the newest inbound rows since our last accepted outbound message.
 /// The platform's own `system` messages (e.g. a number change) wait for no answer.
 /// Most urgent first: open windows closing soonest, then closed ones, newest first.
-const INBOX_FROM: &str = "FROM conversations c \
+/// With `$3` a sender's stored key, that number's conversations only.
+static INBOX_FROM: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
+    format!(
+        "FROM conversations c \
     CROSS JOIN LATERAL ( \
         SELECT m.direction, m.created_at, m.content FROM messages m \
         WHERE m.customer_phone = c.customer_phone AND m.channel = c.channel \
-          AND m.status <> ALL($2) AND m.message_type <> 'system' \
+          AND m.status <> ALL($2) AND m.message_type <> 'system' AND {} \
         ORDER BY m.created_at DESC, m.id DESC LIMIT 1) latest \
-    WHERE c.channel = $1 AND c.archived_at IS NULL AND latest.direction = 'inbound'";
+    WHERE c.channel = $1 AND c.archived_at IS NULL AND latest.direction = 'inbound' \
+      AND ($3::text IS NULL OR c.sender_id = $3)",
+        crate::senders::message_of_sender("m", "c.sender_id")
+    )
+});
 
 /// The inbox page: `limit` customers from `offset`.
 pub async fn inbox(
     c: &mut AsyncPgConnection,
     channel: &str,
+    senders: &warden_settings::Senders,
+    only: Option<&SenderRef>,
     limit: i64,
     offset: i64,
     now: DateTime<Utc>,
 ) -> Result<InboxPage, CoreError> {
     let not_said: Vec<&str> = NOT_SAID.to_vec();
-    let total = diesel::sql_query(format!("SELECT count(*) AS n {INBOX_FROM}"))
+    let only_key = only.map(|s| s.key.clone());
+    let total = diesel::sql_query(format!("SELECT count(*) AS n {}", *INBOX_FROM))
         .bind::<Text, _>(channel)
         .bind::<Array<Text>, _>(&not_said)
+        .bind::<Nullable<Text>, _>(only_key.clone())
         .get_result::<Count>(c)
         .await?
         .n;
     let rows: Vec<InboxRow> = diesel::sql_query(format!(
-        "SELECT c.customer_phone, c.last_inbound_at, latest.created_at AS latest_at, \
+        "SELECT c.customer_phone, c.sender_id, c.last_inbound_at, latest.created_at AS latest_at, \
                 latest.content AS latest_content, \
                 (SELECT count(*) FROM messages u \
                   WHERE u.customer_phone = c.customer_phone AND u.channel = c.channel \
-                    AND u.direction = 'inbound' AND u.message_type <> 'system' \
+                    AND u.direction = 'inbound' AND u.message_type <> 'system' AND {u_of} \
                     AND u.created_at > COALESCE((SELECT max(o.created_at) FROM messages o \
                         WHERE o.customer_phone = c.customer_phone AND o.channel = c.channel \
-                          AND o.direction = 'outbound' AND o.status <> ALL($2)), \
+                          AND o.direction = 'outbound' AND o.status <> ALL($2) AND {o_of}), \
                         '-infinity')) AS unanswered \
-         {INBOX_FROM} \
-         ORDER BY (c.window_expires_at > $3) DESC, c.window_expires_at ASC NULLS LAST, \
+         {from} \
+         ORDER BY (c.window_expires_at > $4) DESC, c.window_expires_at ASC NULLS LAST, \
                   latest.created_at DESC, c.customer_phone \
-         LIMIT $4 OFFSET $5"
+         LIMIT $5 OFFSET $6",
+        u_of = crate::senders::message_of_sender("u", "c.sender_id"),
+        o_of = crate::senders::message_of_sender("o", "c.sender_id"),
+        from = *INBOX_FROM,
     ))
     .bind::<Text, _>(channel)
     .bind::<Array<Text>, _>(&not_said)
+    .bind::<Nullable<Text>, _>(only_key)
     .bind::<Timestamptz, _>(now)
     .bind::<BigInt, _>(limit)
     .bind::<BigInt, _>(offset)
@@ -440,6 +479,7 @@ pub async fn inbox(
                 .unwrap_or(r.latest_at);
             InboxItem {
                 customer_id: r.customer_phone,
+                from: senders.id_of_key(&r.sender_id).to_string(),
                 last_inbound_at: rfc3339(wrote_at),
                 last_inbound_text: latest.text,
                 unanswered_count: r.unanswered,

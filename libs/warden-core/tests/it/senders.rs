@@ -459,3 +459,96 @@ struct Count {
     #[diesel(sql_type = diesel::sql_types::BigInt)]
     n: i64,
 }
+
+#[tokio::test]
+async fn history_and_inbox_are_per_number() {
+    use warden_core::conversations::inbound_batch::{self, Inbound};
+    use warden_core::conversations::view;
+    let h = harness().await;
+    let p = phone();
+    let a2 = h.core.sender_keys(Some("a2")).unwrap();
+    let content = serde_json::json!({"type": "text", "text": {"body": "hello A2"}});
+    let mut conn = h.core.pg().get().await.unwrap();
+    let wamid = format!("wamid.{}", uuid::Uuid::new_v4().simple());
+    inbound_batch::record(
+        &mut conn,
+        "whatsapp",
+        &a2,
+        &[Inbound {
+            phone: &p,
+            wamid: &wamid,
+            message_type: "text",
+            content: &content,
+            window: Ok(Utc::now() - TimeDelta::minutes(1)),
+        }],
+    )
+    .await
+    .unwrap();
+    drop(conn);
+    let from_a1 = h
+        .core
+        .send(template(&p, "order_update", "a1"))
+        .await
+        .unwrap();
+    let from_a2 = h.core.send(text(&p, "a2")).await.unwrap();
+
+    let mut conn = h.core.pg().get().await.unwrap();
+    let of = |id: &str| h.core.sender_ref(Some(id)).unwrap();
+    let page = view::history(&mut conn, p.digits(), "whatsapp", &of("a2"), 50, None)
+        .await
+        .unwrap();
+    assert_eq!(page.from, "a2");
+    let ids: Vec<&str> = page
+        .messages
+        .iter()
+        .map(|m| m.message_id.as_str())
+        .collect();
+    assert_eq!(ids.len(), 2, "the inbound and the reply on A2: {ids:?}");
+    assert!(ids.contains(&from_a2.message_id.to_string().as_str()));
+    let page = view::history(&mut conn, p.digits(), "whatsapp", &of("a1"), 50, None)
+        .await
+        .unwrap();
+    let ids: Vec<String> = page.messages.iter().map(|m| m.message_id.clone()).collect();
+    assert_eq!(ids, vec![from_a1.message_id.to_string()]);
+
+    // A2's conversation was answered; a second inbound puts it in the inbox, as A2's.
+    let wamid = format!("wamid.{}", uuid::Uuid::new_v4().simple());
+    inbound_batch::record(
+        &mut conn,
+        "whatsapp",
+        &a2,
+        &[Inbound {
+            phone: &p,
+            wamid: &wamid,
+            message_type: "text",
+            content: &content,
+            window: Ok(Utc::now()),
+        }],
+    )
+    .await
+    .unwrap();
+    let senders = h.core.senders();
+    let all = view::inbox(&mut conn, "whatsapp", senders, None, 50, 0, Utc::now())
+        .await
+        .unwrap();
+    let mine: Vec<_> = all
+        .items
+        .iter()
+        .filter(|i| i.customer_id == p.digits())
+        .collect();
+    assert_eq!(mine.len(), 1);
+    assert_eq!(mine[0].from, "a2");
+    assert_eq!(mine[0].unanswered_count, 1);
+    let only_a1 = view::inbox(
+        &mut conn,
+        "whatsapp",
+        senders,
+        Some(&of("a1")),
+        50,
+        0,
+        Utc::now(),
+    )
+    .await
+    .unwrap();
+    assert!(only_a1.items.iter().all(|i| i.customer_id != p.digits()));
+}

@@ -287,8 +287,22 @@ impl Gateway {
         let a: Input<InboxIn> = parse(args)?;
         let channel = a.on.channel();
         let (limit, offset) = page(&a.limit, &a.offset)?;
+        // Without `from`, every number's conversations, each saying which.
+        let only = match a.on.from() {
+            Some(from) => Some(self.core().sender_ref(Some(from))?),
+            None => None,
+        };
         let mut conn = self.conn().await?;
-        Ok(view::inbox(&mut conn, channel, limit, offset, Utc::now()).await?)
+        Ok(view::inbox(
+            &mut conn,
+            channel,
+            self.core().senders(),
+            only.as_ref(),
+            limit,
+            offset,
+            Utc::now(),
+        )
+        .await?)
     }
 
     async fn history_impl(&self, args: JsonObject) -> ToolResult<HistoryPage> {
@@ -300,8 +314,9 @@ impl Gateway {
             None => 50,
         };
         let before = a.before.map(|id| id.0);
+        let sender = self.core().sender_ref(a.on.from())?;
         let mut conn = self.conn().await?;
-        Ok(view::history(&mut conn, phone.digits(), channel, limit, before).await?)
+        Ok(view::history(&mut conn, phone.digits(), channel, &sender, limit, before).await?)
     }
 
     async fn mark_read_impl(&self, args: JsonObject) -> ToolResult<MarkReadOut> {
