@@ -12,6 +12,10 @@
 //!    plain run (goal >= 95 %: only that pair backs off).
 //! 2. rate-limit accuracy: a configured MPS over a measured window (default 60 s) after a
 //!    warm-up, with the bucket drained first so only its refill paces the run.
+//! 3. rate-limit accuracy per sender: two numbers at once (a senders file of a1, default,
+//!    at 50 mps and b1 at 200 mps; platform-sim serving both, each with its own token),
+//!    each with its own backlog, over the same kind of window; each number's rate is what
+//!    platform-sim received on its phone_number_id.
 //!
 //! The report also carries this process's peak RSS (VmHWM): dispatcher and platform-sim.
 //!
@@ -28,7 +32,7 @@ mod common;
 use std::time::{Duration, Instant};
 
 use clap::Parser;
-use common::Harness;
+use common::{Harness, TestSender};
 use serde_json::json;
 use warden_ratelimit::{Take, TokenBucket};
 
@@ -66,6 +70,14 @@ struct Args {
     hot_messages: usize,
     #[arg(long)]
     skip_accuracy: bool,
+    /// The default sender's `mps` in the per-sender accuracy run.
+    #[arg(long, default_value_t = 50)]
+    sender_a_mps: u32,
+    /// The other sender's `mps` in the per-sender accuracy run.
+    #[arg(long, default_value_t = 200)]
+    sender_b_mps: u32,
+    #[arg(long)]
+    skip_senders: bool,
 }
 
 #[tokio::main]
@@ -94,6 +106,9 @@ async fn main() {
     }
     if !args.skip_accuracy {
         report["accuracy"] = accuracy(&args).await;
+    }
+    if !args.skip_senders {
+        report["senders_accuracy"] = senders_accuracy(&args).await;
     }
     let rss = warden_bench::own_peak_rss_mib();
     println!("peak RSS (VmHWM) of this process (dispatcher + platform-sim): {rss:.1} MiB");
@@ -350,4 +365,99 @@ async fn accuracy(args: &Args) -> serde_json::Value {
         "platform_sends": c1 - c0, "platform_msg_per_s": sim_rate, "platform_error_pct": err(sim_rate),
         "bucket_grants": g1 - g0, "grant_per_s": grant_rate, "grant_error_pct": err(grant_rate),
     })
+}
+
+/// Two numbers at once, each paced by its own bucket at its own `mps`: what platform-sim
+/// received on each number over the window.
+async fn senders_accuracy(args: &Args) -> serde_json::Value {
+    let secs = args.accuracy_secs;
+    let [mut a, _, mut b] = TestSender::three();
+    a.mps = Some(args.sender_a_mps);
+    b.mps = Some(args.sender_b_mps);
+    let senders = [a, b];
+    let h = Harness::with_senders(args.accuracy_mps, &senders).await;
+    // Enough of each for warm-up + window + slack; the rest stays in the stream.
+    let backlog = |mps: u32| (u64::from(mps) * (secs + args.warmup_secs + 10)) as usize;
+    let mut queues = Vec::new();
+    for s in &senders {
+        let keys = h.keys_of(s.id);
+        queues.push(h.insert_bulk_as(backlog(s.mps.unwrap()), Some(&keys)).await);
+    }
+    // Interleaved in proportion to the rates, as traffic of both would arrive: the stream
+    // is one queue for every number.
+    let jobs = interleave(&queues);
+    h.publish_all(&jobs, 64).await;
+    let redis = h.deps.redis.clone().unwrap();
+    let key_of = |s: &TestSender| {
+        let key = h.keys_of(s.id).sender;
+        (!warden_settings::is_stored_default(&key)).then_some(key)
+    };
+    let default = TokenBucket::new(Some(redis.clone()), &h.bucket_channel, 1, 1);
+    for s in &senders {
+        let drainer = default.sibling(key_of(s).as_deref(), s.mps.unwrap());
+        while drainer.try_acquire().await == Take::Granted {}
+    }
+    let mut cfg = h.config();
+    cfg.dispatch.concurrency = args.concurrency;
+    cfg.dispatch.pair_interval = Duration::from_secs(6);
+    let (d, stop) = h.dispatcher(cfg).await;
+    tokio::time::sleep(Duration::from_secs(args.warmup_secs)).await;
+    let by_number = || {
+        let stats = h.sim.stats();
+        senders
+            .iter()
+            .map(|s| {
+                stats
+                    .by_message
+                    .values()
+                    .filter(|m| m.phone_number_id == s.phone_number_id)
+                    .map(|m| m.count)
+                    .sum::<u64>()
+            })
+            .collect::<Vec<u64>>()
+    };
+    let (c0, t0) = (by_number(), Instant::now());
+    tokio::time::sleep(Duration::from_secs(secs)).await;
+    let (c1, t1) = (by_number(), Instant::now());
+    let window = (t1 - t0).as_secs_f64();
+    let mut out = Vec::new();
+    for (i, s) in senders.iter().enumerate() {
+        let mps = s.mps.unwrap();
+        let sent = c1[i] - c0[i];
+        let rate = sent as f64 / window;
+        let err = (rate / f64::from(mps) - 1.0) * 100.0;
+        println!(
+            "accuracy per sender: {} (mps {mps}) over {window:.1} s beside the other (after {} s warm-up): \
+             platform received {sent} on its number = {rate:.2} msg/s ({err:+.2} %)",
+            s.id, args.warmup_secs
+        );
+        out.push(json!({
+            "sender": s.id, "mps": mps, "platform_sends": sent,
+            "platform_msg_per_s": rate, "platform_error_pct": err,
+        }));
+    }
+    let held = d.stats().held;
+    println!("accuracy per sender: {held} stream messages put back while waiting their turn");
+    stop.send(()).ok();
+    d.join().await.unwrap();
+    h.cleanup().await;
+    json!({
+        "window_s": window, "warmup_s": args.warmup_secs, "concurrency": args.concurrency,
+        "held": held, "senders": out,
+    })
+}
+
+/// The jobs of every queue, each spread evenly over the whole sequence (by its length).
+fn interleave(queues: &[Vec<(uuid::Uuid, String)>]) -> Vec<(uuid::Uuid, String)> {
+    let mut all: Vec<(f64, &(uuid::Uuid, String))> = queues
+        .iter()
+        .flat_map(|q| {
+            let n = q.len() as f64;
+            q.iter()
+                .enumerate()
+                .map(move |(i, job)| ((i as f64 + 0.5) / n, job))
+        })
+        .collect();
+    all.sort_by(|x, y| x.0.total_cmp(&y.0));
+    all.into_iter().map(|(_, job)| job.clone()).collect()
 }
