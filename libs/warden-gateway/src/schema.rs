@@ -486,6 +486,12 @@ pub struct ScheduleCampaignOut {
     /// new was.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub replayed: bool,
+    /// The sender (business number) it goes out from; the first of `senders` when several.
+    pub from: String,
+    /// The numbers of one business it spreads over, each recipient always getting the
+    /// same one; absent when it goes out from one number.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub senders: Option<Vec<String>>,
 }
 
 #[derive(Serialize, JsonSchema)]
@@ -541,6 +547,12 @@ pub struct CampaignOut {
     /// What the campaign cost: estimated from the rate card beside the platform's reports.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub cost: Option<CostReport>,
+    /// The sender (business number) it goes out from; the first of `senders` when several.
+    pub from: String,
+    /// The numbers of one business it spreads over, each recipient always getting the
+    /// same one; absent when it goes out from one number.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub senders: Option<Vec<String>>,
 }
 
 #[derive(Serialize, JsonSchema)]

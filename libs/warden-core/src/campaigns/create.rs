@@ -75,6 +75,44 @@ pub struct NewCampaign {
     pub deliver_at: DateTime<Utc>,
 }
 
+/// The numbers a campaign goes out from, as stored keys (`warden_settings::Senders::key_of`):
+/// one, or several of one business among which each recipient always gets the same
+/// (`fanout::recipients::sender_for`). The caller checks they are one business's.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CampaignSenders {
+    /// `campaigns.sender_id`: the one number, or the first of several.
+    pub sender: String,
+    /// `campaigns.senders`: every number when there are several; `None` for one.
+    pub several: Option<Vec<String>>,
+}
+
+impl Default for CampaignSenders {
+    /// The default sender.
+    fn default() -> Self {
+        CampaignSenders {
+            sender: warden_settings::STORED_DEFAULT.to_string(),
+            several: None,
+        }
+    }
+}
+
+impl CampaignSenders {
+    /// From the stored keys of the numbers, in order, without repeats; `None` when empty.
+    pub fn of(keys: Vec<String>) -> Option<CampaignSenders> {
+        let mut unique: Vec<String> = Vec::with_capacity(keys.len());
+        for k in keys {
+            if !unique.contains(&k) {
+                unique.push(k);
+            }
+        }
+        let sender = <[String]>::first(&unique)?.clone();
+        Some(CampaignSenders {
+            sender,
+            several: (unique.len() > 1).then_some(unique),
+        })
+    }
+}
+
 /// Why a campaign was not scheduled. Nothing was written.
 #[derive(Debug, thiserror::Error)]
 pub enum ScheduleCampaignError {
@@ -111,6 +149,18 @@ pub async fn schedule_campaign(
 pub async fn schedule_campaign_keyed(
     pg: &PgPool,
     new: NewCampaign,
+    actor: &'static str,
+    key: Option<IdempotencyKey>,
+) -> Result<Created, ScheduleCampaignError> {
+    schedule_campaign_from(pg, new, CampaignSenders::default(), actor, key).await
+}
+
+/// [`schedule_campaign_keyed`] going out from `senders` (stored in `campaigns.sender_id`
+/// and `campaigns.senders`, which the fan-out reads).
+pub async fn schedule_campaign_from(
+    pg: &PgPool,
+    new: NewCampaign,
+    senders: CampaignSenders,
     actor: &'static str,
     key: Option<IdempotencyKey>,
 ) -> Result<Created, ScheduleCampaignError> {
@@ -153,9 +203,11 @@ pub async fn schedule_campaign_keyed(
     let id = Uuid::now_v7();
     let new = Arc::new(new);
     let key = Arc::new(key);
+    let senders = Arc::new(senders);
     let written = transact(pg, "schedule_campaign", move |c| {
         let new = Arc::clone(&new);
         let key = Arc::clone(&key);
+        let senders = Arc::clone(&senders);
         async move {
             if let Some(earlier) =
                 crate::send::idempotency::claim_id(c, key.as_ref().as_ref(), "campaign_id", id)
@@ -193,6 +245,8 @@ pub async fn schedule_campaign_keyed(
                     campaigns::variables.eq(Value::Object(variables)),
                     campaigns::audience_filter.eq(&new.audience_filter),
                     campaigns::components.eq(components),
+                    campaigns::sender_id.eq(&senders.sender),
+                    campaigns::senders.eq(&senders.several),
                 ))
                 .execute(c)
                 .await?;
@@ -210,6 +264,8 @@ pub async fn schedule_campaign_keyed(
                     "deliver_at": new.deliver_at.to_rfc3339_opts(SecondsFormat::AutoSi, true),
                     "audience_filter": new.audience_filter,
                     "customers_created": created,
+                    "sender": senders.sender,
+                    "senders": senders.several,
                 }),
             )
             .await?;
@@ -259,6 +315,26 @@ async fn ensure_named_customers(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn campaign_senders_are_one_or_several_without_repeats() {
+        assert_eq!(CampaignSenders::of(vec![]), None);
+        assert_eq!(
+            CampaignSenders::of(vec!["a2".into(), "a2".into()]),
+            Some(CampaignSenders {
+                sender: "a2".into(),
+                several: None
+            })
+        );
+        assert_eq!(
+            CampaignSenders::of(vec!["default".into(), "a2".into(), "default".into()]),
+            Some(CampaignSenders {
+                sender: "default".into(),
+                several: Some(vec!["default".into(), "a2".into()])
+            })
+        );
+        assert_eq!(CampaignSenders::default().sender, "default");
+    }
 
     #[test]
     fn campaign_types_parse_in_any_case() {

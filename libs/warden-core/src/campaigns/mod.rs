@@ -264,6 +264,10 @@ pub struct CampaignView {
     pub campaign: Campaign,
     /// Recipients given a message that has no final outcome yet.
     pub pending_count: i32,
+    /// The stored key of the number it goes out from (the first of several).
+    pub sender: String,
+    /// The stored keys of its numbers when it spreads over several; `None` for one.
+    pub senders: Option<Vec<String>>,
 }
 
 impl CampaignView {
@@ -298,9 +302,17 @@ pub async fn get(pg: &PgPool, id: Uuid) -> Result<CampaignView, CampaignError> {
                 .count()
                 .get_result(c)
                 .await?;
+            // Not in the shared `Campaign` model: read beside it, in the same snapshot.
+            let (sender, senders) = campaigns::table
+                .find(id)
+                .select((campaigns::sender_id, campaigns::senders))
+                .first::<(String, Option<Vec<String>>)>(c)
+                .await?;
             Ok(Some(CampaignView {
                 campaign,
                 pending_count: pending as i32,
+                sender,
+                senders,
             }))
         })
         .await?;

@@ -9,7 +9,9 @@ use serde_json::{Map, Value, json};
 use uuid::Uuid;
 use warden_core::SendKind;
 use warden_core::campaigns::CampaignError;
-use warden_core::campaigns::create::{CampaignType, NewCampaign, ScheduleCampaignError};
+use warden_core::campaigns::create::{
+    CampaignSenders, CampaignType, NewCampaign, ScheduleCampaignError,
+};
 use warden_core::scheduling::schedule::{ScheduleMessage, ScheduleMessageError};
 use warden_rules::audience::AudienceFilter;
 use warden_rules::campaign_status::CampaignStatus;
@@ -69,6 +71,10 @@ pub struct ScheduleCampaignIn {
     pub components: Option<Json>,
     /// JSON object (as a string) choosing recipients; every key optional: include_tags (any of), exclude_tags, customer_ids, opt_in ("marketing" or "utility"), active_within_days. "{}" or omitted means every known customer.
     pub audience_filter: Option<Json>,
+    /// The business number the campaign goes out from: a sender id or its phone_number_id (list_senders lists them). Default: the default sender. Give `from` or `senders`, not both.
+    pub from: Option<Text>,
+    /// JSON array (as a string) of sender ids (or phone_number_ids) of ONE business to spread the campaign over, e.g. "[\"a1\", \"a2\"]": each recipient always gets the same one of them. Numbers of different businesses are refused.
+    pub senders: Option<Json>,
     #[serde(flatten)]
     pub keyed: Keyed,
 }
@@ -127,10 +133,13 @@ past deliver_at, malformed content, variables not matching the template), NOT_FO
 APPROVED; variables is a JSON object keyed by placeholder number ({\"1\": \"friend\"}) used for every recipient (a named template: keyed by name); components (the platform's header/body/button \
 parameters) for a template with a media or variable header or with URL/copy-code buttons; \
 audience_filter is a JSON object (include_tags, exclude_tags, customer_ids, opt_in, active_within_days; {} or no filter = \
-every known customer; an empty list or null selects nobody and is refused: leave the key out). At deliver_at each recipient goes through the same compliance checks as send_template; refused recipients count \
-as failed. Returns campaign_id (follow it with get_campaign), status \"scheduled\", name, type, deliver_at. Errors: \
+every known customer; an empty list or null selects nobody and is refused: leave the key out). from names the number it goes out \
+from (default: the default sender); senders instead spreads it over several numbers of ONE business, each recipient always \
+getting the same one. At deliver_at each recipient goes through the same compliance checks as send_template; refused recipients count \
+as failed. Returns campaign_id (follow it with get_campaign), status \"scheduled\", name, type, deliver_at, from (and senders). Errors: \
 FEATURE_NOT_AVAILABLE (tier oss: upgrade to pro), TEMPLATE_NOT_APPROVED (wait for approval or pick an APPROVED template), \
-NOT_FOUND (no such template), INVALID_ARGUMENT (past deliver_at, unknown type, bad variables or audience_filter), UNAVAILABLE.",
+NOT_FOUND (no such template), INVALID_ARGUMENT (past deliver_at, unknown type, bad variables or audience_filter, an unknown \
+sender, senders of different businesses, both from and senders), UNAVAILABLE.",
         input_schema = schema::input::<ScheduleCampaignIn>(),
         output_schema = schema::output::<ScheduleCampaignOut>(),
         annotations(read_only_hint = false, destructive_hint = false, idempotent_hint = false, open_world_hint = false)
@@ -184,7 +193,7 @@ INVALID_ARGUMENT (not a UUID), UNAVAILABLE.",
     #[tool(
         name = "get_campaign",
         description = "Read a campaign: name, type, status (scheduled, running, sending, paused, cancelled, completed, failed), \
-deliver_at, template, locale, variables, audience_filter, progress counters (each recipient counted once, in its latest \
+deliver_at, template, locale, variables, audience_filter, from (and senders: the numbers it spreads over), progress counters (each recipient counted once, in its latest \
 state: sent_count, failed_count, cancelled_count, pending_count add up to total_recipients; delivered_count is the part of \
 sent_count delivered or read) and paused_at. Errors: NOT_FOUND (unknown campaign_id), INVALID_ARGUMENT (not a UUID), UNAVAILABLE.",
         input_schema = schema::input::<CampaignIdIn>(),
@@ -452,6 +461,7 @@ impl Gateway {
             )
         })?;
         let template_name = a.template_name.0.clone();
+        let (from, senders, stored) = self.campaign_senders(&a)?;
         let deliver_at = future_time("deliver_at", a.deliver_at.0, Utc::now())?;
         let locale = template_locale(&a.locale, &a.language)?;
         let components = components_of(&a.components)?;
@@ -507,7 +517,7 @@ impl Gateway {
             )
         })?;
 
-        let created = warden_core::campaigns::create::schedule_campaign_keyed(
+        let created = warden_core::campaigns::create::schedule_campaign_from(
             self.core().pg(),
             NewCampaign {
                 name: name.clone(),
@@ -520,6 +530,7 @@ impl Gateway {
                 audience_filter: audience,
                 deliver_at,
             },
+            stored,
             self.actor(),
             key,
         )
@@ -534,7 +545,96 @@ impl Gateway {
             deliver_at: ts(deliver_at),
             template_name,
             locale,
+            from,
+            senders,
         })
+    }
+
+    /// The numbers `from` or `senders` name: (the one it goes out from or the first of
+    /// several, every one when several, their stored keys). Several must be one business's
+    /// (they share its templates, consent and limits).
+    fn campaign_senders(
+        &self,
+        a: &ScheduleCampaignIn,
+    ) -> ToolResult<(String, Option<Vec<String>>, CampaignSenders)> {
+        let core = self.core();
+        let hint = "Pass senders as a JSON array of sender ids of one business, e.g. [\"a1\", \"a2\"] (list_senders shows each one's waba_id).";
+        let list: Vec<String> = match a.senders.as_ref().map(|j| &j.0) {
+            None => Vec::new(),
+            Some(Value::Array(items)) => items
+                .iter()
+                .map(|v| match v {
+                    Value::String(s) if !s.trim().is_empty() => Ok(s.trim().to_string()),
+                    Value::Number(n) => Ok(n.to_string()),
+                    other => Err(ToolError::invalid(
+                        format!(
+                            "The parameter `senders` must hold sender ids, found {}.",
+                            echo(&other.to_string())
+                        ),
+                        hint,
+                    )),
+                })
+                .collect::<ToolResult<_>>()?,
+            Some(other) => {
+                return Err(ToolError::invalid(
+                    format!(
+                        "The parameter `senders` must be a JSON array, got {}.",
+                        echo(&other.to_string())
+                    ),
+                    hint,
+                ));
+            }
+        };
+        if a.senders.is_some() && list.is_empty() {
+            return Err(ToolError::invalid(
+                "The parameter `senders` is an empty list, which names no number.",
+                "Leave senders out for the default sender, or list at least one sender id.",
+            ));
+        }
+        if a.from.is_some() && !list.is_empty() {
+            return Err(ToolError::invalid(
+                "Both `from` and `senders` were given; a campaign takes one of them.",
+                "Pass `from` for one number, or `senders` for several numbers of one business.",
+            ));
+        }
+        let named: Vec<&warden_settings::Sender> = if list.is_empty() {
+            vec![core.sender(a.from.as_ref().map(|t| t.as_str()))?]
+        } else {
+            list.iter()
+                .map(|given| core.sender(Some(given)))
+                .collect::<Result<_, _>>()?
+        };
+        let first = named[0];
+        let others: Vec<&&warden_settings::Sender> = named
+            .iter()
+            .filter(|s| s.waba_id != first.waba_id)
+            .collect();
+        if !others.is_empty() {
+            let shown = |s: &warden_settings::Sender| format!("{} (business {})", s.id, s.waba_id);
+            let mut all = vec![shown(first)];
+            all.extend(others.iter().map(|s| shown(s)));
+            return Err(ToolError::invalid(
+                format!(
+                    "The parameter `senders` names numbers of different businesses: {}. A campaign spreads over the numbers of one business only.",
+                    all.join(", ")
+                ),
+                format!(
+                    "Pass senders of one business (e.g. only those of business {}), or schedule one campaign per business.",
+                    first.waba_id
+                ),
+            ));
+        }
+        let mut ids: Vec<String> = Vec::new();
+        let mut keys: Vec<String> = Vec::new();
+        for s in named {
+            if !ids.contains(&s.id) {
+                ids.push(s.id.clone());
+                keys.push(core.senders().key_of(s).sender);
+            }
+        }
+        let stored = CampaignSenders::of(keys).unwrap_or_default();
+        let several = (ids.len() > 1).then(|| ids.clone());
+        Ok((ids.swap_remove(0), several, stored))
     }
 
     async fn cancel_campaign_impl(&self, args: JsonObject) -> ToolResult<CancelCampaignOut> {
@@ -620,6 +720,12 @@ impl Gateway {
             .map_err(campaign_error)?;
         let recipients = view.recipients();
         let pending_count = view.pending_count;
+        let from = self.core().sender_id_of_key(&view.sender).to_string();
+        let senders = view.senders.as_ref().map(|keys| {
+            keys.iter()
+                .map(|k| self.core().sender_id_of_key(k).to_string())
+                .collect()
+        });
         let c = view.campaign;
         let cost = self.campaign_cost(c.id).await;
         let object = |v: Value| match v {
@@ -652,6 +758,8 @@ impl Gateway {
             created_at: ts(c.created_at),
             updated_at: ts(c.updated_at),
             cost,
+            from,
+            senders,
         })
     }
 

@@ -48,10 +48,15 @@ impl Gateway {
         if let Some(from) = named(arg("from")).filter(|_| takes(schema, "from")) {
             named_ids.push(from);
         }
-        if takes(schema, "senders")
-            && let Some(Value::Array(list)) = arg("senders")
-        {
-            named_ids.extend(list.iter().filter_map(|v| named(Some(v))));
+        if takes(schema, "senders") {
+            // A JSON parameter: the array itself or a string holding it.
+            let list = match arg("senders") {
+                Some(Value::String(s)) => serde_json::from_str::<Value>(s).ok(),
+                other => other.cloned(),
+            };
+            if let Some(Value::Array(list)) = list {
+                named_ids.extend(list.iter().filter_map(|v| named(Some(v))));
+            }
         }
         let senders = self.core().senders();
         let implicit = named_ids.is_empty() && takes(schema, "from");

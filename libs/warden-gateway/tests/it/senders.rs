@@ -391,3 +391,153 @@ async fn over_stdio_mcp_agent_naming_a_limited_agent_limits_it() {
         .unwrap();
     assert_ne!(r.is_error, Some(true), "{r:?}");
 }
+
+async fn campaign_row(h: &Harness, id: &str) -> (String, Option<Vec<String>>) {
+    use diesel::prelude::*;
+    use diesel_async::RunQueryDsl;
+    use warden_store::schema::campaigns;
+    let mut c = h.conn().await;
+    campaigns::table
+        .find(uuid::Uuid::parse_str(id).unwrap())
+        .select((campaigns::sender_id, campaigns::senders))
+        .first(&mut c)
+        .await
+        .unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_campaign_spreads_over_numbers_of_one_business_only() {
+    let h = harness().await;
+    h.insert_template("promo", "en", "marketing", "APPROVED", "Sale {{1}}")
+        .await;
+    let later = (Utc::now() + chrono::TimeDelta::hours(2)).to_rfc3339();
+    let campaign = |extra: Value| {
+        let mut args = json!({"name": "spring", "type": "marketing", "template_name": "promo",
+                              "deliver_at": later, "variables": {"1": "20%"}});
+        args.as_object_mut()
+            .unwrap()
+            .extend(extra.as_object().unwrap().clone());
+        args
+    };
+
+    // a1 (the default, stored `default`) and a2 of business A: both stored.
+    let v = h
+        .ok(
+            "schedule_campaign",
+            campaign(json!({"senders": ["a1", "104000000000002", "a1"]})),
+        )
+        .await;
+    assert_eq!(v["from"], "a1", "{v}");
+    assert_eq!(v["senders"], json!(["a1", "a2"]), "{v}");
+    let id = v["campaign_id"].as_str().unwrap();
+    assert_eq!(
+        campaign_row(&h, id).await,
+        (
+            "default".to_string(),
+            Some(vec!["default".to_string(), "a2".to_string()])
+        )
+    );
+    let got = h.ok("get_campaign", json!({"campaign_id": id})).await;
+    assert_eq!(got["from"], "a1", "{got}");
+    assert_eq!(got["senders"], json!(["a1", "a2"]), "{got}");
+
+    // One number, by `from` or by a one-element `senders` (given as a JSON string).
+    let v = h
+        .ok("schedule_campaign", campaign(json!({"from": "b1"})))
+        .await;
+    assert_eq!(v["from"], "b1");
+    assert!(v.get("senders").is_none(), "{v}");
+    let id = v["campaign_id"].as_str().unwrap();
+    assert_eq!(campaign_row(&h, id).await, ("b1".to_string(), None));
+    let got = h.ok("get_campaign", json!({"campaign_id": id})).await;
+    assert_eq!(got["from"], "b1");
+    assert!(got.get("senders").is_none(), "{got}");
+    let v = h
+        .ok(
+            "schedule_campaign",
+            campaign(json!({"senders": "[\"a2\"]"})),
+        )
+        .await;
+    assert_eq!(v["from"], "a2");
+    // Neither: the default sender.
+    let v = h.ok("schedule_campaign", campaign(json!({}))).await;
+    assert_eq!(v["from"], "a1");
+    assert_eq!(
+        campaign_row(&h, v["campaign_id"].as_str().unwrap()).await,
+        ("default".to_string(), None)
+    );
+
+    // Numbers of two businesses: refused, naming them; nothing stored.
+    let before = h.count("SELECT count(*) AS n FROM campaigns").await;
+    let e = h
+        .err(
+            "INVALID_ARGUMENT",
+            "schedule_campaign",
+            campaign(json!({"senders": ["a1", "b1"]})),
+        )
+        .await;
+    let message = e["message"].as_str().unwrap();
+    assert!(message.contains("different businesses"), "{message}");
+    assert!(
+        message.contains("a1 (business 204000000000001)")
+            && message.contains("b1 (business 204000000000002)"),
+        "{message}"
+    );
+    for (extra, named) in [
+        (json!({"senders": ["a1", "c9"]}), "`c9`"),
+        (json!({"senders": []}), "empty"),
+        (json!({"senders": ["a1"], "from": "a2"}), "Both"),
+        (json!({"senders": "a1"}), "not valid JSON"),
+    ] {
+        let e = h
+            .err(
+                "INVALID_ARGUMENT",
+                "schedule_campaign",
+                campaign(extra.clone()),
+            )
+            .await;
+        let message = e["message"].as_str().unwrap();
+        assert!(message.contains(named), "{extra}: {message}");
+    }
+    assert_eq!(h.count("SELECT count(*) AS n FROM campaigns").await, before);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_agent_limited_to_a1_may_not_spread_a_campaign_over_a2() {
+    use warden_gateway::caller::{Caller, Scope};
+    let h = harness().await;
+    h.insert_template("promo", "en", "marketing", "APPROVED", "Sale {{1}}")
+        .await;
+    let caller = Caller {
+        agent: "a1-campaigns".into(),
+        scopes: [Scope::Campaigns].into_iter().collect(),
+        senders: Some(vec!["a1".into()]),
+    };
+    let client = common::connect(
+        warden_gateway::Gateway::new(h.deps.clone())
+            .unwrap()
+            .acting_as(caller),
+    )
+    .await;
+    let later = (Utc::now() + chrono::TimeDelta::hours(2)).to_rfc3339();
+    let call = |senders: Value| {
+        let args = json!({"name": "spring", "type": "marketing", "template_name": "promo",
+                          "deliver_at": later, "variables": {"1": "20%"}, "senders": senders});
+        client.call_tool(
+            rmcp::model::CallToolRequestParams::new("schedule_campaign")
+                .with_arguments(args.as_object().cloned().unwrap()),
+        )
+    };
+    for senders in [json!(["a1", "a2"]), json!("[\"a1\", \"a2\"]")] {
+        let r = call(senders).await.unwrap();
+        let v = r.structured_content.unwrap();
+        assert_eq!(v["error"]["code"], "FORBIDDEN", "{v}");
+        assert!(
+            v["error"]["message"].as_str().unwrap().contains("`a2`"),
+            "{v}"
+        );
+    }
+    let r = call(json!(["a1"])).await.unwrap();
+    assert_ne!(r.is_error, Some(true), "{r:?}");
+    assert_eq!(h.count("SELECT count(*) AS n FROM campaigns").await, 1);
+}
