@@ -13,6 +13,10 @@ use crate::error::{ToolError, code};
 use crate::gateway::Gateway;
 use crate::text::echo;
 
+/// Tools that, given no `from`, read every number (not the default sender's only): an
+/// agent limited to some senders must name one of them.
+const EVERY_NUMBER_WITHOUT_FROM: &[&str] = &["list_inbox"];
+
 /// A sender-naming argument's text as the tool would read it (`null` and blank: absent); a
 /// value of another type is left for the tool to refuse.
 fn named(value: Option<&Value>) -> Option<String> {
@@ -60,7 +64,9 @@ impl Gateway {
         }
         let senders = self.core().senders();
         let implicit = named_ids.is_empty() && takes(schema, "from");
-        let used: Vec<&str> = if implicit {
+        let used: Vec<&str> = if implicit && EVERY_NUMBER_WITHOUT_FROM.contains(&&*request.name) {
+            senders.ids()
+        } else if implicit {
             vec![senders.default().id.as_str()]
         } else {
             named_ids
@@ -71,7 +77,12 @@ impl Gateway {
         };
         let refused = used.into_iter().find(|id| !caller.may_use(id))?;
         tracing::info!(agent = %caller.agent, tool = %request.name, sender = refused, "call outside the agent's senders");
-        let which = if implicit {
+        let which = if implicit && EVERY_NUMBER_WITHOUT_FROM.contains(&&*request.name) {
+            format!(
+                "every number, `{refused}` among them (without `from`, {} reads them all)",
+                request.name
+            )
+        } else if implicit {
             format!("the default sender `{refused}` (no `from` was given)")
         } else {
             format!("sender `{refused}`")

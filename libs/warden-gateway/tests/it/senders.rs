@@ -180,6 +180,13 @@ async fn an_agent_limited_to_a1_sends_from_a1_only_over_http() {
     .await;
     assert_ne!(checked["isError"], true, "{checked}");
 
+    // list_inbox without `from` reads every number: it must name its own.
+    let r = call_as(&gw, &a1, "list_inbox", json!({})).await;
+    let text = refused(&r, "FORBIDDEN");
+    assert!(text.contains("every number"), "{text}");
+    let r = call_as(&gw, &a1, "list_inbox", json!({"from": "a1"})).await;
+    assert_ne!(r["isError"], true, "{r}");
+
     // An agent limited to b1 may not fall back on the default sender.
     let b1 = format!("Bearer {}", b1_bot.key);
     let r = call_as(
