@@ -161,6 +161,8 @@ pub struct ConversationOut {
     #[serde(flatten)]
     pub ids: CustomerIds,
     pub channel: String,
+    /// The sender (business number) whose conversation this is.
+    pub from: String,
     /// The conversation's id (null when the customer never wrote); archive_chat takes it.
     pub conversation_id: Option<String>,
     pub window_open: bool,
@@ -258,8 +260,11 @@ pub struct CustomerContextOut {
     #[serde(flatten)]
     pub ids: CustomerIds,
     pub channel: String,
+    /// The sender (business number) the conversation, eligibility and consent are about.
+    pub from: String,
     /// False when Warden has never seen this customer (defaults are shown).
     pub known_customer: bool,
+    /// The consent given to the business of `from`.
     pub opt_in: OptIn,
     pub tags: Vec<String>,
     pub engagement_score: f64,

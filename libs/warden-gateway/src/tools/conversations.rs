@@ -99,7 +99,8 @@ impl Gateway {
         description = "Read a customer's conversation state: whether the 24-hour care window is open, seconds left, when it \
 closes, last inbound/outbound times, and whether marketing and utility templates could be sent now (\"eligible\" or the \
 reason, e.g. user_opted_out). A customer who never wrote is a normal answer (window_open false, time_remaining_secs 0, \
-timestamps null). Reads the cache and falls back to the database. Errors: INVALID_ARGUMENT (bad phone or channel), \
+timestamps null). The conversation is the one with the number `from` (default: the default sender), which the answer \
+names. Reads the cache and falls back to the database. Errors: INVALID_ARGUMENT (bad phone or channel, unknown from), \
 UNAVAILABLE (retry shortly).",
         input_schema = schema::input::<CustomerIn>(),
         output_schema = schema::output::<ConversationOut>(),
@@ -197,8 +198,12 @@ impl Gateway {
         let phone = self.resolve(&a.customer_id).await?;
         let channel = a.on.channel();
         let from = a.on.from();
-        let sender = self.core().sender_keys(from)?.sender;
-        let view = self.core().conversation(&phone, channel, &sender).await?;
+        let sender = self.core().sender(from)?;
+        let (from_id, key) = (
+            sender.id.clone(),
+            self.core().senders().key_of(sender).sender,
+        );
+        let view = self.core().conversation(&phone, channel, &key).await?;
         let now = Utc::now();
         let marketing = self
             .core()
@@ -218,6 +223,7 @@ impl Gateway {
             customer_id: phone.digits().to_string(),
             ids,
             channel: channel.to_string(),
+            from: from_id,
             conversation_id: view.id.map(|id| id.to_string()),
             window_open: view.window_open,
             time_remaining_secs: view.time_remaining_secs,

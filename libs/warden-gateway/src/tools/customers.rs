@@ -34,7 +34,8 @@ impl Gateway {
         description = "Everything needed to decide how to contact a customer, in one read: consent (opt_in marketing/utility), \
 tags, engagement_score, last_interaction, the conversation window, and eligibility for marketing, utility and service \
 (free-form) messages, each {eligible, reason_code when not}. A dry run: nothing is written, not even an audit row. Unknown \
-customers get the defaults (opted in, no tags). Errors: INVALID_ARGUMENT (bad phone or channel), UNAVAILABLE (retry).",
+customers get the defaults (opted in, no tags). All of it is about the number `from` (default: the default sender), which \
+the answer names: its conversation, its business's consent. Errors: INVALID_ARGUMENT (bad phone or channel, unknown from), UNAVAILABLE (retry).",
         input_schema = schema::input::<CustomerIn>(),
         output_schema = schema::output::<CustomerContextOut>(),
         annotations(read_only_hint = true, open_world_hint = false)
@@ -69,17 +70,30 @@ impl Gateway {
         let a: Input<CustomerIn> = parse(args)?;
         let phone = self.resolve(&a.customer_id).await?;
         let channel = a.on.channel();
-        let (customer, last_refusal) = {
+        let from = a.on.from();
+        let sender = self.core().sender(from)?;
+        let (from_id, keys) = (sender.id.clone(), self.core().senders().key_of(sender));
+        let (customer, consent, last_refusal) = {
             let mut conn = self.conn().await?;
             let customer = warden_core::customers::find(&mut conn, &phone).await?;
+            // Consent belongs to the business of the number asked about.
+            let consent = match &customer {
+                Some(c) => Some(
+                    warden_core::customers::consent::of(&mut conn, &keys.business, c)
+                        .await
+                        .map_err(warden_core::CoreError::from)?,
+                ),
+                None => None,
+            };
             let refusal = warden_core::send::refusals::last_refusal(&mut conn, phone.digits())
                 .await
                 .map_err(warden_core::CoreError::from)?;
-            (customer, refusal)
+            (customer, consent, refusal)
         };
-        let from = a.on.from();
-        let sender = self.core().sender_keys(from)?.sender;
-        let view = self.core().conversation(&phone, channel, &sender).await?;
+        let view = self
+            .core()
+            .conversation(&phone, channel, &keys.sender)
+            .await?;
         let now = Utc::now();
         let core = self.core();
         let marketing = core
@@ -102,9 +116,10 @@ impl Gateway {
             ids,
             channel: channel.to_string(),
             known_customer: customer.is_some(),
+            from: from_id,
             opt_in: OptIn {
-                marketing: customer.as_ref().is_none_or(|c| c.opt_in_marketing),
-                utility: customer.as_ref().is_none_or(|c| c.opt_in_utility),
+                marketing: consent.as_ref().is_none_or(|c| c.marketing),
+                utility: consent.as_ref().is_none_or(|c| c.utility),
             },
             tags: customer
                 .as_ref()

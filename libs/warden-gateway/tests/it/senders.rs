@@ -548,3 +548,38 @@ async fn an_agent_limited_to_a1_may_not_spread_a_campaign_over_a2() {
     assert_ne!(r.is_error, Some(true), "{r:?}");
     assert_eq!(h.count("SELECT count(*) AS n FROM campaigns").await, 1);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn conversation_reads_say_which_number_they_are_about() {
+    let h = harness().await;
+    let p = phone();
+    let key = warden_rules::phone::canonicalize(&p).unwrap();
+    {
+        let mut c = h.conn().await;
+        warden_core::customers::ensure(&mut c, &key).await.unwrap();
+        warden_core::conversations::record_inbound(&mut c, &key, "whatsapp", "a2", Utc::now())
+            .await
+            .unwrap();
+    }
+    // A STOP to business A: a1 and a2 see it, b1 does not.
+    h.opt_out(&p, false).await;
+    for (from, open, marketing) in [
+        (None, false, false),
+        (Some("a2"), true, false),
+        (Some("b1"), false, true),
+    ] {
+        let mut args = json!({"customer_id": p});
+        if let Some(f) = from {
+            args["from"] = json!(f);
+        }
+        let shown = from.unwrap_or("a1");
+        let v = h.ok("check_conversation", args.clone()).await;
+        assert_eq!(v["from"], shown, "{v}");
+        assert_eq!(v["window_open"], open, "{shown}: {v}");
+        let v = h.ok("get_customer_context", args).await;
+        assert_eq!(v["from"], shown, "{v}");
+        assert_eq!(v["conversation"]["window_open"], open, "{shown}: {v}");
+        assert_eq!(v["opt_in"]["marketing"], marketing, "{shown}: {v}");
+        assert_eq!(v["opt_in"]["utility"], true, "{shown}: {v}");
+    }
+}
