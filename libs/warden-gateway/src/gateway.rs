@@ -87,6 +87,13 @@ impl Gateway {
         ACTING.scope(acting, fut).await
     }
 
+    /// The caller of the current call (the local one outside a call).
+    pub(crate) fn caller(&self) -> Caller {
+        ACTING
+            .try_with(|a| a.caller.clone())
+            .unwrap_or_else(|_| self.local.caller.clone())
+    }
+
     /// The name the current call's writes are recorded as (audit rows, `sent_by`).
     pub(crate) fn actor(&self) -> &'static str {
         ACTING.try_with(|a| a.actor).unwrap_or(self.local.actor)

@@ -601,6 +601,77 @@ pub struct MessagingLimitOut {
     pub marketing_limited_customers_24h: i64,
 }
 
+impl MessagingLimitOut {
+    /// The portfolio's limit and use as the core reads them.
+    pub fn of(usage: &warden_core::account::portfolio::Usage) -> MessagingLimitOut {
+        MessagingLimitOut {
+            used: usage.used,
+            limit: usage.limit.and_then(|l| l.users()).map(i64::from),
+            unlimited: usage.limit.is_some_and(|l| l.users().is_none()),
+            known: usage.limit.is_some(),
+            source: usage.source.clone(),
+            resets_at: usage
+                .frees_at
+                .map(|t| t.to_rfc3339_opts(chrono::SecondsFormat::Secs, true)),
+            marketing_limited_customers_24h: usage.marketing_limited,
+        }
+    }
+}
+
+#[derive(Serialize, JsonSchema)]
+pub struct SendersOut {
+    /// The numbers, in the senders file's order (for an agent limited to some senders,
+    /// only those).
+    pub senders: Vec<SenderOut>,
+    /// The id of the default sender: the one used when a call gives no `from`.
+    pub default: String,
+}
+
+#[derive(Serialize, JsonSchema)]
+pub struct SenderOut {
+    /// The sender's id: what `from` takes.
+    pub id: String,
+    /// The platform's id of the number (`from` takes it too).
+    pub phone_number_id: String,
+    /// The number as the platform last showed it to Warden; null until it has.
+    pub display_phone_number: Option<String>,
+    /// Its WhatsApp Business Account: numbers with the same waba_id are one business (consent, frequency caps and templates are shared).
+    pub waba_id: String,
+    /// Its business portfolio: numbers of one portfolio share its messaging limit.
+    pub portfolio_id: String,
+    /// True for the sender used when a call gives no `from`.
+    pub default: bool,
+    /// The latest quality rating Warden knows for the number: "RED" while it is protected because the platform flagged its quality; null when Warden knows none (get_account_quality reads the default number's live).
+    pub quality_rating: Option<String>,
+    /// Why the number sends no marketing now (sender protection: its quality was flagged, or a halt-class platform error); null when it is not protected.
+    pub protection: Option<ProtectionOut>,
+    /// The pace the dispatcher sends the number's messages at.
+    pub throughput: ThroughputOut,
+    /// Its business portfolio's messaging limit as Warden enforces it, and its use (shared by the portfolio's numbers).
+    pub messaging_limit: MessagingLimitOut,
+}
+
+#[derive(Serialize, JsonSchema)]
+pub struct ProtectionOut {
+    pub reason: String,
+    /// quality_flagged, platform_error, ...
+    pub source: String,
+    /// Since when (RFC 3339).
+    pub since: String,
+}
+
+#[derive(Serialize, JsonSchema)]
+pub struct ThroughputOut {
+    /// Messages per second.
+    pub mps: u32,
+    /// setting (the senders file's mps or RATE_LIMIT_MPS), platform_default, throughput_upgrade or coexistence.
+    pub source: String,
+    /// What set it: the platform's last word on the number, else the setting.
+    pub detail: String,
+    /// When the platform's word was recorded (RFC 3339); null while the setting rules.
+    pub updated_at: Option<String>,
+}
+
 #[derive(Serialize, JsonSchema)]
 pub struct CostOut {
     pub message_type: String,

@@ -66,7 +66,8 @@ impl Gateway {
                     + Self::delivery_tools()
                     + Self::template_tools()
                     + Self::campaign_tools()
-                    + Self::account_tools(),
+                    + Self::account_tools()
+                    + Self::sender_tools(),
             ),
             local,
         })

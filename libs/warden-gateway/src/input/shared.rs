@@ -49,6 +49,39 @@ impl<'de> Deserialize<'de> for Channel {
     }
 }
 
+/// The most characters a sender name (`from`, an item of `senders`) may have: ids are at
+/// most 32, the platform's phone number ids are shorter than this.
+pub const MAX_SENDER_CHARS: usize = 64;
+
+/// `from`: a sender id or its phone_number_id (the core checks it names one), trimmed; a
+/// longer one than any sender's is refused before it is looked up or quoted back.
+#[derive(Clone, Debug)]
+pub struct SenderName(pub String);
+
+schema_of!(SenderName => String);
+
+impl<'de> Deserialize<'de> for SenderName {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let text = Text::deserialize(d)?.0;
+        check_sender_name("from", &text).map_err(super::lift)?;
+        Ok(SenderName(text))
+    }
+}
+
+/// A sender name given as `param`: at most [`MAX_SENDER_CHARS`] characters.
+pub fn check_sender_name(param: &str, name: &str) -> ToolResult<()> {
+    let n = name.chars().count();
+    if n > MAX_SENDER_CHARS {
+        return Err(ToolError::invalid(
+            format!(
+                "The parameter `{param}` has {n} characters; a sender id or phone_number_id has at most {MAX_SENDER_CHARS}."
+            ),
+            "Pass a sender id or its phone_number_id (list_senders lists them).",
+        ));
+    }
+    Ok(())
+}
+
 /// Where a conversation happens: the `channel` and the business number (`from`) of a tool
 /// that sends to, reads or checks one customer's conversation.
 #[derive(DeriveDeserialize, JsonSchema, Clone, Debug, Default)]
@@ -58,7 +91,7 @@ pub struct OnChannel {
     channel: Option<Channel>,
     /// The business number to send from or read: a sender id or its phone_number_id
     /// (list_senders lists them). Default: the default sender.
-    from: Option<Text>,
+    from: Option<SenderName>,
 }
 
 impl OnChannel {
@@ -71,7 +104,7 @@ impl OnChannel {
     pub fn from_sender(sender: String) -> OnChannel {
         OnChannel {
             channel: None,
-            from: Some(Text(sender)),
+            from: Some(SenderName(sender)),
         }
     }
 

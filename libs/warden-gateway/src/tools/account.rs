@@ -364,17 +364,7 @@ impl Gateway {
             },
             display_phone_number: phone.display_phone_number,
             throughput_level: phone.throughput.map(|t| t.level),
-            messaging_limit: MessagingLimitOut {
-                used: usage.used,
-                limit: usage.limit.and_then(|l| l.users()).map(i64::from),
-                unlimited: usage.limit.is_some_and(|l| l.users().is_none()),
-                known: usage.limit.is_some(),
-                source: usage.source,
-                resets_at: usage
-                    .frees_at
-                    .map(|t| t.to_rfc3339_opts(chrono::SecondsFormat::Secs, true)),
-                marketing_limited_customers_24h: usage.marketing_limited,
-            },
+            messaging_limit: MessagingLimitOut::of(&usage),
         })
     }
 

@@ -25,7 +25,7 @@ use crate::error::{ToolError, ToolResult, code};
 use crate::gateway::Gateway;
 use crate::input::fields::{Customer, Id, Json, Text, Timestamp, opt_string};
 use crate::input::parsers::check_language;
-use crate::input::shared::{Keyed, OnChannel, template_locale};
+use crate::input::shared::{Keyed, OnChannel, SenderName, check_sender_name, template_locale};
 use crate::input::{Input, parse};
 use crate::schema::{self, *};
 use crate::text::{detail, echo, no_template_message};
@@ -72,7 +72,7 @@ pub struct ScheduleCampaignIn {
     /// JSON object (as a string) choosing recipients; every key optional: include_tags (any of), exclude_tags, customer_ids, opt_in ("marketing" or "utility"), active_within_days. "{}" or omitted means every known customer.
     pub audience_filter: Option<Json>,
     /// The business number the campaign goes out from: a sender id or its phone_number_id (list_senders lists them). Default: the default sender. Give `from` or `senders`, not both.
-    pub from: Option<Text>,
+    pub from: Option<SenderName>,
     /// JSON array (as a string) of sender ids (or phone_number_ids) of ONE business to spread the campaign over, e.g. "[\"a1\", \"a2\"]": each recipient always gets the same one of them. Numbers of different businesses are refused.
     pub senders: Option<Json>,
     #[serde(flatten)]
@@ -597,8 +597,11 @@ impl Gateway {
                 "Pass `from` for one number, or `senders` for several numbers of one business.",
             ));
         }
+        for given in &list {
+            check_sender_name("senders", given)?;
+        }
         let named: Vec<&warden_settings::Sender> = if list.is_empty() {
-            vec![core.sender(a.from.as_ref().map(|t| t.as_str()))?]
+            vec![core.sender(a.from.as_ref().map(|t| t.0.as_str()))?]
         } else {
             list.iter()
                 .map(|given| core.sender(Some(given)))

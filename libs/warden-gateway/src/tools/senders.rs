@@ -1,17 +1,83 @@
-//! The business numbers (senders) of the deployment: which ones the calling agent may use.
+//! The business numbers (senders) of the deployment: list_senders (account group), and
+//! which ones the calling agent may use.
 //!
 //! An agent limited to some senders (`warden-admin agents create NAME --senders a1,a2`) may
 //! only send from and read them. Checked once per call, before the tool runs
 //! ([`Gateway::sender_refusal`]): the senders a call is about are its `from` (or, when the
 //! tool takes `from` and none is given, the default sender) and the `senders` it lists.
 
-use rmcp::model::{CallToolRequestParams, JsonObject};
+use chrono::Utc;
+use rmcp::model::{CallToolRequestParams, CallToolResult, JsonObject};
+use rmcp::{tool, tool_router};
 use serde_json::Value;
 
 use crate::caller::Caller;
-use crate::error::{ToolError, code};
+use crate::error::{ToolError, ToolResult, code};
 use crate::gateway::Gateway;
+use crate::schema::{
+    self, MessagingLimitOut, NoParams, ProtectionOut, SenderOut, SendersOut, ThroughputOut,
+};
 use crate::text::echo;
+use crate::util::{finish, opt_ts, ts};
+
+#[tool_router(router = sender_tools, vis = "pub(crate)")]
+impl Gateway {
+    #[tool(
+        name = "list_senders",
+        description = "List the business numbers (senders) this deployment sends from, each with what Warden knows of it: \
+id (what `from` takes), phone_number_id, display_phone_number, waba_id (one business: numbers sharing it share consent, \
+frequency caps and templates), portfolio_id, default (the number used without `from`), quality_rating (RED while the \
+platform flagged it, else null), protection (why it sends no marketing now, else null), throughput (mps and what set it) \
+and messaging_limit (its portfolio's limit, used, resets_at). An agent limited to some senders sees only those. From \
+what Warden stored: no platform call, never a token or a secret. Errors: UNAVAILABLE (retry shortly).",
+        input_schema = schema::input::<NoParams>(),
+        output_schema = schema::output::<SendersOut>(),
+        annotations(read_only_hint = true, open_world_hint = false)
+    )]
+    async fn list_senders(&self, _args: JsonObject) -> CallToolResult {
+        finish("list_senders", self.list_senders_impl().await)
+    }
+}
+
+impl Gateway {
+    async fn list_senders_impl(&self) -> ToolResult<SendersOut> {
+        let caller = self.caller();
+        let senders = self.core().senders();
+        let numbers = self.core().numbers(Utc::now()).await?;
+        let listed = numbers
+            .into_iter()
+            .filter(|n| caller.may_use(&n.id))
+            .filter_map(|n| {
+                let sender = senders.by_id(&n.id)?;
+                Some(SenderOut {
+                    id: n.id,
+                    phone_number_id: sender.phone_number_id.clone(),
+                    display_phone_number: n.display_phone_number,
+                    waba_id: sender.waba_id.clone(),
+                    portfolio_id: sender.portfolio_id.clone(),
+                    default: sender.default,
+                    quality_rating: n.quality_rating.map(str::to_string),
+                    protection: n.protection.map(|p| ProtectionOut {
+                        reason: p.reason,
+                        source: p.source,
+                        since: ts(p.since),
+                    }),
+                    throughput: ThroughputOut {
+                        mps: n.capacity.mps,
+                        source: n.capacity.source.as_str().to_string(),
+                        detail: n.capacity.detail.unwrap_or(n.configured_by),
+                        updated_at: opt_ts(n.capacity.updated_at),
+                    },
+                    messaging_limit: MessagingLimitOut::of(&n.usage),
+                })
+            })
+            .collect();
+        Ok(SendersOut {
+            senders: listed,
+            default: senders.default().id.clone(),
+        })
+    }
+}
 
 /// Tools that, given no `from`, read every number (not the default sender's only): an
 /// agent limited to some senders must name one of them.

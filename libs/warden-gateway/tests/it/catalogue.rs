@@ -75,12 +75,13 @@ fn spec() -> HashMap<&'static str, (Vec<&'static str>, Vec<&'static str>)> {
             "schedule_campaign",
             (
                 vec!["name", "type", "template_name", "deliver_at"],
-                vec!["locale", "variables", "audience_filter"],
+                vec!["locale", "variables", "audience_filter", "from", "senders"],
             ),
         ),
         ("cancel_campaign", (vec!["campaign_id"], vec!["reason"])),
         ("pause_campaign", (vec!["campaign_id"], vec![])),
         ("get_account_quality", (vec![], vec![])),
+        ("list_senders", (vec![], vec![])),
         ("get_spend", (vec![], vec!["since", "until"])),
         (
             "estimate_cost",
@@ -167,6 +168,7 @@ const BOOL_PARAMS: &[(&str, &str)] = &[("mark_as_read", "typing_indicator")];
 
 const READ_ONLY: &[&str] = &[
     "get_media",
+    "list_senders",
     "get_account_quality",
     "get_spend",
     "check_compliance",
@@ -475,7 +477,7 @@ async fn works_with_protocol_versions_2025_06_18_2025_11_25_and_2026_07_28() {
             info.server_info.clone().unwrap().name,
             "warden-gateway-test"
         );
-        assert_eq!(client.list_all_tools().await.unwrap().len(), 36);
+        assert_eq!(client.list_all_tools().await.unwrap().len(), 37);
         let res = client
             .call_tool(
                 rmcp::model::CallToolRequestParams::new("explain_error")
@@ -509,7 +511,7 @@ async fn works_with_protocol_versions_2025_06_18_2025_11_25_and_2026_07_28() {
         info.server_info.clone().unwrap().name,
         "warden-gateway-test"
     );
-    assert_eq!(client.list_all_tools().await.unwrap().len(), 36);
+    assert_eq!(client.list_all_tools().await.unwrap().len(), 37);
     let res = client
         .call_tool(
             rmcp::model::CallToolRequestParams::new("get_delivery_status")

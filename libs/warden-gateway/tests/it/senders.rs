@@ -583,3 +583,112 @@ async fn conversation_reads_say_which_number_they_are_about() {
         assert_eq!(v["opt_in"]["utility"], true, "{shown}: {v}");
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn list_senders_shows_what_is_known_of_each_number_and_no_secret() {
+    let h = harness().await;
+    {
+        // What the platform told Warden: a2's number read (high throughput), b1 flagged,
+        // business A's portfolio limit.
+        warden_core::account::throughput::record_number(
+            &h.deps.pg,
+            "a2",
+            true,
+            false,
+            Some("15550100002"),
+        )
+        .await
+        .unwrap();
+        let mut c = h.conn().await;
+        warden_core::account::protection::protect(
+            &mut c,
+            "b1",
+            "quality RED (FLAGGED)",
+            warden_core::account::numbers::QUALITY_FLAGGED,
+            "test",
+        )
+        .await
+        .unwrap();
+        warden_core::account::portfolio::learn(&mut c, "default", "TIER_1K", "test", "test")
+            .await
+            .unwrap();
+    }
+    let v = h.ok("list_senders", json!({})).await;
+    assert_eq!(v["default"], "a1", "{v}");
+    let listed = v["senders"].as_array().unwrap();
+    let ids: Vec<&str> = listed.iter().map(|s| s["id"].as_str().unwrap()).collect();
+    assert_eq!(ids, ["a1", "a2", "b1"]);
+    let (a1, a2, b1) = (&listed[0], &listed[1], &listed[2]);
+
+    assert_eq!(a1["phone_number_id"], "104000000000001");
+    assert_eq!(a1["waba_id"], "204000000000001");
+    assert_eq!(a1["portfolio_id"], "304000000000001");
+    assert_eq!(a1["default"], true);
+    assert_eq!(a1["display_phone_number"], Value::Null);
+    assert_eq!(a1["quality_rating"], Value::Null);
+    assert_eq!(a1["protection"], Value::Null);
+    assert_eq!(a1["throughput"]["mps"], 80);
+    assert_eq!(a1["throughput"]["source"], "setting");
+    assert_eq!(
+        a1["throughput"]["detail"],
+        "senders file: mps 80 of sender a1"
+    );
+    assert!(a1["messaging_limit"]["limit"].is_i64(), "{a1}");
+    assert_eq!(a1["messaging_limit"]["known"], true, "{a1}");
+    assert_eq!(a1["messaging_limit"]["used"], 0);
+    assert_eq!(a1["messaging_limit"]["resets_at"], Value::Null);
+
+    assert_eq!(a2["default"], false);
+    assert_eq!(a2["display_phone_number"], "15550100002");
+    assert_eq!(a2["throughput"]["source"], "throughput_upgrade", "{a2}");
+    assert!(a2["throughput"]["updated_at"].is_string(), "{a2}");
+    // One portfolio, one limit.
+    assert_eq!(a2["messaging_limit"], a1["messaging_limit"]);
+
+    assert_eq!(b1["waba_id"], "204000000000002");
+    assert_eq!(b1["quality_rating"], "RED", "{b1}");
+    assert_eq!(b1["protection"]["source"], "quality_flagged", "{b1}");
+    assert_eq!(b1["throughput"]["source"], "setting");
+    assert!(
+        b1["throughput"]["detail"]
+            .as_str()
+            .unwrap()
+            .starts_with("RATE_LIMIT_MPS="),
+        "{b1}"
+    );
+    assert_eq!(b1["messaging_limit"]["known"], false, "{b1}");
+    assert_eq!(b1["messaging_limit"]["limit"], Value::Null);
+
+    // Never a token or a secret (nor the names of the variables holding them).
+    let text = v.to_string();
+    for (name, value) in SENDER_ENV {
+        assert!(!text.contains(value) && !text.contains(name), "{text}");
+    }
+
+    // An agent limited to b1 sees b1 only.
+    use warden_gateway::caller::{Caller, Scope};
+    let caller = Caller {
+        agent: "b1-reader".into(),
+        scopes: [Scope::Read].into_iter().collect(),
+        senders: Some(vec!["b1".into()]),
+    };
+    let client = common::connect(
+        warden_gateway::Gateway::new(h.deps.clone())
+            .unwrap()
+            .acting_as(caller),
+    )
+    .await;
+    let r = client
+        .call_tool(rmcp::model::CallToolRequestParams::new("list_senders"))
+        .await
+        .unwrap();
+    let v = r.structured_content.unwrap();
+    let ids: Vec<&str> = v["senders"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids, ["b1"], "{v}");
+    assert_eq!(v["default"], "a1");
+}

@@ -44,13 +44,14 @@ ALL_TOOLS = {
     "create_template", "sync_webhooks", "archive_chat", "get_campaign", "resume_campaign",
     "get_conversation_history", "list_inbox", "mark_as_read",
     "send_media", "upload_media", "send_interactive", "send_location", "react_to_message", "get_media",
-    "get_spend",
+    "get_spend", "list_senders",
 }
 READ_ONLY = {
     "check_compliance", "explain_error", "check_conversation", "check_frequency_cap",
     "get_customer_context", "get_delivery_status", "get_rate_limit", "list_conversations",
     "list_templates", "estimate_cost", "estimate_pricing", "get_campaign", "get_media",
     "get_conversation_history", "list_inbox", "get_account_quality", "get_spend",
+    "list_senders",
 }
 UNKNOWN_ID = "00000000-0000-4000-8000-000000000000"
 

@@ -1,0 +1,105 @@
+//! What Warden knows about each of its numbers (`list_senders`): the display number and
+//! throughput the platform last reported for it (`number_throughput`), whether it is
+//! protected and why (`sender_protection`), and its portfolio's messaging limit. Read from
+//! what is stored only: no platform call, never a token or a secret.
+
+use std::collections::HashMap;
+
+use chrono::{DateTime, Utc};
+use diesel::prelude::*;
+use diesel_async::RunQueryDsl;
+use warden_settings::StoreKeys;
+use warden_store::schema::number_throughput as nt;
+
+use crate::account::portfolio::{self, Usage};
+use crate::account::protection::{self, Protection};
+use crate::account::throughput::{self, CHANNEL, Capacity};
+use crate::{Core, CoreError};
+
+/// The protection source of a number flagged by its quality (the webhook's
+/// `phone_number_quality_update` with `FLAGGED`): the platform rated it RED.
+pub const QUALITY_FLAGGED: &str = "quality_flagged";
+
+/// One sender's number as Warden knows it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Number {
+    /// The sender's id (the senders file's order is kept).
+    pub id: String,
+    pub keys: StoreKeys,
+    /// As the platform last showed it (a read of the number or a quality update); `None`
+    /// until it has.
+    pub display_phone_number: Option<String>,
+    /// "RED" while the number is protected because its quality was flagged; `None` when
+    /// Warden has no rating for it.
+    pub quality_rating: Option<&'static str>,
+    /// The pace its sends go at: the platform's word, else its `mps`, else `RATE_LIMIT_MPS`.
+    pub capacity: Capacity,
+    /// The setting that gives the pace while the platform has said nothing.
+    pub configured_by: String,
+    /// Why it sends no marketing now, when it is protected.
+    pub protection: Option<Protection>,
+    /// Its portfolio's messaging limit and use (shared by the portfolio's numbers).
+    pub usage: Usage,
+}
+
+impl Core {
+    /// Every sender's number, in the senders file's order, as of `now`.
+    pub async fn numbers(&self, now: DateTime<Utc>) -> Result<Vec<Number>, CoreError> {
+        let senders = self.senders();
+        let recorded = throughput::recorded(self.pg()).await?;
+        let (displayed, protections) = {
+            let mut conn = self.pg().get().await?;
+            let displayed: HashMap<String, String> = nt::table
+                .filter(nt::channel.eq(CHANNEL))
+                .filter(nt::display_phone_number.is_not_null())
+                .select((nt::sender, nt::display_phone_number.assume_not_null()))
+                .load::<(String, String)>(&mut conn)
+                .await?
+                .into_iter()
+                .collect();
+            let protections: HashMap<String, Protection> = protection::all(&mut conn)
+                .await?
+                .into_iter()
+                .map(|p| (p.sender_id.clone(), p))
+                .collect();
+            (displayed, protections)
+        };
+        // One read per portfolio: its numbers share the limit.
+        let mut usages: HashMap<String, Usage> = HashMap::new();
+        let mut out = Vec::with_capacity(senders.len());
+        for sender in senders.all() {
+            let keys = senders.key_of(sender);
+            let usage = match usages.get(&keys.portfolio) {
+                Some(u) => u.clone(),
+                None => {
+                    let u = portfolio::current_usage(self.pg(), &keys.portfolio, now).await?;
+                    usages.insert(keys.portfolio.clone(), u.clone());
+                    u
+                }
+            };
+            let rate = self.settings().rate_limit_mps;
+            let (setting, configured_by) = match sender.mps {
+                Some(mps) => (
+                    mps,
+                    format!("senders file: mps {mps} of sender {}", sender.id),
+                ),
+                None => (rate, format!("RATE_LIMIT_MPS={rate}")),
+            };
+            let protection = protections.get(&keys.sender).cloned();
+            out.push(Number {
+                id: sender.id.clone(),
+                display_phone_number: displayed.get(&keys.sender).cloned(),
+                quality_rating: protection
+                    .as_ref()
+                    .filter(|p| p.source == QUALITY_FLAGGED)
+                    .map(|_| "RED"),
+                capacity: Capacity::of(recorded.get(&keys.sender), setting),
+                configured_by,
+                protection,
+                usage,
+                keys,
+            });
+        }
+        Ok(out)
+    }
+}
