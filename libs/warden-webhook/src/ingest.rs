@@ -675,7 +675,7 @@ async fn apply_quality_rating(
 }
 
 /// The source of a protection set by the number's quality.
-const QUALITY_SOURCE: &str = "quality_flagged";
+const QUALITY_SOURCE: &str = warden_core::account::numbers::QUALITY_FLAGGED;
 
 /// The stored key of the portfolio an event's number belongs to (quality updates name
 /// their business account, not a number).

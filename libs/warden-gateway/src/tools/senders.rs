@@ -1,4 +1,4 @@
-//! The business numbers (senders) of the deployment: list_senders (account group), and
+//! The business numbers (senders) of the deployment: list_senders and resume_sender, and
 //! which ones the calling agent may use.
 //!
 //! An agent limited to some senders (`warden-admin agents create NAME --senders a1,a2`) may
@@ -9,11 +9,15 @@
 use chrono::Utc;
 use rmcp::model::{CallToolRequestParams, CallToolResult, JsonObject};
 use rmcp::{tool, tool_router};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::caller::Caller;
 use crate::error::{ToolError, ToolResult, code};
 use crate::gateway::Gateway;
+use crate::input::shared::SenderName;
+use crate::input::{Input, parse};
 use crate::schema::{
     self, MessagingLimitOut, NoParams, ProtectionOut, SenderOut, SendersOut, ThroughputOut,
 };
@@ -37,9 +41,54 @@ what Warden stored: no platform call, never a token or a secret. Errors: UNAVAIL
     async fn list_senders(&self, _args: JsonObject) -> CallToolResult {
         finish("list_senders", self.list_senders_impl().await)
     }
+
+    #[tool(
+        name = "resume_sender",
+        description = "Let a protected number send marketing again. A number is protected (list_senders shows \
+`protection`) when the platform flagged its quality RED or answered one of its messages with a halt-class error \
+(131048 spam rate limit, 131031 account locked, 368 policy block): its marketing is refused and its campaigns pause \
+with reason sender_protection. Resuming lifts that and runs again the campaigns it paused; check the number's \
+standing with the platform first. Returns from and resumed (false when it was not protected). Audited. Errors: \
+INVALID_ARGUMENT (unknown from: the ids are listed), FORBIDDEN (needs the admin scope, or a number outside the \
+agent's senders), UNAVAILABLE.",
+        input_schema = schema::input::<ResumeSenderIn>(),
+        output_schema = schema::output::<ResumeSenderOut>(),
+        annotations(read_only_hint = false, destructive_hint = false, idempotent_hint = true, open_world_hint = false)
+    )]
+    async fn resume_sender(&self, args: JsonObject) -> CallToolResult {
+        finish("resume_sender", self.resume_sender_impl(args).await)
+    }
+}
+
+#[derive(Deserialize, JsonSchema)]
+pub struct ResumeSenderIn {
+    /// The number to resume: a sender id or its phone_number_id (list_senders lists them).
+    pub from: SenderName,
+}
+
+#[derive(Serialize, JsonSchema)]
+pub struct ResumeSenderOut {
+    /// The sender id.
+    pub from: String,
+    /// True when it was protected and now sends marketing again.
+    pub resumed: bool,
 }
 
 impl Gateway {
+    async fn resume_sender_impl(&self, args: JsonObject) -> ToolResult<ResumeSenderOut> {
+        let a: Input<ResumeSenderIn> = parse(args)?;
+        let sender = self.core().sender(Some(a.from.0.as_str()))?.id.clone();
+        let resumed = self
+            .core()
+            .as_actor(self.actor())
+            .resume_sender(&sender)
+            .await?;
+        Ok(ResumeSenderOut {
+            from: sender,
+            resumed,
+        })
+    }
+
     async fn list_senders_impl(&self) -> ToolResult<SendersOut> {
         let caller = self.caller();
         let senders = self.core().senders();

@@ -82,6 +82,7 @@ fn spec() -> HashMap<&'static str, (Vec<&'static str>, Vec<&'static str>)> {
         ("pause_campaign", (vec!["campaign_id"], vec![])),
         ("get_account_quality", (vec![], vec![])),
         ("list_senders", (vec![], vec![])),
+        ("resume_sender", (vec!["from"], vec![])),
         ("get_spend", (vec![], vec!["since", "until"])),
         (
             "estimate_cost",
@@ -477,7 +478,7 @@ async fn works_with_protocol_versions_2025_06_18_2025_11_25_and_2026_07_28() {
             info.server_info.clone().unwrap().name,
             "warden-gateway-test"
         );
-        assert_eq!(client.list_all_tools().await.unwrap().len(), 37);
+        assert_eq!(client.list_all_tools().await.unwrap().len(), 38);
         let res = client
             .call_tool(
                 rmcp::model::CallToolRequestParams::new("explain_error")
@@ -511,7 +512,7 @@ async fn works_with_protocol_versions_2025_06_18_2025_11_25_and_2026_07_28() {
         info.server_info.clone().unwrap().name,
         "warden-gateway-test"
     );
-    assert_eq!(client.list_all_tools().await.unwrap().len(), 37);
+    assert_eq!(client.list_all_tools().await.unwrap().len(), 38);
     let res = client
         .call_tool(
             rmcp::model::CallToolRequestParams::new("get_delivery_status")

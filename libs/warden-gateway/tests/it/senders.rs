@@ -692,3 +692,40 @@ async fn list_senders_shows_what_is_known_of_each_number_and_no_secret() {
     assert_eq!(ids, ["b1"], "{v}");
     assert_eq!(v["default"], "a1");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn resume_sender_lifts_a_protection() {
+    let h = harness().await;
+    {
+        let mut c = h.conn().await;
+        warden_core::account::protection::protect(
+            &mut c,
+            "b1",
+            "platform error 131048 (Spam rate limit hit)",
+            "platform_error",
+            "test",
+        )
+        .await
+        .unwrap();
+    }
+    let listed = h.ok("list_senders", json!({})).await;
+    assert_ne!(listed["senders"][2]["protection"], Value::Null, "{listed}");
+    // By phone number id too.
+    let v = h
+        .ok("resume_sender", json!({"from": "104000000000003"}))
+        .await;
+    assert_eq!(v, json!({"from": "b1", "resumed": true}));
+    let listed = h.ok("list_senders", json!({})).await;
+    assert_eq!(listed["senders"][2]["protection"], Value::Null, "{listed}");
+    let v = h.ok("resume_sender", json!({"from": "b1"})).await;
+    assert_eq!(v["resumed"], false, "nothing left to lift: {v}");
+    assert_eq!(
+        h.count("SELECT count(*) AS n FROM audit_logs WHERE action = 'sender_resumed' AND entity_id = 'b1'")
+            .await,
+        1
+    );
+    let e = h
+        .err("INVALID_ARGUMENT", "resume_sender", json!({"from": "c9"}))
+        .await;
+    assert!(e["message"].as_str().unwrap().contains("a1, a2, b1"), "{e}");
+}

@@ -44,7 +44,7 @@ ALL_TOOLS = {
     "create_template", "sync_webhooks", "archive_chat", "get_campaign", "resume_campaign",
     "get_conversation_history", "list_inbox", "mark_as_read",
     "send_media", "upload_media", "send_interactive", "send_location", "react_to_message", "get_media",
-    "get_spend", "list_senders",
+    "get_spend", "list_senders", "resume_sender",
 }
 READ_ONLY = {
     "check_compliance", "explain_error", "check_conversation", "check_frequency_cap",
