@@ -253,7 +253,8 @@ else:
 t = disp.get("throughput")
 if t:
     row("dispatcher, stream -> platform-sim -> `sent` (end to end)",
-        f"{num(t['msg_per_s'])} msg/s ({num(t['messages'])} msgs), {t['duplicates']} duplicates",
+        f"{num(t['msg_per_s'])} msg/s ({num(t['messages'])} msgs), {t['duplicates']} duplicates"
+        + (f", {t['unknown_outcomes']} unknown outcomes (timed out)" if t.get("unknown_outcomes") else ""),
         ">= 1,000 msg/s", t["msg_per_s"] >= 1000 and t["duplicates"] == 0,
         f"{t['ratio_to_raw_update']:.2f}x of {num(t['raw_update_rows_per_s'])} rows/s "
         f"(1-row UPDATE per tx)" if "ratio_to_raw_update" in t else "-", "dispatcher.json")
