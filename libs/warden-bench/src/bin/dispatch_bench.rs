@@ -452,9 +452,13 @@ async fn senders_accuracy(args: &Args) -> serde_json::Value {
     cfg.dispatch.pair_interval = Duration::from_secs(6);
     let (d, stop) = h.dispatcher(cfg).await;
     tokio::time::sleep(Duration::from_secs(args.warmup_secs)).await;
+    // What the sim received on each number, and when: the middle of the read (it copies
+    // every message's record, which takes a moment with thousands of them).
     let by_number = || {
+        let before = Instant::now();
         let stats = h.sim.stats();
-        senders
+        let at = before + before.elapsed() / 2;
+        let counts = senders
             .iter()
             .map(|s| {
                 stats
@@ -464,11 +468,12 @@ async fn senders_accuracy(args: &Args) -> serde_json::Value {
                     .map(|m| m.count)
                     .sum::<u64>()
             })
-            .collect::<Vec<u64>>()
+            .collect::<Vec<u64>>();
+        (counts, at)
     };
-    let (c0, t0) = (by_number(), Instant::now());
+    let (c0, t0) = by_number();
     tokio::time::sleep(Duration::from_secs(secs)).await;
-    let (c1, t1) = (by_number(), Instant::now());
+    let (c1, t1) = by_number();
     let window = (t1 - t0).as_secs_f64();
     let mut out = Vec::new();
     for (i, s) in senders.iter().enumerate() {
