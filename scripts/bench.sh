@@ -3,7 +3,7 @@
 # prints its figures and writes JSON under target/bench/; one combined table ends the run
 # (goal met/missed, ratio to the raw Postgres reference measured in the same run, peak RSS
 # per process) and is written to target/bench/summary.json with the machine noted.
-# Loopback only; every step has a time limit; about 6 minutes on a 2-core machine once built.
+# Loopback only; every step has a time limit; about 8 minutes on a 2-core machine once built.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 OUT=target/bench
