@@ -8,7 +8,7 @@
 
 use chrono::{DateTime, Utc};
 use diesel::prelude::*;
-use diesel::sql_types::{Array, Text};
+use diesel::sql_types::Text;
 use diesel_async::{AsyncPgConnection, RunQueryDsl};
 use serde_json::json;
 use warden_rules::campaign_status::CampaignStatus;
@@ -109,8 +109,8 @@ pub async fn protect(
         json!({"reason": reason, "source": source}),
     )
     .await?;
-    let paused = pause_campaigns(conn, sender, reason, actor).await?;
-    Ok(paused)
+    let reason = format!("{SENDER_PROTECTION}: {reason}");
+    crate::campaigns::pause_active(conn, &reason, Some(sender), actor).await
 }
 
 /// Lift the protection of the sender stored as `sender` (only one set by `only_from`, when
@@ -175,48 +175,6 @@ pub async fn lift(
         .await?;
     }
     Ok(true)
-}
-
-/// Pause the active campaigns that send from `sender` (alone or among several numbers),
-/// their reason `sender_protection: <why>`. Returns how many.
-async fn pause_campaigns(
-    conn: &mut AsyncPgConnection,
-    sender: &str,
-    why: &str,
-    actor: &str,
-) -> QueryResult<usize> {
-    #[derive(QueryableByName)]
-    struct IdRow {
-        #[diesel(sql_type = diesel::sql_types::Uuid)]
-        id: uuid::Uuid,
-    }
-    let reason = format!("{SENDER_PROTECTION}: {why}");
-    let paused: Vec<IdRow> = diesel::sql_query(
-        "UPDATE campaigns SET status = $2, paused_at = now(), status_reason = $1, updated_at = now()
-         WHERE id IN (SELECT id FROM campaigns WHERE status = ANY($3)
-                        AND (sender_id = $4 OR $4 = ANY(senders))
-                      ORDER BY id FOR NO KEY UPDATE)
-           AND status = ANY($3)
-         RETURNING id",
-    )
-    .bind::<Text, _>(&reason)
-    .bind::<Text, _>(CampaignStatus::Paused.as_str())
-    .bind::<Array<Text>, _>(CampaignStatus::names(&CampaignStatus::ACTIVE))
-    .bind::<Text, _>(sender)
-    .load(conn)
-    .await?;
-    for IdRow { id } in &paused {
-        warden_store::audit::record(
-            conn,
-            actor,
-            "campaign_paused",
-            "campaign",
-            &id.to_string(),
-            json!({"reason": reason, "sender": sender, "automatic": true}),
-        )
-        .await?;
-    }
-    Ok(paused.len())
 }
 
 impl Core {

@@ -319,11 +319,13 @@ pub async fn get(pg: &PgPool, id: Uuid) -> Result<CampaignView, CampaignError> {
     view.ok_or(CampaignError::NotFound(id))
 }
 
-/// Halt-class platform errors: pause every active campaign with the reason. Audited.
+/// Halt-class platform errors: pause every active campaign with the reason, or only those
+/// sending from the sender stored as `sender` (alone or among several numbers). Audited.
 /// Locks the campaign rows in id order (two such pauses never deadlock each other).
 pub async fn pause_active(
     conn: &mut AsyncPgConnection,
     reason: &str,
+    sender: Option<&str>,
     actor: &str,
 ) -> QueryResult<usize> {
     #[derive(QueryableByName)]
@@ -334,6 +336,7 @@ pub async fn pause_active(
     let paused: Vec<IdRow> = diesel::sql_query(
         "UPDATE campaigns SET status = $2, paused_at = now(), status_reason = $1, updated_at = now()
          WHERE id IN (SELECT id FROM campaigns WHERE status = ANY($3)
+                        AND ($4::text IS NULL OR sender_id = $4 OR $4 = ANY(senders))
                       ORDER BY id FOR NO KEY UPDATE)
            AND status = ANY($3)
          RETURNING id",
@@ -343,6 +346,7 @@ pub async fn pause_active(
     .bind::<diesel::sql_types::Array<diesel::sql_types::Text>, _>(CampaignStatus::names(
         &CampaignStatus::ACTIVE,
     ))
+    .bind::<diesel::sql_types::Nullable<diesel::sql_types::Text>, _>(sender)
     .load(conn)
     .await?;
     for IdRow { id } in &paused {
@@ -352,7 +356,7 @@ pub async fn pause_active(
             "campaign_paused",
             "campaign",
             &id.to_string(),
-            json!({"reason": reason, "automatic": true}),
+            json!({"reason": reason, "sender": sender, "automatic": true}),
         )
         .await?;
     }
@@ -360,7 +364,7 @@ pub async fn pause_active(
         tracing::error!(
             count = paused.len(),
             reason,
-            "paused active campaigns after a halt-class platform error"
+            "paused active campaigns (halt-class platform error or sender protection)"
         );
     }
     Ok(paused.len())

@@ -132,7 +132,7 @@ pub async fn apply_effect(
         }
         (SideEffect::PauseCampaigns(reason), _) => {
             tracing::error!(%reason, "halt-class platform error: pausing active campaigns");
-            return crate::campaigns::pause_active(conn, reason, actor).await;
+            return crate::campaigns::pause_active(conn, reason, None, actor).await;
         }
         _ => {}
     }
