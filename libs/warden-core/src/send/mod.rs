@@ -373,9 +373,11 @@ impl Core {
                         }
                     }
                 }
-                let compliance = core.compliance(c, &req, category, now).await?;
+                // Which number, business and portfolio: read by every step below.
+                let keys = core.keys_for(&req);
+                let compliance = core.compliance(c, &req, &keys, category, now).await?;
                 let decision = core
-                    .policy(c, &req, category, message_id, compliance, now)
+                    .policy(c, &req, &keys, category, message_id, compliance, now)
                     .await?;
                 if !decision.allowed {
                     // Nothing is created: a retry with the key is judged afresh.
@@ -384,7 +386,6 @@ impl Core {
                     }
                     return Ok(Outcome::Decided(decision, 0));
                 }
-                let keys = core.keys_for(&req);
                 let retry_count = record(c, &req, &keys, message_id, category, &trace).await?;
                 Ok(Outcome::Decided(decision, retry_count))
             }
@@ -401,10 +402,10 @@ impl Core {
         &self,
         c: &mut AsyncPgConnection,
         req: &SendRequest,
+        keys: &StoreKeys,
         category: Category,
         now: DateTime<Utc>,
     ) -> QueryResult<Compliance> {
-        let keys = self.keys_for(req);
         let customer = customers::ensure_locked(c, &req.phone).await?;
         let consent = customers::consent::of(c, &keys.business, &customer).await?;
         let conv = conversations::find(c, req.phone.digits(), &req.channel, &keys.sender).await?;
@@ -438,10 +439,12 @@ impl Core {
     /// rules (`content_filter`, `duplicate_guard`), then the portfolio messaging limit for a
     /// business-initiated message (`account::portfolio`): their refusal is the decision.
     /// Then the calling agent's guardrails, whose refusal aborts the transaction.
+    #[allow(clippy::too_many_arguments)] // the send's facts, each read once by the caller
     async fn policy(
         &self,
         c: &mut AsyncPgConnection,
         req: &SendRequest,
+        keys: &StoreKeys,
         category: Category,
         message_id: Uuid,
         Compliance {
@@ -470,7 +473,7 @@ impl Core {
         }
         // A protected number sends no marketing (`account::protection`).
         if category == Category::Marketing
-            && let Some(p) = crate::account::protection::of(c, &self.keys_for(req).sender).await?
+            && let Some(p) = crate::account::protection::of(c, &keys.sender).await?
         {
             let id = req.sender.as_deref().unwrap_or_default();
             return Ok(crate::account::protection::refusal(id, &p));
@@ -480,14 +483,9 @@ impl Core {
             now,
         );
         if warden_rules::platform_limits::business_initiated(category, window_open)
-            && let Some(refusal) = crate::account::portfolio::admit(
-                c,
-                &self.keys_for(req).portfolio,
-                &req.phone,
-                message_id,
-                now,
-            )
-            .await?
+            && let Some(refusal) =
+                crate::account::portfolio::admit(c, &keys.portfolio, &req.phone, message_id, now)
+                    .await?
         {
             return Ok(refusal);
         }
