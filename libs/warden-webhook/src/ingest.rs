@@ -680,12 +680,7 @@ const QUALITY_SOURCE: &str = warden_core::account::numbers::QUALITY_FLAGGED;
 /// The stored key of the portfolio an event's number belongs to (quality updates name
 /// their business account, not a number).
 fn portfolio_of<'a>(senders: &'a Senders, e: &'a Event) -> &'a str {
-    let sender = sender_of(senders, e);
-    if sender.portfolio_id == senders.default().portfolio_id {
-        warden_settings::STORED_DEFAULT
-    } else {
-        &sender.portfolio_id
-    }
+    senders.portfolio_key(sender_of(senders, e))
 }
 
 async fn apply_preference(

@@ -220,21 +220,37 @@ impl Senders {
     /// [`STORED_DEFAULT`], so rows written before a senders file existed stay theirs and
     /// one number writes nothing more than before.
     pub fn key_of(&self, sender: &Sender) -> StoreKeys {
-        let default = self.default();
-        let or_default = |same: bool, value: &str| {
-            if same {
-                STORED_DEFAULT.to_string()
-            } else {
-                value.to_string()
-            }
-        };
         StoreKeys {
-            sender: or_default(sender.default, &sender.id),
-            business: or_default(sender.waba_id == default.waba_id, &sender.waba_id),
-            portfolio: or_default(
-                sender.portfolio_id == default.portfolio_id,
-                &sender.portfolio_id,
-            ),
+            sender: self.sender_key(sender).to_string(),
+            business: self.business_key(sender).to_string(),
+            portfolio: self.portfolio_key(sender).to_string(),
+        }
+    }
+
+    /// The stored key of `sender`'s own rows (see [`Senders::key_of`]).
+    pub fn sender_key<'a>(&self, sender: &'a Sender) -> &'a str {
+        if sender.default {
+            STORED_DEFAULT
+        } else {
+            &sender.id
+        }
+    }
+
+    /// The stored key of `sender`'s business (see [`Senders::key_of`]).
+    pub fn business_key<'a>(&self, sender: &'a Sender) -> &'a str {
+        if sender.waba_id == self.default().waba_id {
+            STORED_DEFAULT
+        } else {
+            &sender.waba_id
+        }
+    }
+
+    /// The stored key of `sender`'s portfolio (see [`Senders::key_of`]).
+    pub fn portfolio_key<'a>(&self, sender: &'a Sender) -> &'a str {
+        if sender.portfolio_id == self.default().portfolio_id {
+            STORED_DEFAULT
+        } else {
+            &sender.portfolio_id
         }
     }
 
