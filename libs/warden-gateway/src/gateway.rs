@@ -13,7 +13,10 @@ use crate::subscriptions::Subscriptions;
 
 pub(crate) struct Inner {
     pub core: Core,
+    /// The default sender's client.
     pub platform: PlatformClient,
+    /// Every other sender's client, by the stored key of its rows.
+    pub other_platforms: std::collections::HashMap<String, PlatformClient>,
     /// Where conversation hints arrive (NATS), for each session's subscriptions.
     pub hints: Option<Hints>,
 }
@@ -67,8 +70,13 @@ impl Gateway {
         &self.inner.core
     }
 
-    pub(crate) fn platform(&self) -> &PlatformClient {
-        &self.inner.platform
+    /// The platform client of the sender stored as `key` (the default sender's for its key
+    /// or one this deployment no longer has).
+    pub(crate) fn platform_of(&self, key: &str) -> &PlatformClient {
+        self.inner
+            .other_platforms
+            .get(key)
+            .unwrap_or(&self.inner.platform)
     }
 
     /// Act as `caller` when a request carries no caller of its own (stdio, tests).

@@ -45,6 +45,8 @@ impl Gateway {
     pub fn new(deps: Dependencies) -> Result<Self, GatewayError> {
         let platform = warden_service::platform::client(&deps.settings, None)
             .map_err(GatewayError::Platform)?;
+        let other_platforms = warden_service::platform::other_senders(&deps.settings, None)
+            .map_err(GatewayError::Platform)?;
         let hints = deps.stream.as_ref().map(|s| s.hints.clone());
         let subscriptions = Subscriptions::new(hints.clone());
         // stdio is local and unauthenticated: it acts as MCP_AGENT (default `stdio`).
@@ -54,6 +56,7 @@ impl Gateway {
             inner: Arc::new(Inner {
                 core,
                 platform,
+                other_platforms,
                 hints,
             }),
             subscriptions,

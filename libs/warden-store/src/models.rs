@@ -132,6 +132,9 @@ pub struct Template {
 pub struct Campaign {
     pub id: Uuid,
     pub name: String,
+    /// The stored key of the business the template belongs to (`default`: the default
+    /// sender's).
+    pub business: String,
     pub campaign_type: String,
     pub status: String,
     pub deliver_at: DateTime<Utc>,

@@ -60,6 +60,7 @@ diesel::table! {
 }
 
 diesel::table! {
+        business -> Text,
     campaigns (id) {
         id -> Uuid,
         name -> Text,

@@ -553,20 +553,33 @@ async fn apply_batch(
                     }
                 }
             }
-            EventBody::Template(t) => apply_template(c, t).await?,
+            EventBody::Template(t) => {
+                apply_template(c, &keys_of(senders, event).business, t).await?
+            }
             EventBody::Preference(p) => {
                 apply_preference(c, &keys_of(senders, event).business, p).await?
             }
-            EventBody::TemplateChange(t) => template::apply_template_change(c, t).await?,
+            EventBody::TemplateChange(t) => {
+                template::apply_template_change(c, &keys_of(senders, event).business, t).await?
+            }
             EventBody::Quality(q) => {
-                // Its throughput part (THROUGHPUT_UPGRADE); tiers are read apart.
-                warden_core::account::throughput::apply_quality_event(
-                    c,
-                    &q.event,
-                    q.display_phone_number.as_deref(),
-                )
-                .await?;
-                apply_quality_rating(c, senders, event, &q.event).await?;
+                let numbers =
+                    quality_numbers(c, senders, event, q.display_phone_number.as_deref()).await?;
+                // Its throughput part (THROUGHPUT_UPGRADE) belongs to one number; tiers are
+                // read apart.
+                if let [number] = numbers.as_slice() {
+                    warden_core::account::throughput::apply_sender_quality_event(
+                        c,
+                        number,
+                        &q.event,
+                        q.display_phone_number.as_deref(),
+                    )
+                    .await?;
+                } else if warden_core::account::throughput::throughput_change(&q.event).is_some() {
+                    tracing::warn!(account = %event.account,
+                        "throughput upgrade for a number of a business account with several senders whose display number is not recorded; not applied");
+                }
+                apply_quality_rating(c, &numbers, &q.event).await?;
                 quality.push(QualityUpdate {
                     event: &q.event,
                     current_limit: q.current_limit.as_deref(),
@@ -644,29 +657,47 @@ fn status_update(s: &StatusEvent) -> StatusUpdate<'_> {
     }
 }
 
-/// A number flagged (quality RED) is protected: no marketing from it; unflagged, the
-/// protection its quality set is lifted (`account::protection`). A quality update names
-/// its business account, not a number: every number of that account.
-async fn apply_quality_rating(
+/// The stored keys of the numbers a `phone_number_quality_update` is about. It names its
+/// business account and a display number: the account's number recorded with that display
+/// number (or its only one), else every number of the account; an account of no sender
+/// is the default sender's.
+async fn quality_numbers(
     c: &mut AsyncPgConnection,
     senders: &Senders,
     e: &Event,
+    display_phone_number: Option<&str>,
+) -> QueryResult<Vec<String>> {
+    let mut numbers: Vec<String> = senders
+        .of_business(&e.account)
+        .map(|s| senders.key_of(s).sender)
+        .collect();
+    if numbers.is_empty() {
+        numbers.push(senders.key_of(sender_of(senders, e)).sender);
+    }
+    let one =
+        warden_core::account::throughput::sender_of_display(c, &numbers, display_phone_number)
+            .await?;
+    Ok(match one {
+        Some(key) => vec![key],
+        None => numbers,
+    })
+}
+
+/// A number flagged (quality RED) is protected: no marketing from it; unflagged, the
+/// protection its quality set is lifted (`account::protection`).
+async fn apply_quality_rating(
+    c: &mut AsyncPgConnection,
+    numbers: &[String],
     event: &str,
 ) -> QueryResult<()> {
     use warden_core::account::protection;
-    let mut numbers: Vec<&Sender> = senders.of_business(&e.account).collect();
-    if numbers.is_empty() {
-        numbers.push(sender_of(senders, e));
-    }
-    for sender in numbers {
-        let key = senders.key_of(sender).sender;
+    for key in numbers {
         match event {
             "FLAGGED" => {
-                protection::protect(c, &key, "quality RED (FLAGGED)", QUALITY_SOURCE, ACTOR)
-                    .await?;
+                protection::protect(c, key, "quality RED (FLAGGED)", QUALITY_SOURCE, ACTOR).await?;
             }
             "UNFLAGGED" => {
-                protection::lift(c, &key, Some(QUALITY_SOURCE), QUALITY_SOURCE, ACTOR).await?;
+                protection::lift(c, key, Some(QUALITY_SOURCE), QUALITY_SOURCE, ACTOR).await?;
             }
             _ => {}
         }

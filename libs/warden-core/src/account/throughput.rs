@@ -45,16 +45,6 @@ pub fn throughput_change(event: &str) -> Option<NumberThroughput> {
 }
 
 /// Apply a `phone_number_quality_update`'s throughput part in the webhook's transaction,
-/// for the default sender's number (see [`apply_sender_quality_event`]).
-pub async fn apply_quality_event(
-    c: &mut AsyncPgConnection,
-    event: &str,
-    display_phone_number: Option<&str>,
-) -> QueryResult<bool> {
-    apply_sender_quality_event(c, STORED_DEFAULT, event, display_phone_number).await
-}
-
-/// Apply a `phone_number_quality_update`'s throughput part in the webhook's transaction,
 /// for the number of the sender stored as `sender`. Returns whether it changed anything.
 /// Coexistence stays as it was (it caps an upgrade).
 pub async fn apply_sender_quality_event(
@@ -92,6 +82,30 @@ pub async fn apply_sender_quality_event(
         .execute(c)
         .await?;
     Ok(n > 0)
+}
+
+/// Which of `candidates` (the stored keys of one business account's senders) a
+/// `phone_number_quality_update` naming `display_phone_number` is about: the only one, else
+/// the one whose number was recorded with that display number; None when that is unknown.
+pub async fn sender_of_display(
+    c: &mut AsyncPgConnection,
+    candidates: &[String],
+    display_phone_number: Option<&str>,
+) -> QueryResult<Option<String>> {
+    if let [only] = candidates {
+        return Ok(Some(only.clone()));
+    }
+    let Some(display) = display_phone_number else {
+        return Ok(None);
+    };
+    nt::table
+        .filter(nt::channel.eq(CHANNEL))
+        .filter(nt::sender.eq_any(candidates))
+        .filter(nt::display_phone_number.eq(display))
+        .select(nt::sender)
+        .first(c)
+        .await
+        .optional()
 }
 
 /// What a read of the number of the sender stored as `sender` from the platform said

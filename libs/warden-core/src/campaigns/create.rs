@@ -80,6 +80,8 @@ pub struct NewCampaign {
 /// (`fanout::recipients::sender_for`). The caller checks they are one business's.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CampaignSenders {
+    /// The stored key of their business (whose template the campaign sends).
+    pub business: String,
     /// `campaigns.sender_id`: the one number, or the first of several.
     pub sender: String,
     /// `campaigns.senders`: every number when there are several; `None` for one.
@@ -90,6 +92,7 @@ impl Default for CampaignSenders {
     /// The default sender.
     fn default() -> Self {
         CampaignSenders {
+            business: warden_settings::STORED_DEFAULT.to_string(),
             sender: warden_settings::STORED_DEFAULT.to_string(),
             several: None,
         }
@@ -97,8 +100,9 @@ impl Default for CampaignSenders {
 }
 
 impl CampaignSenders {
-    /// From the stored keys of the numbers, in order, without repeats; `None` when empty.
-    pub fn of(keys: Vec<String>) -> Option<CampaignSenders> {
+    /// From the stored keys of the numbers of `business`, in order, without repeats; `None`
+    /// when empty.
+    pub fn of(business: String, keys: Vec<String>) -> Option<CampaignSenders> {
         let mut unique: Vec<String> = Vec::with_capacity(keys.len());
         for k in keys {
             if !unique.contains(&k) {
@@ -107,6 +111,7 @@ impl CampaignSenders {
         }
         let sender = <[String]>::first(&unique)?.clone();
         Some(CampaignSenders {
+            business,
             sender,
             several: (unique.len() > 1).then_some(unique),
         })
@@ -166,9 +171,14 @@ pub async fn schedule_campaign_from(
 ) -> Result<Created, ScheduleCampaignError> {
     let template = {
         let mut conn = pg.get().await.map_err(DbError::from)?;
-        crate::templates::find(&mut conn, &new.template_name, &new.locale)
-            .await
-            .map_err(DbError::from)?
+        crate::templates::find(
+            &mut conn,
+            &senders.business,
+            &new.template_name,
+            &new.locale,
+        )
+        .await
+        .map_err(DbError::from)?
     };
     let Some(template) = template else {
         return Err(ScheduleCampaignError::TemplateNotFound {
@@ -318,17 +328,22 @@ mod tests {
 
     #[test]
     fn campaign_senders_are_one_or_several_without_repeats() {
-        assert_eq!(CampaignSenders::of(vec![]), None);
+        assert_eq!(CampaignSenders::of("a".into(), vec![]), None);
         assert_eq!(
-            CampaignSenders::of(vec!["a2".into(), "a2".into()]),
+            CampaignSenders::of("a".into(), vec!["a2".into(), "a2".into()]),
             Some(CampaignSenders {
+                business: "a".into(),
                 sender: "a2".into(),
                 several: None
             })
         );
         assert_eq!(
-            CampaignSenders::of(vec!["default".into(), "a2".into(), "default".into()]),
+            CampaignSenders::of(
+                "default".into(),
+                vec!["default".into(), "a2".into(), "default".into()]
+            ),
             Some(CampaignSenders {
+                business: "default".into(),
                 sender: "default".into(),
                 several: Some(vec!["default".into(), "a2".into()])
             })

@@ -84,7 +84,7 @@ pub async fn schedule_message_keyed(
             variables,
             components,
         } => {
-            let Some(t) = crate::templates::find(&mut conn, name, locale)
+            let Some(t) = crate::templates::find(&mut conn, &req.sender.business, name, locale)
                 .await
                 .map_err(DbError::from)?
             else {

@@ -600,7 +600,9 @@ impl Core {
         else {
             return Ok((None, None));
         };
-        let Some(template) = templates::find(conn, name, locale).await? else {
+        // Templates belong to the business of the number it goes out from.
+        let business = self.keys_for(req).business;
+        let Some(template) = templates::find(conn, &business, name, locale).await? else {
             return Err(SendError::TemplateNotFound {
                 name: name.clone(),
                 locale: locale.clone(),

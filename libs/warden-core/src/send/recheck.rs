@@ -22,7 +22,6 @@ use warden_rules::message_status::MessageStatus;
 use warden_rules::recheck::RecheckInput;
 use warden_store::PgPool;
 use warden_store::models::Message;
-use warden_store::schema::{conversations, customers, messages, templates};
 use warden_store::tx::{Abort, transact_on};
 
 use crate::CoreError;
@@ -37,49 +36,62 @@ pub enum Recheck {
     Refused(Decision),
 }
 
-type Facts = (
-    Option<String>,
-    Option<String>,
-    Option<String>,
-    Option<bool>,
-    Option<bool>,
-    Option<DateTime<Utc>>,
-    Option<DateTime<Utc>>,
-);
+/// What the recheck reads of a message, its template, its customer and its conversation.
+#[derive(diesel::QueryableByName)]
+struct Facts {
+    #[diesel(sql_type = diesel::sql_types::Nullable<diesel::sql_types::Text>)]
+    template_name: Option<String>,
+    #[diesel(sql_type = diesel::sql_types::Nullable<diesel::sql_types::Text>)]
+    category: Option<String>,
+    #[diesel(sql_type = diesel::sql_types::Nullable<diesel::sql_types::Text>)]
+    template_status: Option<String>,
+    #[diesel(sql_type = diesel::sql_types::Nullable<diesel::sql_types::Bool>)]
+    opt_in_marketing: Option<bool>,
+    #[diesel(sql_type = diesel::sql_types::Nullable<diesel::sql_types::Bool>)]
+    opt_in_utility: Option<bool>,
+    #[diesel(sql_type = diesel::sql_types::Nullable<diesel::sql_types::Timestamptz>)]
+    last_inbound_at: Option<DateTime<Utc>>,
+    #[diesel(sql_type = diesel::sql_types::Nullable<diesel::sql_types::Timestamptz>)]
+    marketing_limited_at: Option<DateTime<Utc>>,
+}
 
-/// Loads what the recheck needs in one query: the message's template (its category and
-/// status now), the customer's opt-outs and the conversation's last inbound time.
+/// Loads what the recheck needs in one query, for the number the message goes out from
+/// (`message_senders`; no row: the default sender): its business's template (category and
+/// status now) and consent (the default business's on the customer row, another's in
+/// `business_consent`, where no row means opted in), and that number's conversation.
 async fn facts(
     conn: &mut diesel_async::AsyncPgConnection,
     message_id: Uuid,
 ) -> QueryResult<Option<Facts>> {
-    messages::table
-        .left_join(customers::table.on(customers::phone.eq(messages::customer_phone)))
-        .left_join(
-            conversations::table.on(conversations::customer_phone
-                .eq(messages::customer_phone)
-                .and(conversations::channel.eq(messages::channel))),
-        )
-        .left_join(
-            templates::table.on(templates::name
-                .nullable()
-                .eq(messages::template_name)
-                .and(templates::locale.nullable().eq(messages::template_locale))),
-        )
-        .filter(messages::id.eq(message_id))
-        .select((
-            messages::template_name,
-            // A re-categorisation counts from its effective time (`templates::changes`).
-            diesel::dsl::sql::<diesel::sql_types::Nullable<diesel::sql_types::Text>>(
-                crate::templates::EFFECTIVE_CATEGORY_SQL,
-            ),
-            templates::status.nullable(),
-            customers::opt_in_marketing.nullable(),
-            customers::opt_in_utility.nullable(),
-            conversations::last_inbound_at.nullable(),
-            customers::marketing_limited_at.nullable(),
-        ))
-        .first::<Facts>(conn)
+    let query = format!(
+        "SELECT m.template_name,
+                {category} AS category,
+                templates.status AS template_status,
+                CASE WHEN ms.business IS NULL THEN c.opt_in_marketing
+                     ELSE COALESCE(bc.opt_in_marketing, true) END AS opt_in_marketing,
+                CASE WHEN ms.business IS NULL THEN c.opt_in_utility
+                     ELSE COALESCE(bc.opt_in_utility, true) END AS opt_in_utility,
+                cv.last_inbound_at,
+                c.marketing_limited_at
+         FROM messages m
+         LEFT JOIN message_senders ms ON ms.message_id = m.id
+         LEFT JOIN customers c ON c.phone = m.customer_phone
+         LEFT JOIN business_consent bc
+                ON bc.business = ms.business AND bc.customer_phone = m.customer_phone
+         LEFT JOIN conversations cv
+                ON cv.customer_phone = m.customer_phone AND cv.channel = m.channel
+               AND cv.sender_id = COALESCE(ms.sender_id, '{default}')
+         LEFT JOIN templates
+                ON templates.business = COALESCE(ms.business, '{default}')
+               AND templates.name = m.template_name AND templates.locale = m.template_locale
+         WHERE m.id = $1",
+        // A re-categorisation counts from its effective time (`templates::changes`).
+        category = crate::templates::EFFECTIVE_CATEGORY_SQL,
+        default = warden_settings::STORED_DEFAULT,
+    );
+    diesel::sql_query(query)
+        .bind::<diesel::sql_types::Uuid, _>(message_id)
+        .get_result::<Facts>(conn)
         .await
         .optional()
 }
@@ -94,15 +106,15 @@ pub async fn before_send(
     actor: &'static str,
 ) -> Result<Recheck, CoreError> {
     let mut conn = pg.get().await?;
-    let Some((
+    let Some(Facts {
         template_name,
         category,
-        status,
+        template_status: status,
         opt_in_marketing,
         opt_in_utility,
-        last_inbound,
+        last_inbound_at: last_inbound,
         marketing_limited_at,
-    )) = facts(&mut conn, message_id).await?
+    }) = facts(&mut conn, message_id).await?
     else {
         return Ok(Recheck::Send);
     };

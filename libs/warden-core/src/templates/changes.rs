@@ -20,6 +20,8 @@ use warden_store::schema::templates;
 /// A category change the platform reported.
 #[derive(Clone, Debug)]
 pub struct CategoryChange<'a> {
+    /// The stored key of the business whose template it is.
+    pub business: &'a str,
     pub name: &'a str,
     pub language: &'a str,
     /// Lower case: marketing, utility, authentication.
@@ -38,7 +40,8 @@ pub async fn apply_category(
     now: DateTime<Utc>,
     actor: &str,
 ) -> QueryResult<usize> {
-    let ids = crate::templates::ids_for(c, change.name, &[change.language]).await?;
+    let ids =
+        crate::templates::ids_for(c, change.business, change.name, &[change.language]).await?;
     if ids.is_empty() {
         return Ok(0);
     }
@@ -81,15 +84,16 @@ pub async fn apply_category(
     Ok(n)
 }
 
-/// Store a template's quality score (`message_template_quality_update`).
+/// Store the quality score of `business`'s template (`message_template_quality_update`).
 pub async fn apply_quality(
     c: &mut AsyncPgConnection,
+    business: &str,
     name: &str,
     language: &str,
     score: &str,
     at: DateTime<Utc>,
 ) -> QueryResult<usize> {
-    let ids = crate::templates::ids_for(c, name, &[language]).await?;
+    let ids = crate::templates::ids_for(c, business, name, &[language]).await?;
     if ids.is_empty() {
         return Ok(0);
     }

@@ -25,6 +25,8 @@ diesel::define_sql_function! {
 /// stored value in the same case).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct TemplateFilters {
+    /// The stored key of one business (templates belong to a business); None: every one.
+    pub business: Option<String>,
     /// APPROVED, PENDING, REJECTED, ...
     pub status: Option<String>,
     /// marketing, utility or authentication (the stored category, not a pending one).
@@ -80,6 +82,9 @@ pub async fn list(
     let locale = filters.locale.as_deref().map(lower);
     let query = || {
         let mut q = templates::table.into_boxed();
+        if let Some(b) = &filters.business {
+            q = q.filter(templates::business.eq(b.clone()));
+        }
         if let Some(s) = &status {
             q = q.filter(sql_upper(templates::status).eq(s.clone()));
         }
@@ -100,7 +105,11 @@ pub async fn list(
         Option<String>,
     );
     let rows: Vec<Row> = query()
-        .order((templates::name.asc(), templates::locale.asc()))
+        .order((
+            templates::name.asc(),
+            templates::locale.asc(),
+            templates::business.asc(),
+        ))
         .limit(limit)
         .offset(offset)
         .select((

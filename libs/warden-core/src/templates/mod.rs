@@ -32,10 +32,12 @@ pub const APPROVED: &str = "APPROVED";
 /// The status of a template submitted for review.
 pub const PENDING: &str = "PENDING";
 
-/// The stored template of `name` in exactly `locale`. A name no template can have is
-/// answered without a query.
+/// The stored template of `name` in exactly `locale` of the business stored as `business`
+/// (templates belong to a business). A name no template can have is answered without a
+/// query.
 pub async fn find(
     conn: &mut AsyncPgConnection,
+    business: &str,
     name: &str,
     locale: &str,
 ) -> QueryResult<Option<Template>> {
@@ -43,6 +45,7 @@ pub async fn find(
         return Ok(None);
     }
     templates::table
+        .filter(templates::business.eq(business))
         .filter(templates::name.eq(name))
         .filter(templates::locale.eq(locale))
         .select(with_pending())
@@ -102,14 +105,16 @@ fn with_effective_category((mut t, pending, at): WithPending) -> Template {
     t
 }
 
-/// The ids of the stored templates of `name` in any of `locales` (compared as
-/// [`same_locale`] does), oldest first.
+/// The ids of the stored templates of `business` named `name` in any of `locales`
+/// (compared as [`same_locale`] does), oldest first.
 pub async fn ids_for(
     conn: &mut AsyncPgConnection,
+    business: &str,
     name: &str,
     locales: &[&str],
 ) -> QueryResult<Vec<Uuid>> {
     templates::table
+        .filter(templates::business.eq(business))
         .filter(templates::name.eq(name))
         .filter(locale_in(locales))
         .order((templates::created_at.asc(), templates::id.asc()))
@@ -145,14 +150,16 @@ fn locale_in(locales: &[&str]) -> LocaleFilter {
     diesel::dsl::sql::<diesel::sql_types::Text>(LOCALE_KEY_SQL).eq_any(wanted)
 }
 
-/// The stored template of `name` in any of `locales` (compared as [`same_locale`] does);
-/// the oldest row when several match.
+/// The stored template of `business` named `name` in any of `locales` (compared as
+/// [`same_locale`] does); the oldest row when several match.
 pub async fn find_for_locales(
     conn: &mut AsyncPgConnection,
+    business: &str,
     name: &str,
     locales: &[&str],
 ) -> QueryResult<Option<Template>> {
     templates::table
+        .filter(templates::business.eq(business))
         .filter(templates::name.eq(name))
         .filter(locale_in(locales))
         .order((templates::created_at.asc(), templates::id.asc()))
@@ -166,6 +173,8 @@ pub async fn find_for_locales(
 /// A status the platform reported for a template (a status webhook or a live read).
 #[derive(Debug, Clone)]
 pub struct StatusChange<'a> {
+    /// The stored key of the business whose template it is (its WhatsApp Business Account).
+    pub business: &'a str,
     pub name: &'a str,
     /// The locales the report is about, compared as [`same_locale`] does (a webhook: its
     /// language; a live read: the locale asked for and the one the platform answered).
@@ -218,6 +227,7 @@ pub async fn apply_status_change(
     change: &StatusChange<'_>,
 ) -> QueryResult<Vec<Applied>> {
     let current: Vec<(Template, Option<DateTime<Utc>>)> = templates::table
+        .filter(templates::business.eq(change.business))
         .filter(templates::name.eq(change.name))
         .filter(locale_in(change.locales))
         .order((templates::created_at.asc(), templates::id.asc()))
@@ -388,13 +398,15 @@ pub struct Synced {
     pub template: Template,
 }
 
-/// Store what the platform says about a template now, asked for in `locale`: the stored
+/// Store what the platform says about a template of the business stored as `business` now
+/// (read with one of its numbers), asked for in `locale`: the stored
 /// template(s) of that name and locale (or the platform's language) are updated through
 /// [`apply_status_change`], stamped with the read's time; a template stored nowhere is
 /// imported. Audited (`template_status_synced`) when the status, category or reason
 /// changed. One transaction, retried on transient conflicts.
 pub async fn sync_from_platform(
     pg: &PgPool,
+    business: &str,
     report: &PlatformTemplate,
     locale: &str,
     source: SyncSource,
@@ -405,14 +417,17 @@ pub async fn sync_from_platform(
     let read_at = Utc::now().trunc_subsecs(0);
     let report = Arc::new(report.clone());
     let locale = locale.to_string();
+    let business = business.to_string();
     let result = transact(pg, source.as_str(), move |c| {
         let report = Arc::clone(&report);
         let locale = locale.clone();
+        let business = business.clone();
         async move {
             let (status, category) = (report.status(), report.category());
             let platform_id = Some(report.id.as_str()).filter(|i| !i.is_empty());
             let locales = [locale.as_str(), report.language.as_str()];
             let change = StatusChange {
+                business: &business,
                 name: &report.name,
                 locales: &locales,
                 status: Some(&status),
@@ -427,7 +442,7 @@ pub async fn sync_from_platform(
             let (before, template) = match applied.into_iter().next() {
                 Some(Applied { before, row }) => (Some(before), row),
                 // Stored, with a status decided after this read: it stays.
-                None => match find_for_locales(c, &report.name, &locales).await? {
+                None => match find_for_locales(c, &business, &report.name, &locales).await? {
                     Some(t) => (Some(t.clone()), t),
                     None => (None, insert_reported(c, &change, &report, &locale).await?),
                 },
@@ -523,6 +538,7 @@ async fn insert_reported(
     let reason = change.reason.flatten();
     diesel::insert_into(templates::table)
         .values((
+            templates::business.eq(change.business),
             templates::name.eq(change.name),
             templates::locale.eq(language),
             templates::category.eq(change.category.unwrap_or_default()),
@@ -532,7 +548,7 @@ async fn insert_reported(
             templates::rejection_reason.eq(reason),
             templates::status_event_at.eq(Some(change.at)),
         ))
-        .on_conflict((templates::name, templates::locale))
+        .on_conflict((templates::business, templates::name, templates::locale))
         .do_update()
         .set((
             templates::status.eq(status),
@@ -548,6 +564,8 @@ async fn insert_reported(
 /// A template the platform accepted for review (create_template).
 #[derive(Debug, Clone)]
 pub struct Submitted {
+    /// The stored key of the business it was submitted for.
+    pub business: String,
     pub name: String,
     pub language: String,
     pub category: TemplateCategory,
@@ -587,6 +605,7 @@ pub async fn record_submitted(
                 .unwrap_or_else(|| PENDING.into());
             let row = diesel::insert_into(templates::table)
                 .values((
+                    templates::business.eq(&s.business),
                     templates::name.eq(&s.name),
                     templates::locale.eq(&s.language),
                     templates::category.eq(s.category.as_lower()),
@@ -596,7 +615,7 @@ pub async fn record_submitted(
                     templates::components.eq(&s.components),
                     templates::parameter_format.eq(&s.parameter_format),
                 ))
-                .on_conflict((templates::name, templates::locale))
+                .on_conflict((templates::business, templates::name, templates::locale))
                 .do_update()
                 .set((
                     templates::platform_id.eq(&s.platform_id),
@@ -645,6 +664,7 @@ mod tests {
             updated_at: now,
             components: None,
             parameter_format: None,
+            business: "default".into(),
         }
     }
 

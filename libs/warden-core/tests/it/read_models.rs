@@ -368,6 +368,7 @@ async fn templates_filter_case_insensitively_with_a_total() {
         |status: Option<&str>, category: Option<&str>, locale: Option<&str>, limit, offset| {
             let core = h.core.clone();
             let filters = TemplateFilters {
+                business: None,
                 status: status.map(Into::into),
                 category: category.map(Into::into),
                 locale: locale.map(Into::into),

@@ -70,9 +70,22 @@ async fn harness() -> Harness {
     };
     let core = Core::new(deps, "test");
     let mut conn = core.pg().get().await.unwrap();
-    for (name, category) in [("promo", "marketing"), ("order_update", "utility")] {
+    // Each business has its own copy of both templates (templates belong to a business).
+    let businesses: Vec<String> = core
+        .senders()
+        .all()
+        .iter()
+        .map(|s| core.senders().key_of(s).business)
+        .collect::<std::collections::BTreeSet<_>>()
+        .into_iter()
+        .collect();
+    let each = businesses.iter().flat_map(|b| {
+        [("promo", "marketing"), ("order_update", "utility")].map(|(n, c)| (b.clone(), n, c))
+    });
+    for (business, name, category) in each {
         diesel::insert_into(templates::table)
             .values((
+                templates::business.eq(business),
                 templates::name.eq(name),
                 templates::locale.eq("en"),
                 templates::category.eq(category),

@@ -42,6 +42,7 @@ async fn webhook(pg: &PgPool, name: &str, language: &str, status: &str, ago: Tim
         reported_reason: None,
         reported_template_id: "42",
         change: StatusChange {
+            business: "default",
             name,
             locales: &locales,
             status: Some(status),
@@ -108,6 +109,7 @@ async fn webhooks_and_sync_share_one_locale_rule_and_one_ordering_rule() {
     // row) and says what it was before.
     let synced = sync_from_platform(
         &pg,
+        "default",
         &live("promo", "PT_br", "paused"),
         "pt-BR",
         SyncSource::SyncTemplateStatus,
@@ -147,6 +149,7 @@ async fn webhooks_and_sync_share_one_locale_rule_and_one_ordering_rule() {
     // ... and a live read stamped before that newer decision leaves it alone.
     let synced = sync_from_platform(
         &pg,
+        "default",
         &live("promo", "pt_BR", "PAUSED"),
         "pt_BR",
         SyncSource::SyncWebhooks,
@@ -167,17 +170,31 @@ async fn a_live_read_imports_a_template_stored_nowhere_once() {
     let db = TestDatabase::create();
     let pg = pool(&db).await;
     let report = live("welcome", "id", "APPROVED");
-    let first = sync_from_platform(&pg, &report, "id", SyncSource::SyncTemplateStatus, ACTOR)
-        .await
-        .unwrap();
+    let first = sync_from_platform(
+        &pg,
+        "default",
+        &report,
+        "id",
+        SyncSource::SyncTemplateStatus,
+        ACTOR,
+    )
+    .await
+    .unwrap();
     assert_eq!(first.previous_status, None);
     assert_eq!(first.template.locale, "id");
     assert_eq!(first.template.category, "marketing");
     assert_eq!(first.template.body_text, "Oi {{1}}");
     assert_eq!(first.template.rejection_reason, None, "NONE is no reason");
-    let again = sync_from_platform(&pg, &report, "id", SyncSource::SyncTemplateStatus, ACTOR)
-        .await
-        .unwrap();
+    let again = sync_from_platform(
+        &pg,
+        "default",
+        &report,
+        "id",
+        SyncSource::SyncTemplateStatus,
+        ACTOR,
+    )
+    .await
+    .unwrap();
     assert_eq!(again.previous_status.as_deref(), Some("APPROVED"));
     assert_eq!(rows(&pg, "welcome").await.len(), 1);
     assert_eq!(

@@ -15,10 +15,12 @@ use serde::Deserialize;
 use crate::error::{ToolError, ToolResult};
 use crate::gateway::Gateway;
 use crate::input::fields::{Text, Timestamp, Whole, opt_string, opt_whole};
+use crate::input::shared::SenderName;
 use crate::input::{Input, parse};
 use crate::schema::{self, *};
 use crate::text::{echo, kind_message};
 use crate::tools::platform_template;
+use crate::tools::senders::sender_arg;
 use crate::util::{bounded, finish, ts};
 
 /// The most messages one estimate covers.
@@ -54,6 +56,13 @@ pub struct SpendIn {
     pub until: Option<Timestamp>,
 }
 
+#[derive(Deserialize, JsonSchema)]
+pub struct AccountQualityIn {
+    /// The number to read (a sender id or its phone_number_id; list_senders lists them).
+    /// Default: the default sender.
+    pub from: Option<SenderName>,
+}
+
 #[tool_router(router = account_tools, vis = "pub(crate)")]
 impl Gateway {
     #[tool(
@@ -64,12 +73,15 @@ messages per rolling 24 hours, shared by every number), and messaging_limit: how
 a business-initiated send beyond it and pauses campaigns), with the customers held after error 131049. Check it before large campaigns; a falling rating means pause marketing. Read-only: it changes nothing \
 but Warden's copy of the limit the platform reports (the same the platform's webhooks update). Errors: UPSTREAM_ERROR (the platform refused; the \
 message explains its code), UNAVAILABLE (the platform cannot be reached: retry later).",
-        input_schema = schema::input::<NoParams>(),
+        input_schema = schema::input::<AccountQualityIn>(),
         output_schema = schema::output::<AccountQualityOut>(),
         annotations(read_only_hint = true, open_world_hint = true)
     )]
-    async fn get_account_quality(&self, _args: JsonObject) -> CallToolResult {
-        finish("get_account_quality", self.get_account_quality_impl().await)
+    async fn get_account_quality(&self, args: JsonObject) -> CallToolResult {
+        finish(
+            "get_account_quality",
+            self.get_account_quality_impl(args).await,
+        )
     }
 
     #[tool(
@@ -142,41 +154,51 @@ status webhook will settle; they are never blindly resent). Errors: UNAVAILABLE 
                 .map_err(warden_core::CoreError::from)?
         };
         let mut notes = Vec::new();
-        let (template_synced, templates_updated) = match self.platform().list_templates().await {
-            Ok(remote) => {
-                let mut updated = 0i64;
-                for local in &locals {
-                    let Some(info) = remote
-                        .iter()
-                        .map(platform_template)
-                        .find(|r| r.describes(local))
-                    else {
-                        continue;
-                    };
-                    if !info.differs_from(local) {
-                        continue;
-                    }
-                    warden_core::templates::sync_from_platform(
-                        self.core().pg(),
-                        &info,
-                        &local.locale,
-                        SyncSource::SyncWebhooks,
-                        self.actor(),
-                    )
-                    .await?;
-                    updated += 1;
+        // Each business's templates, read with one of its numbers.
+        let (mut template_synced, mut templates_updated) = (true, 0i64);
+        let senders = self.core().senders();
+        let mut businesses: Vec<String> = Vec::new();
+        for sender in senders.all() {
+            let keys = senders.key_of(sender);
+            if businesses.contains(&keys.business) {
+                continue;
+            }
+            businesses.push(keys.business.clone());
+            let remote = match self.platform_of(&keys.sender).list_templates().await {
+                Ok(remote) => remote,
+                Err(e) => {
+                    let err = self.upstream_error("list the templates", &e).await;
+                    notes.push(format!(
+                        "Template statuses of business {} were not re-read: {}",
+                        sender.waba_id, err.message
+                    ));
+                    template_synced = false;
+                    continue;
                 }
-                (true, updated)
+            };
+            for local in locals.iter().filter(|t| t.business == keys.business) {
+                let Some(info) = remote
+                    .iter()
+                    .map(platform_template)
+                    .find(|r| r.describes(local))
+                else {
+                    continue;
+                };
+                if !info.differs_from(local) {
+                    continue;
+                }
+                warden_core::templates::sync_from_platform(
+                    self.core().pg(),
+                    &keys.business,
+                    &info,
+                    &local.locale,
+                    SyncSource::SyncWebhooks,
+                    self.actor(),
+                )
+                .await?;
+                templates_updated += 1;
             }
-            Err(e) => {
-                let err = self.upstream_error("list the templates", &e).await;
-                notes.push(format!(
-                    "Template statuses were not re-read: {}",
-                    err.message
-                ));
-                (false, 0)
-            }
-        };
+        }
 
         // 2. Sends stuck in `sending` after their lease ran out.
         let expired =
@@ -313,12 +335,15 @@ fn tier_of_rating(rating: &str) -> &'static str {
 }
 
 impl Gateway {
-    async fn get_account_quality_impl(&self) -> ToolResult<AccountQualityOut> {
-        let phone = match self.platform().phone_number_quality().await {
+    async fn get_account_quality_impl(&self, args: JsonObject) -> ToolResult<AccountQualityOut> {
+        let a: Input<AccountQualityIn> = parse(args)?;
+        let from = sender_arg(&a.from);
+        let sender = self.core().sender(from)?.clone();
+        let (keys, platform) = self.sender_platform(from)?;
+        let phone = match platform.phone_number_quality().await {
             Ok(p) => p,
             Err(e) => return Err(self.upstream_error("read the account quality", &e).await),
         };
-        let settings = &self.core().settings().platform;
         let rating = phone
             .quality_rating
             .clone()
@@ -329,7 +354,7 @@ impl Gateway {
         if !limit_tier.is_empty() {
             warden_core::account::portfolio::learn_from_platform(
                 self.core().pg(),
-                warden_settings::STORED_DEFAULT,
+                &keys.portfolio,
                 &limit_tier,
                 "get_account_quality",
                 "mcp-gateway",
@@ -338,12 +363,12 @@ impl Gateway {
         }
         let usage = warden_core::account::portfolio::current_usage(
             self.core().pg(),
-            warden_settings::STORED_DEFAULT,
+            &keys.portfolio,
             Utc::now(),
         )
         .await?;
         Ok(AccountQualityOut {
-            waba_id: settings.account_id.clone(),
+            waba_id: sender.waba_id.clone(),
             name: phone
                 .verified_name
                 .clone()
@@ -358,7 +383,7 @@ impl Gateway {
                 limit_tier
             },
             phone_number_id: if phone.id.is_empty() {
-                settings.phone_number_id.clone()
+                sender.phone_number_id.clone()
             } else {
                 phone.id.clone()
             },

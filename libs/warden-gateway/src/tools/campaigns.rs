@@ -635,7 +635,8 @@ impl Gateway {
                 keys.push(core.senders().key_of(s).sender);
             }
         }
-        let stored = CampaignSenders::of(keys).unwrap_or_default();
+        let business = core.senders().key_of(first).business;
+        let stored = CampaignSenders::of(business, keys).unwrap_or_default();
         let several = (ids.len() > 1).then(|| ids.clone());
         Ok((ids.swap_remove(0), several, stored))
     }

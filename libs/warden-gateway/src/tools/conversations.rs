@@ -331,7 +331,9 @@ impl Gateway {
         let typing = a.typing_indicator.is_some_and(|f| f.0);
         let target = self.core().read_target(id).await?;
         let receipt = ReadReceipt::new(target.wamid, typing);
-        if let Err(e) = self.platform().mark_read(&receipt).await {
+        // Read on the number it arrived at, by an agent allowed to use it.
+        let platform = self.message_platform(id).await?;
+        if let Err(e) = platform.mark_read(&receipt).await {
             return Err(self.upstream_error("mark the message read", &e).await);
         }
         self.core().record_read(id).await?;

@@ -15,9 +15,11 @@ use serde::Deserialize;
 use crate::error::{ToolError, ToolResult, code};
 use crate::gateway::Gateway;
 use crate::input::fields::{Text, opt_string};
+use crate::input::shared::SenderName;
 use crate::input::{Input, parse};
 use crate::schema;
 use crate::tools::rich::rich_error;
+use crate::tools::senders::sender_arg;
 use crate::util::finish;
 
 /// The longest media id taken.
@@ -31,6 +33,9 @@ pub struct UploadMediaIn {
     pub mime_type: Text,
     /// File name sent with the upload.
     pub filename: Option<Text>,
+    /// The number that will send it (a sender id or its phone_number_id; list_senders lists
+    /// them): media uploaded to one number is sent from that number. Default: the default sender.
+    pub from: Option<SenderName>,
 }
 
 #[derive(Serialize, JsonSchema)]
@@ -47,6 +52,9 @@ pub struct UploadMediaOut {
 pub struct GetMediaIn {
     /// The media id of a customer's image, audio, video, document or sticker (from their message's media.media_id).
     pub media_id: Text,
+    /// The number the customer's message arrived at (a sender id or its phone_number_id, as
+    /// the message's `from` says). Default: the default sender.
+    pub from: Option<SenderName>,
 }
 
 #[derive(Serialize, JsonSchema)]
@@ -114,7 +122,8 @@ impl Gateway {
         let (kind, _) = warden_rules::rich::check_upload(&mime_type, &data).map_err(rich_error)?;
         let mime = mime_type.to_ascii_lowercase();
         let name = filename.unwrap_or_else(|| format!("upload.{}", kind.as_str()));
-        let uploaded = match self.platform().upload_media(&data, &mime, &name).await {
+        let (_, platform) = self.sender_platform(sender_arg(&a.from))?;
+        let uploaded = match platform.upload_media(&data, &mime, &name).await {
             Ok(u) => u,
             Err(e) => return Err(self.upstream_error("upload the media", &e).await),
         };
@@ -144,7 +153,8 @@ impl Gateway {
             ));
         }
         let limit = self.core().settings().media_max_bytes;
-        let info = match self.platform().media_info(&id).await {
+        let (_, platform) = self.sender_platform(sender_arg(&a.from))?;
+        let info = match platform.media_info(&id).await {
             Ok(i) => i,
             Err(PlatformError::Api { code: 100, .. }) => {
                 return Err(ToolError::not_found(
@@ -165,7 +175,7 @@ impl Gateway {
         if u64::try_from(info.file_size).unwrap_or(0) > limit {
             return Err(too_large(info.file_size.to_string()));
         }
-        let bytes = match self.platform().download_media(&info.url, limit).await {
+        let bytes = match platform.download_media(&info.url, limit).await {
             Ok(b) => b,
             Err(DownloadError::TooLarge { size, .. }) => {
                 return Err(too_large(

@@ -150,7 +150,46 @@ fn takes(schema: &JsonObject, name: &str) -> bool {
         .is_some_and(|p| p.contains_key(name))
 }
 
+/// The sender a `from` parameter names, as given (None: the default sender).
+pub(crate) fn sender_arg(from: &Option<SenderName>) -> Option<&str> {
+    from.as_ref().map(|f| f.0.as_str())
+}
+
 impl Gateway {
+    /// The stored keys and the platform client of the sender `from` names (the default
+    /// sender without it); INVALID_ARGUMENT listing the ids when it names none.
+    pub(crate) fn sender_platform(
+        &self,
+        from: Option<&str>,
+    ) -> ToolResult<(warden_settings::StoreKeys, &warden_platform::PlatformClient)> {
+        let keys = self.core().sender_keys(from)?;
+        let platform = self.platform_of(&keys.sender);
+        Ok((keys, platform))
+    }
+
+    /// The platform client of the number message `message_id` was sent from or to;
+    /// FORBIDDEN when the calling agent may not use that number.
+    pub(crate) async fn message_platform(
+        &self,
+        message_id: uuid::Uuid,
+    ) -> ToolResult<&warden_platform::PlatformClient> {
+        let key = self.core().message_sender(message_id).await?;
+        let id = self.core().sender_id_of_key(&key).to_string();
+        let caller = self.caller();
+        if !caller.may_use(&id) {
+            let allowed = caller.senders.clone().unwrap_or_default().join(", ");
+            return Err(ToolError::new(
+                code::FORBIDDEN,
+                format!(
+                    "Agent {} may not use sender `{id}`, the number of message {message_id}: it may use {allowed}.",
+                    echo(&caller.agent)
+                ),
+                "Act only on messages of your own numbers (list_inbox and history show them), or ask an operator to allow this one.",
+            ));
+        }
+        Ok(self.platform_of(&key))
+    }
+
     /// FORBIDDEN when the call names a sender (or, taking `from` and given none, uses the
     /// default sender) that `caller` is not allowed; `None` when it may go on. An unknown
     /// sender is left to the tool, which answers INVALID_ARGUMENT listing the ids.

@@ -21,8 +21,9 @@ use warden_rules::template_spec::{
 
 use crate::input::fields::{Json, Text, Whole, opt_string};
 use crate::input::parsers::{MAX_LANGUAGE_CHARS, check_language};
-use crate::input::shared::template_locale;
+use crate::input::shared::{SenderName, template_locale};
 use crate::text::{detail, echo, kind_message};
+use crate::tools::senders::sender_arg;
 use crate::tools::{page, platform_template, template_name_arg};
 use crate::util::{check_len, lower};
 
@@ -43,6 +44,10 @@ pub struct ListTemplatesIn {
     /// Number of templates to skip; default 0.
     #[schemars(range(min = 0), extend("default" = 0))]
     pub offset: Option<Whole<u32>>,
+    /// The business whose templates these are, named by one of its numbers: a sender id or
+    /// its phone_number_id (list_senders lists them; templates belong to a business, shared
+    /// by its numbers). Default: the default sender's business.
+    pub from: Option<SenderName>,
 }
 
 #[derive(Deserialize, JsonSchema)]
@@ -56,6 +61,10 @@ pub struct SyncTemplateIn {
     /// Accepted for `locale`, as the platform calls it.
     #[schemars(skip)]
     pub language: Option<Text>,
+    /// The business whose templates these are, named by one of its numbers: a sender id or
+    /// its phone_number_id (list_senders lists them; templates belong to a business, shared
+    /// by its numbers). Default: the default sender's business.
+    pub from: Option<SenderName>,
 }
 
 #[derive(Deserialize, JsonSchema)]
@@ -84,6 +93,10 @@ pub struct CreateTemplateIn {
     /// "positional" ({{1}}, the default) or "named" ({{first_name}}: lower-case letters, digits and underscores).
     #[schemars(extend("default" = "positional"))]
     pub parameter_format: Option<Text>,
+    /// The business whose templates these are, named by one of its numbers: a sender id or
+    /// its phone_number_id (list_senders lists them; templates belong to a business, shared
+    /// by its numbers). Default: the default sender's business.
+    pub from: Option<SenderName>,
 }
 
 #[tool_router(router = template_tools, vis = "pub(crate)")]
@@ -174,7 +187,9 @@ impl Gateway {
             }
         }
         let (limit, offset) = page(&a.limit, &a.offset)?;
+        let business = self.core().sender_keys(sender_arg(&a.from))?.business;
         let filters = warden_core::templates::list::TemplateFilters {
+            business: Some(business),
             status,
             category,
             locale,
@@ -259,9 +274,12 @@ impl Gateway {
             )
         })?;
         let spec = template_spec(&a, &body, category)?;
+        let (keys, platform) = self.sender_platform(sender_arg(&a.from))?;
         {
             let mut conn = self.conn().await?;
-            if let Some(t) = warden_core::templates::find(&mut conn, &name, &language).await? {
+            if let Some(t) =
+                warden_core::templates::find(&mut conn, &keys.business, &name, &language).await?
+            {
                 return Err(ToolError::invalid(
                     format!(
                         "A template named {} already exists in language {} (status {}).",
@@ -291,12 +309,13 @@ impl Gateway {
                     .then(|| spec.parameter_format.as_str().to_uppercase()),
             }
         };
-        let created = match self.platform().submit_template(&request).await {
+        let created = match platform.submit_template(&request).await {
             Ok(c) => c,
             Err(e) => return Err(self.upstream_error("create the template", &e).await),
         };
         let platform_id = created.id.clone();
         let submitted = Submitted {
+            business: keys.business.clone(),
             name: name.clone(),
             language: language.clone(),
             category,
@@ -342,7 +361,8 @@ impl Gateway {
         // Both go into the platform's request URL: bounded before the call.
         let name = template_name_arg("template_name", &a.template_name)?;
         let locale = template_locale(&a.locale, &a.language)?;
-        let info = match self.platform().get_template(&name, &locale).await {
+        let (keys, platform) = self.sender_platform(sender_arg(&a.from))?;
+        let info = match platform.get_template(&name, &locale).await {
             Ok(info) => info,
             Err(e) => return Err(self.upstream_error("read the template's status", &e).await),
         };
@@ -358,6 +378,7 @@ impl Gateway {
         };
         let synced = warden_core::templates::sync_from_platform(
             self.core().pg(),
+            &keys.business,
             &platform_template(&info),
             &locale,
             SyncSource::SyncTemplateStatus,

@@ -320,6 +320,7 @@ async fn scheduling_checks_the_opt_out_of_the_senders_business() {
     let h = harness().await;
     h.insert_template("promo", "en", "marketing", "APPROVED", "Sale {{1}}")
         .await;
+    business_template(&h, BUSINESS_B, "promo", "APPROVED").await;
     let p = phone();
     // A STOP to business A (the default sender's): a1 and a2 may not schedule marketing.
     h.opt_out(&p, false).await;
@@ -417,6 +418,7 @@ async fn a_campaign_spreads_over_numbers_of_one_business_only() {
     let h = harness().await;
     h.insert_template("promo", "en", "marketing", "APPROVED", "Sale {{1}}")
         .await;
+    business_template(&h, BUSINESS_B, "promo", "APPROVED").await;
     let later = (Utc::now() + chrono::TimeDelta::hours(2)).to_rfc3339();
     let campaign = |extra: Value| {
         let mut args = json!({"name": "spring", "type": "marketing", "template_name": "promo",
@@ -728,4 +730,154 @@ async fn resume_sender_lifts_a_protection() {
         .err("INVALID_ARGUMENT", "resume_sender", json!({"from": "c9"}))
         .await;
     assert!(e["message"].as_str().unwrap().contains("a1, a2, b1"), "{e}");
+}
+
+/// A template stored for the business of `waba` (`default`: the default sender's).
+async fn business_template(h: &Harness, business: &str, name: &str, status: &str) {
+    use diesel::prelude::*;
+    use diesel_async::RunQueryDsl;
+    use warden_store::schema::templates;
+    let mut c = h.conn().await;
+    diesel::insert_into(templates::table)
+        .values((
+            templates::business.eq(business),
+            templates::name.eq(name),
+            templates::locale.eq("en"),
+            templates::category.eq("marketing"),
+            templates::status.eq(status),
+            templates::body_text.eq("Sale {{1}}"),
+        ))
+        .execute(&mut c)
+        .await
+        .unwrap();
+}
+
+const BUSINESS_B: &str = "204000000000002";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn templates_belong_to_the_business_of_the_number() {
+    let h = harness().await;
+    // Both businesses have a `promo`: A's approved, B's paused; only B has `b_only`.
+    business_template(&h, "default", "promo", "APPROVED").await;
+    business_template(&h, BUSINESS_B, "promo", "PAUSED").await;
+    business_template(&h, BUSINESS_B, "b_only", "APPROVED").await;
+    let p = phone();
+    let send = |name: &str, from: &str| {
+        json!({"to": p, "template_name": name, "locale": "en",
+               "variables": ["20%"], "from": from})
+    };
+    for from in ["a1", "a2"] {
+        let v = h.ok("send_template", send("promo", from)).await;
+        assert_eq!(v["from"], from, "{v}");
+        h.err("NOT_FOUND", "send_template", send("b_only", from))
+            .await;
+    }
+    h.err(
+        "TEMPLATE_NOT_APPROVED",
+        "send_template",
+        send("promo", "b1"),
+    )
+    .await;
+    let v = h.ok("send_template", send("b_only", "b1")).await;
+    assert_eq!(v["from"], "b1", "{v}");
+
+    // list_templates lists one business's: the default's without `from`.
+    let names = |v: &Value| -> Vec<(String, String)> {
+        v["templates"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| {
+                (
+                    t["name"].as_str().unwrap().to_string(),
+                    t["status"].as_str().unwrap().to_string(),
+                )
+            })
+            .collect()
+    };
+    let a = h.ok("list_templates", json!({})).await;
+    assert_eq!(names(&a), [("promo".to_string(), "APPROVED".to_string())]);
+    let b = h.ok("list_templates", json!({"from": "b1"})).await;
+    assert_eq!(
+        names(&b),
+        [
+            ("b_only".to_string(), "APPROVED".to_string()),
+            ("promo".to_string(), "PAUSED".to_string())
+        ]
+    );
+    assert_eq!(b["total"], 2);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_last_look_before_the_platform_reads_the_numbers_business() {
+    let h = harness().await;
+    business_template(&h, "default", "promo", "APPROVED").await;
+    business_template(&h, BUSINESS_B, "promo", "APPROVED").await;
+    let p = phone();
+    let key = warden_rules::phone::canonicalize(&p).unwrap();
+    let send = |from: &str| {
+        json!({"to": p, "template_name": "promo", "locale": "en",
+               "variables": ["20%"], "from": from})
+    };
+    let from_a = h.ok("send_template", send("a1")).await;
+    let from_b = h.ok("send_template", send("b1")).await;
+    // After both were queued, the customer stops business B's marketing.
+    {
+        let mut c = h.conn().await;
+        warden_core::customers::apply_opt_change(
+            &mut c,
+            BUSINESS_B,
+            &key,
+            warden_rules::keywords::OptChange::Stop,
+            warden_core::customers::OptScope::Marketing,
+            "test",
+            "test",
+            Utc::now(),
+        )
+        .await
+        .unwrap();
+    }
+    let recheck = |v: &Value| {
+        let id = uuid::Uuid::parse_str(v["message_id"].as_str().unwrap()).unwrap();
+        let pg = h.deps.pg.clone();
+        async move {
+            warden_core::send::recheck::before_send(&pg, id, "dispatcher")
+                .await
+                .unwrap()
+        }
+    };
+    assert_eq!(
+        recheck(&from_a).await,
+        warden_core::send::recheck::Recheck::Send
+    );
+    match recheck(&from_b).await {
+        warden_core::send::recheck::Recheck::Refused(d) => {
+            assert_eq!(d.reason_code.as_str(), "USER_OPTED_OUT", "{d:?}")
+        }
+        other => panic!("b1's message to a customer who stopped B went on: {other:?}"),
+    }
+    assert_eq!(
+        h.message(from_b["message_id"].as_str().unwrap())
+            .await
+            .status,
+        "failed"
+    );
+
+    // B's template paused after queueing: only B's message is stopped.
+    let again_a = h.ok("send_template", send("a2")).await;
+    {
+        use diesel::prelude::*;
+        use diesel_async::RunQueryDsl;
+        use warden_store::schema::templates;
+        let mut c = h.conn().await;
+        diesel::update(templates::table.filter(templates::business.eq("default")))
+            .set(templates::status.eq("PAUSED"))
+            .execute(&mut c)
+            .await
+            .unwrap();
+    }
+    assert!(matches!(
+        recheck(&again_a).await,
+        warden_core::send::recheck::Recheck::Refused(_)
+    ));
 }

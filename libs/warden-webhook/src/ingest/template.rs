@@ -32,11 +32,12 @@ fn template_move(t: &TemplateEvent) -> TemplateMove<'_> {
     }
 }
 
-/// Store a template status event through the core's one template-status upsert (by the
-/// event's own time, one locale rule) inside the caller's transaction. Returns whether a
-/// stored template changed.
+/// Store a template status event of the business stored as `business` through the core's
+/// one template-status upsert (by the event's own time, one locale rule) inside the
+/// caller's transaction. Returns whether a stored template changed.
 pub(super) async fn apply_template(
     c: &mut AsyncPgConnection,
+    business: &str,
     t: &TemplateEvent,
 ) -> QueryResult<bool> {
     let (status, reason, only_from) = match template_move(t) {
@@ -52,6 +53,7 @@ pub(super) async fn apply_template(
         reported_reason: t.reason.as_deref(),
         reported_template_id: &t.template_id,
         change: StatusChange {
+            business,
             name: &t.name,
             locales: &locales,
             status,
@@ -77,9 +79,11 @@ pub(super) async fn apply_template(
     Ok(true)
 }
 
-/// A template's category or quality changed by the platform (`warden_core::templates::changes`).
+/// A template of the business stored as `business` whose category or quality the platform
+/// changed (`warden_core::templates::changes`).
 pub(super) async fn apply_template_change(
     c: &mut AsyncPgConnection,
+    business: &str,
     t: &TemplateChangeEvent,
 ) -> QueryResult<bool> {
     let now = chrono::Utc::now();
@@ -90,6 +94,7 @@ pub(super) async fn apply_template_change(
             effective_at,
         } => {
             let change = CategoryChange {
+                business,
                 name: &t.name,
                 language: &t.language,
                 new_category,
@@ -99,7 +104,7 @@ pub(super) async fn apply_template_change(
             changes::apply_category(c, &change, now, ACTOR).await?
         }
         TemplateChange::Quality { score, .. } => {
-            changes::apply_quality(c, &t.name, &t.language, score, now).await?
+            changes::apply_quality(c, business, &t.name, &t.language, score, now).await?
         }
     };
     if n == 0 {

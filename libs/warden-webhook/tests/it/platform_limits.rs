@@ -203,7 +203,7 @@ async fn a_template_recategorised_as_marketing_obeys_marketing_rules_from_its_ef
         diesel::sql_query(
             "INSERT INTO templates (name, locale, category, status, body_text)
              VALUES ($1, 'en', 'utility', 'APPROVED', 'Order {{1}} is {{2}}.')
-             ON CONFLICT (name, locale) DO UPDATE SET category = 'utility', status = 'APPROVED'",
+             ON CONFLICT (business, name, locale) DO UPDATE SET category = 'utility', status = 'APPROVED'",
         )
         .bind::<Text, _>(TEMPLATE)
         .execute(&mut c)

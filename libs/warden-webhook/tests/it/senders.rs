@@ -242,3 +242,80 @@ async fn a_flagged_number_sends_no_marketing_until_unflagged() {
     );
     assert_eq!(protected().await, 0);
 }
+
+fn template_approved(account: &str, name: &str) -> Value {
+    json!({"object": "whatsapp_business_account", "entry": [{"id": account, "time": now(), "changes": [
+        {"field": "message_template_status_update", "value": {
+            "event": "APPROVED", "message_template_id": 7, "message_template_name": name,
+            "message_template_language": "en", "reason": "NONE"}}]}]})
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_template_decision_changes_its_business_template_only() {
+    let h = two_businesses().await;
+    h.exec(
+        "INSERT INTO templates (business, name, locale, category, status, body_text) VALUES
+         ('default', 'promo', 'en', 'marketing', 'PENDING', 'Sale'),
+         ('204000000000002', 'promo', 'en', 'marketing', 'PENDING', 'Sale')",
+    )
+    .await;
+    assert_eq!(
+        post_as(&h, B_SECRET, &template_approved("204000000000002", "promo")).await,
+        200
+    );
+    let status = |business: &str| {
+        let sql = format!(
+            "SELECT count(*) AS n FROM templates WHERE business = '{business}' AND status = 'APPROVED'"
+        );
+        let h = &h;
+        async move { h.count(&sql).await }
+    };
+    assert_eq!(status("204000000000002").await, 1);
+    assert_eq!(status("default").await, 0);
+}
+
+fn quality_of_display(account: &str, display: &str, event: &str) -> Value {
+    json!({"object": "whatsapp_business_account", "entry": [{"id": account, "changes": [
+        {"field": "phone_number_quality_update", "value": {
+            "display_phone_number": display, "event": event, "current_limit": "TIER_1K"}}]}]})
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_quality_update_of_a_business_with_several_numbers_finds_its_number() {
+    let h = two_businesses().await;
+    // a2's display number is known (read from the platform); a1's is not.
+    h.exec(
+        "INSERT INTO number_throughput (channel, sender, high_throughput, coexistence, source, display_phone_number)
+         VALUES ('whatsapp', 'a2', false, true, 'test', '15550100002')",
+    )
+    .await;
+    let upgrade = quality_of_display("204000000000001", "15550100002", "THROUGHPUT_UPGRADE");
+    assert_eq!(post_as(&h, A_SECRET, &upgrade).await, 200);
+    let high = |sender: &str| {
+        let sql = format!(
+            "SELECT count(*) AS n FROM number_throughput WHERE sender = '{sender}' AND high_throughput"
+        );
+        let h = &h;
+        async move { h.count(&sql).await }
+    };
+    assert_eq!(high("a2").await, 1);
+    assert_eq!(high("default").await, 0);
+    let flagged = quality_of_display("204000000000001", "15550100002", "FLAGGED");
+    assert_eq!(post_as(&h, A_SECRET, &flagged).await, 200);
+    let protected = |sender: &str| {
+        let sql =
+            format!("SELECT count(*) AS n FROM sender_protection WHERE sender_id = '{sender}'");
+        let h = &h;
+        async move { h.count(&sql).await }
+    };
+    assert_eq!(protected("a2").await, 1);
+    assert_eq!(protected("default").await, 0);
+    // A display number not recorded: every number of the account is flagged, and an
+    // upgrade is applied to none (it may not be raised on a guess).
+    let unknown = quality_of_display("204000000000001", "15550109999", "FLAGGED");
+    assert_eq!(post_as(&h, A_SECRET, &unknown).await, 200);
+    assert_eq!(protected("default").await, 1);
+    let unknown = quality_of_display("204000000000001", "15550109999", "THROUGHPUT_UPGRADE");
+    assert_eq!(post_as(&h, A_SECRET, &unknown).await, 200);
+    assert_eq!(high("default").await, 0);
+}

@@ -98,9 +98,10 @@ async fn webhooks_and_sync_find_a_template_by_one_locale_rule() {
     .unwrap();
     // The lookup sync_template_status uses (warden-gateway) ...
     for spelling in ["pt_BR", "pt-BR", "PT_br", " pt-br "] {
-        let found = warden_core::templates::find_for_locales(&mut c, "promo", &[spelling])
-            .await
-            .unwrap();
+        let found =
+            warden_core::templates::find_for_locales(&mut c, "default", "promo", &[spelling])
+                .await
+                .unwrap();
         assert_eq!(
             found.map(|t| t.locale).as_deref(),
             Some("pt_BR"),
@@ -109,7 +110,7 @@ async fn webhooks_and_sync_find_a_template_by_one_locale_rule() {
         assert!(warden_core::templates::same_locale("pt_BR", spelling));
     }
     assert!(
-        warden_core::templates::find_for_locales(&mut c, "promo", &["pt"])
+        warden_core::templates::find_for_locales(&mut c, "default", "promo", &["pt"])
             .await
             .unwrap()
             .is_none()

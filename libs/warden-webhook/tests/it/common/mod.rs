@@ -161,6 +161,15 @@ impl Harness {
         count(&mut *self.conn().await, sql).await
     }
 
+    /// Run a statement (test set-up).
+    pub async fn exec(&self, sql: &str) {
+        use diesel_async::RunQueryDsl;
+        diesel::sql_query(sql)
+            .execute(&mut *self.conn().await)
+            .await
+            .unwrap();
+    }
+
     /// The server's `/metrics` text.
     pub async fn metrics(&self) -> String {
         self.http
