@@ -36,7 +36,7 @@ LAYERS = [
     # Benchmarks, fault drills and end-to-end tests: may use anything below.
     ("tools", ["warden-bench", "warden-faults", "warden-trace-tests"]),
     # Thin binaries: parse flags, start, decide exit codes.
-    ("bins", ["dispatcher", "mcp-gateway", "platform-sim", "scheduler", "warden-admin", "webhook"]),
+    ("bins", ["console", "dispatcher", "mcp-gateway", "platform-sim", "scheduler", "warden-admin", "webhook"]),
     # The processes' logic (and the platform stand-in).
     (
         "services",
@@ -44,6 +44,7 @@ LAYERS = [
             "warden-gateway",
             "warden-dispatcher",
             "warden-webhook",
+            "warden-console",
             "warden-scheduler",
             "warden-import",
             "warden-sim",

@@ -1,7 +1,8 @@
 //! `warden-admin`: operator commands (migrate, customers import, customers forget, policies
-//! check, senders check, agents).
+//! check, senders check, agents, operators).
 
 mod agents;
+mod operators;
 mod senders;
 
 use std::path::PathBuf;
@@ -49,6 +50,11 @@ enum Command {
     Agents {
         #[command(subcommand)]
         command: agents::AgentsCommand,
+    },
+    /// Operators of the console (`console`): who may log in, with which role.
+    Operators {
+        #[command(subcommand)]
+        command: operators::OperatorsCommand,
     },
 }
 
@@ -210,6 +216,12 @@ async fn run(args: Args) -> Result<(), StartError> {
             let senders = settings.senders().into_owned();
             let deps = database_only(settings).await?;
             agents::run(&deps.pg, &senders, command, BINARY).await?;
+            // Let the pool close its connections before exit.
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        Command::Operators { command } => {
+            let deps = database_only(settings).await?;
+            operators::run(&deps.pg, command, BINARY).await?;
             // Let the pool close its connections before exit.
             tokio::time::sleep(Duration::from_millis(10)).await;
         }

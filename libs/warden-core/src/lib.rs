@@ -23,6 +23,8 @@
 //! - [`account`]: the business account's limits and costs: portfolio messaging limit,
 //!   throughput, per-message pricing, the rate card.
 //! - [`agents`]: remote agents, their keys, scopes and guardrail settings.
+//! - [`operators`]: the console's operators, their sessions and the login throttle.
+//! - [`reports`]: read models of the operator console (overview, search, audit, outcomes).
 //! - Plumbing: [`deps`] (the connected dependencies), [`policy_file`], [`sql`] (prepared
 //!   hot-path statements), `db` (transaction glue).
 
@@ -34,7 +36,9 @@ pub mod customers;
 mod db;
 pub mod delivery;
 pub mod deps;
+pub mod operators;
 pub mod policy_file;
+pub mod reports;
 pub mod scheduling;
 pub mod send;
 pub mod senders;

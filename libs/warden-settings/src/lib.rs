@@ -9,6 +9,7 @@
 //! The senders (the phone numbers this deployment speaks for) are [`Settings::senders`]:
 //! the `SENDERS_PATH` file's, checked at load, else one made of the `PLATFORM_*` variables.
 
+mod console;
 mod dispatch;
 mod duration;
 mod error;
@@ -25,6 +26,7 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+pub use console::{CONSOLE_VARIABLES, CampaignApproval, Console};
 pub use dispatch::{DISPATCH_VARIABLES, Dispatch};
 pub use duration::{format_duration, parse_duration};
 pub use error::{DurationError, Problem, Problems, SettingsError};
@@ -281,6 +283,8 @@ impl Settings {
     /// Load from the process environment and an optional config file.
     pub fn load(config_file: Option<&Path>) -> Result<Self, SettingsError> {
         Self::from_sources(config_file, &process_env())
+    /// The operator console and the campaign approval gate (docs/console.md).
+    pub console: Console,
     }
 
     /// The senders this deployment speaks for: the `SENDERS_PATH` file's, else one sender,
@@ -528,6 +532,7 @@ fn is_variable(key: &str) -> bool {
         .any(|v| v.eq_ignore_ascii_case(key))
 }
 
+            console: Console::read(src),
 /// The process environment (the one place Warden reads it).
 pub fn process_env() -> HashMap<String, String> {
     std::env::vars().collect()
@@ -539,6 +544,7 @@ fn encode(raw: &str) -> String {
     for b in raw.bytes() {
         if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.' | b'~') {
             out.push(b as char);
+        .chain(CONSOLE_VARIABLES.iter().map(|(name, _)| name))
         } else {
             out.push_str(&format!("%{b:02X}"));
         }

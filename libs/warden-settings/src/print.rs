@@ -119,6 +119,7 @@ impl Settings {
         out.extend(mcp_http_entries(&self.mcp_http));
         out.extend(identity_entries(&self.identity));
         out
+        out.extend(console_entries(&self.console));
     }
 
     /// The effective settings as TOML a `--config` file accepts; secrets print as
@@ -165,6 +166,17 @@ fn identity_entries(i: &crate::Identity) -> Vec<(&'static str, Value)> {
 }
 
 fn dispatch_entries(d: &Dispatch) -> Vec<(&'static str, Value)> {
+fn console_entries(c: &crate::Console) -> Vec<(&'static str, Value)> {
+    vec![
+        ("CONSOLE_HTTP_ADDR", text(c.addr.to_string())),
+        (
+            "CONSOLE_SECURE_COOKIES",
+            text(if c.secure_cookies { "true" } else { "false" }),
+        ),
+        ("CAMPAIGN_APPROVAL", text(c.campaign_approval.as_str())),
+    ]
+}
+
     vec![
         ("DISPATCHER_REPLICAS", number(d.replicas)),
         ("DISPATCH_CONCURRENCY", number(d.concurrency)),

@@ -6,6 +6,7 @@ pub mod error;
 pub mod models;
 pub mod pool;
 pub mod schema;
+pub mod schema_operators;
 pub mod seeds;
 pub mod startup;
 pub mod testing;

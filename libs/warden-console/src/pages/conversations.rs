@@ -1,0 +1,163 @@
+//! `GET /conversations` (the inbox, with each conversation's holder),
+//! `GET /conversations/{customer}` (history, the reply form), and the action: reply as
+//! the operator (the one send path, `sent_by: operator:NAME`).
+
+use actix_web::{HttpResponse, web};
+use chrono::Utc;
+use minijinja::context;
+use serde::Deserialize;
+use warden_core::conversations::view;
+use warden_core::{SendError, SendKind, SendRequest};
+use warden_rules::kinds::MessageType;
+
+use super::{Flash, actor, customer, done, failed, frame};
+use crate::auth::{ActionForm, Signed};
+use crate::render::ser;
+use crate::state::AppState;
+
+const PAGE: i64 = 50;
+
+#[derive(Deserialize)]
+pub struct Paging {
+    #[serde(default)]
+    offset: Option<i64>,
+}
+
+pub async fn inbox(
+    state: web::Data<AppState>,
+    signed: Signed,
+    flash: web::Query<Flash>,
+    paging: web::Query<Paging>,
+) -> HttpResponse {
+    let offset = paging.offset.unwrap_or(0).max(0);
+    let core = &state.core;
+    let page = async {
+        let mut conn = core.pg().get().await?;
+        view::inbox(
+            &mut conn,
+            core.settings().channel(),
+            core.senders(),
+            None,
+            PAGE,
+            offset,
+            Utc::now(),
+        )
+        .await
+    };
+    match page.await {
+        Ok(p) => state.templates.page(
+            "conversations.html",
+            context! {
+                ..frame(&signed.0, "conversations", &flash),
+                ..context! {
+                    page => ser(&p),
+                    next => (offset + PAGE < p.total).then_some(offset + PAGE),
+                    prev => (offset > 0).then_some((offset - PAGE).max(0)),
+                }
+            },
+        ),
+        Err(e) => failed(&state, &e),
+    }
+}
+
+pub async fn page(
+    state: web::Data<AppState>,
+    signed: Signed,
+    path: web::Path<String>,
+    flash: web::Query<Flash>,
+) -> HttpResponse {
+    let phone = match customer(&state, &path).await {
+        Ok(p) => p,
+        Err(res) => return res,
+    };
+    let core = &state.core;
+    let read = async {
+        let sender = core.sender_ref(None)?;
+        let mut conn = core.pg().get().await?;
+        let history = view::history(
+            &mut conn,
+            phone.digits(),
+            core.settings().channel(),
+            &sender,
+            100,
+            None,
+        )
+        .await?;
+        Ok::<_, warden_core::CoreError>(history)
+    };
+    match read.await {
+        Ok(history) => {
+            // Oldest first, as a conversation reads.
+            let mut messages = history.messages.clone();
+            messages.reverse();
+            state.templates.page(
+                "conversation.html",
+                context! {
+                    ..frame(&signed.0, "conversations", &flash),
+                    ..context! {
+                        customer => phone.digits(),
+                        from => &history.from,
+                        messages => ser(&messages),
+                    }
+                },
+            )
+        }
+        Err(e) => failed(&state, &e),
+    }
+}
+
+fn back(phone: &str) -> String {
+    format!("/conversations/{}", crate::render::encode(phone))
+}
+
+/// `POST /conversations/{customer}/reply` (field `text`).
+pub async fn reply(
+    state: web::Data<AppState>,
+    signed: Signed,
+    path: web::Path<String>,
+    form: web::Form<ActionForm>,
+) -> HttpResponse {
+    let who = match signed.act(&state, &form.csrf_token) {
+        Ok(a) => a,
+        Err(res) => return res,
+    };
+    let phone = match customer(&state, &path).await {
+        Ok(p) => p,
+        Err(res) => return res,
+    };
+    let text = form.text.trim();
+    if text.is_empty() {
+        return done(&back(phone.digits()), "Write a reply first.", true);
+    }
+    let actor = actor(&who);
+    let core = state.core_as(actor);
+    let sent = core
+        .send(SendRequest::from_tool(
+            phone.clone(),
+            core.settings().channel(),
+            SendKind::Text {
+                body: text.to_string(),
+            },
+            MessageType::Service,
+            actor,
+        ))
+        .await;
+    match sent {
+        Ok(accepted) => done(
+            &back(phone.digits()),
+            &format!("Reply queued (message {}).", accepted.message_id),
+            false,
+        ),
+        Err(SendError::Refused(d)) => done(
+            &back(phone.digits()),
+            &format!(
+                "Refused {}: {} {}",
+                d.reason_code.as_str(),
+                d.human_explanation,
+                d.suggested_action
+            ),
+            true,
+        ),
+        Err(e) => done(&back(phone.digits()), &format!("Not sent: {e}"), true),
+    }
+}

@@ -1,0 +1,140 @@
+//! Server-rendered HTML: the templates (compiled in, escaped by default) and the
+//! responses every handler shares (a page, a redirect, an error page).
+
+use actix_web::HttpResponse;
+use actix_web::http::StatusCode;
+use actix_web::http::header::{CACHE_CONTROL, LOCATION};
+use minijinja::{Environment, Value, context};
+
+/// Every template, by name (`.html`: HTML escaping on).
+const TEMPLATES: &[(&str, &str)] = &[
+    ("base.html", include_str!("../templates/base.html")),
+    ("login.html", include_str!("../templates/login.html")),
+    ("error.html", include_str!("../templates/error.html")),
+    ("overview.html", include_str!("../templates/overview.html")),
+    (
+        "conversations.html",
+        include_str!("../templates/conversations.html"),
+    ),
+    (
+        "conversation.html",
+        include_str!("../templates/conversation.html"),
+    ),
+    (
+        "customers.html",
+        include_str!("../templates/customers.html"),
+    ),
+    ("customer.html", include_str!("../templates/customer.html")),
+    (
+        "campaigns.html",
+        include_str!("../templates/campaigns.html"),
+    ),
+    ("campaign.html", include_str!("../templates/campaign.html")),
+    (
+        "templates.html",
+        include_str!("../templates/templates.html"),
+    ),
+    ("agents.html", include_str!("../templates/agents.html")),
+    ("policies.html", include_str!("../templates/policies.html")),
+    ("audit.html", include_str!("../templates/audit.html")),
+];
+
+pub struct Templates {
+    env: Environment<'static>,
+}
+
+impl Templates {
+    /// The compiled-in templates. A template that does not parse is a bug caught by the
+    /// unit test below, so this never fails at run time.
+    pub fn load() -> Templates {
+        let mut env = Environment::new();
+        for (name, source) in TEMPLATES {
+            if let Err(e) = env.add_template(name, source) {
+                panic!("template {name}: {e}");
+            }
+        }
+        Templates { env }
+    }
+
+    /// Render `name` with `ctx`; an error is logged and shown as a 500 page.
+    pub fn render(&self, name: &str, ctx: Value) -> Result<String, minijinja::Error> {
+        self.env.get_template(name)?.render(ctx)
+    }
+
+    /// A full page: 200 and the HTML, never cached.
+    pub fn page(&self, name: &str, ctx: Value) -> HttpResponse {
+        self.page_with(StatusCode::OK, name, ctx)
+    }
+
+    pub fn page_with(&self, status: StatusCode, name: &str, ctx: Value) -> HttpResponse {
+        match self.render(name, ctx) {
+            Ok(html) => HttpResponse::build(status)
+                .content_type("text/html; charset=utf-8")
+                .insert_header((CACHE_CONTROL, "no-store"))
+                .body(html),
+            Err(e) => {
+                tracing::error!(template = name, error = %e, "template failed");
+                HttpResponse::InternalServerError()
+                    .content_type("text/plain; charset=utf-8")
+                    .body("the page could not be rendered")
+            }
+        }
+    }
+
+    /// An error page with `status` (403, 404, 409, 503...).
+    pub fn error(&self, status: StatusCode, title: &str, message: &str) -> HttpResponse {
+        self.page_with(
+            status,
+            "error.html",
+            context! { title => title, message => message, status => status.as_u16() },
+        )
+    }
+}
+
+/// A serde value for a template (the core's read models are `Serialize`).
+pub fn ser<T: serde::Serialize>(v: &T) -> Value {
+    Value::from(minijinja::value::Serde(v))
+}
+
+/// 303 See Other to `to` (after every POST, and to `/login` without a session).
+pub fn see_other(to: &str) -> HttpResponse {
+    HttpResponse::SeeOther()
+        .insert_header((LOCATION, to))
+        .finish()
+}
+
+/// Percent-encode a query value or path segment.
+pub fn encode(raw: &str) -> String {
+    let mut out = String::with_capacity(raw.len());
+    for b in raw.bytes() {
+        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.' | b'~') {
+            out.push(b as char);
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_template_parses_and_escapes() {
+        let t = Templates::load();
+        let html = t
+            .render(
+                "error.html",
+                context! { title => "<b>", message => "<script>x</script>", status => 404 },
+            )
+            .unwrap();
+        assert!(html.contains("&lt;script&gt;"), "{html}");
+        assert!(!html.contains("<script>x"), "{html}");
+    }
+
+    #[test]
+    fn encoding() {
+        assert_eq!(encode("a b&c/é"), "a%20b%26c%2F%C3%A9");
+    }
+}

@@ -1,0 +1,418 @@
+//! Every page answers an operator, the overview's numbers are the database's, and the
+//! actions: reply as the operator, forget with confirmation, campaign pause/resume/cancel,
+//! the policy tester (nothing sent), the consent timeline.
+
+use chrono::Utc;
+use serde_json::json;
+use warden_core::operators::Role;
+use warden_core::{SendError, SendKind, SendRequest};
+use warden_rules::kinds::MessageType;
+use warden_rules::phone::PhoneNumber;
+
+use crate::common::*;
+
+const A: &str = "6281234567890";
+const B: &str = "6281234567891";
+const C: &str = "6281234567892";
+
+fn phone(p: &str) -> PhoneNumber {
+    p.parse().unwrap()
+}
+
+/// A customer who wrote "hi" just now (window open), as the webhook would store it.
+async fn customer_wrote(c: &Console, who: &str, text: &str) {
+    let key = c.core.sender_keys(None).unwrap().sender;
+    let mut conn = c.pg.get().await.unwrap();
+    warden_core::customers::ensure(&mut conn, &phone(who))
+        .await
+        .unwrap();
+    warden_core::conversations::record_inbound(
+        &mut conn,
+        &phone(who),
+        "whatsapp",
+        &key,
+        Utc::now(),
+    )
+    .await
+    .unwrap();
+    drop(conn);
+    c.exec(&format!(
+        "INSERT INTO messages (id, customer_phone, direction, message_type, category, status, content)
+         VALUES (gen_random_uuid(), '{who}', 'inbound', 'text', 'service', 'received', '{}')",
+        json!({"type": "text", "text": {"body": text}})
+    ))
+    .await;
+}
+
+fn text_to(who: &str, body: &str, actor: &'static str) -> SendRequest {
+    SendRequest::from_tool(
+        phone(who),
+        "whatsapp",
+        SendKind::Text {
+            body: body.to_string(),
+        },
+        MessageType::Service,
+        actor,
+    )
+}
+
+/// The number in the cell after `marker` (`data-stage="sent">12<`).
+fn number_after(html: &str, marker: &str) -> i64 {
+    let at = html
+        .find(marker)
+        .unwrap_or_else(|| panic!("{marker} in page"));
+    let rest = &html[at + marker.len()..];
+    let rest = &rest[rest.find('>').unwrap() + 1..];
+    rest[..rest.find('<').unwrap()].trim().parse().unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_page_answers_and_the_overview_counts_what_the_database_holds() {
+    let c = Console::start().await;
+    customer_wrote(&c, A, "hi there").await;
+    let bot = c.core.as_actor("bot");
+    bot.send(text_to(A, "hello from the bot", "bot"))
+        .await
+        .unwrap();
+    // B never wrote: free-form text is refused (audited send_refused TEMPLATE_REQUIRED).
+    match bot.send(text_to(B, "hello?", "bot")).await {
+        Err(SendError::Refused(d)) => assert_eq!(d.reason_code.as_str(), "TEMPLATE_REQUIRED"),
+        other => panic!("{other:?}"),
+    }
+    for (status, age) in [
+        ("delivered", "1 hour"),
+        ("read", "2 hours"),
+        ("failed", "3 hours"),
+        ("sent", "3 days"),
+    ] {
+        c.exec(&format!(
+            "INSERT INTO messages (id, customer_phone, direction, message_type, category, status, created_at)
+             VALUES (gen_random_uuid(), '{A}', 'outbound', 'text', 'service', '{status}', now() - interval '{age}')"
+        ))
+        .await;
+    }
+    let mut b = c.logged_in("ana", Role::Operator).await;
+    let home = b.page("/").await;
+    let day = "created_at >= now() - interval '24 hours' AND direction = 'outbound'";
+    let expect = [
+        (
+            "recorded",
+            format!("SELECT count(*) AS n FROM messages WHERE {day}"),
+        ),
+        (
+            "waiting",
+            format!(
+                "SELECT count(*) AS n FROM messages WHERE {day} AND status IN ('scheduled','queued','sending')"
+            ),
+        ),
+        (
+            "sent",
+            format!(
+                "SELECT count(*) AS n FROM messages WHERE {day} AND status IN ('sent','delivered','read')"
+            ),
+        ),
+        (
+            "delivered",
+            format!(
+                "SELECT count(*) AS n FROM messages WHERE {day} AND status IN ('delivered','read')"
+            ),
+        ),
+        (
+            "read",
+            format!("SELECT count(*) AS n FROM messages WHERE {day} AND status = 'read'"),
+        ),
+        (
+            "failed",
+            format!("SELECT count(*) AS n FROM messages WHERE {day} AND status = 'failed'"),
+        ),
+    ];
+    for (stage, sql) in expect {
+        let shown = number_after(&home, &format!("data-stage=\"{stage}\""));
+        assert_eq!(shown, c.count(&sql).await, "{stage}");
+    }
+    assert_eq!(number_after(&home, "data-stage=\"recorded\""), 4);
+    assert!(home.contains("TEMPLATE_REQUIRED"), "refusals by code");
+    assert_eq!(number_after(&home, "id=\"refusals\""), 1);
+
+    // A was answered by the bot; C waits.
+    customer_wrote(&c, C, "anyone?").await;
+    let inbox = b.page("/conversations").await;
+    assert!(inbox.contains(C) && inbox.contains("anyone?"), "{inbox}");
+    assert!(!inbox.contains(A) && !inbox.contains(B), "{inbox}");
+    let conv = b.page(&format!("/conversations/{A}")).await;
+    assert!(
+        conv.contains("hi there") && conv.contains("hello from the bot"),
+        "{conv}"
+    );
+    assert!(
+        conv.contains("<label for=\"text\">"),
+        "the reply form is labelled"
+    );
+    let found = b.page("/customers?q=%2B62%20812").await;
+    assert!(
+        found.contains(A) && found.contains(B) && found.contains(C),
+        "{found}"
+    );
+    let none = b.page("/customers?q=nobody").await;
+    assert!(none.contains("No customer matches"));
+    b.page(&format!("/customers/{A}")).await;
+    for path in [
+        "/campaigns",
+        "/templates",
+        "/agents",
+        "/policies",
+        "/audit",
+        "/audit?actor=bot&action=send_refused",
+    ] {
+        let html = b.page(path).await;
+        assert!(html.contains("<h1>"), "{path} has a heading");
+    }
+    let audit = b
+        .page(&format!(
+            "/audit?actor=bot&action=send_refused&customer=%2B{B}"
+        ))
+        .await;
+    assert!(audit.contains("TEMPLATE_REQUIRED"), "{audit}");
+    // Unknown things are 404, not errors.
+    assert_eq!(b.get("/campaigns/not-a-uuid").await.status().as_u16(), 404);
+    assert_eq!(
+        b.get(&format!("/campaigns/{}", uuid::Uuid::new_v4()))
+            .await
+            .status()
+            .as_u16(),
+        404
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_operator_replies_through_the_send_path() {
+    let c = Console::start().await;
+    customer_wrote(&c, A, "is my order late?").await;
+    let mut b = c.logged_in("ana", Role::Operator).await;
+    let page = format!("/conversations/{A}");
+    let res = b
+        .act(
+            &page,
+            &format!("{page}/reply"),
+            &[("text", "Checking now — Ana")],
+        )
+        .await;
+    assert_eq!(res.status().as_u16(), 303);
+    let back = res.headers()["location"].to_str().unwrap().to_string();
+    assert!(
+        back.starts_with(&page) && back.contains("Reply%20queued"),
+        "{back}"
+    );
+    let html = b.page(&back).await;
+    assert!(html.contains("Reply queued"));
+    assert!(
+        html.contains("Checking now — Ana") && html.contains("operator:ana"),
+        "{html}"
+    );
+    assert_eq!(
+        c.count(&format!("SELECT count(*) AS n FROM messages WHERE customer_phone = '{A}' AND direction = 'outbound' AND status = 'queued'")).await,
+        1
+    );
+    // Without a window the same rules as any send: refused, shown, nothing recorded.
+    let res = b
+        .act(
+            &page,
+            &format!("/conversations/{B}/reply"),
+            &[("text", "hello")],
+        )
+        .await;
+    let back = res.headers()["location"].to_str().unwrap().to_string();
+    assert!(back.contains("error=1"), "{back}");
+    assert!(b.page(&back).await.contains("TEMPLATE_REQUIRED"));
+    assert_eq!(
+        c.count(&format!(
+            "SELECT count(*) AS n FROM messages WHERE customer_phone = '{B}'"
+        ))
+        .await,
+        0
+    );
+    assert_eq!(
+        c.count(&format!("SELECT count(*) AS n FROM audit_logs WHERE actor = 'operator:ana' AND action = 'send_refused' AND entity_id = '{B}'")).await,
+        1
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn consent_timeline_tags_and_forget_with_confirmation() {
+    let c = Console::start().await;
+    customer_wrote(&c, A, "STOP").await;
+    c.exec(&format!(
+        "UPDATE customers SET tags = '{{vip,eu}}' WHERE phone = '{A}'"
+    ))
+    .await;
+    {
+        let mut conn = c.pg.get().await.unwrap();
+        for (action, source) in [
+            ("customer_opted_out", "keyword:STOP"),
+            ("customer_opted_in", "keyword:START"),
+        ] {
+            warden_store::audit::record(
+                &mut conn,
+                "webhook",
+                action,
+                "customer",
+                A,
+                json!({"source": source, "scope": "marketing+utility", "business": "default"}),
+            )
+            .await
+            .unwrap();
+        }
+    }
+    let mut b = c.logged_in("ana", Role::Operator).await;
+    let page = format!("/customers/{A}");
+    let html = b.page(&page).await;
+    let out = html.find("keyword:STOP").expect("opt-out in the timeline");
+    let back_in = html.find("keyword:START").expect("opt-in in the timeline");
+    assert!(out < back_in, "oldest first");
+    assert!(html.contains("vip, eu"), "tags");
+
+    let res = b
+        .act(&page, &format!("{page}/forget"), &[("confirm", "wrong")])
+        .await;
+    assert!(
+        res.headers()["location"]
+            .to_str()
+            .unwrap()
+            .contains("error=1")
+    );
+    assert_eq!(
+        c.count(&format!(
+            "SELECT count(*) AS n FROM suppressions WHERE phone = '{A}'"
+        ))
+        .await,
+        0
+    );
+    let res = b
+        .act(&page, &format!("{page}/forget"), &[("confirm", A)])
+        .await;
+    assert_eq!(res.status().as_u16(), 303);
+    assert_eq!(
+        c.count(&format!(
+            "SELECT count(*) AS n FROM suppressions WHERE phone = '{A}'"
+        ))
+        .await,
+        1
+    );
+    assert_eq!(
+        c.count(&format!("SELECT count(*) AS n FROM audit_logs WHERE actor = 'operator:ana' AND entity_id = '{A}' AND action LIKE '%forgotten%'")).await,
+        1
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_policy_tester_decides_and_sends_nothing() {
+    let c = Console::start().await;
+    customer_wrote(&c, A, "hi").await;
+    c.exec(&format!(
+        "UPDATE customers SET tags = '{{blocked}}' WHERE phone = '{A}'"
+    ))
+    .await;
+    let mut b = c.logged_in("vi", Role::Viewer).await;
+    let html = b
+        .page(&format!(
+            "/policies?customer=%2B{A}&message_type=service&text=hello"
+        ))
+        .await;
+    assert!(html.contains("Refused"), "{html}");
+    assert!(
+        html.contains("<strong id=\"rule\">test_blocked_customers</strong>"),
+        "{html}"
+    );
+    let html = b
+        .page(&format!(
+            "/policies?customer={B}&message_type=service&text="
+        ))
+        .await;
+    assert!(
+        html.contains("<strong id=\"rule\">TEMPLATE_REQUIRED</strong>"),
+        "{html}"
+    );
+    let html = b
+        .page("/policies?customer=%2B1%20415%20555%200100&message_type=marketing")
+        .await;
+    assert!(html.contains("test_no_marketing_to_plus1"), "{html}");
+    let html = b
+        .page(&format!("/policies?customer={B}&message_type=bogus"))
+        .await;
+    assert!(html.contains("use service, marketing"), "{html}");
+    assert!(
+        html.contains("test_marketing_cap"),
+        "running policies listed"
+    );
+    assert_eq!(
+        c.count("SELECT count(*) AS n FROM messages WHERE direction = 'outbound'")
+            .await,
+        0
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn campaigns_pause_resume_cancel_as_the_operator() {
+    let c = Console::start().await;
+    let id = uuid::Uuid::new_v4();
+    c.exec(&format!(
+        "INSERT INTO campaigns (id, name, campaign_type, status, deliver_at, template_name)
+         VALUES ('{id}', 'spring sale', 'marketing', 'scheduled', now() + interval '1 day', 'warden_promo')"
+    ))
+    .await;
+    let mut b = c.logged_in("ana", Role::Operator).await;
+    let page = format!("/campaigns/{id}");
+    assert!(b.page("/campaigns").await.contains("spring sale"));
+    let status = async |c: &Console| {
+        warden_core::campaigns::get(&c.pg, id)
+            .await
+            .unwrap()
+            .campaign
+            .status
+    };
+    assert_eq!(
+        b.act(&page, &format!("{page}/pause"), &[])
+            .await
+            .status()
+            .as_u16(),
+        303
+    );
+    assert_eq!(status(&c).await, "paused");
+    // Pausing again is not a transition: 409, unchanged.
+    assert_eq!(
+        b.act(&page, &format!("{page}/pause"), &[])
+            .await
+            .status()
+            .as_u16(),
+        409
+    );
+    assert_eq!(
+        b.act(&page, &format!("{page}/resume"), &[])
+            .await
+            .status()
+            .as_u16(),
+        303
+    );
+    assert_eq!(status(&c).await, "running");
+    assert_eq!(
+        b.act(
+            &page,
+            &format!("{page}/cancel"),
+            &[("reason", "wrong audience")]
+        )
+        .await
+        .status()
+        .as_u16(),
+        303
+    );
+    assert_eq!(status(&c).await, "cancelled");
+    assert_eq!(
+        c.count("SELECT count(*) AS n FROM audit_logs WHERE actor = 'operator:ana' AND action IN ('campaign_paused','campaign_resumed','campaign_cancelled')").await,
+        3
+    );
+    let html = b.page(&page).await;
+    assert!(
+        html.contains("<strong id=\"status\">cancelled</strong>"),
+        "{html}"
+    );
+}

@@ -1,0 +1,123 @@
+//! The audit log as the console shows it: filtered by actor, action and customer, newest
+//! first; and a customer's consent timeline (every opt-in and opt-out, its source and time).
+
+use chrono::{DateTime, Utc};
+use diesel::prelude::*;
+use diesel_async::RunQueryDsl;
+use serde::Serialize;
+use warden_store::PgPool;
+use warden_store::schema::audit_logs;
+
+use crate::CoreError;
+
+#[derive(Debug, Clone, PartialEq, Serialize, Queryable)]
+pub struct AuditEntry {
+    pub id: i64,
+    pub occurred_at: DateTime<Utc>,
+    pub actor: String,
+    pub action: String,
+    pub entity_type: String,
+    pub entity_id: String,
+    pub details: serde_json::Value,
+}
+
+/// What the audit page filters on; empty fields do not filter.
+#[derive(Debug, Clone, Default)]
+pub struct AuditFilter {
+    pub actor: Option<String>,
+    pub action: Option<String>,
+    /// A customer's key: rows about the customer (entity `customer`).
+    pub customer: Option<String>,
+    /// Only rows before this one (the next page), newest first.
+    pub before_id: Option<i64>,
+}
+
+/// At most `limit` rows matching `filter`, newest first.
+pub async fn search(
+    pg: &PgPool,
+    filter: &AuditFilter,
+    limit: i64,
+) -> Result<Vec<AuditEntry>, CoreError> {
+    let mut conn = pg.get().await?;
+    let mut q = audit_logs::table.into_boxed();
+    if let Some(actor) = &filter.actor {
+        q = q.filter(audit_logs::actor.eq(actor));
+    }
+    if let Some(action) = &filter.action {
+        q = q.filter(audit_logs::action.eq(action));
+    }
+    if let Some(customer) = &filter.customer {
+        q = q
+            .filter(audit_logs::entity_type.eq("customer"))
+            .filter(audit_logs::entity_id.eq(customer));
+    }
+    if let Some(before) = filter.before_id {
+        q = q.filter(audit_logs::id.lt(before));
+    }
+    Ok(q.order(audit_logs::id.desc())
+        .limit(limit)
+        .select((
+            audit_logs::id,
+            audit_logs::occurred_at,
+            audit_logs::actor,
+            audit_logs::action,
+            audit_logs::entity_type,
+            audit_logs::entity_id,
+            audit_logs::details,
+        ))
+        .load(&mut conn)
+        .await?)
+}
+
+/// One change of a customer's consent.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ConsentChange {
+    pub occurred_at: DateTime<Utc>,
+    /// `opted_in` or `opted_out`.
+    pub change: String,
+    /// What made it: a keyword, the platform's preference, an import, an operator...
+    pub source: String,
+    /// marketing, or marketing+utility.
+    pub scope: String,
+    /// The business whose consent changed.
+    pub business: String,
+    pub actor: String,
+}
+
+/// Every opt-in and opt-out of `customer` (its key), oldest first, from the audit log.
+pub async fn consent_timeline(
+    pg: &PgPool,
+    customer: &str,
+) -> Result<Vec<ConsentChange>, CoreError> {
+    let mut conn = pg.get().await?;
+    let rows: Vec<(DateTime<Utc>, String, String, serde_json::Value)> = audit_logs::table
+        .filter(audit_logs::entity_type.eq("customer"))
+        .filter(audit_logs::entity_id.eq(customer))
+        .filter(audit_logs::action.eq_any(["customer_opted_in", "customer_opted_out"]))
+        .order((audit_logs::occurred_at.asc(), audit_logs::id.asc()))
+        .select((
+            audit_logs::occurred_at,
+            audit_logs::action,
+            audit_logs::actor,
+            audit_logs::details,
+        ))
+        .load(&mut conn)
+        .await?;
+    let text = |v: &serde_json::Value, k: &str| {
+        v.get(k)
+            .and_then(|s| s.as_str())
+            .unwrap_or_default()
+            .to_string()
+    };
+    Ok(rows
+        .into_iter()
+        .map(|(at, action, actor, details)| ConsentChange {
+            occurred_at: at,
+            change: action.trim_start_matches("customer_").to_string(),
+            source: text(&details, "source"),
+            scope: text(&details, "scope"),
+            business: text(&details, "business"),
+            actor,
+        })
+        .collect())
+}
