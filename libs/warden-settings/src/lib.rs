@@ -277,14 +277,14 @@ pub struct Settings {
     pub hostname: Option<String>,
     /// The gateway's callers: stdio's agent name, the optional OAuth issuer.
     pub identity: Identity,
+    /// The operator console and the campaign approval gate (docs/console.md).
+    pub console: Console,
 }
 
 impl Settings {
     /// Load from the process environment and an optional config file.
     pub fn load(config_file: Option<&Path>) -> Result<Self, SettingsError> {
         Self::from_sources(config_file, &process_env())
-    /// The operator console and the campaign approval gate (docs/console.md).
-    pub console: Console,
     }
 
     /// The senders this deployment speaks for: the `SENDERS_PATH` file's, else one sender,
@@ -518,6 +518,7 @@ impl Settings {
             // The environment only: it names this host, not the deployment.
             hostname: src.env_only("HOSTNAME").filter(|h| !h.is_empty()),
             identity,
+            console: Console::read(src),
         }
     }
 }
@@ -529,10 +530,10 @@ fn is_variable(key: &str) -> bool {
         .chain(DISPATCH_VARIABLES.iter().map(|(name, _)| name))
         .chain(MCP_HTTP_VARIABLES.iter().map(|(name, _)| name))
         .chain(IDENTITY_VARIABLES.iter().map(|(name, _)| name))
+        .chain(CONSOLE_VARIABLES.iter().map(|(name, _)| name))
         .any(|v| v.eq_ignore_ascii_case(key))
 }
 
-            console: Console::read(src),
 /// The process environment (the one place Warden reads it).
 pub fn process_env() -> HashMap<String, String> {
     std::env::vars().collect()
@@ -544,7 +545,6 @@ fn encode(raw: &str) -> String {
     for b in raw.bytes() {
         if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.' | b'~') {
             out.push(b as char);
-        .chain(CONSOLE_VARIABLES.iter().map(|(name, _)| name))
         } else {
             out.push_str(&format!("%{b:02X}"));
         }

@@ -118,8 +118,8 @@ impl Settings {
         out.extend(dispatch_entries(&self.dispatch));
         out.extend(mcp_http_entries(&self.mcp_http));
         out.extend(identity_entries(&self.identity));
-        out
         out.extend(console_entries(&self.console));
+        out
     }
 
     /// The effective settings as TOML a `--config` file accepts; secrets print as
@@ -165,7 +165,6 @@ fn identity_entries(i: &crate::Identity) -> Vec<(&'static str, Value)> {
     ]
 }
 
-fn dispatch_entries(d: &Dispatch) -> Vec<(&'static str, Value)> {
 fn console_entries(c: &crate::Console) -> Vec<(&'static str, Value)> {
     vec![
         ("CONSOLE_HTTP_ADDR", text(c.addr.to_string())),
@@ -177,6 +176,7 @@ fn console_entries(c: &crate::Console) -> Vec<(&'static str, Value)> {
     ]
 }
 
+fn dispatch_entries(d: &Dispatch) -> Vec<(&'static str, Value)> {
     vec![
         ("DISPATCHER_REPLICAS", number(d.replicas)),
         ("DISPATCH_CONCURRENCY", number(d.concurrency)),
