@@ -25,8 +25,9 @@ RUN --mount=type=cache,target=/usr/local/cargo/registry,sharing=locked \
     --mount=type=cache,target=/src/target,sharing=locked \
     cargo build --release --locked \
         -p mcp-gateway -p webhook -p dispatcher -p scheduler -p platform-sim -p warden-admin \
+        -p console@0.1.0 \
  && mkdir -p /out/bin \
- && for b in mcp-gateway webhook dispatcher scheduler platform-sim warden-admin; do \
+ && for b in mcp-gateway webhook dispatcher scheduler platform-sim warden-admin console; do \
         cp "target/release/$b" /out/bin/; \
     done
 

@@ -8,7 +8,7 @@ export CARGO_TERM_COLOR ?= never
 .PHONY: help services dev build test check test-rust test-python lint bench faults fmt clean
 
 help:
-	@echo "make dev    start Postgres/Redis/NATS if needed, build, run webhook + dispatcher + scheduler + platform-sim"
+	@echo "make dev    start Postgres/Redis/NATS if needed, build, run webhook + dispatcher + scheduler + console + platform-sim"
 	@echo "make test   start services if needed, then run every test (unit, integration, end-to-end)"
 	@echo "make check  everyday fast check: fmt, clippy, layering, unit tests (no services, installs nothing)"
 	@echo "make lint   cargo fmt --check and clippy -D warnings"

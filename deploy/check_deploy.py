@@ -22,10 +22,10 @@ from pathlib import Path
 import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
-COMPONENTS = ["webhook", "dispatcher", "scheduler", "mcp-gateway"]
-PORTS = {"webhook": 8080, "dispatcher": 9090, "scheduler": 9091, "mcp-gateway": 8765}
+COMPONENTS = ["webhook", "dispatcher", "scheduler", "mcp-gateway", "console"]
+PORTS = {"webhook": 8080, "dispatcher": 9090, "scheduler": 9091, "mcp-gateway": 8765, "console": 8090}
 # The variable that names each component's listening port (MCP_HTTP_ADDR is ip:port).
-PORT_VARS = {"webhook": "SERVER_HTTP_PORT", "mcp-gateway": "MCP_HTTP_ADDR"}
+PORT_VARS = {"webhook": "SERVER_HTTP_PORT", "mcp-gateway": "MCP_HTTP_ADDR", "console": "CONSOLE_HTTP_ADDR"}
 # Public paths per Ingress: nothing else (never /health or /metrics).
 INGRESS_PATHS = {"webhook": ["/webhook"], "mcp-gateway": ["/mcp", "/.well-known/oauth-protected-resource"]}
 SECRET_KEYS = {"PLATFORM_ACCESS_TOKEN", "DB_PASSWORD", "REDIS_PASSWORD"}
@@ -325,7 +325,7 @@ def helm():
     check(values.get("policies") == (ROOT / "policies/default.yaml").read_text(),
           "values.yaml policies = policies/default.yaml")
     check(values["image"]["repository"] and "tag" in values["image"], "image repository/tag in values")
-    for comp in ["webhook", "dispatcher", "scheduler"]:
+    for comp in ["webhook", "dispatcher", "scheduler", "console"]:
         check(values[comp]["port"] == PORTS[comp], f"values {comp}.port = {PORTS[comp]}")
 
     for tpl in sorted((chart / "templates").iterdir()):
@@ -344,7 +344,7 @@ def helm():
               f"{tpl.name}: {len(refs)} helpers defined, {len(paths)} .Values paths in values.yaml"
               + (f" (undefined {undefined}, unknown {unknown})" if undefined or unknown else ""))
     # Values reached through a component variable ($c := index $.Values $name).
-    for comp in ["webhook", "dispatcher", "scheduler"]:
+    for comp in ["webhook", "dispatcher", "scheduler", "console"]:
         for key in ["replicas", "port", "resources", "pdb"]:
             check(key in values[comp], f"values {comp}.{key} (used through $c)")
     for comp in ["webhook", "dispatcher"]:
@@ -527,9 +527,9 @@ def docker():
 
     compose = yaml.safe_load((ROOT / "docker-compose.yml").read_text())
     services = compose["services"]
-    for s in ["postgres", "redis", "nats", "platform-sim", "webhook", "dispatcher", "scheduler", "otel-collector"]:
+    for s in ["postgres", "redis", "nats", "platform-sim", "webhook", "dispatcher", "scheduler", "console", "otel-collector"]:
         check(s in services, f"compose service {s}")
-    for s in ["postgres", "redis", "nats", "platform-sim", "webhook", "dispatcher", "scheduler"]:
+    for s in ["postgres", "redis", "nats", "platform-sim", "webhook", "dispatcher", "scheduler", "console"]:
         check("healthcheck" in services.get(s, {}), f"compose {s} has a healthcheck")
     check("-js" in services["nats"]["command"] and "8222" in services["nats"]["command"]
           and any("8222" in p for p in services["nats"]["ports"]), "nats: JetStream on, monitoring 8222 published")
@@ -555,7 +555,7 @@ def docker():
 
 
 # The Warden processes of docker-compose.yml (platform-sim stands for the platform).
-COMPOSE_WARDEN = ["webhook", "dispatcher", "scheduler", "mcp-http", "mcp-gateway"]
+COMPOSE_WARDEN = ["webhook", "dispatcher", "scheduler", "mcp-http", "mcp-gateway", "console"]
 
 
 def compose_senders(services):

@@ -3,7 +3,7 @@
 # its arguments. Anything else (sh, bash, ...) is run as given, for debugging.
 set -eu
 case "${1:-webhook}" in
-  mcp-gateway|webhook|dispatcher|scheduler|platform-sim|warden-admin)
+  mcp-gateway|webhook|dispatcher|scheduler|platform-sim|warden-admin|console)
     bin="${1:-webhook}"
     [ "$#" -gt 0 ] && shift
     exec "/usr/local/bin/$bin" "$@"

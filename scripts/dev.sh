@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Run platform-sim, webhook, dispatcher and scheduler against the local services, print
-# how an agent host spawns mcp-gateway, and stop everything on Ctrl-C.
+# Run platform-sim, webhook, dispatcher, scheduler and the operator console against the
+# local services, print how an agent host spawns mcp-gateway and how to log in to the
+# console, and stop everything on Ctrl-C.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$(pwd)
@@ -18,6 +19,7 @@ export SIM_TEMPLATES=${SIM_TEMPLATES:-$ROOT/templates/sim-templates.json}
 export POLICIES_PATH=${POLICIES_PATH:-$ROOT/policies/default.yaml}
 export TIER=${TIER:-pro}
 export SCHEDULER_POLL_INTERVAL=${SCHEDULER_POLL_INTERVAL:-1s}
+export CONSOLE_HTTP_ADDR=${CONSOLE_HTTP_ADDR:-127.0.0.1:8090}
 
 # Several numbers: `SENDERS_PATH=examples/senders.yaml make dev` serves the example's three
 # numbers of two businesses, with the stand-in's matching file and dev credentials.
@@ -69,9 +71,11 @@ wait_health platform-sim http://127.0.0.1:8089/health
 start webhook
 start dispatcher ADMIN_HTTP_PORT=9090
 start scheduler ADMIN_HTTP_PORT=9091
+start console
 wait_health webhook "http://127.0.0.1:$SERVER_HTTP_PORT/health"
 wait_health dispatcher http://127.0.0.1:9090/health
 wait_health scheduler http://127.0.0.1:9091/health
+wait_health console "http://$CONSOLE_HTTP_ADDR/health"
 
 SEVERAL_HINT=""
 if [ -n "${SENDERS_PATH:-}" ]; then
@@ -95,6 +99,10 @@ MCP servers config (Claude Desktop, Cursor, the MCP inspector):
     }
   }
 }
+
+The operator console is at http://$CONSOLE_HTTP_ADDR/. Create the first operator (it prints a
+one-time password), then log in with it:
+  $BIN/warden-admin operators create admin --role admin
 
 Try the platform stand-in: curl -X POST localhost:8089/sim/inbound -d '{"from":"6281234567890","text":"hi"}'$SEVERAL_HINT
 Ctrl-C stops everything.

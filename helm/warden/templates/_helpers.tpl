@@ -77,9 +77,15 @@ senders:
 {{- end }}
 {{- end }}
 
-{{/* The port variable of a component: the webhook listens on SERVER_HTTP_PORT, the others on ADMIN_HTTP_PORT. */}}
+{{/* The port variable of a component: the webhook listens on SERVER_HTTP_PORT, the console on CONSOLE_HTTP_ADDR, the others on ADMIN_HTTP_PORT. */}}
 {{- define "warden.portVariable" -}}
-{{- if eq . "webhook" }}SERVER_HTTP_PORT{{ else }}ADMIN_HTTP_PORT{{ end }}
+{{- if eq . "webhook" }}SERVER_HTTP_PORT{{ else if eq . "console" }}CONSOLE_HTTP_ADDR{{ else }}ADMIN_HTTP_PORT{{ end }}
+{{- end }}
+
+{{/* The port variable's value: the console's is an address (0.0.0.0:port), the others' a
+port. Call with (dict "name" $name "port" $c.port). */}}
+{{- define "warden.portValue" -}}
+{{- if eq .name "console" }}0.0.0.0:{{ .port }}{{ else }}{{ .port }}{{ end }}
 {{- end }}
 
 {{/* Secret-backed env vars; call with (dict "root" $ "component" "webhook"). */}}
