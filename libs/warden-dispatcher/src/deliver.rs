@@ -83,6 +83,9 @@ pub(crate) struct Ctx {
     pub platform: PlatformClient,
     /// The other senders' clients, by the stored key of their messages.
     pub other_senders: HashMap<String, PlatformClient>,
+    /// The stored key of each sender's portfolio (a BSUID belongs to one), by sender key;
+    /// a sender not listed is of the default portfolio.
+    pub portfolios: HashMap<String, String>,
     /// Each sender's bucket.
     pub pacing: Arc<Pacing>,
     pub pair: PairLimiter,
@@ -115,6 +118,7 @@ impl Ctx {
             outcomes_pg,
             platform,
             other_senders: HashMap::new(),
+            portfolios: HashMap::new(),
             pacing,
             pair,
             windows,
@@ -129,6 +133,19 @@ impl Ctx {
     pub fn with_other_senders(mut self, clients: HashMap<String, PlatformClient>) -> Self {
         self.other_senders = clients;
         self
+    }
+
+    /// The same context knowing each sender's portfolio (stored keys).
+    pub fn with_portfolios(mut self, portfolios: HashMap<String, String>) -> Self {
+        self.portfolios = portfolios;
+        self
+    }
+
+    /// The stored key of the portfolio of the sender stored as `sender`.
+    fn portfolio_of(&self, sender: &str) -> &str {
+        self.portfolios
+            .get(sender)
+            .map_or(warden_settings::STORED_DEFAULT, String::as_str)
     }
 
     /// The client of the sender stored as `sender`: its number and token.
@@ -437,9 +454,11 @@ async fn send(ctx: &Ctx, row: DeliveryRow) -> Verdict {
             return ctx.held("database", Duration::from_secs(2));
         }
     }
-    // 2c. Addressed to the phone when known, else to the parent BSUID or the BSUID.
+    // 2c. Addressed to the phone when known, else to the parent BSUID or the BSUID of the
+    //     sender's portfolio.
     let recipient = match warden_core::customers::identity::send_address_on(
         &ctx.pg,
+        ctx.portfolio_of(&row.sender_id),
         &row.customer_phone,
     )
     .await

@@ -115,6 +115,17 @@ pub async fn start(
     let platform =
         warden_service::platform::client(&deps.settings, Some(config.dispatch.platform_timeout))
             .map_err(|e| anyhow::anyhow!("PLATFORM_API_URL: {e}"))?;
+    let portfolios: std::collections::HashMap<String, String> = {
+        let senders = deps.settings.senders();
+        senders
+            .all()
+            .iter()
+            .map(|s| {
+                let keys = senders.key_of(s);
+                (keys.sender, keys.portfolio)
+            })
+            .collect()
+    };
     let other_senders = warden_service::platform::other_senders(
         &deps.settings,
         Some(config.dispatch.platform_timeout),
@@ -163,7 +174,8 @@ pub async fn start(
             Arc::clone(&stats),
             deps.stream.as_ref().map(|s| s.hints.clone()),
         )
-        .with_other_senders(other_senders),
+        .with_other_senders(other_senders)
+        .with_portfolios(portfolios),
     );
     let sweeper = (!ctx.cfg.dispatch.sweep_interval.is_zero()).then(|| {
         tokio::spawn(sweep::run(

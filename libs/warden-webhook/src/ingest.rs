@@ -440,7 +440,8 @@ async fn apply_batch(
     let mut keys: HashMap<&str, PhoneNumber> = HashMap::new();
     for e in &fresh {
         if let EventBody::Inbound(i) = &e.body
-            && let Some(key) = identity::link(c, &i.identity, i.at, ACTOR).await?
+            && let Some(key) =
+                identity::link(c, portfolio_of(senders, e), &i.identity, i.at, ACTOR).await?
         {
             keys.insert(e.key.as_str(), key);
         }
@@ -502,7 +503,7 @@ async fn apply_batch(
                 let key = key_of(event, i);
                 state.hint_inbound.insert(key.digits().to_string());
                 if i.message_type == "system" {
-                    changed_number(c, i, &key).await?;
+                    changed_number(c, portfolio_of(senders, event), i, &key).await?;
                 }
                 if let Some(change) = i.keyword {
                     // A STOP to one number of a business stops all its numbers.
@@ -617,7 +618,7 @@ async fn changed_number(
             .and_then(Value::as_str)
             .and_then(|u| warden_rules::bsuid::parse(u).ok());
         match new {
-            Some(new) => identity::change_bsuid(c, key, &new, i.at, ACTOR).await?,
+            Some(new) => identity::change_bsuid(c, portfolio, key, &new, i.at, ACTOR).await?,
             None => tracing::info!(wamid = %i.wamid, "BSUID change names no valid new BSUID"),
         }
         return Ok(());
@@ -630,6 +631,7 @@ async fn changed_number(
         Ok(new) => {
             warden_core::customers::number_change::link(c, key, &new, i.at, ACTOR).await?;
         }
+    portfolio: &str,
         Err(_) => tracing::info!(wamid = %i.wamid, "number change names no valid new number"),
     }
     Ok(())

@@ -8,6 +8,12 @@
 //! the identifiers a webhook carries together; when a phone and a BSUID name two
 //! existing customers, [`merge`] folds the BSUID customer into the phone customer in the
 //! caller's transaction (stricter consent wins, history moves, an audit row says so).
+//!
+//! A BSUID belongs to a business portfolio (the same person has another one in another
+//! portfolio): the default sender's portfolio keeps it in `customers.bsuid`, another
+//! portfolio's are rows of `portfolio_bsuids`. Every one of them resolves to the customer;
+//! a message is addressed with the BSUID of the portfolio it goes out from
+//! ([`address_for`]).
 
 use chrono::{DateTime, Utc};
 use diesel::prelude::*;
@@ -88,11 +94,14 @@ pub async fn resolve(c: &mut AsyncPgConnection, id: &PhoneNumber) -> QueryResult
         .unwrap_or_else(|| id.clone()))
 }
 
-/// The key of the customer holding `bsuid` as key, BSUID or parent BSUID.
+/// The key of the customer holding `bsuid` as key, BSUID (of any portfolio) or parent
+/// BSUID.
 async fn find_by_bsuid(c: &mut AsyncPgConnection, bsuid: &str) -> QueryResult<Option<String>> {
     Ok(diesel::sql_query(
-        "SELECT phone FROM customers WHERE phone = $1 OR bsuid = $1 OR parent_bsuid = $1 \
-         ORDER BY (phone = $1) DESC LIMIT 1",
+        "SELECT phone, (phone = $1) AS exact FROM customers \
+         WHERE phone = $1 OR bsuid = $1 OR parent_bsuid = $1 \
+         UNION ALL SELECT customer_phone, false FROM portfolio_bsuids WHERE bsuid = $1 \
+         ORDER BY exact DESC LIMIT 1",
     )
     .bind::<Text, _>(bsuid)
     .get_result::<KeyRow>(c)
@@ -120,32 +129,21 @@ pub async fn identifiers(c: &mut AsyncPgConnection, key: &PhoneNumber) -> QueryR
     })
 }
 
-/// Where the platform takes a message for `key`: `to` = the phone when known, else
-/// `recipient` = the parent BSUID when the customer has one, else the BSUID.
-pub async fn send_address(c: &mut AsyncPgConnection, key: &str) -> QueryResult<Address> {
-    if !warden_rules::bsuid::looks_like_bsuid(key) {
-        return Ok(Address::Phone(key.to_owned()));
-    }
-    let parent =
-        diesel::sql_query("SELECT bsuid, parent_bsuid, username FROM customers WHERE phone = $1")
-            .bind::<Text, _>(key)
-            .get_result::<IdRow>(c)
-            .await
-            .optional()?
-            .and_then(|r| r.parent_bsuid);
-    Ok(Address::Recipient(parent.unwrap_or_else(|| key.to_owned())))
-}
-
-/// [`send_address`] on a pooled connection; no query for a phone key.
+/// [`address_for`] on a pooled connection, for a message going out from a number of the
+/// portfolio stored as `portfolio`; no query for a phone key. A customer the number cannot
+/// reach (the send path refuses those) is addressed by its key, for the platform to answer.
 pub async fn send_address_on(
     pg: &warden_store::PgPool,
+    portfolio: &str,
     key: &str,
 ) -> Result<Address, crate::CoreError> {
     if !warden_rules::bsuid::looks_like_bsuid(key) {
         return Ok(Address::Phone(key.to_owned()));
     }
     let mut conn = pg.get().await?;
-    Ok(send_address(&mut conn, key).await?)
+    Ok(address_for(&mut conn, portfolio, key)
+        .await?
+        .unwrap_or_else(|| Address::Recipient(key.to_owned())))
 }
 
 /// How a send is addressed.
@@ -157,11 +155,13 @@ pub enum Address {
     Recipient(String),
 }
 
-/// Record the identifiers `id` carries together and return the customer's key (created
-/// if new). A phone and a BSUID that name two existing customers are merged into the
-/// phone's. Runs in the caller's transaction.
+/// Record the identifiers `id` carries together, its BSUID as one of the portfolio stored
+/// as `portfolio` (the one of the number the webhook came to), and return the customer's
+/// key (created if new). A phone and a BSUID that name two existing customers are merged
+/// into the phone's. Runs in the caller's transaction.
 pub async fn link(
     c: &mut AsyncPgConnection,
+    portfolio: &str,
     id: &Identity,
     at: DateTime<Utc>,
     actor: &str,
@@ -203,6 +203,14 @@ pub async fn link(
         .map(str::trim)
         .filter(|u| !u.is_empty())
         .map(|u| u.chars().take(MAX_USERNAME).collect::<String>());
+    // Another portfolio's BSUID is kept beside the customer, not in its `bsuid`.
+    let own_bsuid = match &id.bsuid {
+        Some(b) if !warden_settings::is_stored_default(portfolio) => {
+            record_portfolio_bsuid(c, portfolio, b, &key).await?;
+            None
+        }
+        other => other.as_ref(),
+    };
     diesel::sql_query(
         "UPDATE customers SET bsuid = COALESCE($2, bsuid), \
          parent_bsuid = COALESCE($3, parent_bsuid), username = COALESCE($4, username), \
@@ -211,7 +219,7 @@ pub async fn link(
          OR username IS DISTINCT FROM COALESCE($4, username))",
     )
     .bind::<Text, _>(key.digits())
-    .bind::<Nullable<Text>, _>(id.bsuid.as_ref().map(Bsuid::as_str))
+    .bind::<Nullable<Text>, _>(own_bsuid.map(Bsuid::as_str))
     .bind::<Nullable<Text>, _>(id.parent_bsuid.as_ref().map(Bsuid::as_str))
     .bind::<Nullable<Text>, _>(username)
     .execute(c)
@@ -219,11 +227,99 @@ pub async fn link(
     Ok(Some(key))
 }
 
+/// `bsuid` is the BSUID of the customer keyed `key` in the portfolio stored as `portfolio`
+/// (not the default sender's): it replaces the one recorded for that portfolio.
+async fn record_portfolio_bsuid(
+    c: &mut AsyncPgConnection,
+    portfolio: &str,
+    bsuid: &Bsuid,
+    key: &PhoneNumber,
+) -> QueryResult<()> {
+    diesel::sql_query(
+        "DELETE FROM portfolio_bsuids WHERE portfolio = $1 AND customer_phone = $3 AND bsuid <> $2",
+    )
+    .bind::<Text, _>(portfolio)
+    .bind::<Text, _>(bsuid.as_str())
+    .bind::<Text, _>(key.digits())
+    .execute(c)
+    .await?;
+    diesel::sql_query(
+        "INSERT INTO portfolio_bsuids (portfolio, bsuid, customer_phone) VALUES ($1, $2, $3) \
+         ON CONFLICT (bsuid) DO UPDATE SET portfolio = EXCLUDED.portfolio, \
+           customer_phone = EXCLUDED.customer_phone",
+    )
+    .bind::<Text, _>(portfolio)
+    .bind::<Text, _>(bsuid.as_str())
+    .bind::<Text, _>(key.digits())
+    .execute(c)
+    .await?;
+    Ok(())
+}
+
+#[derive(QueryableByName)]
+struct AddressRow {
+    #[diesel(sql_type = Nullable<Text>)]
+    parent_bsuid: Option<String>,
+    #[diesel(sql_type = Nullable<Text>)]
+    default_bsuid: Option<String>,
+    #[diesel(sql_type = Nullable<Text>)]
+    portfolio_bsuid: Option<String>,
+    /// The portfolio the key itself is a BSUID of, when it is another portfolio's.
+    #[diesel(sql_type = Nullable<Text>)]
+    key_portfolio: Option<String>,
+}
+
+/// Where a message from a number of the portfolio stored as `portfolio` reaches the
+/// customer keyed `key`: `to` = the phone when known; else `recipient` = the parent BSUID
+/// (it spans the linked portfolios), else the customer's BSUID in that portfolio. None
+/// when the customer is known only by another portfolio's BSUID, which that number cannot
+/// use. A BSUID nobody recorded is taken as the sending portfolio's.
+pub async fn address_for(
+    c: &mut AsyncPgConnection,
+    portfolio: &str,
+    key: &str,
+) -> QueryResult<Option<Address>> {
+    if !warden_rules::bsuid::looks_like_bsuid(key) {
+        return Ok(Some(Address::Phone(key.to_owned())));
+    }
+    let row = diesel::sql_query(
+        "SELECT c.parent_bsuid, c.bsuid AS default_bsuid, \
+                (SELECT pb.bsuid FROM portfolio_bsuids pb \
+                  WHERE pb.customer_phone = $1 AND pb.portfolio = $2 \
+                  ORDER BY pb.created_at DESC LIMIT 1) AS portfolio_bsuid, \
+                (SELECT o.portfolio FROM portfolio_bsuids o WHERE o.bsuid = $1) AS key_portfolio \
+         FROM (SELECT $1::text AS k) q LEFT JOIN customers c ON c.phone = q.k",
+    )
+    .bind::<Text, _>(key)
+    .bind::<Text, _>(portfolio)
+    .get_result::<AddressRow>(c)
+    .await?;
+    if let Some(parent) = row.parent_bsuid {
+        return Ok(Some(Address::Recipient(parent)));
+    }
+    let own = if warden_settings::is_stored_default(portfolio) {
+        row.default_bsuid.clone()
+    } else {
+        row.portfolio_bsuid
+    };
+    if let Some(bsuid) = own {
+        return Ok(Some(Address::Recipient(bsuid)));
+    }
+    // The key is another portfolio's BSUID (recorded there, or the default's on the row).
+    let elsewhere = match &row.key_portfolio {
+        Some(p) => p != portfolio,
+        None => !warden_settings::is_stored_default(portfolio) && row.default_bsuid.is_some(),
+    };
+    Ok((!elsewhere).then(|| Address::Recipient(key.to_owned())))
+}
+
 /// The user's BSUID changed (`user_changed_user_id`): the customer keyed `key` takes the
-/// new one. Its key, opt-outs and history stay as they are, so nothing is lost; when the
-/// new BSUID already names another customer, that one is merged in first.
+/// new one as its BSUID in the portfolio stored as `portfolio`. Its key, opt-outs and
+/// history stay as they are, so nothing is lost; when the new BSUID already names another
+/// customer, that one is merged in first.
 pub async fn change_bsuid(
     c: &mut AsyncPgConnection,
+    portfolio: &str,
     key: &PhoneNumber,
     new: &Bsuid,
     at: DateTime<Utc>,
@@ -236,20 +332,24 @@ pub async fn change_bsuid(
         merge(c, &other, key, at, actor).await?;
     }
     ensure_locked(c, key).await?;
-    diesel::update(customers::table.find(key.digits()))
-        .set((
-            customers::bsuid.eq(new.as_str()),
-            customers::updated_at.eq(diesel::dsl::now),
-        ))
-        .execute(c)
-        .await?;
+    if warden_settings::is_stored_default(portfolio) {
+        diesel::update(customers::table.find(key.digits()))
+            .set((
+                customers::bsuid.eq(new.as_str()),
+                customers::updated_at.eq(diesel::dsl::now),
+            ))
+            .execute(c)
+            .await?;
+    } else {
+        record_portfolio_bsuid(c, portfolio, new, key).await?;
+    }
     warden_store::audit::record(
         c,
         actor,
         "customer_bsuid_changed",
         "customer",
         key.digits(),
-        json!({"bsuid": new.as_str(), "changed_at": at}),
+        json!({"bsuid": new.as_str(), "portfolio": portfolio, "changed_at": at}),
     )
     .await
 }
@@ -373,6 +473,7 @@ const MOVES: &[&str] = &[
        opt_changed_at = GREATEST(business_consent.opt_changed_at, EXCLUDED.opt_changed_at)",
     "DELETE FROM business_consent WHERE customer_phone = $1",
 ];
+    "UPDATE portfolio_bsuids SET customer_phone = $2 WHERE customer_phone = $1",
 
 struct Merged {
     marketing: bool,

@@ -306,6 +306,7 @@ impl Core {
                 .await
                 .map_err(|e| SendError::Unavailable(format!("database unavailable: {e}")))?;
         }
+            self.check_reachable(&mut conn, req).await?;
 
         // Template checks come first: they are about the request, not the customer.
         let template_category = match self.check_template(&mut conn, req).await {
@@ -745,6 +746,31 @@ impl Core {
     pub(crate) fn keys_for(&self, req: &SendRequest) -> StoreKeys {
         let senders = self.senders();
         let sender = req
+    /// A customer known by BSUID only must have one in the portfolio of the number it goes
+    /// out from: a BSUID is scoped to its portfolio, so another's cannot be used.
+    async fn check_reachable(
+        &self,
+        conn: &mut AsyncPgConnection,
+        req: &SendRequest,
+    ) -> Result<(), SendError> {
+        if !req.phone.is_bsuid() {
+            return Ok(());
+        }
+        let keys = self.keys_for(req);
+        let address =
+            crate::customers::identity::address_for(conn, &keys.portfolio, req.phone.digits())
+                .await
+                .map_err(|e| SendError::Unavailable(format!("database unavailable: {e}")))?;
+        if address.is_some() {
+            return Ok(());
+        }
+        let from = req.sender.as_deref().unwrap_or_default();
+        Err(SendError::InvalidArgument(format!(
+            "customer `{}` is known only by a BSUID of another business portfolio, which number `{from}` cannot use (a BSUID belongs to one portfolio); send from a number of the portfolio the customer wrote to, or by phone once it is known",
+            req.phone.digits()
+        )))
+    }
+
             .sender
             .as_deref()
             .and_then(|id| senders.get(id))

@@ -565,3 +565,85 @@ async fn history_and_inbox_are_per_number() {
     .unwrap();
     assert!(only_a1.items.iter().all(|i| i.customer_id != p.digits()));
 }
+
+fn bsuid(cc: &str) -> warden_rules::bsuid::Bsuid {
+    warden_rules::bsuid::parse(&format!("{cc}.{}", rand::random::<u64>())).unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_bsuid_belongs_to_the_portfolio_of_the_number_it_came_to() {
+    use warden_core::customers::identity::{self, Address, Identity};
+    let h = harness().await;
+    let portfolio_b = h.core.sender_keys(Some("b1")).unwrap().portfolio;
+    assert_ne!(portfolio_b, "default");
+    let p = phone();
+    let (in_a, in_b) = (bsuid("ID"), bsuid("ID"));
+    let mut conn = h.core.pg().get().await.unwrap();
+    // The same person wrote to A1 and to B1: one customer, a BSUID in each portfolio.
+    for (portfolio, b) in [("default", &in_a), (portfolio_b.as_str(), &in_b)] {
+        let id = Identity {
+            phone: Some(p.clone()),
+            bsuid: Some(b.clone()),
+            ..Identity::default()
+        };
+        let key = identity::link(&mut conn, portfolio, &id, Utc::now(), "test")
+            .await
+            .unwrap();
+        assert_eq!(key, Some(p.clone()));
+    }
+    for b in [&in_a, &in_b] {
+        assert_eq!(identity::resolve(&mut conn, &b.key()).await.unwrap(), p);
+    }
+    let ids = identity::identifiers(&mut conn, &p).await.unwrap();
+    assert_eq!(ids.bsuid.as_deref(), Some(in_a.as_str()));
+
+    // Someone who wrote to B1 only, without a phone: reachable from B's numbers only.
+    let only_b = bsuid("BR");
+    let id = Identity {
+        bsuid: Some(only_b.clone()),
+        ..Identity::default()
+    };
+    let key = identity::link(&mut conn, &portfolio_b, &id, Utc::now(), "test")
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        identity::address_for(&mut conn, &portfolio_b, key.digits())
+            .await
+            .unwrap(),
+        Some(Address::Recipient(only_b.as_str().to_string()))
+    );
+    assert_eq!(
+        identity::address_for(&mut conn, "default", key.digits())
+            .await
+            .unwrap(),
+        None
+    );
+    drop(conn);
+    assert_eq!(
+        outcome(&h.core, template(&key, "order_update", "b1")).await,
+        "OK"
+    );
+    match h.core.send(template(&key, "order_update", "a1")).await {
+        Err(SendError::InvalidArgument(m)) => {
+            assert!(m.contains("another business portfolio"), "{m}")
+        }
+        other => panic!("a1 used business B's BSUID: {other:?}"),
+    }
+    // A new BSUID for B (user_changed_user_id) replaces B's, not A's.
+    let mut conn = h.core.pg().get().await.unwrap();
+    let renewed = bsuid("ID");
+    identity::change_bsuid(&mut conn, &portfolio_b, &p, &renewed, Utc::now(), "test")
+        .await
+        .unwrap();
+    assert_eq!(
+        identity::resolve(&mut conn, &renewed.key()).await.unwrap(),
+        p
+    );
+    assert_eq!(identity::resolve(&mut conn, &in_a.key()).await.unwrap(), p);
+    assert_eq!(
+        identity::resolve(&mut conn, &in_b.key()).await.unwrap(),
+        in_b.key(),
+        "B's old BSUID no longer names the customer"
+    );
+}
