@@ -373,6 +373,8 @@ pub struct ConversationItem {
     pub channel: String,
     pub window_open: bool,
     pub time_remaining_secs: i64,
+    /// The sender (business number) whose conversation this is.
+    pub from: String,
     pub conversation_type: String,
     pub last_inbound_at: Option<String>,
     pub last_outbound_at: Option<String>,

@@ -24,21 +24,30 @@ pub enum WindowFilter {
     ExpiringSoon,
 }
 
+/// A listed conversation and the stored key of the sender (number) it is with.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Listed {
+    pub view: ConversationView,
+    pub sender: String,
+}
+
 /// One page of conversations and how many match in all.
 #[derive(Clone, Debug, PartialEq)]
 pub struct ConversationsPage {
-    pub conversations: Vec<ConversationView>,
+    pub conversations: Vec<Listed>,
     /// Every conversation the filter matches, not only this page's.
     pub total: i64,
 }
 
-/// At most `limit` conversations on `channel` from `offset`, oldest first (created_at,
+/// At most `limit` conversations on `channel` (with the sender stored as `sender`, or
+/// every sender's) from `offset`, oldest first (created_at,
 /// then id, so pages never overlap), not archived, matching `filter` at `now`. Each row's
 /// window state is computed at `now` from its last inbound message; `window_expires_at`
 /// falls back to the stored one when the customer never wrote.
 pub async fn list(
     core: &Core,
     channel: &str,
+    sender: Option<&str>,
     filter: WindowFilter,
     limit: i64,
     offset: i64,
@@ -46,10 +55,13 @@ pub async fn list(
 ) -> Result<ConversationsPage, CoreError> {
     let soon = now + EXPIRING_SOON;
     let query = || {
-        let q = conversations::table
+        let mut q = conversations::table
             .filter(conversations::channel.eq(channel))
             .filter(conversations::archived_at.is_null())
             .into_boxed();
+        if let Some(sender) = sender {
+            q = q.filter(conversations::sender_id.eq(sender.to_owned()));
+        }
         match filter {
             WindowFilter::All => q,
             WindowFilter::Open => q.filter(conversations::window_expires_at.gt(now)),
@@ -76,7 +88,7 @@ pub async fn list(
         .into_iter()
         .map(|c| {
             let state = WindowState::at(c.last_inbound_at, now);
-            ConversationView {
+            let view = ConversationView {
                 id: Some(c.id),
                 customer_id: c.customer_phone,
                 channel: c.channel,
@@ -87,6 +99,10 @@ pub async fn list(
                 last_outbound_at: c.last_outbound_at,
                 window_expires_at: state.expires_at.or(c.window_expires_at),
                 archived: false,
+            };
+            Listed {
+                view,
+                sender: c.sender_id,
             }
         })
         .collect();

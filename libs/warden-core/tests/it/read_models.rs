@@ -309,11 +309,13 @@ async fn conversations_filter_by_window_and_page_with_a_total() {
     let page = |filter, limit, offset| {
         let core = h.core.clone();
         async move {
-            let page = conversations::list::list(&core, "whatsapp", filter, limit, offset, now)
-                .await
-                .unwrap();
-            let listed: Vec<Uuid> = page.conversations.iter().map(|c| c.id.unwrap()).collect();
-            (listed, page.total, page.conversations)
+            let page =
+                conversations::list::list(&core, "whatsapp", None, filter, limit, offset, now)
+                    .await
+                    .unwrap();
+            let rows: Vec<_> = page.conversations.into_iter().map(|c| c.view).collect();
+            let listed: Vec<Uuid> = rows.iter().map(|c| c.id.unwrap()).collect();
+            (listed, page.total, rows)
         }
     };
 
@@ -339,7 +341,7 @@ async fn conversations_filter_by_window_and_page_with_a_total() {
     assert_eq!((listed, total), (vec![ids[2]], 2));
 
     // Another channel has none of them.
-    let other = conversations::list::list(&h.core, "sms", WindowFilter::All, 50, 0, now)
+    let other = conversations::list::list(&h.core, "sms", None, WindowFilter::All, 50, 0, now)
         .await
         .unwrap();
     assert_eq!((other.conversations.len(), other.total), (0, 0));

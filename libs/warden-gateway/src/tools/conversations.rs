@@ -117,7 +117,7 @@ UNAVAILABLE (retry shortly).",
         name = "list_conversations",
         description = "List conversations page by page (archived ones are left out). status_filter: open (care window open), \
 closed, expiring_soon (open and closing within 2 hours: reply before it closes), or empty for all. Returns conversations \
-(id, customer_id, window state, timestamps), total (all matches), limit and offset; page with offset += limit while \
+(id, customer_id, from: the number it is with, window state, timestamps; every number's without `from`), total (all matches), limit and offset; page with offset += limit while \
 offset < total. Errors: INVALID_ARGUMENT (unknown status_filter, limit outside 1..500, negative offset), UNAVAILABLE.",
         input_schema = schema::input::<ListConversationsIn>(),
         output_schema = schema::output::<ConversationsPage>(),
@@ -261,15 +261,28 @@ impl Gateway {
             channel,
             filter,
             limit,
+        // Without `from`, every number's conversations, each saying which.
+        let only = match a.on.from() {
+            Some(from) => Some(self.core().sender_ref(Some(from))?),
+            None => None,
+        };
             offset,
             Utc::now(),
         )
+            only.as_ref().map(|s| s.key.as_str()),
         .await?;
         let total = listed.total;
         let conversations = listed
             .conversations
             .into_iter()
-            .map(|c| ConversationItem {
+            .map(|listed| {
+                (
+                    self.core().sender_id_of_key(&listed.sender).to_string(),
+                    listed.view,
+                )
+            })
+            .map(|(from, c)| ConversationItem {
+                from,
                 id: c.id.map(|id| id.to_string()).unwrap_or_default(),
                 customer_id: c.customer_id,
                 channel: c.channel,

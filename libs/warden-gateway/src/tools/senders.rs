@@ -130,7 +130,7 @@ impl Gateway {
 
 /// Tools that, given no `from`, read every number (not the default sender's only): an
 /// agent limited to some senders must name one of them.
-const EVERY_NUMBER_WITHOUT_FROM: &[&str] = &["list_inbox"];
+const EVERY_NUMBER_WITHOUT_FROM: &[&str] = &["list_inbox", "list_conversations"];
 
 /// A sender-naming argument's text as the tool would read it (`null` and blank: absent); a
 /// value of another type is left for the tool to refuse.

@@ -584,6 +584,29 @@ async fn conversation_reads_say_which_number_they_are_about() {
         assert_eq!(v["opt_in"]["marketing"], marketing, "{shown}: {v}");
         assert_eq!(v["opt_in"]["utility"], true, "{shown}: {v}");
     }
+    // list_conversations: every number's without `from`, each saying which; one with it.
+    {
+        let mut c = h.conn().await;
+        warden_core::conversations::record_inbound(&mut c, &key, "whatsapp", "b1", Utc::now())
+            .await
+            .unwrap();
+    }
+    let mine = |v: &Value| -> Vec<String> {
+        let mut from: Vec<String> = v["conversations"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|c| c["customer_id"] == key.digits())
+            .map(|c| c["from"].as_str().unwrap().to_string())
+            .collect();
+        from.sort();
+        from
+    };
+    let all = h.ok("list_conversations", json!({})).await;
+    assert_eq!(mine(&all), ["a2", "b1"], "{all}");
+    let b = h.ok("list_conversations", json!({"from": "b1"})).await;
+    assert_eq!(mine(&b), ["b1"], "{b}");
+    assert_eq!(b["total"], 1, "{b}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
