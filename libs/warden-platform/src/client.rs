@@ -226,7 +226,7 @@ impl PlatformClient {
         Ok(out)
     }
 
-    async fn call<T: DeserializeOwned, B: Serialize + ?Sized>(
+    pub(crate) async fn call<T: DeserializeOwned, B: Serialize + ?Sized>(
         &self,
         method: Method,
         url: Url,

@@ -12,6 +12,7 @@ pub mod message;
 pub mod receipt;
 pub mod signature;
 pub mod template;
+pub mod thread_control;
 pub mod webhook;
 
 pub use account::{PhoneNumber, Throughput};

@@ -43,6 +43,8 @@ pub enum ReasonCode {
     /// The template is not (or no longer) APPROVED; only [`crate::recheck::recheck()`] and template sends
     /// report it.
     TemplateNotApproved,
+    /// Someone else (a person, another app) holds the conversation ([`crate::holder`]).
+    ConversationHeld,
 }
 
 impl ReasonCode {
@@ -55,6 +57,7 @@ impl ReasonCode {
             Self::FrequencyCapExceeded => "FREQUENCY_CAP_EXCEEDED",
             Self::PolicyRestriction => "POLICY_RESTRICTION",
             Self::TemplateNotApproved => "TEMPLATE_NOT_APPROVED",
+            Self::ConversationHeld => "CONVERSATION_HELD",
         }
     }
 }

@@ -13,6 +13,7 @@
 //! - [`message_status`]: a message's delivery status and how it moves forward.
 //! - [`policy`]: the business policy file (YAML) and its validation.
 //! - [`compliance`]: the decision itself and the frequency-cap status.
+//! - [`holder`]: who holds a conversation on a shared number, and what agents may send then.
 //! - [`platform_limits`]: the portfolio messaging limit and the 131049 marketing hold.
 //! - [`zones`]: a customer's time zone from their number's country (quiet hours).
 //! - [`recheck`]: the dispatcher's last look before the platform call.
@@ -37,6 +38,7 @@ pub mod bsuid;
 pub mod campaign_status;
 pub mod compliance;
 pub mod errors;
+pub mod holder;
 pub mod import;
 pub mod keywords;
 pub mod kinds;

@@ -94,6 +94,7 @@ pub const VARIABLES: &[&str] = &[
     "SENDERS_PATH",
     "SCHEDULER_POLL_INTERVAL",
     "MESSAGE_CONTENT_RETENTION",
+    "HUMAN_TAKEOVER_TTL",
     "RATE_LIMIT_MPS",
     "OTEL_EXPORTER_OTLP_ENDPOINT",
     "MEDIA_MAX_BYTES",
@@ -230,6 +231,8 @@ impl fmt::Debug for Platform {
     }
 }
 
+/// HUMAN_TAKEOVER_TTL when not set: a Business-app reply holds the conversation 30 minutes.
+pub const DEFAULT_HUMAN_TAKEOVER_TTL: Duration = Duration::from_secs(30 * 60);
 /// MESSAGE_CONTENT_RETENTION when not set: 90 days.
 pub const DEFAULT_CONTENT_RETENTION: Duration = Duration::from_secs(90 * 86_400);
 /// POLICIES_PATH when not set (relative to the working directory).
@@ -265,6 +268,9 @@ pub struct Settings {
     /// MESSAGE_CONTENT_RETENTION: message content older than this is redacted by the
     /// scheduler (type, status and timestamps stay).
     pub message_content_retention: Duration,
+    /// HUMAN_TAKEOVER_TTL: after a person's reply from the WhatsApp Business app (a message
+    /// echo) the conversation is theirs for this long after their last one.
+    pub human_takeover_ttl: Duration,
     pub rate_limit_mps: u32,
     pub otlp_endpoint: Option<String>,
     /// The largest media get_media downloads (`MEDIA_MAX_BYTES`, default 5 MiB).
@@ -300,8 +306,11 @@ impl Settings {
     /// throughput is: the default sender's `mps` when the senders file gives one, else
     /// `RATE_LIMIT_MPS`; with the setting that gave it (for `get_rate_limit`).
     pub fn configured_mps(&self) -> (u32, String) {
-        let senders = self.senders();
-        let sender = senders.default();
+        self.configured_mps_of(self.senders().default())
+    }
+
+    /// [`Settings::configured_mps`] of `sender`: its `mps`, else `RATE_LIMIT_MPS`.
+    pub fn configured_mps_of(&self, sender: &Sender) -> (u32, String) {
         match sender.mps {
             Some(mps) => (
                 mps,
@@ -443,6 +452,14 @@ impl Settings {
                 default_retention
             }
         };
+        let human_takeover_ttl =
+            match src.duration("HUMAN_TAKEOVER_TTL", DEFAULT_HUMAN_TAKEOVER_TTL) {
+                d if d.is_zero() => {
+                    src.problem("HUMAN_TAKEOVER_TTL", "must be greater than zero");
+                    DEFAULT_HUMAN_TAKEOVER_TTL
+                }
+                d => d,
+            };
 
         let senders_path = src.trimmed("SENDERS_PATH").map(PathBuf::from);
         let senders_file = senders_path.as_deref().and_then(|path| {
@@ -508,6 +525,7 @@ impl Settings {
             senders_file,
             scheduler_poll_interval,
             message_content_retention,
+            human_takeover_ttl,
             rate_limit_mps,
             otlp_endpoint: src
                 .get("OTEL_EXPORTER_OTLP_ENDPOINT")

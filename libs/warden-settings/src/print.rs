@@ -106,6 +106,7 @@ impl Settings {
                 "MESSAGE_CONTENT_RETENTION",
                 duration(self.message_content_retention),
             ),
+            ("HUMAN_TAKEOVER_TTL", duration(self.human_takeover_ttl)),
             ("RATE_LIMIT_MPS", number(self.rate_limit_mps)),
             (
                 "OTEL_EXPORTER_OTLP_ENDPOINT",

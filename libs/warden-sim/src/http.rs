@@ -45,6 +45,10 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
                 .route("/{id}/message_templates", web::get().to(list_templates))
                 .route("/{id}/phone_numbers", web::get().to(phone_numbers))
                 .route("/{id}/media", web::post().to(crate::media::upload))
+                .route(
+                    "/{id}/thread_control",
+                    web::post().to(crate::routing::thread_control),
+                )
                 .route("/{id}", web::get().to(read_node)),
         )
         .service(
@@ -70,7 +74,18 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
                     "/templates/{name}/{language}/quality",
                     web::post().to(crate::limits::sim_template_quality),
                 )
-                .route("/media", web::post().to(crate::media::sim_store)),
+                .route("/media", web::post().to(crate::media::sim_store))
+                .route("/echo", web::post().to(crate::routing::sim_echo))
+                .route("/handover", web::post().to(crate::routing::sim_handover))
+                .route("/standby", web::post().to(crate::routing::sim_standby))
+                .route(
+                    "/thread_control",
+                    web::post().to(crate::routing::sim_thread_control),
+                )
+                .route(
+                    "/thread_control",
+                    web::get().to(crate::routing::sim_thread_control_calls),
+                ),
         )
         .route(
             crate::media::DOWNLOAD_PATH,

@@ -25,6 +25,7 @@ pub mod limits;
 pub mod listen;
 pub mod media;
 pub mod reply;
+pub mod routing;
 pub mod senders;
 pub mod state;
 mod template_api;

@@ -7,6 +7,7 @@ mod limits;
 pub mod media;
 pub mod numbers;
 mod refusal;
+pub mod thread_control;
 
 pub use numbers::{Number, Numbers, PhoneState};
 pub use refusal::{Refusal, message_for, title_for};
@@ -139,6 +140,8 @@ pub struct Sim {
     pub media: media::MediaStore,
     /// Users known by BSUID (`crate::users`).
     pub users: crate::users::Users,
+    /// Thread control on a shared number (`thread_control`, answered by `crate::routing`).
+    pub routing: thread_control::Routing,
     /// Runtime for timers, so they outlive the HTTP worker that scheduled them.
     runtime: tokio::runtime::Handle,
 }
@@ -174,6 +177,7 @@ impl Sim {
             webhooks,
             media: media::MediaStore::default(),
             users: crate::users::Users::default(),
+            routing: thread_control::Routing::default(),
             runtime,
         };
         for (i, waba) in sim.numbers.wabas().into_iter().enumerate() {
@@ -206,7 +210,7 @@ impl Sim {
         (900_000_000_000_000u64 + self.template_seq.fetch_add(1, Ordering::Relaxed)).to_string()
     }
 
-    fn next_wamid(&self) -> String {
+    pub(crate) fn next_wamid(&self) -> String {
         // A per-process nonce plus a counter: unique across resets and restarts
         // without a random draw per message.
         let seq = self.wamid_seq.fetch_add(1, Ordering::Relaxed);

@@ -106,6 +106,13 @@ pub struct Conversation {
     pub updated_at: DateTime<Utc>,
     /// The stored key of the sender (the default sender's is `default`).
     pub sender_id: String,
+    /// Who the last change of holder made hold it (`agents`, `human`, `other_app`,
+    /// `idle`; None: never changed), since when, by whom and until when
+    /// (`warden_rules::holder`).
+    pub holder: Option<String>,
+    pub holder_since: Option<DateTime<Utc>>,
+    pub holder_by: Option<String>,
+    pub holder_until: Option<DateTime<Utc>>,
 }
 
 #[derive(Clone, Debug, Queryable, Selectable, Serialize)]
@@ -125,6 +132,9 @@ pub struct Template {
     pub components: Option<serde_json::Value>,
     /// `positional` or `named`; None: positional.
     pub parameter_format: Option<String>,
+    /// The stored key of the business the template belongs to (`default`: the default
+    /// sender's).
+    pub business: String,
 }
 
 #[derive(Clone, Debug, Queryable, Selectable, Serialize)]
@@ -132,9 +142,6 @@ pub struct Template {
 pub struct Campaign {
     pub id: Uuid,
     pub name: String,
-    /// The stored key of the business the template belongs to (`default`: the default
-    /// sender's).
-    pub business: String,
     pub campaign_type: String,
     pub status: String,
     pub deliver_at: DateTime<Utc>,

@@ -34,6 +34,10 @@ diesel::table! {
         created_at -> Timestamptz,
         updated_at -> Timestamptz,
         sender_id -> Text,
+        holder -> Nullable<Text>,
+        holder_since -> Nullable<Timestamptz>,
+        holder_by -> Nullable<Text>,
+        holder_until -> Nullable<Timestamptz>,
     }
 }
 
@@ -56,11 +60,11 @@ diesel::table! {
         pending_category_at -> Nullable<Timestamptz>,
         quality_score -> Nullable<Text>,
         quality_updated_at -> Nullable<Timestamptz>,
+        business -> Text,
     }
 }
 
 diesel::table! {
-        business -> Text,
     campaigns (id) {
         id -> Uuid,
         name -> Text,
@@ -382,5 +386,28 @@ diesel::table! {
         reason -> Text,
         source -> Text,
         since -> Timestamptz,
+    }
+}
+
+diesel::table! {
+    conversation_holder_changes (id) {
+        id -> Int8,
+        customer_phone -> Text,
+        channel -> Text,
+        sender_id -> Text,
+        from_kind -> Text,
+        to_kind -> Text,
+        changed_by -> Text,
+        reason -> Text,
+        until -> Nullable<Timestamptz>,
+        changed_at -> Timestamptz,
+    }
+}
+
+diesel::table! {
+    routed_numbers (sender_id) {
+        sender_id -> Text,
+        since -> Timestamptz,
+        source -> Text,
     }
 }

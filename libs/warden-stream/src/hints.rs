@@ -20,6 +20,8 @@ pub enum HintKind {
     Status,
     /// Content was erased (`warden-admin customers forget`).
     Redacted,
+    /// Who holds the conversation changed (a person, another app, the agents, idle).
+    Holder,
 }
 
 impl HintKind {
@@ -28,6 +30,7 @@ impl HintKind {
             HintKind::Inbound => "inbound",
             HintKind::Status => "status",
             HintKind::Redacted => "redacted",
+            HintKind::Holder => "holder",
         }
     }
 
@@ -36,6 +39,7 @@ impl HintKind {
             b"inbound" => Some(HintKind::Inbound),
             b"status" => Some(HintKind::Status),
             b"redacted" => Some(HintKind::Redacted),
+            b"holder" => Some(HintKind::Holder),
             _ => None,
         }
     }

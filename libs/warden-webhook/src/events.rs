@@ -29,7 +29,9 @@ use warden_platform::webhook::{
 use warden_rules::keywords::OptChange;
 use warden_rules::phone::PhoneNumber;
 
+mod shared_numbers;
 mod template_changes;
+pub use shared_numbers::{EchoEvent, Handover, HandoverEvent, StandbyEvent};
 pub use template_changes::{TemplateChange, TemplateChangeEvent};
 
 /// Longest identifier (wamid, template name, ...) kept as is; longer ones are not real.
@@ -49,16 +51,25 @@ pub enum EventKind {
     Quality,
     /// A template's category or quality changed by the platform.
     TemplateChange,
+    /// A person's message from the WhatsApp Business app (shared numbers).
+    Echo,
+    /// The thread's owner changed under conversation routing.
+    Handover,
+    /// A copy of a thread another app owns.
+    Standby,
 }
 
 impl EventKind {
-    pub const ALL: [EventKind; 6] = [
+    pub const ALL: [EventKind; 9] = [
         EventKind::Inbound,
         EventKind::Status,
         EventKind::Template,
         EventKind::UserPreference,
         EventKind::Quality,
         EventKind::TemplateChange,
+        EventKind::Echo,
+        EventKind::Handover,
+        EventKind::Standby,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -69,6 +80,9 @@ impl EventKind {
             EventKind::UserPreference => "user_preferences",
             EventKind::Quality => "quality",
             EventKind::TemplateChange => "template_change",
+            EventKind::Echo => "echo",
+            EventKind::Handover => "handover",
+            EventKind::Standby => "standby",
         }
     }
 }
@@ -94,6 +108,9 @@ impl Event {
             EventBody::Preference(_) => EventKind::UserPreference,
             EventBody::Quality(_) => EventKind::Quality,
             EventBody::TemplateChange(_) => EventKind::TemplateChange,
+            EventBody::Echo(_) => EventKind::Echo,
+            EventBody::Handover(_) => EventKind::Handover,
+            EventBody::Standby(_) => EventKind::Standby,
         }
     }
 }
@@ -106,6 +123,9 @@ pub enum EventBody {
     Preference(PreferenceEvent),
     Quality(QualityEvent),
     TemplateChange(TemplateChangeEvent),
+    Echo(EchoEvent),
+    Handover(HandoverEvent),
+    Standby(StandbyEvent),
 }
 
 /// A message a customer sent.
@@ -474,6 +494,16 @@ impl Builder<'_> {
                 }
             }
             Change::Other { field, value }
+                if matches!(
+                    field.as_str(),
+                    shared_numbers::FIELD_ECHOES
+                        | shared_numbers::FIELD_HANDOVERS
+                        | shared_numbers::FIELD_STANDBY
+                ) =>
+            {
+                self.shared_number(&field, &value, &fingerprint(&value), now)
+            }
+            Change::Other { field, value }
                 if field == warden_platform::webhook::FIELD_CAPABILITY =>
             {
                 let fp = fingerprint(&raw_value);
@@ -645,6 +675,29 @@ impl Builder<'_> {
                     .unwrap_or(now),
             }),
         );
+    }
+
+    /// Echoes, handovers and standby copies of a shared number (`shared_numbers`), routed
+    /// by their `metadata.phone_number_id` like messages.
+    fn shared_number(&mut self, field: &str, value: &Value, fp: &str, now: DateTime<Utc>) {
+        let metadata: Option<Metadata> = value
+            .get("metadata")
+            .and_then(|m| serde_json::from_value(m.clone()).ok());
+        if self.foreign(metadata.as_ref()) {
+            self.out.foreign += 1;
+            return;
+        }
+        self.number = metadata
+            .map(|m| m.phone_number_id.trim().to_string())
+            .filter(|n| !n.is_empty());
+        for parsed in shared_numbers::parse(field, value, fp, now) {
+            match parsed {
+                shared_numbers::Parsed::Echo(key, e) => self.push(key, EventBody::Echo(e)),
+                shared_numbers::Parsed::Handover(key, h) => self.push(key, EventBody::Handover(h)),
+                shared_numbers::Parsed::Standby(key, s) => self.push(key, EventBody::Standby(s)),
+                shared_numbers::Parsed::Skip(reason, detail) => self.skip(reason, detail),
+            }
+        }
     }
 
     /// A `business_capability_update`: the portfolio's messaging limit, stored and applied

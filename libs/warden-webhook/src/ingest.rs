@@ -63,6 +63,7 @@ use crate::events::{Event, EventBody, EventKind, InboundEvent, PreferenceEvent, 
 use crate::metrics;
 use template::apply_template;
 
+mod holder;
 mod template;
 /// Who the audit log names for the webhook's effects.
 pub const ACTOR: &str = "webhook";
@@ -136,6 +137,8 @@ struct BatchState {
     /// get a conversation hint for each after the commit.
     hint_inbound: HashSet<String>,
     hint_status: HashSet<String>,
+    /// Customers whose conversation's holder (or history, by an echo) changed.
+    hint_holder: HashSet<String>,
 }
 
 impl BatchState {
@@ -146,6 +149,7 @@ impl BatchState {
         self.requeued.extend(other.requeued);
         self.hint_inbound.extend(other.hint_inbound);
         self.hint_status.extend(other.hint_status);
+        self.hint_holder.extend(other.hint_holder);
     }
 }
 
@@ -202,7 +206,7 @@ async fn ingest_inner(core: &Core, events: Arc<[Event]>) -> Result<BatchState, I
             let (events, core) = (Arc::clone(&batch), shared_core.clone());
             async move {
                 let mut state = BatchState::default();
-                apply_batch(c, core.senders(), &events, &mut state).await?;
+                apply_batch(c, &core, &events, &mut state).await?;
                 Ok::<_, Abort<Infallible>>(state)
             }
             .boxed()
@@ -275,7 +279,7 @@ async fn careful(core: &Core, events: Arc<[Event]>) -> Result<BatchState, Ingest
                 let mut one = BatchState::default();
                 let applied = c
                     .transaction::<_, diesel::result::Error, _>(async |sp| {
-                        apply_batch(sp, core.senders(), std::slice::from_ref(event), &mut one).await
+                        apply_batch(sp, &core, std::slice::from_ref(event), &mut one).await
                     })
                     .await;
                 match applied {
@@ -322,6 +326,7 @@ async fn after_commit(core: &Core, state: BatchState) -> Outcome {
         requeued,
         hint_inbound,
         hint_status,
+        hint_holder,
     } = state;
     if let Some(at) = status_through {
         record_progress(core, at).await;
@@ -376,6 +381,8 @@ async fn after_commit(core: &Core, state: BatchState) -> Outcome {
         .await;
     core.hint(hint_status.iter().map(String::as_str), HintKind::Status)
         .await;
+    core.hint(hint_holder.iter().map(String::as_str), HintKind::Holder)
+        .await;
     for (kind, n) in &outcome.applied {
         metrics::applied(*kind, *n);
     }
@@ -414,10 +421,11 @@ fn sender_of<'a>(senders: &'a Senders, e: &'a Event) -> &'a Sender {
 
 async fn apply_batch(
     c: &mut AsyncPgConnection,
-    senders: &Senders,
+    core: &Core,
     events: &[Event],
     state: &mut BatchState,
 ) -> QueryResult<()> {
+    let senders = core.senders();
     let mut keys: Vec<(&str, &str)> = events
         .iter()
         .map(|e| (e.key.as_str(), e.kind().as_str()))
@@ -563,6 +571,21 @@ async fn apply_batch(
             EventBody::TemplateChange(t) => {
                 template::apply_template_change(c, &keys_of(senders, event).business, t).await?
             }
+            // A shared number: echoes, handovers and standby copies (`ingest::holder`).
+            EventBody::Echo(e) => {
+                let ttl = chrono::TimeDelta::from_std(core.settings().human_takeover_ttl)
+                    .unwrap_or(chrono::TimeDelta::minutes(30));
+                let keys = keys_of(senders, event);
+                holder::echo(c, &keys, e, ttl, Utc::now(), &mut state.hint_holder).await?
+            }
+            EventBody::Handover(h) => {
+                let keys = keys_of(senders, event);
+                holder::handover(c, &keys, h, Utc::now(), &mut state.hint_holder).await?
+            }
+            EventBody::Standby(s) => {
+                let keys = keys_of(senders, event);
+                holder::standby(c, &keys, s, Utc::now(), &mut state.hint_holder).await?
+            }
             EventBody::Quality(q) => {
                 let numbers =
                     quality_numbers(c, senders, event, q.display_phone_number.as_deref()).await?;
@@ -608,6 +631,7 @@ async fn apply_batch(
 /// BSUID.
 async fn changed_number(
     c: &mut AsyncPgConnection,
+    portfolio: &str,
     i: &InboundEvent,
     key: &PhoneNumber,
 ) -> QueryResult<()> {
@@ -631,7 +655,6 @@ async fn changed_number(
         Ok(new) => {
             warden_core::customers::number_change::link(c, key, &new, i.at, ACTOR).await?;
         }
-    portfolio: &str,
         Err(_) => tracing::info!(wamid = %i.wamid, "number change names no valid new number"),
     }
     Ok(())

@@ -118,6 +118,10 @@ type ConversationRow = (
     Timestamptz,
     Timestamptz,
     Text,
+    Nullable<Text>,
+    Nullable<Timestamptz>,
+    Nullable<Text>,
+    Nullable<Timestamptz>,
 );
 
 /// For each customer of `windows` (one item per phone, with the timestamp of their newest
@@ -186,7 +190,7 @@ pub async fn record_inbound(
                  updated_at = excluded.updated_at \
              RETURNING id, customer_phone, channel, conversation_type, last_inbound_at, \
                        last_outbound_at, window_expires_at, archived_at, created_at, updated_at, \
-                       sender_id",
+                       sender_id, holder, holder_since, holder_by, holder_until",
         ],
         vec![
             Bind::Texts(phones.clone()),

@@ -6,9 +6,12 @@
 //! batch of them recorded at once ([`inbound_batch`]), what an agent reads (history and
 //! inbox, [`view`]; a channel's conversations by window state, [`list`]; one stored message
 //! normalised, [`message_view`]; the messages a rich message refers to, [`quote`]),
-//! [`archive`] and [`read_receipts`].
+//! [`archive`] and [`read_receipts`]. On a shared number: who holds the conversation
+//! ([`holder`]) and what a person sent from the WhatsApp Business app ([`echoes`]).
 
 pub mod archive;
+pub mod echoes;
+pub mod holder;
 pub mod inbound;
 pub mod inbound_batch;
 pub mod list;

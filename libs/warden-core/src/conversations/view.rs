@@ -18,6 +18,7 @@ use warden_store::models::Message;
 use warden_store::schema::messages;
 
 use crate::CoreError;
+use crate::conversations::holder::HolderView;
 use crate::conversations::message_view::{Amend, InteractiveReply, Location, Media, normalise};
 use crate::senders::SenderRef;
 
@@ -33,6 +34,9 @@ pub struct HistoryPage {
     pub channel: String,
     /// The business number of this conversation (sender id).
     pub from: String,
+    /// Who holds the conversation now (agents, human, other_app, idle), since when, by
+    /// whom and until when.
+    pub holder: HolderView,
     /// Newest first, both directions.
     pub messages: Vec<HistoryMessage>,
     /// Pass as `before` for the next (older) page; null on the last page.
@@ -97,8 +101,9 @@ pub struct HistoryMessage {
     pub redacted: bool,
     /// received or read (inbound); queued, sent, delivered, read or failed (outbound).
     pub status: String,
-    /// Outbound: the agent (or Warden service) that asked for it; absent on inbound
-    /// messages and on messages sent before attribution was recorded.
+    /// Outbound: the agent (or Warden service) that asked for it, `business_app` for a
+    /// person's reply from the WhatsApp Business app; absent on inbound messages and on
+    /// messages sent before attribution was recorded.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sent_by: Option<String>,
     /// When Warden stored the message (RFC 3339).
@@ -135,6 +140,8 @@ pub struct InboxItem {
     pub unanswered_count: i64,
     pub window_open: bool,
     pub time_remaining_secs: i64,
+    /// Who holds the conversation now: answer only when it is `agents` or `idle`.
+    pub holder: HolderView,
 }
 
 fn rfc3339(t: DateTime<Utc>) -> String {
@@ -237,10 +244,12 @@ pub async fn history(
         None
     };
     let messages = render(c, &rows).await?;
+    let conv = super::find(c, phone, channel, &sender.key).await?;
     Ok(HistoryPage {
         customer_id: phone.to_string(),
         channel: channel.to_string(),
         from: sender.id.clone(),
+        holder: HolderView::of(conv.as_ref(), Utc::now()),
         messages,
         next_before,
     })
@@ -260,6 +269,8 @@ struct AmendRow {
     target: String,
     #[diesel(sql_type = Jsonb)]
     content: Value,
+    #[diesel(sql_type = Text)]
+    direction: String,
 }
 
 /// Normalise `rows` and resolve their references: `context.id` and reactions to our
@@ -291,28 +302,35 @@ async fn render(
             .map(|r| (r.wamid, r.id))
             .collect()
     };
-    let inbound_wamids: Vec<&str> = rows
+    // The customer's messages and the echoes of a person's replies from the Business app
+    // can be edited or revoked.
+    let amendable: Vec<&str> = rows.iter().filter_map(|m| m.wamid.as_deref()).collect();
+    // Edits and revokes of the page's messages, oldest first so the latest edit wins; an
+    // amend counts only in its target's direction (the customer edits theirs, the person
+    // in the app theirs). The expression matches `messages_amends_idx`.
+    let directions: HashMap<&str, &str> = rows
         .iter()
-        .filter(|m| m.direction == "inbound")
-        .filter_map(|m| m.wamid.as_deref())
+        .filter_map(|m| Some((m.wamid.as_deref()?, m.direction.as_str())))
         .collect();
-    // Edits and revokes of the page's messages, oldest first so the latest edit wins.
-    // The expression matches `messages_amends_idx`.
     let mut amends: HashMap<String, Amend> = HashMap::new();
-    if !inbound_wamids.is_empty() {
+    if !amendable.is_empty() {
         let found = diesel::sql_query(
             "SELECT COALESCE(content->'edit'->>'original_message_id', \
-                             content->'revoke'->>'original_message_id') AS target, content \
+                             content->'revoke'->>'original_message_id') AS target, content, \
+                    direction \
              FROM messages \
              WHERE message_type IN ('edit', 'revoke') \
                AND COALESCE(content->'edit'->>'original_message_id', \
                             content->'revoke'->>'original_message_id') = ANY($1) \
              ORDER BY created_at, id",
         )
-        .bind::<Array<Text>, _>(&inbound_wamids)
+        .bind::<Array<Text>, _>(&amendable)
         .load::<AmendRow>(c)
         .await?;
         for a in found {
+            if directions.get(a.target.as_str()) != Some(&a.direction.as_str()) {
+                continue;
+            }
             if let Some((_, how)) = normalise(&a.content).amends {
                 // A revoke is final; an edit after it changes nothing.
                 if !matches!(amends.get(&a.target), Some(Amend::Revoke)) {
@@ -394,6 +412,14 @@ struct InboxRow {
     latest_content: Value,
     #[diesel(sql_type = BigInt)]
     unanswered: i64,
+    #[diesel(sql_type = Nullable<Text>)]
+    holder: Option<String>,
+    #[diesel(sql_type = Nullable<Timestamptz>)]
+    holder_since: Option<DateTime<Utc>>,
+    #[diesel(sql_type = Nullable<Text>)]
+    holder_by: Option<String>,
+    #[diesel(sql_type = Nullable<Timestamptz>)]
+    holder_until: Option<DateTime<Utc>>,
 }
 
 #[derive(QueryableByName)]
@@ -449,7 +475,8 @@ pub async fn inbox(
                     AND u.created_at > COALESCE((SELECT max(o.created_at) FROM messages o \
                         WHERE o.customer_phone = c.customer_phone AND o.channel = c.channel \
                           AND o.direction = 'outbound' AND o.status <> ALL($2) AND {o_of}), \
-                        '-infinity')) AS unanswered \
+                        '-infinity')) AS unanswered, \
+                c.holder, c.holder_since, c.holder_by, c.holder_until \
          {from} \
          ORDER BY (c.window_expires_at > $4) DESC, c.window_expires_at ASC NULLS LAST, \
                   latest.created_at DESC, c.customer_phone \
@@ -470,6 +497,14 @@ pub async fn inbox(
         .into_iter()
         .map(|r| {
             let state = WindowState::at(r.last_inbound_at, now);
+            let holder = super::holder::from_columns(
+                r.holder.as_deref(),
+                r.holder_since,
+                r.holder_by.clone(),
+                r.holder_until,
+                r.last_inbound_at,
+                now,
+            );
             let latest = normalise(&r.latest_content);
             // When the customer wrote: the platform's time (the window counts from it),
             // not when Warden stored the webhook (a retried webhook arrives minutes later).
@@ -485,6 +520,7 @@ pub async fn inbox(
                 unanswered_count: r.unanswered,
                 window_open: state.open,
                 time_remaining_secs: state.time_remaining_secs,
+                holder: HolderView::from(&holder),
             }
         })
         .collect();

@@ -446,6 +446,7 @@ const MOVES: &[&str] = &[
     "UPDATE conversations SET customer_phone = $2 WHERE customer_phone = $1",
     "UPDATE messages SET customer_phone = $2 WHERE customer_phone = $1",
     "UPDATE message_frequencies SET customer_phone = $2 WHERE customer_phone = $1",
+    "UPDATE conversation_holder_changes SET customer_phone = $2 WHERE customer_phone = $1",
     "INSERT INTO suppressions (phone, reason, created_at) \
      SELECT $2, reason, created_at FROM suppressions WHERE phone = $1 ON CONFLICT DO NOTHING",
     "DELETE FROM suppressions WHERE phone = $1",
@@ -472,8 +473,8 @@ const MOVES: &[&str] = &[
        opt_in_utility = business_consent.opt_in_utility AND EXCLUDED.opt_in_utility, \
        opt_changed_at = GREATEST(business_consent.opt_changed_at, EXCLUDED.opt_changed_at)",
     "DELETE FROM business_consent WHERE customer_phone = $1",
-];
     "UPDATE portfolio_bsuids SET customer_phone = $2 WHERE customer_phone = $1",
+];
 
 struct Merged {
     marketing: bool,

@@ -1,4 +1,5 @@
-//! check_compliance: what a send would decide now, read in one statement; and
+//! check_compliance: what a send would decide now (the holder of the conversation too),
+//! read in one statement; and
 //! check_frequency_cap ([`Core::frequency`]). Never writes.
 //!
 //! A check is the call agents make most, often before every send. Its inputs (the
@@ -35,6 +36,14 @@ struct CheckRow {
     marketing_limited_at: Option<DateTime<Utc>>,
     #[diesel(sql_type = Nullable<Timestamptz>)]
     last_inbound_at: Option<DateTime<Utc>>,
+    #[diesel(sql_type = Nullable<Text>)]
+    holder: Option<String>,
+    #[diesel(sql_type = Nullable<Timestamptz>)]
+    holder_since: Option<DateTime<Utc>>,
+    #[diesel(sql_type = Nullable<Text>)]
+    holder_by: Option<String>,
+    #[diesel(sql_type = Nullable<Timestamptz>)]
+    holder_until: Option<DateTime<Utc>>,
     #[diesel(sql_type = BigInt)]
     accepted: i64,
     #[diesel(sql_type = Nullable<Timestamptz>)]
@@ -50,14 +59,14 @@ const CHECK_SQL: &str = "SELECT c.phone IS NOT NULL AS known,
              ELSE COALESCE(b.opt_in_utility, true) END AS opt_in_utility,
         COALESCE(c.tags, '{}') AS tags,
         c.marketing_limited_at,
-        (SELECT v.last_inbound_at FROM conversations v
-          WHERE v.customer_phone = $1 AND v.channel = $2 AND v.sender_id = $5) AS last_inbound_at,
+        v.last_inbound_at, v.holder, v.holder_since, v.holder_by, v.holder_until,
         f.accepted, f.oldest
    FROM (SELECT count(*) AS accepted, min(counted_at) AS oldest
            FROM message_frequencies
           WHERE customer_phone = $1 AND business = $6 AND category = $3 AND counted_at > $4) f
    LEFT JOIN customers c ON c.phone = $1
-   LEFT JOIN business_consent b ON b.business = $6 AND b.customer_phone = $1";
+   LEFT JOIN business_consent b ON b.business = $6 AND b.customer_phone = $1
+   LEFT JOIN conversations v ON v.customer_phone = $1 AND v.channel = $2 AND v.sender_id = $5";
 
 impl Core {
     /// Dry-run compliance: what a send from the sender `from` names (`None`: the default)
@@ -103,7 +112,7 @@ impl Core {
         };
         let (recent, _) =
             counting_platform_hold(self.policies(), category, customer.as_ref(), accepted, now);
-        Ok(decide(
+        let decision = decide(
             self.policies(),
             phone,
             customer.as_ref(),
@@ -111,6 +120,21 @@ impl Core {
             category,
             recent,
             now,
+        );
+        // Who holds the conversation, read in the same statement as the window.
+        let holder = super::held::from_columns(
+            row.holder.as_deref(),
+            row.holder_since,
+            row.holder_by,
+            row.holder_until,
+            row.last_inbound_at,
+            now,
+        );
+        Ok(super::held::judge(
+            decision,
+            &holder,
+            category,
+            self.actor(),
         ))
     }
 

@@ -18,16 +18,18 @@
 //! relay publishes it later; the caller still gets `queued`.
 //!
 //! The rest of the folder: what a send carries ([`kind`]) and how it fails ([`error`]),
-//! the decision's facts (`decide`), refusals that wait (`hold`), the content rules
-//! (`safety`), check_compliance (`check`), the last look before the platform call
-//! ([`recheck`]), [`idempotency`] keys, agent [`guardrails`], who asked for a message
-//! ([`attribution`]) and the last refusal ([`refusals`]).
+//! the decision's facts (`decide`), who holds the conversation (`held`), refusals that wait
+//! (`hold`), the content rules (`safety`), check_compliance (`check`), the last look before
+//! the platform call ([`recheck`]), [`idempotency`] keys, agent [`guardrails`], who asked
+//! for a message ([`attribution`]) and the last refusal ([`refusals`]).
 
 pub mod attribution;
+pub mod batch;
 mod check;
 mod decide;
 pub mod error;
 pub mod guardrails;
+mod held;
 mod hold;
 pub mod idempotency;
 pub mod kind;
@@ -305,8 +307,8 @@ impl Core {
             req.phone = crate::customers::identity::resolve(&mut conn, &req.phone)
                 .await
                 .map_err(|e| SendError::Unavailable(format!("database unavailable: {e}")))?;
-        }
             self.check_reachable(&mut conn, req).await?;
+        }
 
         // Template checks come first: they are about the request, not the customer.
         let template_category = match self.check_template(&mut conn, req).await {
@@ -421,15 +423,18 @@ impl Core {
             req.existing_message_id,
         )
         .await?;
+        let facts = CustomerFacts::with_consent(&customer, &consent);
         let decision = decide(
             self.policies(),
             &req.phone,
-            Some(&CustomerFacts::with_consent(&customer, &consent)),
+            Some(&facts),
             last_inbound_at,
             category,
             recent,
             now,
         );
+        // Read with the window: who holds the conversation (`held`).
+        let decision = held::apply(decision, conv.as_ref(), category, req.actor, now);
         Ok(Compliance {
             decision,
             last_inbound_at,
@@ -742,10 +747,6 @@ impl Core {
             .await)
     }
 
-    /// The stored keys of the sender a request goes out from (resolved by `validate`).
-    pub(crate) fn keys_for(&self, req: &SendRequest) -> StoreKeys {
-        let senders = self.senders();
-        let sender = req
     /// A customer known by BSUID only must have one in the portfolio of the number it goes
     /// out from: a BSUID is scoped to its portfolio, so another's cannot be used.
     async fn check_reachable(
@@ -771,6 +772,10 @@ impl Core {
         )))
     }
 
+    /// The stored keys of the sender a request goes out from (resolved by `validate`).
+    pub(crate) fn keys_for(&self, req: &SendRequest) -> StoreKeys {
+        let senders = self.senders();
+        let sender = req
             .sender
             .as_deref()
             .and_then(|id| senders.get(id))

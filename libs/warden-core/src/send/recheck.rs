@@ -53,6 +53,17 @@ struct Facts {
     last_inbound_at: Option<DateTime<Utc>>,
     #[diesel(sql_type = diesel::sql_types::Nullable<diesel::sql_types::Timestamptz>)]
     marketing_limited_at: Option<DateTime<Utc>>,
+    #[diesel(sql_type = diesel::sql_types::Nullable<diesel::sql_types::Text>)]
+    holder: Option<String>,
+    #[diesel(sql_type = diesel::sql_types::Nullable<diesel::sql_types::Timestamptz>)]
+    holder_since: Option<DateTime<Utc>>,
+    #[diesel(sql_type = diesel::sql_types::Nullable<diesel::sql_types::Text>)]
+    holder_by: Option<String>,
+    #[diesel(sql_type = diesel::sql_types::Nullable<diesel::sql_types::Timestamptz>)]
+    holder_until: Option<DateTime<Utc>>,
+    /// Who asked for the message (`message_actors`): an operator's is never held.
+    #[diesel(sql_type = diesel::sql_types::Nullable<diesel::sql_types::Text>)]
+    sent_by: Option<String>,
 }
 
 /// Loads what the recheck needs in one query, for the number the message goes out from
@@ -72,8 +83,11 @@ async fn facts(
                 CASE WHEN ms.business IS NULL THEN c.opt_in_utility
                      ELSE COALESCE(bc.opt_in_utility, true) END AS opt_in_utility,
                 cv.last_inbound_at,
-                c.marketing_limited_at
+                c.marketing_limited_at,
+                cv.holder, cv.holder_since, cv.holder_by, cv.holder_until,
+                ma.actor AS sent_by
          FROM messages m
+         LEFT JOIN message_actors ma ON ma.message_id = m.id
          LEFT JOIN message_senders ms ON ms.message_id = m.id
          LEFT JOIN customers c ON c.phone = m.customer_phone
          LEFT JOIN business_consent bc
@@ -114,6 +128,11 @@ pub async fn before_send(
         opt_in_utility,
         last_inbound_at: last_inbound,
         marketing_limited_at,
+        holder,
+        holder_since,
+        holder_by,
+        holder_until,
+        sent_by,
     }) = facts(&mut conn, message_id).await?
     else {
         return Ok(Recheck::Send);
@@ -138,14 +157,27 @@ pub async fn before_send(
         last_inbound_at: last_inbound,
         now,
     };
-    let Some(decision) = warden_rules::recheck::recheck(&input) else {
+    // Who holds the conversation now (`send::held`), read with the window.
+    let holder = super::held::from_columns(
+        holder.as_deref(),
+        holder_since,
+        holder_by,
+        holder_until,
+        last_inbound,
+        now,
+    );
+    let sent_by = sent_by.unwrap_or_default();
+    let category = content.category();
+    let decision = match warden_rules::recheck::recheck(&input) {
+        Some(d) => Some(super::held::judge(d, &holder, category, &sent_by)),
+        None => warden_rules::holder::refusal(&holder, category, &sent_by),
+    };
+    let Some(decision) = decision else {
         // A marketing message queued before the platform answered 131049 for its customer
         // waits out the 24 h instead of drawing another 131049 (`platform_limits`).
-        if let Some(hold) = warden_rules::platform_limits::marketing_hold(
-            content.category(),
-            marketing_limited_at,
-            now,
-        ) {
+        if let Some(hold) =
+            warden_rules::platform_limits::marketing_hold(category, marketing_limited_at, now)
+        {
             hold_queued(&mut conn, message_id, &hold, actor).await?;
             return Ok(Recheck::Refused(hold));
         }

@@ -6,6 +6,7 @@ mod campaign_control;
 mod campaigns;
 mod common;
 mod content_decides;
+mod holders;
 mod platform_limits;
 mod relay;
 mod retention;

@@ -67,6 +67,7 @@ pub fn title_for(code: i64) -> &'static str {
             "Message failed to send because more than 24 hours have passed since the customer last replied to this number"
         }
         80007 => "Rate limit issues",
+        2494191 => "Thread control take is not permitted for this app",
         130429 => "Rate limit hit",
         130472 => "User's number is part of an experiment",
         131000 => "Something went wrong",
