@@ -346,6 +346,8 @@ pub struct MessagePricingOut {
 
 #[derive(Serialize, JsonSchema)]
 pub struct RateLimitOut {
+    /// The sender (business number) whose bucket this is: each number has its own.
+    pub from: String,
     pub channel: String,
     /// Bucket capacity and refill, messages per second.
     pub capacity_mps: u32,

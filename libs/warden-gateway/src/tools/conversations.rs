@@ -256,20 +256,20 @@ impl Gateway {
             }
         };
         let (limit, offset) = page(&a.limit, &a.offset)?;
-        let listed = warden_core::conversations::list::list(
-            self.core(),
-            channel,
-            filter,
-            limit,
         // Without `from`, every number's conversations, each saying which.
         let only = match a.on.from() {
             Some(from) => Some(self.core().sender_ref(Some(from))?),
             None => None,
         };
+        let listed = warden_core::conversations::list::list(
+            self.core(),
+            channel,
+            only.as_ref().map(|s| s.key.as_str()),
+            filter,
+            limit,
             offset,
             Utc::now(),
         )
-            only.as_ref().map(|s| s.key.as_str()),
         .await?;
         let total = listed.total;
         let conversations = listed

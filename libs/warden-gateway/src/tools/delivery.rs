@@ -279,15 +279,21 @@ impl Gateway {
         let Some(redis) = self.core().redis() else {
             return Err(unavailable("no Redis configured".into()));
         };
-        // The capacity the dispatcher's bucket uses: the number's, as the platform set it.
-        let (setting, configured_by) = self.core().settings().configured_mps();
-        let capacity = warden_core::account::throughput::current(self.core().pg(), setting)
-            .await
-            .map_err(|e| unavailable(e.to_string()))?;
-        let st = warden_ratelimit::state(redis, channel, capacity.mps)
+        // The capacity the dispatcher's bucket of that number uses, as the platform set it.
+        let sender = self.core().sender(a.from())?;
+        let key = self.core().senders().sender_key(sender);
+        let (setting, configured_by) = self.core().settings().configured_mps_of(sender);
+        let capacity =
+            warden_core::account::throughput::current_for(self.core().pg(), key, setting)
+                .await
+                .map_err(|e| unavailable(e.to_string()))?;
+        // The default sender's bucket keeps the channel's key.
+        let bucket = (!warden_core::senders::is_default_key(key)).then_some(key);
+        let st = warden_ratelimit::state_for(redis, channel, bucket, capacity.mps)
             .await
             .map_err(|e| unavailable(e.to_string()))?;
         Ok(RateLimitOut {
+            from: sender.id.clone(),
             channel: channel.to_string(),
             capacity_mps: st.capacity_mps,
             capacity_source: capacity.source.as_str().to_owned(),

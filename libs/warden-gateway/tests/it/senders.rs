@@ -904,3 +904,21 @@ async fn the_last_look_before_the_platform_reads_the_numbers_business() {
         warden_core::send::recheck::Recheck::Refused(_)
     ));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn get_rate_limit_reads_the_bucket_of_the_number_it_names() {
+    let h = harness().await;
+    let setting = h.deps.settings.rate_limit_mps;
+    // a1 (the default) has mps 80 in the file; b1 none: RATE_LIMIT_MPS.
+    for (from, mps) in [(None, 80), (Some("a1"), 80), (Some("b1"), setting)] {
+        let mut args = json!({});
+        if let Some(f) = from {
+            args["from"] = json!(f);
+        }
+        let v = h.ok("get_rate_limit", args).await;
+        assert_eq!(v["from"], from.unwrap_or("a1"), "{v}");
+        assert_eq!(v["capacity_mps"], mps, "{v}");
+    }
+    h.err("INVALID_ARGUMENT", "get_rate_limit", json!({"from": "c9"}))
+        .await;
+}
