@@ -176,6 +176,9 @@ pub struct ConversationOut {
     /// "eligible", or why not (user_opted_out, policy_restriction).
     pub utility_eligibility: String,
     pub archived: bool,
+    /// Who holds the conversation now: agents, human, other_app or idle (do not reply
+    /// while a person or another app holds it).
+    pub holder: warden_core::conversations::holder::HolderView,
 }
 
 #[derive(Serialize, JsonSchema)]
@@ -270,6 +273,8 @@ pub struct CustomerContextOut {
     pub engagement_score: f64,
     pub last_interaction: Option<String>,
     pub conversation: ContextConversation,
+    /// Who holds the conversation now: agents, human, other_app or idle.
+    pub holder: warden_core::conversations::holder::HolderView,
     pub eligibility: Eligibility,
     /// The most recent send refused for this customer (any policy, opt-out, window or
     /// cap), or null when none was.

@@ -70,7 +70,8 @@ impl Gateway {
                     + Self::template_tools()
                     + Self::campaign_tools()
                     + Self::account_tools()
-                    + Self::sender_tools(),
+                    + Self::sender_tools()
+                    + Self::holder_tools(),
             ),
             local,
         })

@@ -100,8 +100,9 @@ impl Gateway {
 closes, last inbound/outbound times, and whether marketing and utility templates could be sent now (\"eligible\" or the \
 reason, e.g. user_opted_out). A customer who never wrote is a normal answer (window_open false, time_remaining_secs 0, \
 timestamps null). The conversation is the one with the number `from` (default: the default sender), which the answer \
-names. Reads the cache and falls back to the database. Errors: INVALID_ARGUMENT (bad phone or channel, unknown from), \
-UNAVAILABLE (retry shortly).",
+names, and who holds it: holder {kind, since, by, until}, where kind human (a person, e.g. replying from the WhatsApp \
+Business app) or other_app (another app or the platform's AI agent) means do not reply. Reads the cache and falls back to \
+the database. Errors: INVALID_ARGUMENT (bad phone or channel, unknown from), UNAVAILABLE (retry shortly).",
         input_schema = schema::input::<CustomerIn>(),
         output_schema = schema::output::<ConversationOut>(),
         annotations(read_only_hint = true, open_world_hint = false)
@@ -134,7 +135,8 @@ offset < total. Errors: INVALID_ARGUMENT (unknown status_filter, limit outside 1
         name = "list_inbox",
         description = "List the customers waiting for an answer: those whose latest message is theirs (no outbound message \
 accepted since). Most urgent first: open care windows closing soonest, then closed ones. Each item: customer_id, \
-last_inbound_at, last_inbound_text, unanswered_count, window_open, time_remaining_secs. A customer leaves the inbox when \
+last_inbound_at, last_inbound_text, unanswered_count, window_open, time_remaining_secs, holder {kind, since, by, until} (skip \
+those held by human or other_app: someone else is answering). A customer leaves the inbox when \
 a message to them is accepted. Read their messages with get_conversation_history; answer with reply_customer (window open) \
 or send_template (closed). Errors: INVALID_ARGUMENT (limit outside 1..500, negative offset), UNAVAILABLE.",
         input_schema = schema::input::<InboxIn>(),
@@ -151,7 +153,8 @@ or send_template (closed). Errors: INVALID_ARGUMENT (limit outside 1..500, negat
 (inbound = the customer), type (text, image, video, audio, document, sticker, location, contacts, interactive, button, \
 reaction, order, system, unsupported, edit, revoke, template), text (body, caption or chosen button/list title; the edited \
 text after an edit; null after the customer deleted it, with deleted: true), media {media_id, mime_type, sha256, ...}, \
-reply_to (our message_id it answers), reaction, location, interactive, status, created_at, error. Page with \
+reply_to (our message_id it answers), reaction, location, interactive, status, sent_by (business_app: a person replying \
+from the WhatsApp Business app), created_at, error; and holder {kind, since, by, until}. Page with \
 before = next_before until next_before is null. Errors: INVALID_ARGUMENT (bad customer_id, limit outside 1..500, before not \
 a UUID), NOT_FOUND (before is not a message of this customer), UNAVAILABLE.",
         input_schema = schema::input::<HistoryIn>(),
@@ -219,6 +222,7 @@ impl Gateway {
             .check(&phone, from, MessageType::Utility.described_content(), now)
             .await?;
         let ids = self.core().customer_identifiers(&phone).await?.into();
+        let holder = self.core().holder(&phone, from).await?;
         Ok(ConversationOut {
             customer_id: phone.digits().to_string(),
             ids,
@@ -234,6 +238,7 @@ impl Gateway {
             marketing_eligibility: eligibility_word(&marketing),
             utility_eligibility: eligibility_word(&utility),
             archived: view.archived,
+            holder,
         })
     }
 

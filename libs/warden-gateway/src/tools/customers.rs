@@ -111,6 +111,7 @@ impl Gateway {
             .check(&phone, from, MessageType::Service.described_content(), now)
             .await?;
         let ids = core.customer_identifiers(&phone).await?.into();
+        let holder = core.holder(&phone, from).await?;
         Ok(CustomerContextOut {
             customer_id: phone.digits().to_string(),
             ids,
@@ -135,6 +136,7 @@ impl Gateway {
                 last_outbound: opt_ts(view.last_outbound_at),
                 window_expires: opt_ts(view.window_expires_at),
             },
+            holder,
             eligibility: Eligibility {
                 marketing: eligible(marketing),
                 utility: eligible(utility),

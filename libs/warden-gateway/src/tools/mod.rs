@@ -14,6 +14,7 @@
 //! - [`account`]: get_account_quality, estimate_cost, estimate_pricing, get_spend,
 //!   sync_webhooks
 //! - [`senders`]: list_senders, and the senders an agent may use
+//! - [`holders`]: hand_off_conversation, release_conversation (who holds a conversation)
 //!
 //! Adding a parameter: a field on the tool's input struct (its doc comment is the schema's
 //! description), read in the handler, listed under the tool in docs/tools.md.
@@ -23,6 +24,7 @@ pub(crate) mod campaigns;
 pub(crate) mod conversations;
 pub(crate) mod customers;
 pub(crate) mod delivery;
+pub(crate) mod holders;
 pub(crate) mod media;
 pub(crate) mod rich;
 pub(crate) mod scopes;

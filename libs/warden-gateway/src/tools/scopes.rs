@@ -38,6 +38,8 @@ pub(crate) fn listed(tool: &str) -> Option<Scope> {
         | "react_to_message"
         | "mark_as_read"
         | "retry_failed_messages"
+        // A hand-off only steps the agents aside; giving it back is an operator's call.
+        | "hand_off_conversation"
         // Uploading is the first half of sending media.
         | "upload_media" => Scope::Send,
         "schedule_message" => Scope::Schedule,
@@ -45,7 +47,9 @@ pub(crate) fn listed(tool: &str) -> Option<Scope> {
             Scope::Campaigns
         }
         "create_template" | "sync_template_status" => Scope::Templates,
-        "archive_chat" | "sync_webhooks" | "resume_sender" => Scope::Admin,
+        "archive_chat" | "sync_webhooks" | "resume_sender" | "release_conversation" => {
+            Scope::Admin
+        }
         _ => return None,
     })
 }

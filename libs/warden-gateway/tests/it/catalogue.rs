@@ -83,6 +83,12 @@ fn spec() -> HashMap<&'static str, (Vec<&'static str>, Vec<&'static str>)> {
         ("get_account_quality", (vec![], vec![])),
         ("list_senders", (vec![], vec![])),
         ("resume_sender", (vec!["from"], vec![])),
+        // Shared numbers: who holds a conversation.
+        (
+            "hand_off_conversation",
+            (vec!["customer_id", "to"], vec!["note", "from"]),
+        ),
+        ("release_conversation", (vec!["customer_id"], vec!["from"])),
         ("get_spend", (vec![], vec!["since", "until"])),
         (
             "estimate_cost",
@@ -478,7 +484,7 @@ async fn works_with_protocol_versions_2025_06_18_2025_11_25_and_2026_07_28() {
             info.server_info.clone().unwrap().name,
             "warden-gateway-test"
         );
-        assert_eq!(client.list_all_tools().await.unwrap().len(), 38);
+        assert_eq!(client.list_all_tools().await.unwrap().len(), 40);
         let res = client
             .call_tool(
                 rmcp::model::CallToolRequestParams::new("explain_error")
@@ -512,7 +518,7 @@ async fn works_with_protocol_versions_2025_06_18_2025_11_25_and_2026_07_28() {
         info.server_info.clone().unwrap().name,
         "warden-gateway-test"
     );
-    assert_eq!(client.list_all_tools().await.unwrap().len(), 38);
+    assert_eq!(client.list_all_tools().await.unwrap().len(), 40);
     let res = client
         .call_tool(
             rmcp::model::CallToolRequestParams::new("get_delivery_status")

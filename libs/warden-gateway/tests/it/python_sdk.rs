@@ -19,7 +19,7 @@ fn can_import_mcp(python: &Path) -> bool {
 }
 
 /// A Python interpreter with the `mcp` SDK: fails naming the setup step when there is none.
-fn python_with_mcp() -> PathBuf {
+pub(crate) fn python_with_mcp() -> PathBuf {
     let system = PathBuf::from("python3");
     if can_import_mcp(&system) {
         return system;

@@ -45,6 +45,7 @@ ALL_TOOLS = {
     "get_conversation_history", "list_inbox", "mark_as_read",
     "send_media", "upload_media", "send_interactive", "send_location", "react_to_message", "get_media",
     "get_spend", "list_senders", "resume_sender",
+    "hand_off_conversation", "release_conversation",
 }
 READ_ONLY = {
     "check_compliance", "explain_error", "check_conversation", "check_frequency_cap",
