@@ -57,7 +57,8 @@ pub struct Consequence {
 }
 
 impl Consequence {
-    /// A halt-class error: sending stops (campaigns paused) until an operator checks.
+    /// A halt-class error: sending stops (the number's campaigns paused) until an operator
+    /// checks.
     pub fn halts(&self) -> bool {
         matches!(
             self.effect,
@@ -131,8 +132,11 @@ pub async fn apply_effect(
             .await;
         }
         (SideEffect::PauseCampaigns(reason), _) => {
-            tracing::error!(%reason, "halt-class platform error: pausing active campaigns");
-            return crate::campaigns::pause_active(conn, reason, None, actor).await;
+            // The account or token behind one number: that number's campaigns stop; another
+            // business's numbers go on (one of its own would meet the error on its own send).
+            let sender = customers::consent::sender_of_message(conn, message_id).await?;
+            tracing::error!(%reason, %sender, "halt-class platform error: pausing the sender's active campaigns");
+            return crate::campaigns::pause_active(conn, reason, Some(&sender), actor).await;
         }
         _ => {}
     }

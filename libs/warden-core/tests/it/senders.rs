@@ -467,6 +467,96 @@ async fn a_halt_class_error_protects_the_number_it_came_from() {
     assert_eq!(outcome(&h.core, template(&p, "promo", "a1")).await, "OK");
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn another_halt_class_error_pauses_its_numbers_campaigns_only() {
+    use warden_core::delivery::platform_errors::{SideEffect, apply_effect};
+    let h = harness().await;
+    let p = phone();
+    let mut conn = h.core.pg().get().await.unwrap();
+    // A running campaign of b1, one of a1, one spread over a1 and b1's business A numbers.
+    let mut ids = Vec::new();
+    for (sender, senders) in [
+        ("b1", None),
+        ("default", None),
+        ("default", Some(vec!["default", "a2"])),
+    ] {
+        let id: uuid::Uuid = diesel::sql_query(
+            "INSERT INTO campaigns (name, campaign_type, status, deliver_at, template_name, sender_id, senders)
+             VALUES ('c', 'marketing', 'running', now(), 'promo', $1, $2) RETURNING id",
+        )
+        .bind::<diesel::sql_types::Text, _>(sender)
+        .bind::<diesel::sql_types::Nullable<diesel::sql_types::Array<diesel::sql_types::Text>>, _>(
+            senders,
+        )
+        .get_result::<IdOf>(&mut conn)
+        .await
+        .unwrap()
+        .id;
+        ids.push(id);
+    }
+    drop(conn);
+    let status = |id: uuid::Uuid| {
+        let core = h.core.clone();
+        async move {
+            let mut conn = core.pg().get().await.unwrap();
+            warden_store::schema::campaigns::table
+                .find(id)
+                .select(warden_store::schema::campaigns::status)
+                .first::<String>(&mut conn)
+                .await
+                .unwrap()
+        }
+    };
+    // An expired token on a message from b1: b1's campaign stops, business A's go on.
+    let sent = h
+        .core
+        .send(template(&p, "order_update", "b1"))
+        .await
+        .unwrap();
+    let mut conn = h.core.pg().get().await.unwrap();
+    let paused = apply_effect(
+        &mut conn,
+        sent.message_id,
+        &SideEffect::PauseCampaigns("platform error 190 (Access token expired)".into()),
+        Some(&p),
+        Utc::now(),
+        "test",
+    )
+    .await
+    .unwrap();
+    drop(conn);
+    assert_eq!(paused, 1);
+    assert_eq!(status(ids[0]).await, "paused");
+    assert_eq!(status(ids[1]).await, "running");
+    assert_eq!(status(ids[2]).await, "running");
+    // On a message from a2: the campaign spread over a1 and a2 stops, a1's alone goes on.
+    let sent = h
+        .core
+        .send(template(&p, "order_update", "a2"))
+        .await
+        .unwrap();
+    let mut conn = h.core.pg().get().await.unwrap();
+    apply_effect(
+        &mut conn,
+        sent.message_id,
+        &SideEffect::PauseCampaigns("platform error 190 (Access token expired)".into()),
+        Some(&p),
+        Utc::now(),
+        "test",
+    )
+    .await
+    .unwrap();
+    drop(conn);
+    assert_eq!(status(ids[1]).await, "running");
+    assert_eq!(status(ids[2]).await, "paused");
+}
+
+#[derive(diesel::QueryableByName)]
+struct IdOf {
+    #[diesel(sql_type = diesel::sql_types::Uuid)]
+    id: uuid::Uuid,
+}
+
 #[derive(diesel::QueryableByName)]
 struct Count {
     #[diesel(sql_type = diesel::sql_types::BigInt)]
