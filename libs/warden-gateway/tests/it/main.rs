@@ -28,6 +28,7 @@ mod reading;
 mod rich;
 mod scheduling;
 mod senders;
+mod senders_platform;
 mod sending;
 mod start_elsewhere;
 mod template_components;

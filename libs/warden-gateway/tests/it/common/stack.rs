@@ -28,6 +28,15 @@ impl Stack {
     /// Start everything (the webhook server and the sim share the test account's app
     /// secret); `adjust` changes the settings before anything starts.
     pub async fn start(adjust: impl FnOnce(&mut Settings)) -> Stack {
+        Self::start_on(adjust, None).await
+    }
+
+    /// [`Stack::start`] with the sim serving the numbers of `sim_senders` (a `SIM_SENDERS`
+    /// file); `adjust` gives Warden the matching senders file.
+    pub async fn start_on(
+        adjust: impl FnOnce(&mut Settings),
+        sim_senders: Option<std::path::PathBuf>,
+    ) -> Stack {
         let _ = rustls::crypto::ring::default_provider().install_default();
         let db = super::prepared_db().await;
         let mut settings = super::settings_for(&db, &Opts::default()).await;
@@ -51,6 +60,7 @@ impl Stack {
             waba_id: WABA_ID.into(),
             approval_delay: Duration::from_secs(3600),
             workers: 1,
+            senders: sim_senders,
             ..warden_sim::SimConfig::default()
         };
         let running =
