@@ -24,7 +24,6 @@
 //! for a message ([`attribution`]) and the last refusal ([`refusals`]).
 
 pub mod attribution;
-pub mod batch;
 mod check;
 mod decide;
 pub mod error;
