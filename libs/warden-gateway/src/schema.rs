@@ -488,7 +488,8 @@ pub struct ScheduleMessageOut {
 #[derive(Serialize, JsonSchema)]
 pub struct ScheduleCampaignOut {
     pub campaign_id: String,
-    /// "scheduled".
+    /// "scheduled"; "pending_approval" when the deployment requires an operator's approval
+    /// (CAMPAIGN_APPROVAL=required): it sends nothing until approved in the console.
     pub status: String,
     pub name: String,
     #[serde(rename = "type")]
@@ -533,7 +534,8 @@ pub struct CampaignOut {
     pub name: String,
     #[serde(rename = "type")]
     pub campaign_type: String,
-    /// scheduled, running, sending, paused, cancelled, completed or failed.
+    /// scheduled, running, sending, paused, cancelled, completed, failed, pending_approval
+    /// (waiting for an operator) or rejected (an operator refused it: see rejection_reason).
     pub status: String,
     pub deliver_at: String,
     pub template_name: String,
@@ -556,6 +558,9 @@ pub struct CampaignOut {
     /// its end, the recipients reached so far before.
     pub total_recipients: i32,
     pub status_reason: Option<String>,
+    /// Why an operator rejected it (status rejected); absent otherwise.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rejection_reason: Option<String>,
     pub created_at: String,
     pub updated_at: String,
     /// What the campaign cost: estimated from the rate card beside the platform's reports.

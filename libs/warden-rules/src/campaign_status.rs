@@ -2,7 +2,8 @@
 //! spellings stored in `campaigns.status` and shown to agents.
 //! Pause takes an active campaign (scheduled, running, sending) to paused, resume a paused
 //! one to running, cancel any non-terminal one to cancelled; the fan-out ends a running
-//! one completed or failed.
+//! one completed or failed. With `CAMPAIGN_APPROVAL=required` an agent's campaign starts
+//! pending_approval: an operator's approve makes it scheduled, reject makes it rejected.
 
 use std::fmt;
 use std::str::FromStr;
@@ -24,18 +25,22 @@ pub enum CampaignStatus {
     Failed,
     /// Stopped for good; the recipients not yet sent count as cancelled.
     Cancelled,
+    /// Waiting for an operator's approval (`CAMPAIGN_APPROVAL=required`): sends nothing.
+    PendingApproval,
+    /// An operator refused it (its `status_reason` says why); it never sends.
+    Rejected,
 }
 
 /// A stored status that is none of the known spellings.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error(
-    "unknown campaign status {0:?}; expected scheduled, running, sending, paused, completed, failed or cancelled"
+    "unknown campaign status {0:?}; expected scheduled, running, sending, paused, completed, failed, cancelled, pending_approval or rejected"
 )]
 pub struct UnknownCampaignStatus(pub String);
 
 impl CampaignStatus {
     /// Every status, in the order of the state table.
-    pub const ALL: [CampaignStatus; 7] = [
+    pub const ALL: [CampaignStatus; 9] = [
         Self::Scheduled,
         Self::Running,
         Self::Sending,
@@ -43,13 +48,20 @@ impl CampaignStatus {
         Self::Completed,
         Self::Failed,
         Self::Cancelled,
+        Self::PendingApproval,
+        Self::Rejected,
     ];
     /// The states in which a campaign still sends (or will): pause applies to these.
     pub const ACTIVE: [CampaignStatus; 3] = [Self::Scheduled, Self::Running, Self::Sending];
     /// The states in which the fan-out sends now.
     pub const SENDING: [CampaignStatus; 2] = [Self::Running, Self::Sending];
     /// The states a campaign never leaves.
-    pub const TERMINAL: [CampaignStatus; 3] = [Self::Completed, Self::Failed, Self::Cancelled];
+    pub const TERMINAL: [CampaignStatus; 4] = [
+        Self::Completed,
+        Self::Failed,
+        Self::Cancelled,
+        Self::Rejected,
+    ];
 
     /// The stored (and reported) spelling.
     pub const fn as_str(self) -> &'static str {
@@ -61,6 +73,8 @@ impl CampaignStatus {
             Self::Completed => "completed",
             Self::Failed => "failed",
             Self::Cancelled => "cancelled",
+            Self::PendingApproval => "pending_approval",
+            Self::Rejected => "rejected",
         }
     }
 
@@ -74,9 +88,12 @@ impl CampaignStatus {
         matches!(self, Self::Running | Self::Sending)
     }
 
-    /// Completed, failed or cancelled: never left.
+    /// Completed, failed, cancelled or rejected: never left.
     pub const fn is_terminal(self) -> bool {
-        matches!(self, Self::Completed | Self::Failed | Self::Cancelled)
+        matches!(
+            self,
+            Self::Completed | Self::Failed | Self::Cancelled | Self::Rejected
+        )
     }
 
     /// The stored spellings of `set`, e.g. to bind as a SQL `text[]`.
@@ -134,5 +151,13 @@ mod tests {
             assert!(!(st.is_active() && st.is_terminal()));
         }
         assert!(!CampaignStatus::Paused.is_active() && !CampaignStatus::Paused.is_terminal());
+        // Waiting for approval sends nothing and may still be approved or cancelled.
+        let pending = CampaignStatus::PendingApproval;
+        assert!(!pending.is_active() && !pending.is_sending() && !pending.is_terminal());
+        assert!(CampaignStatus::Rejected.is_terminal());
+        assert_eq!(
+            "pending_approval".parse::<CampaignStatus>(),
+            Ok(CampaignStatus::PendingApproval)
+        );
     }
 }

@@ -1,5 +1,6 @@
 //! `GET /campaigns`, `GET /campaigns/{id}` (counters, refusals by code, failures by error
-//! code), and `POST /campaigns/{id}/{pause|resume|cancel}`.
+//! code), and `POST /campaigns/{id}/{approve|reject|pause|resume|cancel}` (`reject` takes
+//! `reason`, which the agent reads in get_campaign's `rejection_reason`).
 
 use actix_web::http::StatusCode;
 use actix_web::{HttpResponse, web};
@@ -84,7 +85,8 @@ pub async fn page(
     )
 }
 
-/// `POST /campaigns/{id}/{action}`: pause, resume, cancel (`reason` optional).
+/// `POST /campaigns/{id}/{action}`: approve, reject (`reason` required), pause, resume,
+/// cancel (`reason` optional).
 pub async fn act(
     state: web::Data<AppState>,
     signed: Signed,
@@ -103,6 +105,17 @@ pub async fn act(
     let actor = actor(&who);
     let reason = Some(form.reason.trim()).filter(|r| !r.is_empty());
     let moved = match action.as_str() {
+        "approve" => campaigns::approve(pg, id, actor).await,
+        "reject" => match reason {
+            Some(r) => campaigns::reject(pg, id, r, actor).await,
+            None => {
+                return done(
+                    &format!("/campaigns/{id}"),
+                    "Not rejected: say why (the agent reads the reason).",
+                    true,
+                );
+            }
+        },
         "pause" => campaigns::pause(pg, id, actor).await,
         "resume" => campaigns::resume(pg, id, actor).await,
         "cancel" => campaigns::cancel(pg, id, reason, actor).await,
@@ -117,7 +130,17 @@ pub async fn act(
     match moved {
         Ok(m) => done(
             &format!("/campaigns/{id}"),
-            &format!("Campaign {action}d (it was {}).", m.before.status),
+            &format!(
+                "Campaign {} (it was {}).",
+                match action.as_str() {
+                    "approve" => "approved",
+                    "reject" => "rejected",
+                    "pause" => "paused",
+                    "resume" => "resumed",
+                    _ => "cancelled",
+                },
+                m.before.status
+            ),
             false,
         ),
         Err(e) => campaign_error(&state, &e),

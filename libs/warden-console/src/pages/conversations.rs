@@ -1,6 +1,6 @@
 //! `GET /conversations` (the inbox, with each conversation's holder),
-//! `GET /conversations/{customer}` (history, the reply form), and the action: reply as
-//! the operator (the one send path, `sent_by: operator:NAME`).
+//! `GET /conversations/{customer}` (history, holder, forms), and the actions: take over,
+//! reply as the operator (the one send path, `sent_by: operator:NAME`), release.
 
 use actix_web::{HttpResponse, web};
 use chrono::Utc;
@@ -87,6 +87,7 @@ pub async fn page(
     };
     match read.await {
         Ok(history) => {
+            let holder = &history.holder;
             // Oldest first, as a conversation reads.
             let mut messages = history.messages.clone();
             messages.reverse();
@@ -98,6 +99,8 @@ pub async fn page(
                         customer => phone.digits(),
                         from => &history.from,
                         messages => ser(&messages),
+                        holder => ser(holder),
+                        held => holder.held(),
                     }
                 },
             )
@@ -159,5 +162,73 @@ pub async fn reply(
             true,
         ),
         Err(e) => done(&back(phone.digits()), &format!("Not sent: {e}"), true),
+    }
+}
+
+pub fn holder_routes(cfg: &mut web::ServiceConfig) {
+    cfg.route("/conversations/{customer}/take", web::post().to(take))
+        .route("/conversations/{customer}/release", web::post().to(release));
+}
+
+/// `POST /conversations/{customer}/take`: a person holds the conversation (agents'
+/// free-form replies are refused CONVERSATION_HELD) until released.
+pub async fn take(
+    state: web::Data<AppState>,
+    signed: Signed,
+    path: web::Path<String>,
+    form: web::Form<ActionForm>,
+) -> HttpResponse {
+    holder_action(state, signed, path, form, true).await
+}
+
+/// `POST /conversations/{customer}/release`: the agents hold the conversation again.
+pub async fn release(
+    state: web::Data<AppState>,
+    signed: Signed,
+    path: web::Path<String>,
+    form: web::Form<ActionForm>,
+) -> HttpResponse {
+    holder_action(state, signed, path, form, false).await
+}
+
+async fn holder_action(
+    state: web::Data<AppState>,
+    signed: Signed,
+    path: web::Path<String>,
+    form: web::Form<ActionForm>,
+    take: bool,
+) -> HttpResponse {
+    let who = match signed.act(&state, &form.csrf_token) {
+        Ok(a) => a,
+        Err(res) => return res,
+    };
+    let phone = match customer(&state, &path).await {
+        Ok(p) => p,
+        Err(res) => return res,
+    };
+    let core = state.core_as(actor(&who));
+    let moved = if take {
+        core.hand_off(
+            &phone,
+            None,
+            warden_core::conversations::holder::HandOffTo::Human,
+            Some(&format!("taken over in the console by {who}")),
+        )
+        .await
+    } else {
+        core.release(&phone, None).await
+    };
+    match moved {
+        Ok(_) if take => done(
+            &back(phone.digits()),
+            "You hold this conversation: agents' replies are refused until you release it.",
+            false,
+        ),
+        Ok(_) => done(
+            &back(phone.digits()),
+            "Released: the agents hold this conversation again.",
+            false,
+        ),
+        Err(e) => failed(&state, &e),
     }
 }

@@ -45,6 +45,7 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
         .route("/agents/{name}/{action}", web::post().to(agents::act))
         .route("/policies", web::get().to(policies::page))
         .route("/audit", web::get().to(audit::page));
+    conversations::holder_routes(cfg);
 }
 
 /// What every page's frame shows: who is logged in, the token its forms carry, which part

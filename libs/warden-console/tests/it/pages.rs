@@ -416,3 +416,177 @@ async fn campaigns_pause_resume_cancel_as_the_operator() {
         "{html}"
     );
 }
+
+/// An agent's campaign under CAMPAIGN_APPROVAL=required waits in pending_approval (the
+/// scheduler does not start it), an operator approves it (scheduled, then started) or
+/// rejects it with a reason.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pending_campaigns_wait_for_an_operator() {
+    use warden_core::campaigns::create::{
+        Approval, CampaignSenders, CampaignType, NewCampaign, schedule_campaign_gated,
+    };
+    let c = Console::start().await;
+    c.exec(
+        "INSERT INTO templates (id, name, locale, category, status, body_text)
+         VALUES (gen_random_uuid(), 'warden_promo', 'en', 'marketing', 'APPROVED', 'Sale: {{1}}')",
+    )
+    .await;
+    let new = |name: &str| NewCampaign {
+        name: name.to_string(),
+        campaign_type: CampaignType::Marketing,
+        template_name: "warden_promo".into(),
+        locale: "en".into(),
+        variables: vec!["20%".into()],
+        named_variables: vec![],
+        components: vec![],
+        audience_filter: json!({}),
+        deliver_at: Utc::now(),
+    };
+    let mut ids = Vec::new();
+    for name in ["approved one", "rejected one"] {
+        let created = schedule_campaign_gated(
+            &c.pg,
+            new(name),
+            CampaignSenders::default(),
+            "bot",
+            None,
+            Approval::Required,
+        )
+        .await
+        .unwrap();
+        ids.push(created.id);
+    }
+    let status = async |id: uuid::Uuid| {
+        warden_core::campaigns::get(&c.pg, id)
+            .await
+            .unwrap()
+            .campaign
+    };
+    // Due now, yet the scheduler's start leaves them alone.
+    let started = warden_core::campaigns::fanout::start_due(&c.pg, "scheduler")
+        .await
+        .unwrap();
+    assert!(started.is_empty(), "{started:?}");
+    assert_eq!(status(ids[0]).await.status, "pending_approval");
+
+    let mut b = c.logged_in("ana", Role::Operator).await;
+    let page = format!("/campaigns/{}", ids[0]);
+    let html = b.page(&page).await;
+    assert!(
+        html.contains("id=\"approve\"") && !html.contains("id=\"pause\""),
+        "{html}"
+    );
+    // Pause is not a transition of a pending campaign.
+    assert_eq!(
+        b.act(&page, &format!("{page}/pause"), &[])
+            .await
+            .status()
+            .as_u16(),
+        409
+    );
+    assert_eq!(
+        b.act(&page, &format!("{page}/approve"), &[])
+            .await
+            .status()
+            .as_u16(),
+        303
+    );
+    assert_eq!(status(ids[0]).await.status, "scheduled");
+    let started = warden_core::campaigns::fanout::start_due(&c.pg, "scheduler")
+        .await
+        .unwrap();
+    assert_eq!(started, vec![ids[0]]);
+    // Approving twice is refused.
+    assert_eq!(
+        b.act(&page, &format!("{page}/approve"), &[])
+            .await
+            .status()
+            .as_u16(),
+        409
+    );
+
+    let page = format!("/campaigns/{}", ids[1]);
+    let res = b
+        .act(&page, &format!("{page}/reject"), &[("reason", "")])
+        .await;
+    assert!(
+        res.headers()["location"]
+            .to_str()
+            .unwrap()
+            .contains("error=1")
+    );
+    assert_eq!(status(ids[1]).await.status, "pending_approval");
+    let res = b
+        .act(
+            &page,
+            &format!("{page}/reject"),
+            &[("reason", "too many recipients on a Sunday")],
+        )
+        .await;
+    assert_eq!(res.status().as_u16(), 303);
+    let rejected = status(ids[1]).await;
+    assert_eq!(rejected.status, "rejected");
+    assert_eq!(
+        rejected.status_reason.as_deref(),
+        Some("too many recipients on a Sunday")
+    );
+    assert_eq!(
+        c.count("SELECT count(*) AS n FROM audit_logs WHERE actor = 'operator:ana' AND action IN ('campaign_approved', 'campaign_rejected')").await,
+        2
+    );
+    assert!(!b.page("/campaigns").await.contains("pending_approval"));
+}
+
+/// Take over: a person holds the conversation (the agent's free-form reply is refused
+/// CONVERSATION_HELD, the operator's goes out), release gives it back to the agents.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn take_over_reply_and_release() {
+    let c = Console::start().await;
+    customer_wrote(&c, A, "can a person help?").await;
+    let mut b = c.logged_in("ana", Role::Operator).await;
+    let page = format!("/conversations/{A}");
+    let html = b.page(&page).await;
+    assert!(html.contains("Held by <strong>agents</strong>"), "{html}");
+    assert!(html.contains("id=\"take\"") && !html.contains("id=\"release\""));
+
+    let res = b.act(&page, &format!("{page}/take"), &[]).await;
+    assert_eq!(res.status().as_u16(), 303);
+    let html = b.page(&page).await;
+    assert!(html.contains("Held by <strong>human</strong>"), "{html}");
+    assert!(html.contains("id=\"release\""));
+    let holder = c.core.holder(&phone(A), None).await.unwrap();
+    assert_eq!(holder.kind, "human");
+
+    // The agent is refused; the operator is not.
+    let bot = c.core.as_actor("bot");
+    match bot.send(text_to(A, "I can help!", "bot")).await {
+        Err(SendError::Refused(d)) => assert_eq!(d.reason_code.as_str(), "CONVERSATION_HELD"),
+        other => panic!("{other:?}"),
+    }
+    let res = b
+        .act(
+            &page,
+            &format!("{page}/reply"),
+            &[("text", "Hi, Ana here.")],
+        )
+        .await;
+    assert!(
+        !res.headers()["location"]
+            .to_str()
+            .unwrap()
+            .contains("error=1")
+    );
+    assert_eq!(
+        c.count(&format!("SELECT count(*) AS n FROM messages WHERE customer_phone = '{A}' AND direction = 'outbound'")).await,
+        1
+    );
+
+    let res = b.act(&page, &format!("{page}/release"), &[]).await;
+    assert_eq!(res.status().as_u16(), 303);
+    assert_eq!(c.core.holder(&phone(A), None).await.unwrap().kind, "agents");
+    bot.send(text_to(A, "Anything else?", "bot")).await.unwrap();
+    assert_eq!(
+        c.count("SELECT count(*) AS n FROM audit_logs WHERE actor = 'operator:ana' AND action = 'holder_changed'").await,
+        2
+    );
+}

@@ -14,6 +14,7 @@ use diesel_async::RunQueryDsl;
 use futures::FutureExt;
 use serde_json::{Map, Value, json};
 use uuid::Uuid;
+use warden_rules::campaign_status::CampaignStatus;
 use warden_store::schema::campaigns;
 use warden_store::tx::{Abort, TxError, transact};
 use warden_store::{DbError, PgPool};
@@ -169,6 +170,39 @@ pub async fn schedule_campaign_from(
     actor: &'static str,
     key: Option<IdempotencyKey>,
 ) -> Result<Created, ScheduleCampaignError> {
+    schedule_campaign_gated(pg, new, senders, actor, key, Approval::NotNeeded).await
+}
+
+/// Whether a new campaign waits for an operator (`CAMPAIGN_APPROVAL=required` for agents).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Approval {
+    /// Stored `scheduled`: it runs at its deliver_at.
+    NotNeeded,
+    /// Stored `pending_approval`: it sends nothing until an operator approves it
+    /// (`campaigns::approve`) or rejects it (`campaigns::reject`).
+    Required,
+}
+
+impl Approval {
+    /// The status a new campaign is stored with.
+    pub fn initial_status(self) -> CampaignStatus {
+        match self {
+            Approval::NotNeeded => CampaignStatus::Scheduled,
+            Approval::Required => CampaignStatus::PendingApproval,
+        }
+    }
+}
+
+/// [`schedule_campaign_from`], stored `pending_approval` when `approval` requires it (in the
+/// same transaction as the row, so the scheduler never sees it `scheduled` first).
+pub async fn schedule_campaign_gated(
+    pg: &PgPool,
+    new: NewCampaign,
+    senders: CampaignSenders,
+    actor: &'static str,
+    key: Option<IdempotencyKey>,
+    approval: Approval,
+) -> Result<Created, ScheduleCampaignError> {
     let template = {
         let mut conn = pg.get().await.map_err(DbError::from)?;
         crate::templates::find(
@@ -248,7 +282,7 @@ pub async fn schedule_campaign_from(
                     campaigns::id.eq(id),
                     campaigns::name.eq(&new.name),
                     campaigns::campaign_type.eq(new.campaign_type.as_str()),
-                    campaigns::status.eq("scheduled"),
+                    campaigns::status.eq(approval.initial_status().as_str()),
                     campaigns::deliver_at.eq(new.deliver_at),
                     campaigns::template_name.eq(&new.template_name),
                     campaigns::locale.eq(&new.locale),
@@ -276,6 +310,7 @@ pub async fn schedule_campaign_from(
                     "customers_created": created,
                     "sender": senders.sender,
                     "senders": senders.several,
+                    "status": approval.initial_status().as_str(),
                 }),
             )
             .await?;

@@ -50,6 +50,7 @@ pub const TERMINAL: &[&str] = &[
     CampaignStatus::TERMINAL[0].as_str(),
     CampaignStatus::TERMINAL[1].as_str(),
     CampaignStatus::TERMINAL[2].as_str(),
+    CampaignStatus::TERMINAL[3].as_str(),
 ];
 /// Recipients the fan-out sends between two reads of the campaign's state: after
 /// pause_campaign or cancel_campaign answers, at most this many more messages are queued.
@@ -122,6 +123,10 @@ enum Action {
     Pause,
     Resume,
     Cancel,
+    /// An operator lets a pending_approval campaign run: scheduled (it starts at deliver_at).
+    Approve,
+    /// An operator refuses a pending_approval campaign, with the reason.
+    Reject,
 }
 
 impl Action {
@@ -130,6 +135,8 @@ impl Action {
             Action::Pause => CampaignStatus::Paused,
             Action::Resume => CampaignStatus::Running,
             Action::Cancel => CampaignStatus::Cancelled,
+            Action::Approve => CampaignStatus::Scheduled,
+            Action::Reject => CampaignStatus::Rejected,
         }
     }
     fn audit(self) -> &'static str {
@@ -137,6 +144,8 @@ impl Action {
             Action::Pause => "campaign_paused",
             Action::Resume => "campaign_resumed",
             Action::Cancel => "campaign_cancelled",
+            Action::Approve => "campaign_approved",
+            Action::Reject => "campaign_rejected",
         }
     }
     /// The rule of the state table (docs/operations.md, Scheduling and campaigns).
@@ -155,6 +164,7 @@ impl Action {
                 }
                 true
             }
+            Action::Approve | Action::Reject => status == CampaignStatus::PendingApproval,
         };
         if ok {
             Ok(())
@@ -190,6 +200,23 @@ pub async fn cancel(
     transition(pg, id, Action::Cancel, reason, actor).await
 }
 
+/// An operator approves a pending_approval campaign (`CAMPAIGN_APPROVAL=required`): it
+/// becomes scheduled and runs from its deliver_at (at once when that has passed). Audited.
+pub async fn approve(pg: &PgPool, id: Uuid, actor: &'static str) -> Result<Moved, CampaignError> {
+    transition(pg, id, Action::Approve, None, actor).await
+}
+
+/// An operator rejects a pending_approval campaign: rejected for good, `reason` kept as its
+/// status_reason (get_campaign's `rejection_reason`). Audited.
+pub async fn reject(
+    pg: &PgPool,
+    id: Uuid,
+    reason: &str,
+    actor: &'static str,
+) -> Result<Moved, CampaignError> {
+    transition(pg, id, Action::Reject, Some(reason), actor).await
+}
+
 async fn transition(
     pg: &PgPool,
     id: Uuid,
@@ -219,10 +246,10 @@ async fn transition(
             let paused_at = match action {
                 Action::Pause => Some(now),
                 Action::Resume => None,
-                Action::Cancel => current.paused_at,
+                Action::Cancel | Action::Approve | Action::Reject => current.paused_at,
             };
             let status_reason = match action {
-                Action::Resume => None,
+                Action::Resume | Action::Approve => None,
                 _ => reason.clone().or_else(|| current.status_reason.clone()),
             };
             diesel::update(campaigns::table.find(id))

@@ -10,7 +10,7 @@ use uuid::Uuid;
 use warden_core::SendKind;
 use warden_core::campaigns::CampaignError;
 use warden_core::campaigns::create::{
-    CampaignSenders, CampaignType, NewCampaign, ScheduleCampaignError,
+    Approval, CampaignSenders, CampaignType, NewCampaign, ScheduleCampaignError,
 };
 use warden_core::scheduling::schedule::{ScheduleMessage, ScheduleMessageError};
 use warden_rules::audience::AudienceFilter;
@@ -517,7 +517,12 @@ impl Gateway {
             )
         })?;
 
-        let created = warden_core::campaigns::create::schedule_campaign_from(
+        // CAMPAIGN_APPROVAL=required: an agent's campaign waits for an operator (console).
+        let approval = match self.core().settings().console.campaign_approval {
+            warden_settings::CampaignApproval::Required => Approval::Required,
+            warden_settings::CampaignApproval::Off => Approval::NotNeeded,
+        };
+        let created = warden_core::campaigns::create::schedule_campaign_gated(
             self.core().pg(),
             NewCampaign {
                 name: name.clone(),
@@ -533,13 +538,14 @@ impl Gateway {
             stored,
             self.actor(),
             key,
+            approval,
         )
         .await
         .map_err(schedule_campaign_error)?;
         Ok(ScheduleCampaignOut {
             campaign_id: created.id.to_string(),
             replayed: created.replayed,
-            status: "scheduled".into(),
+            status: approval.initial_status().as_str().into(),
             name,
             campaign_type: campaign_type.as_str().to_string(),
             deliver_at: ts(deliver_at),
@@ -736,6 +742,10 @@ impl Gateway {
             Value::Object(m) => m,
             _ => Map::new(),
         };
+        // A rejected campaign says why, as the operator wrote it.
+        let rejection_reason = (c.status == CampaignStatus::Rejected.as_str())
+            .then(|| c.status_reason.clone())
+            .flatten();
         Ok(CampaignOut {
             campaign_id: c.id.to_string(),
             name: c.name,
@@ -758,6 +768,7 @@ impl Gateway {
             } else {
                 recipients
             },
+            rejection_reason,
             status_reason: c.status_reason,
             created_at: ts(c.created_at),
             updated_at: ts(c.updated_at),
