@@ -6,7 +6,9 @@
 //! database.
 //!
 //! The content's category decides (never the caller's label). Checks in order: template
-//! status, opt-out, window (free-form), cap (marketing), then the policies in file order.
+//! status, opt-out, the conversation's holder ([`held`]: free-form and marketing while a
+//! person or another app holds it), window (free-form), cap (marketing), then the policies
+//! in file order.
 
 use proptest::prelude::*;
 
@@ -91,6 +93,38 @@ pub fn recheck(c: &Customer, category: &str, template_approved: bool) -> &'stati
     }
 }
 
+/// Who holds the customer's conversation on a shared number (docs/compliance.md, "Shared
+/// numbers"): nobody else, a person, or another app.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Holder {
+    Agents,
+    Human,
+    OtherApp,
+}
+
+/// `code` (the table's decision or recheck for `category`) with the holder applied, for a
+/// message an agent asked for: while a person or another app holds the conversation,
+/// free-form and marketing are `CONVERSATION_HELD`, after a template that is not approved
+/// and an opt-out, before everything else; utility and authentication go through.
+pub fn held(code: &'static str, holder: Holder, category: &str) -> &'static str {
+    if holder == Holder::Agents
+        || !matches!(category, "service" | "marketing")
+        || matches!(code, "TEMPLATE_NOT_APPROVED" | "USER_OPTED_OUT")
+    {
+        return code;
+    }
+    "CONVERSATION_HELD"
+}
+
+/// Any holder.
+pub fn holders() -> impl Strategy<Value = Holder> {
+    prop_oneof![
+        2 => Just(Holder::Agents),
+        1 => Just(Holder::Human),
+        1 => Just(Holder::OtherApp)
+    ]
+}
+
 /// Any customer: each window, opt-out and cap state, up to two tags in any case from
 /// `vip`, `blocked` and `gold`, a +1 number or not.
 pub fn customers() -> impl Strategy<Value = Customer> {
@@ -159,5 +193,21 @@ mod tests {
         );
         assert_eq!(decision(&vip_capped, "utility", true), "OK");
         assert_eq!(recheck(&vip_capped, "marketing", true), "OK");
+    }
+
+    #[test]
+    fn a_held_conversation_after_the_template_and_the_opt_out() {
+        let closed = Customer {
+            window: Window::Closed,
+            ..customer()
+        };
+        let d = decision(&closed, "service", true);
+        assert_eq!(held(d, Holder::Human, "service"), "CONVERSATION_HELD");
+        assert_eq!(held(d, Holder::Agents, "service"), "TEMPLATE_REQUIRED");
+        assert_eq!(held("OK", Holder::OtherApp, "utility"), "OK");
+        assert_eq!(
+            held("USER_OPTED_OUT", Holder::Human, "marketing"),
+            "USER_OPTED_OUT"
+        );
     }
 }

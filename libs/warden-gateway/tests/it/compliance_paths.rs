@@ -3,7 +3,8 @@
 //! reply_customer, send_template, schedule_message (at scheduling and at dispatch, as the
 //! scheduler builds the send), a campaign recipient (as the scheduler builds it),
 //! retry_failed_messages and the dispatcher's recheck, whatever `message_type` the caller
-//! gives, and that decision is the rule table's (`warden_test_support::rule_table`). Every
+//! gives, and that decision is the rule table's (`warden_test_support::rule_table`), with
+//! the conversation held by nobody else, a person or another app (`rule_table::held`). Every
 //! case runs each path on a fresh customer set up in that state, against real Postgres,
 //! Redis and NATS.
 
@@ -21,7 +22,7 @@ use warden_core::{Core, Recheck, RefusalMode, SendError, SendKind, SendRequest};
 use warden_rules::kinds::MessageType;
 use warden_rules::phone::canonicalize;
 use warden_store::schema::{conversations, message_frequencies, messages};
-use warden_test_support::rule_table::{self, Customer, OptOut, Window, customers};
+use warden_test_support::rule_table::{self, Customer, Holder, OptOut, Window, customers, holders};
 
 /// What is sent: free text, or one of the test templates (stored category / status).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -65,9 +66,14 @@ impl Content {
 }
 
 /// The rule table's decision (`warden_test_support::rule_table`, shared with warden-rules'
-/// `tests/it/rule_table.rs`) for `c`: the paused template is the one not approved.
-fn table(s: &Customer, c: Content) -> &'static str {
-    rule_table::decision(s, c.category(), c != Content::Paused)
+/// `tests/it/rule_table.rs`) for `c` with the conversation held by `h`: the paused template
+/// is the one not approved.
+fn table(s: &Customer, h: Holder, c: Content) -> &'static str {
+    rule_table::held(
+        rule_table::decision(s, c.category(), c != Content::Paused),
+        h,
+        c.category(),
+    )
 }
 
 /// The table without the template's status (what is checked when a send is only scheduled).
@@ -75,9 +81,13 @@ fn compliance_table(s: &Customer, c: Content) -> &'static str {
     rule_table::decision(s, c.category(), true)
 }
 
-/// What the dispatcher re-checks: template status, opt-out, window.
-fn recheck_table(s: &Customer, c: Content) -> &'static str {
-    rule_table::recheck(s, c.category(), c != Content::Paused)
+/// What the dispatcher re-checks: template status, opt-out, the holder, window.
+fn recheck_table(s: &Customer, h: Holder, c: Content) -> &'static str {
+    rule_table::held(
+        rule_table::recheck(s, c.category(), c != Content::Paused),
+        h,
+        c.category(),
+    )
 }
 
 fn us_phone() -> String {
@@ -85,8 +95,9 @@ fn us_phone() -> String {
     format!("1415{n:07}")
 }
 
-/// A fresh customer in state `s`; returns its canonical number.
-async fn customer(h: &Harness, s: &Customer) -> String {
+/// A fresh customer in state `s` whose conversation `held` holds; returns its canonical
+/// number.
+async fn customer(h: &Harness, s: &Customer, held: Holder) -> String {
     let phone = if s.us { us_phone() } else { phone() };
     let p = canonicalize(&phone).unwrap();
     {
@@ -139,6 +150,32 @@ async fn customer(h: &Harness, s: &Customer) -> String {
                 .forget(p.digits(), "whatsapp", "default")
                 .await;
         }
+    }
+    // A person (a hand-off) or another app (a handover) holds the conversation.
+    let to = match held {
+        Holder::Agents => None,
+        Holder::Human => Some(warden_rules::holder::HolderKind::Human),
+        Holder::OtherApp => Some(warden_rules::holder::HolderKind::OtherApp),
+    };
+    if let Some(to) = to {
+        let mut c = h.conn().await;
+        let change = warden_core::conversations::holder::Change {
+            to,
+            until: None,
+            by: "test",
+            reason: "the property test's holder",
+            actor: "test",
+        };
+        warden_core::conversations::holder::set(
+            &mut c,
+            &p,
+            "whatsapp",
+            "default",
+            &change,
+            Utc::now(),
+        )
+        .await
+        .unwrap();
     }
     p.digits().to_string()
 }
@@ -198,14 +235,20 @@ const LABELS: [&str; 5] = [
 ];
 
 /// Runs every entry path for one (state, content, label) and checks each against the table.
-async fn one_case(h: &Harness, s: &Customer, c: Content, label: &str) -> Result<(), TestCaseError> {
+async fn one_case(
+    h: &Harness,
+    s: &Customer,
+    held: Holder,
+    c: Content,
+    label: &str,
+) -> Result<(), TestCaseError> {
     let core = Core::new(h.deps.clone(), "test");
-    let expected = table(s, c);
-    let ctx = format!("{s:?} {c:?} label={label}");
+    let expected = table(s, held, c);
+    let ctx = format!("{s:?} {held:?} {c:?} label={label}");
 
     // check_compliance: asked with the label that describes the content.
     if c != Content::Paused {
-        let phone = customer(h, s).await;
+        let phone = customer(h, s, held).await;
         let described = if c == Content::Text {
             "service"
         } else {
@@ -228,12 +271,12 @@ async fn one_case(h: &Harness, s: &Customer, c: Content, label: &str) -> Result<
     // The tools that send now.
     match c {
         Content::Text => {
-            let phone = customer(h, s).await;
+            let phone = customer(h, s, held).await;
             let (e, v) = h
                 .call("send_message", json!({"to": phone, "text": "Hi"}))
                 .await;
             prop_assert_eq!(code_of(e, &v), expected, "send_message {} {}", ctx, v);
-            let phone = customer(h, s).await;
+            let phone = customer(h, s, held).await;
             let (e, v) = h
                 .call(
                     "reply_customer",
@@ -248,7 +291,7 @@ async fn one_case(h: &Harness, s: &Customer, c: Content, label: &str) -> Result<
             prop_assert_eq!(code_of(e, &v), reply, "reply_customer {} {}", ctx, v);
         }
         _ => {
-            let phone = customer(h, s).await;
+            let phone = customer(h, s, held).await;
             let (e, v) = h
                 .call(
                     "send_template",
@@ -262,7 +305,7 @@ async fn one_case(h: &Harness, s: &Customer, c: Content, label: &str) -> Result<
     // schedule_message with the caller's label: opt-out is judged at scheduling (by the
     // content's category), the rest when the scheduler sends it.
     if !(c == Content::Text && label == "template") {
-        let phone = customer(h, s).await;
+        let phone = customer(h, s, held).await;
         let deliver_at = (Utc::now() + TimeDelta::minutes(30)).to_rfc3339();
         let (e, v) = h
             .call(
@@ -321,7 +364,7 @@ async fn one_case(h: &Harness, s: &Customer, c: Content, label: &str) -> Result<
 
     // A campaign recipient, as warden-scheduler's campaigns.rs builds it.
     if c != Content::Text {
-        let phone = customer(h, s).await;
+        let phone = customer(h, s, held).await;
         let result = core
             .send(SendRequest {
                 sender: None,
@@ -347,7 +390,7 @@ async fn one_case(h: &Harness, s: &Customer, c: Content, label: &str) -> Result<
 
     // retry_failed_messages of a message that failed with a retryable platform error.
     {
-        let phone = customer(h, s).await;
+        let phone = customer(h, s, held).await;
         let id = message_row(h, &phone, c, label, "queued").await;
         h.fail(&id.to_string(), 131000).await;
         let v = h
@@ -385,7 +428,7 @@ async fn one_case(h: &Harness, s: &Customer, c: Content, label: &str) -> Result<
 
     // The dispatcher's recheck of a queued message, right before the platform call.
     {
-        let phone = customer(h, s).await;
+        let phone = customer(h, s, held).await;
         let id = message_row(h, &phone, c, label, "queued").await;
         let got = match warden_core::send::recheck::before_send(&h.deps.pg, id, "dispatcher")
             .await
@@ -400,7 +443,7 @@ async fn one_case(h: &Harness, s: &Customer, c: Content, label: &str) -> Result<
                 d.reason_code.as_str().to_string()
             }
         };
-        prop_assert_eq!(got, recheck_table(s, c), "dispatcher recheck {}", ctx);
+        prop_assert_eq!(got, recheck_table(s, held, c), "dispatcher recheck {}", ctx);
     }
     Ok(())
 }
@@ -439,13 +482,14 @@ async fn every_entry_path_gives_the_rule_tables_decision_whatever_the_label() {
     let handle = tokio::runtime::Handle::current();
     let strategy = (
         customers(),
+        holders(),
         content(),
         proptest::sample::select(LABELS.to_vec()),
     );
     // proptest drives synchronously; each case runs on this test's runtime.
     let result = tokio::task::block_in_place(|| {
-        runner.run(&strategy, |(s, c, label)| {
-            handle.block_on(one_case(&h, &s, c, label))
+        runner.run(&strategy, |(s, held, c, label)| {
+            handle.block_on(one_case(&h, &s, held, c, label))
         })
     });
     if let Err(e) = result {
