@@ -16,6 +16,9 @@ scripts/pydeps.sh
 say "MCP conformance suite and Node 22 (scripts/conformance-deps.sh)"
 scripts/conformance-deps.sh
 
+say "headless Chromium and chromedriver for the console's browser tests (scripts/browser-deps.sh)"
+scripts/browser-deps.sh
+
 say "building binaries (the end-to-end tests spawn them)"
 cargo build --bins
 
