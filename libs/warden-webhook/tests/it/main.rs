@@ -14,5 +14,6 @@ mod platform_limits;
 mod pricing;
 mod retry_by_webhook;
 mod senders;
+mod shared_numbers;
 mod template_order;
 mod window_rules;
