@@ -3,11 +3,9 @@
 //! loop, the batching, the budget and the metrics.
 
 use std::collections::HashSet;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
 use chrono::{DateTime, Utc};
-use futures::StreamExt;
 use uuid::Uuid;
 use warden_core::campaigns::FANOUT_BATCH;
 use warden_core::campaigns::fanout::{
@@ -206,23 +204,23 @@ async fn run_campaign(
     }
 }
 
-/// Send one page through `Core::send` in batches of [`FANOUT_BATCH`] (each batch
-/// concurrently, `concurrency` at a time). Before each batch the campaign's status is
-/// read (and the lease renewed): a pause or cancel stops the page before the next batch,
-/// so at most one batch is queued after pause_campaign / cancel_campaign answers.
+/// Send one page through the batched send path (`Core::send_batch`) in chunks of
+/// [`FANOUT_BATCH`], one transaction each. Before each chunk the campaign's status is
+/// read (and the lease renewed): a pause or cancel stops the page before the next chunk,
+/// so at most one chunk is queued after pause_campaign / cancel_campaign answers.
 async fn send_page(
     s: &Scheduler,
     lease: &Lease,
     plan: &RecipientPlan,
     recipients: Vec<PhoneNumber>,
 ) -> PageOutcome {
-    let stop = AtomicBool::new(false);
     let mut results: Vec<Slot> = Vec::with_capacity(recipients.len());
     let mut stopped_by = None;
+    let mut stop = false;
     let mut rest = recipients.into_iter().peekable();
     while rest.peek().is_some() {
         let batch: Vec<PhoneNumber> = rest.by_ref().take(FANOUT_BATCH).collect();
-        let go = if AtomicBool::load(&stop, Ordering::SeqCst) || s.is_stopping() {
+        let go = if stop || s.is_stopping() {
             false
         } else {
             match fanout::renew(s.core().pg(), plan.campaign_id, lease).await {
@@ -247,12 +245,14 @@ async fn send_page(
             results.extend(rest.by_ref().map(|_| Slot::Skipped));
             break;
         }
-        let sent: Vec<Slot> = futures::stream::iter(batch)
-            .map(|phone| send_recipient(s, plan, phone, &stop))
-            .buffer_unordered(s.config().concurrency.clamp(1, FANOUT_BATCH))
-            .collect()
-            .await;
-        results.extend(sent);
+        let sent = fanout::send_chunk(s.recipient_core(), plan, batch).await;
+        stop = sent.iter().any(|o| {
+            matches!(
+                o,
+                RecipientOutcome::Unavailable | RecipientOutcome::CampaignPaused
+            )
+        });
+        results.extend(sent.into_iter().map(Slot::Sent));
     }
     let mut out = PageOutcome {
         stopped_by,
@@ -281,7 +281,7 @@ async fn send_page(
             Slot::Sent(RecipientOutcome::Refused) => out.refused += 1,
             Slot::Sent(RecipientOutcome::Error) => out.errors += 1,
             Slot::Sent(RecipientOutcome::Unavailable) => out.unavailable += 1,
-            Slot::Skipped => out.skipped += 1,
+            Slot::Sent(RecipientOutcome::NotAttempted) | Slot::Skipped => out.skipped += 1,
         }
     }
     // Batch publish (`warden_core::delivery::outbox`): also after an interrupted page, as
@@ -303,25 +303,6 @@ async fn send_page(
         .with_label_values(&["error"])
         .inc_by((out.errors + out.unavailable) as u64);
     out
-}
-
-async fn send_recipient(
-    s: &Scheduler,
-    plan: &RecipientPlan,
-    phone: PhoneNumber,
-    stop: &AtomicBool,
-) -> Slot {
-    if AtomicBool::load(stop, Ordering::SeqCst) || s.is_stopping() {
-        return Slot::Skipped;
-    }
-    let outcome = fanout::send_recipient(s.recipient_core(), plan, phone).await;
-    if matches!(
-        outcome,
-        RecipientOutcome::Unavailable | RecipientOutcome::CampaignPaused
-    ) {
-        stop.store(true, Ordering::SeqCst);
-    }
-    Slot::Sent(outcome)
 }
 
 /// A cancelled campaign whose lease we hold: its never-queued recipients count as

@@ -35,7 +35,7 @@
 //!    again (`warden_core::delivery::outbox::publish`: the batch form of `Core::publish`, same
 //!    de-duplication ids).
 //!
-//! Campaign recipients are recorded by `Core::send` and published page by page
+//! Campaign recipients are recorded chunk by chunk by `Core::send_batch` and published page by page
 //! ([`Config::batch_publish`], `warden_core::delivery::outbox::publish_accepted`); scheduled
 //! messages are published by `Core::send` itself.
 

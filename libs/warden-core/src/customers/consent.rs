@@ -56,6 +56,45 @@ pub async fn of(
     }))
 }
 
+/// [`of`] for many customers in one query (the batched send path): each customer's
+/// consent to the business stored as `business`, by phone.
+pub async fn of_many(
+    conn: &mut AsyncPgConnection,
+    business: &str,
+    customers: &[&Customer],
+) -> QueryResult<std::collections::HashMap<String, Consent>> {
+    let mut out: std::collections::HashMap<String, Consent> = customers
+        .iter()
+        .map(|c| {
+            let consent = if is_default_key(business) {
+                Consent::of_customer(c)
+            } else {
+                Consent {
+                    marketing: true,
+                    utility: true,
+                    changed_at: None,
+                    reason: None,
+                }
+            };
+            (c.phone.clone(), consent)
+        })
+        .collect();
+    if is_default_key(business) || customers.is_empty() {
+        return Ok(out);
+    }
+    let phones: Vec<&str> = customers.iter().map(|c| c.phone.as_str()).collect();
+    let rows: Vec<(String, Stored)> = business_consent::table
+        .filter(business_consent::business.eq(business))
+        .filter(business_consent::customer_phone.eq_any(&phones))
+        .select((business_consent::customer_phone, Stored::as_select()))
+        .load(conn)
+        .await?;
+    for (phone, stored) in rows {
+        out.insert(phone, Consent::from(stored));
+    }
+    Ok(out)
+}
+
 /// A `business_consent` row.
 #[derive(Queryable, Selectable)]
 #[diesel(table_name = business_consent)]

@@ -59,7 +59,7 @@ pub(crate) async fn note_hold(
     .await
 }
 
-fn hold_reason(d: &Decision) -> String {
+pub(super) fn hold_reason(d: &Decision) -> String {
     d.policy_id
         .clone()
         .unwrap_or_else(|| d.reason_code.as_str().to_string())

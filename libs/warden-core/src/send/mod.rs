@@ -24,6 +24,7 @@
 //! for a message ([`attribution`]) and the last refusal ([`refusals`]).
 
 pub mod attribution;
+pub mod batch;
 mod check;
 mod decide;
 pub mod error;

@@ -2,6 +2,7 @@
 //! NATS (a database and a stream per test); each module has its own small harness.
 
 mod agent_safety;
+mod batch;
 mod number_change;
 mod pool_use;
 mod portfolio_limit;

@@ -34,7 +34,7 @@ use warden_store::tx::transact;
 use crate::{CoreError, db};
 
 pub use audience::{AudiencePage, count_remaining, load_page};
-pub use recipients::{RecipientOutcome, RecipientPlan, send_recipient};
+pub use recipients::{RecipientOutcome, RecipientPlan, send_chunk, send_recipient};
 
 /// A stored status read back; an unknown spelling is a broken row, not a state.
 fn status(s: &str) -> Result<CampaignStatus, CoreError> {

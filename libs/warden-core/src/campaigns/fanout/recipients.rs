@@ -1,10 +1,13 @@
 //! A campaign recipient's send: a template message through the one send path
-//! ([`Core::send`]), refusals recorded on the recipient's message.
+//! ([`Core::send`]), refusals recorded on the recipient's message; a chunk of recipients
+//! through the batched path ([`Core::send_batch`], the same decisions, one transaction per
+//! chunk), which the scheduler's fan-out uses.
 
 use uuid::Uuid;
 use warden_rules::kinds::MessageType;
 use warden_rules::phone::PhoneNumber;
 
+use crate::send::batch::{Batch, BatchOutcome};
 use crate::{Core, RefusalMode, SendError, SendKind, SendRequest};
 
 /// What every recipient's send of one campaign shares.
@@ -52,6 +55,9 @@ pub enum RecipientOutcome {
     Error,
     /// The database could not take it now: the fan-out should stop and retry later.
     Unavailable,
+    /// Not attempted: after the campaign paused in the same chunk, or given a message of
+    /// the campaign already by another run of the page (the page is read again).
+    NotAttempted,
 }
 
 impl RecipientPlan {
@@ -75,6 +81,69 @@ impl RecipientPlan {
             sender,
         }
     }
+}
+
+impl RecipientPlan {
+    /// The batch of a chunk of recipients, each from its sender ([`sender_for`]).
+    pub fn batch(&self, phones: Vec<PhoneNumber>, actor: &'static str) -> Batch {
+        let recipients = phones
+            .into_iter()
+            .map(|phone| {
+                let sender = sender_for(&self.senders, &phone).map(str::to_string);
+                (phone, sender)
+            })
+            .collect();
+        Batch {
+            channel: warden_settings::DEFAULT_CHANNEL.to_string(),
+            kind: SendKind::Template {
+                name: self.template_name.clone(),
+                locale: self.locale.clone(),
+                variables: self.variables.clone(),
+                components: self.components.clone(),
+            },
+            message_type: MessageType::Template,
+            campaign_id: Some(self.campaign_id),
+            actor,
+            recipients,
+        }
+    }
+}
+
+/// Send a chunk of recipients (distinct customers) through the batched send path
+/// ([`Core::send_batch`]): one outcome per recipient, in order.
+pub async fn send_chunk(
+    core: &Core,
+    plan: &RecipientPlan,
+    phones: Vec<PhoneNumber>,
+) -> Vec<RecipientOutcome> {
+    let outcomes = core.send_batch(plan.batch(phones, core.actor())).await;
+    outcomes
+        .into_iter()
+        .map(|o| match o {
+            BatchOutcome::Enqueued {
+                message_id,
+                published,
+            } => RecipientOutcome::Enqueued {
+                message_id,
+                published,
+            },
+            BatchOutcome::Refused { .. } => RecipientOutcome::Refused,
+            BatchOutcome::Held { message_id, .. } => RecipientOutcome::Held { message_id },
+            BatchOutcome::CampaignPaused(_) => RecipientOutcome::CampaignPaused,
+            BatchOutcome::NotAttempted => RecipientOutcome::NotAttempted,
+            BatchOutcome::Error {
+                code: "UNAVAILABLE",
+                message,
+            } => {
+                tracing::warn!(campaign_id = %plan.campaign_id, reason = message, "campaign send not possible now");
+                RecipientOutcome::Unavailable
+            }
+            BatchOutcome::Error { code, message } => {
+                tracing::warn!(campaign_id = %plan.campaign_id, error = message, code, "campaign recipient not sent");
+                RecipientOutcome::Error
+            }
+        })
+        .collect()
 }
 
 /// Send one recipient through the one send path ([`Core::send`], which records it and,
