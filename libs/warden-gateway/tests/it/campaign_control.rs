@@ -172,3 +172,62 @@ async fn control_tools_answer_from_core_and_get_campaign_counts_each_recipient_o
     .await;
     assert_eq!(h.audits("campaign_cancelled").await, 1);
 }
+
+/// CAMPAIGN_APPROVAL=required: the agent's campaign is pending_approval (the scheduler does
+/// not start it); an operator's reject shows in get_campaign as rejection_reason, an
+/// approve lets it start.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_approval_required_an_agents_campaign_waits_for_an_operator() {
+    let h = Harness::with(common::Opts {
+        adjust: |s| s.console.campaign_approval = warden_settings::CampaignApproval::Required,
+        ..Default::default()
+    })
+    .await;
+    h.insert_template("promo", "en", "marketing", "APPROVED", "Hi {{1}}")
+        .await;
+    let args = json!({"name": "n", "type": "marketing", "template_name": "promo",
+                      "deliver_at": future(1), "variables": "{\"1\": \"a\"}"});
+    let mut ids = Vec::new();
+    for _ in 0..2 {
+        let c = h.ok("schedule_campaign", args.clone()).await;
+        assert_eq!(c["status"], "pending_approval", "{c}");
+        ids.push(c["campaign_id"].as_str().unwrap().to_string());
+    }
+    // Both are due now: only their status keeps the scheduler away.
+    {
+        use diesel_async::RunQueryDsl;
+        let mut conn = h.conn().await;
+        diesel::sql_query("UPDATE campaigns SET deliver_at = now() - interval '1 minute'")
+            .execute(&mut conn)
+            .await
+            .unwrap();
+    }
+    let started = warden_core::campaigns::fanout::start_due(&h.deps.pg, "scheduler")
+        .await
+        .unwrap();
+    assert!(
+        started.is_empty(),
+        "a pending campaign is not started: {started:?}"
+    );
+    let g = h.ok("get_campaign", json!({"campaign_id": ids[0]})).await;
+    assert_eq!(g["status"], "pending_approval");
+    assert!(g.get("rejection_reason").is_none(), "{g}");
+
+    let id = |s: &str| s.parse::<uuid::Uuid>().unwrap();
+    warden_core::campaigns::reject(&h.deps.pg, id(&ids[0]), "not on a Sunday", "operator:ana")
+        .await
+        .unwrap();
+    let g = h.ok("get_campaign", json!({"campaign_id": ids[0]})).await;
+    assert_eq!(g["status"], "rejected");
+    assert_eq!(g["rejection_reason"], "not on a Sunday");
+
+    warden_core::campaigns::approve(&h.deps.pg, id(&ids[1]), "operator:ana")
+        .await
+        .unwrap();
+    let started = warden_core::campaigns::fanout::start_due(&h.deps.pg, "scheduler")
+        .await
+        .unwrap();
+    assert_eq!(started, vec![id(&ids[1])]);
+    let g = h.ok("get_campaign", json!({"campaign_id": ids[1]})).await;
+    assert_eq!(g["status"], "running");
+}
