@@ -484,6 +484,18 @@ async fn apply_batch(
     }
     for (keys, inbound) in by_sender.values() {
         let recorded = inbound_batch::record(c, CHANNEL, keys, inbound).await?;
+        // On a routed number a message that reached us means the thread is ours.
+        let phones: Vec<&str> = inbound.iter().map(|i| i.phone.digits()).collect();
+        let moved = warden_core::conversations::holder::routed_inbound(
+            c,
+            CHANNEL,
+            &keys.sender,
+            &phones,
+            ACTOR,
+            chrono::Utc::now(),
+        )
+        .await?;
+        state.hint_holder.extend(moved);
         for (reason, n) in recorded.no_window {
             *state.outcome.no_window.entry(reason).or_default() += n;
         }

@@ -278,6 +278,71 @@ pub async fn changes(
         .collect())
 }
 
+/// Under conversation routing only a thread's owner receives the customer's messages (the
+/// others get standby copies): a customer message that reached Warden on a routed number
+/// means the thread is ours again, so the conversations of `phones` held by `other_app` go
+/// back to the agents (history, audit). One statement when nothing changes; returns the
+/// customers whose holder moved.
+pub async fn routed_inbound(
+    c: &mut AsyncPgConnection,
+    channel: &str,
+    sender: &str,
+    phones: &[&str],
+    actor: &str,
+    now: DateTime<Utc>,
+) -> QueryResult<Vec<String>> {
+    use diesel::sql_types::{Array, Text, Timestamptz};
+    #[derive(QueryableByName)]
+    struct Moved {
+        #[diesel(sql_type = Text)]
+        customer_phone: String,
+    }
+    if phones.is_empty() {
+        return Ok(Vec::new());
+    }
+    let moved: Vec<Moved> = diesel::sql_query(
+        "UPDATE conversations SET holder = 'agents', holder_since = $4, holder_by = 'routing', \
+                holder_until = NULL, updated_at = now() \
+          WHERE sender_id = $1 AND channel = $2 AND customer_phone = ANY($3) \
+            AND holder = 'other_app' \
+            AND EXISTS (SELECT 1 FROM routed_numbers r WHERE r.sender_id = $1) \
+      RETURNING customer_phone",
+    )
+    .bind::<Text, _>(sender)
+    .bind::<Text, _>(channel)
+    .bind::<Array<Text>, _>(phones)
+    .bind::<Timestamptz, _>(now)
+    .load(c)
+    .await?;
+    let reason = "a customer message routed to Warden: the thread is ours";
+    for m in &moved {
+        diesel::insert_into(conversation_holder_changes::table)
+            .values((
+                conversation_holder_changes::customer_phone.eq(&m.customer_phone),
+                conversation_holder_changes::channel.eq(channel),
+                conversation_holder_changes::sender_id.eq(sender),
+                conversation_holder_changes::from_kind.eq(HolderKind::OtherApp.as_str()),
+                conversation_holder_changes::to_kind.eq(HolderKind::Agents.as_str()),
+                conversation_holder_changes::changed_by.eq("routing"),
+                conversation_holder_changes::reason.eq(reason),
+                conversation_holder_changes::changed_at.eq(now),
+            ))
+            .execute(c)
+            .await?;
+        warden_store::audit::record(
+            c,
+            actor,
+            "holder_changed",
+            "customer",
+            &m.customer_phone,
+            json!({"sender": sender, "channel": channel, "from": "other_app", "to": "agents",
+                   "by": "routing", "why": reason, "until": null}),
+        )
+        .await?;
+    }
+    Ok(moved.into_iter().map(|m| m.customer_phone).collect())
+}
+
 /// Conversation routing is on for the number stored as `sender`: a handover or standby
 /// webhook arrived for it (the platform sends them only then). The first one says when.
 pub async fn mark_routed(c: &mut AsyncPgConnection, sender: &str, source: &str) -> QueryResult<()> {

@@ -130,6 +130,9 @@ async fn echoes_are_history_with_their_edits_and_deletes_and_never_a_window_or_a
         0,
         "coexistence is not routing"
     );
+    // The customer answers: the person still holds the conversation.
+    h.deliver(&inbound(&p, "ok thanks", now(), &wamid())).await;
+    assert_eq!(holder(&h, &p).await, "human");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -171,20 +174,25 @@ async fn handovers_and_standby_copies_move_the_holder_and_route_the_number() {
         .await,
         1
     );
-    // Every change is in the history and the audit log: agents -> other_app -> agents -> other_app.
+    // The platform routes the customer's next message to Warden: the thread is ours again.
+    h.deliver(&inbound(&p, "back to you", now(), &wamid()))
+        .await;
+    assert_eq!(holder(&h, &p).await, "agents");
+    // Every change is in the history and the audit log:
+    // agents -> other_app -> agents -> other_app -> agents.
     assert_eq!(
         h.count(&format!(
             "SELECT count(*) AS n FROM conversation_holder_changes WHERE customer_phone = '{p}'"
         ))
         .await,
-        3
+        4
     );
     assert_eq!(
         h.count(&format!(
             "SELECT count(*) AS n FROM audit_logs WHERE action = 'holder_changed' AND entity_id = '{p}'"
         ))
         .await,
-        3
+        4
     );
 }
 
