@@ -356,6 +356,12 @@ async fn hand_off_and_release_are_audited_and_release_needs_admin() {
     s.inbound_text(SimUser::from(p.as_str()), "I want a person")
         .await;
     let agent = client_as(&s, "support-bot", &[Scope::Read, Scope::Send]).await;
+    // Gateways watching the conversation hear of the change (a resource update).
+    let watcher = warden_stream::Hints::connect(&s.deps.settings, Duration::from_secs(5))
+        .await
+        .expect("NATS");
+    let mut hints = Box::pin(watcher.subscribe().await.expect("subscribe"));
+    watcher.round_trip(Duration::from_secs(5)).await.unwrap();
     let (e, v) = call(
         &agent,
         "hand_off_conversation",
@@ -372,6 +378,17 @@ async fn hand_off_and_release_are_audited_and_release_needs_admin() {
         s.sim.routing.calls().is_empty(),
         "no routing: no thread control"
     );
+    let heard = tokio::time::timeout(WAIT, async {
+        use futures::StreamExt;
+        while let Some(hint) = hints.next().await {
+            if hint.token == p && hint.kind == Some(warden_stream::HintKind::Holder) {
+                return true;
+            }
+        }
+        false
+    })
+    .await;
+    assert_eq!(heard, Ok(true), "no holder hint for the hand-off");
     let (e, v) = call(
         &agent,
         "reply_customer",
