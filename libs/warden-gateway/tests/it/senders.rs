@@ -207,8 +207,13 @@ async fn an_agent_limited_to_a1_sends_from_a1_only_over_http() {
     )
     .await;
     assert_ne!(r["isError"], true, "{r}");
-    // A tool that names no sender is not limited.
+    // Templates belong to a business: the default's are business A's, b1's are B's.
     let r = call_as(&gw, &b1, "list_templates", json!({})).await;
+    refused(&r, "FORBIDDEN");
+    let r = call_as(&gw, &b1, "list_templates", json!({"from": "b1"})).await;
+    assert_ne!(r["isError"], true, "{r}");
+    // A tool that names no sender is not limited.
+    let r = call_as(&gw, &b1, "explain_error", json!({"code": "131047"})).await;
     assert_ne!(r["isError"], true, "{r}");
 
     // Only the one allowed send was written.
