@@ -507,6 +507,65 @@ pub struct ScheduleCampaignOut {
     /// same one; absent when it goes out from one number.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub senders: Option<Vec<String>>,
+    /// What it would do if it ran now (preview_campaign's answer, as of scheduling);
+    /// null when it could not be worked out then.
+    pub preview: Option<CampaignPreviewOut>,
+}
+
+/// One country's share of a campaign preview.
+#[derive(Serialize, JsonSchema)]
+pub struct CountryPreviewOut {
+    /// Recipients of that country who would be sent the message.
+    pub recipients: u64,
+    /// What sending them would cost (the rate card's rate for the template's category).
+    pub estimated_cost: f64,
+}
+
+/// What a campaign would do if it ran now (preview_campaign).
+#[derive(Serialize, JsonSchema)]
+pub struct CampaignPreviewOut {
+    /// Customers the audience filter selects.
+    pub audience: u64,
+    /// Those the send path would accept now.
+    pub would_send: u64,
+    /// Refusals (and holds until a rule lifts) by reason code.
+    pub refused_by: std::collections::BTreeMap<String, u64>,
+    /// Refusals by the policy that refused.
+    pub refused_by_policy: std::collections::BTreeMap<String, u64>,
+    /// The recipients that would be sent, by country, with their cost.
+    pub by_country: std::collections::BTreeMap<String, CountryPreviewOut>,
+    pub estimated_cost: f64,
+    /// The rate card's currency; null when none is installed (costs are then 0).
+    pub currency: Option<String>,
+    /// would_send at the senders' throughput together.
+    pub estimated_duration_secs: f64,
+}
+
+impl From<warden_core::campaigns::preview::CampaignPreview> for CampaignPreviewOut {
+    fn from(p: warden_core::campaigns::preview::CampaignPreview) -> Self {
+        CampaignPreviewOut {
+            audience: p.audience,
+            would_send: p.would_send,
+            refused_by: p.refused_by,
+            refused_by_policy: p.refused_by_policy,
+            by_country: p
+                .by_country
+                .into_iter()
+                .map(|(cc, c)| {
+                    (
+                        cc,
+                        CountryPreviewOut {
+                            recipients: c.recipients,
+                            estimated_cost: c.estimated_cost,
+                        },
+                    )
+                })
+                .collect(),
+            estimated_cost: p.estimated_cost,
+            currency: p.currency,
+            estimated_duration_secs: p.estimated_duration_secs,
+        }
+    }
 }
 
 #[derive(Serialize, JsonSchema)]
@@ -572,6 +631,9 @@ pub struct CampaignOut {
     /// same one; absent when it goes out from one number.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub senders: Option<Vec<String>>,
+    /// The real run's refusals so far by reason code (recipients whose message a
+    /// compliance or policy rule refused), as preview_campaign counts them.
+    pub refused_by: std::collections::BTreeMap<String, u64>,
 }
 
 #[derive(Serialize, JsonSchema)]

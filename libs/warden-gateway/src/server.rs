@@ -71,7 +71,8 @@ impl Gateway {
                     + Self::campaign_tools()
                     + Self::account_tools()
                     + Self::sender_tools()
-                    + Self::holder_tools(),
+                    + Self::holder_tools()
+                    + Self::preview_tools(),
             ),
             local,
         })

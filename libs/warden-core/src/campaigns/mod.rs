@@ -1,6 +1,6 @@
 //! Campaign state: the control transitions (pause, resume, cancel), the read with its
 //! counters, and the changes more than one process makes (halt-class pause, settling).
-//! Creating a campaign is [`create`]; the scheduler's writes (start, claim, cursor, finish,
+//! Creating a campaign is [`create`], what it would do now [`preview`]; the scheduler's writes (start, claim, cursor, finish,
 //! close) are the [`fanout`]'s; the states themselves are [`CampaignStatus`].
 //!
 //! **Lock order.** A transition locks only the campaign row, with `FOR NO KEY UPDATE`,
@@ -24,6 +24,7 @@
 
 pub mod create;
 pub mod fanout;
+pub mod preview;
 
 use diesel::prelude::*;
 use diesel_async::{AsyncPgConnection, RunQueryDsl};

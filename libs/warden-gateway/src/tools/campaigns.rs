@@ -205,6 +205,16 @@ sent_count delivered or read) and paused_at. Errors: NOT_FOUND (unknown campaign
     }
 }
 
+/// A campaign's arguments, checked (`Gateway::checked_campaign`).
+pub(crate) struct CheckedCampaign {
+    pub(crate) new: NewCampaign,
+    /// The sender id it goes out from (the first of several).
+    pub(crate) from: String,
+    /// Every sender id when several.
+    pub(crate) senders: Option<Vec<String>>,
+    pub(crate) stored: CampaignSenders,
+}
+
 /// deliver_at must be in the future (and within a year).
 fn future_time(key: &str, at: DateTime<Utc>, now: DateTime<Utc>) -> ToolResult<DateTime<Utc>> {
     if at <= now {
@@ -337,7 +347,7 @@ fn campaign_not_found(id: Uuid) -> ToolError {
 impl Gateway {
     /// FEATURE_NOT_AVAILABLE below tier pro (spec: names the required and current tier and
     /// asks to upgrade).
-    fn require_pro(&self, tool: &str) -> ToolResult<()> {
+    pub(crate) fn require_pro(&self, tool: &str) -> ToolResult<()> {
         let tier = self.core().settings().tier;
         if tier.is_pro_or_higher() {
             return Ok(());
@@ -440,6 +450,73 @@ impl Gateway {
         self.require_pro("schedule_campaign")?;
         let a: Input<ScheduleCampaignIn> = parse(args)?;
         let key = a.idempotency(&a.keyed, "schedule_campaign", self.actor())?;
+        let deliver_at = future_time("deliver_at", a.deliver_at.0, Utc::now())?;
+        let checked = self.checked_campaign(&a, deliver_at)?;
+        let preview_of = CheckedCampaign {
+            new: checked.new.clone(),
+            from: checked.from.clone(),
+            senders: checked.senders.clone(),
+            stored: checked.stored.clone(),
+        };
+        let CheckedCampaign {
+            new,
+            from,
+            senders,
+            stored,
+        } = checked;
+        let (name, campaign_type, template_name, locale) = (
+            new.name.clone(),
+            new.campaign_type,
+            new.template_name.clone(),
+            new.locale.clone(),
+        );
+        // CAMPAIGN_APPROVAL=required: an agent's campaign waits for an operator (console).
+        let approval = match self.core().settings().console.campaign_approval {
+            warden_settings::CampaignApproval::Required => Approval::Required,
+            warden_settings::CampaignApproval::Off => Approval::NotNeeded,
+        };
+        let created = warden_core::campaigns::create::schedule_campaign_gated(
+            self.core().pg(),
+            new,
+            stored,
+            self.actor(),
+            key,
+            approval,
+        )
+        .await
+        .map_err(schedule_campaign_error)?;
+        // The same numbers as preview_campaign, as of now (after the checks above, so its
+        // errors stay schedule_campaign's); a preview that cannot be worked out is null.
+        let preview = match self.preview_of(&preview_of, created.id).await {
+            Ok(p) => Some(p),
+            Err(e) => {
+                tracing::warn!(campaign_id = %created.id, error = ?e.code, "campaign preview not available");
+                None
+            }
+        };
+        Ok(ScheduleCampaignOut {
+            campaign_id: created.id.to_string(),
+            replayed: created.replayed,
+            status: approval.initial_status().as_str().into(),
+            name,
+            campaign_type: campaign_type.as_str().to_string(),
+            deliver_at: ts(deliver_at),
+            template_name,
+            locale,
+            from,
+            senders,
+            preview,
+        })
+    }
+
+    /// The arguments of schedule_campaign (and preview_campaign) checked: the campaign to
+    /// store at `deliver_at`, the numbers it goes out from as tools name them and as
+    /// stored.
+    pub(crate) fn checked_campaign(
+        &self,
+        a: &Input<ScheduleCampaignIn>,
+        deliver_at: DateTime<Utc>,
+    ) -> ToolResult<CheckedCampaign> {
         let name = a.name.0.clone();
         if name.chars().count() > MAX_CAMPAIGN_NAME {
             return Err(ToolError::invalid(
@@ -461,8 +538,7 @@ impl Gateway {
             )
         })?;
         let template_name = a.template_name.0.clone();
-        let (from, senders, stored) = self.campaign_senders(&a)?;
-        let deliver_at = future_time("deliver_at", a.deliver_at.0, Utc::now())?;
+        let (from, senders, stored) = self.campaign_senders(a)?;
         let locale = template_locale(&a.locale, &a.language)?;
         let components = components_of(&a.components)?;
         let variables = match a.variables.as_ref().map(|j| &j.0) {
@@ -517,42 +593,21 @@ impl Gateway {
             )
         })?;
 
-        // CAMPAIGN_APPROVAL=required: an agent's campaign waits for an operator (console).
-        let approval = match self.core().settings().console.campaign_approval {
-            warden_settings::CampaignApproval::Required => Approval::Required,
-            warden_settings::CampaignApproval::Off => Approval::NotNeeded,
-        };
-        let created = warden_core::campaigns::create::schedule_campaign_gated(
-            self.core().pg(),
-            NewCampaign {
-                name: name.clone(),
+        Ok(CheckedCampaign {
+            new: NewCampaign {
+                name,
                 campaign_type,
-                template_name: template_name.clone(),
-                locale: locale.clone(),
+                template_name,
+                locale,
                 variables,
                 named_variables,
                 components,
                 audience_filter: audience,
                 deliver_at,
             },
-            stored,
-            self.actor(),
-            key,
-            approval,
-        )
-        .await
-        .map_err(schedule_campaign_error)?;
-        Ok(ScheduleCampaignOut {
-            campaign_id: created.id.to_string(),
-            replayed: created.replayed,
-            status: approval.initial_status().as_str().into(),
-            name,
-            campaign_type: campaign_type.as_str().to_string(),
-            deliver_at: ts(deliver_at),
-            template_name,
-            locale,
             from,
             senders,
+            stored,
         })
     }
 
@@ -769,6 +824,9 @@ impl Gateway {
                 recipients
             },
             rejection_reason,
+            refused_by: warden_core::campaigns::preview::refused_by(self.core().pg(), c.id)
+                .await
+                .map_err(ToolError::from)?,
             status_reason: c.status_reason,
             created_at: ts(c.created_at),
             updated_at: ts(c.updated_at),

@@ -15,6 +15,7 @@
 //!   sync_webhooks
 //! - [`senders`]: list_senders, and the senders an agent may use
 //! - [`holders`]: hand_off_conversation, release_conversation (who holds a conversation)
+//! - [`preview`]: preview_campaign, what a campaign would do now with nothing written
 //!
 //! Adding a parameter: a field on the tool's input struct (its doc comment is the schema's
 //! description), read in the handler, listed under the tool in docs/tools.md.
@@ -26,6 +27,7 @@ pub(crate) mod customers;
 pub(crate) mod delivery;
 pub(crate) mod holders;
 pub(crate) mod media;
+pub(crate) mod preview;
 pub(crate) mod rich;
 pub(crate) mod scopes;
 pub(crate) mod send;

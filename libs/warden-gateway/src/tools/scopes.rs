@@ -43,9 +43,8 @@ pub(crate) fn listed(tool: &str) -> Option<Scope> {
         // Uploading is the first half of sending media.
         | "upload_media" => Scope::Send,
         "schedule_message" => Scope::Schedule,
-        "schedule_campaign" | "cancel_campaign" | "pause_campaign" | "resume_campaign" => {
-            Scope::Campaigns
-        }
+        "schedule_campaign" | "cancel_campaign" | "pause_campaign" | "resume_campaign"
+        | "preview_campaign" => Scope::Campaigns,
         "create_template" | "sync_template_status" => Scope::Templates,
         "archive_chat" | "sync_webhooks" | "resume_sender" | "release_conversation" => {
             Scope::Admin

@@ -105,6 +105,13 @@ fn spec() -> HashMap<&'static str, (Vec<&'static str>, Vec<&'static str>)> {
         ("sync_webhooks", (vec![], vec![])),
         ("archive_chat", (vec!["conversation_id"], vec![])),
         ("get_campaign", (vec!["campaign_id"], vec![])),
+        (
+            "preview_campaign",
+            (
+                vec!["name", "type", "template_name"],
+                vec!["locale", "variables", "audience_filter", "from", "senders"],
+            ),
+        ),
         ("resume_campaign", (vec!["campaign_id"], vec![])),
         (
             "get_conversation_history",
@@ -175,6 +182,7 @@ const BOOL_PARAMS: &[(&str, &str)] = &[("mark_as_read", "typing_indicator")];
 
 const READ_ONLY: &[&str] = &[
     "get_media",
+    "preview_campaign",
     "list_senders",
     "get_account_quality",
     "get_spend",
@@ -484,7 +492,7 @@ async fn works_with_protocol_versions_2025_06_18_2025_11_25_and_2026_07_28() {
             info.server_info.clone().unwrap().name,
             "warden-gateway-test"
         );
-        assert_eq!(client.list_all_tools().await.unwrap().len(), 40);
+        assert_eq!(client.list_all_tools().await.unwrap().len(), 41);
         let res = client
             .call_tool(
                 rmcp::model::CallToolRequestParams::new("explain_error")
@@ -518,7 +526,7 @@ async fn works_with_protocol_versions_2025_06_18_2025_11_25_and_2026_07_28() {
         info.server_info.clone().unwrap().name,
         "warden-gateway-test"
     );
-    assert_eq!(client.list_all_tools().await.unwrap().len(), 40);
+    assert_eq!(client.list_all_tools().await.unwrap().len(), 41);
     let res = client
         .call_tool(
             rmcp::model::CallToolRequestParams::new("get_delivery_status")
