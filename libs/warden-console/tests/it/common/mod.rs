@@ -43,6 +43,23 @@ impl Console {
     }
 
     pub async fn start_with(adjust: impl FnOnce(&mut warden_settings::Settings)) -> Console {
+        Self::start_full(adjust, false).await
+    }
+
+    /// With a private JetStream delivery stream and Redis: what an operator's reply is
+    /// published to (a dispatcher delivers it).
+    pub async fn start_streaming() -> Console {
+        Self::start_full(
+            |s| s.delivery_stream = format!("TC_{}", uuid::Uuid::new_v4().simple()).to_uppercase(),
+            true,
+        )
+        .await
+    }
+
+    async fn start_full(
+        adjust: impl FnOnce(&mut warden_settings::Settings),
+        streaming: bool,
+    ) -> Console {
         warden_service::install_crypto_provider();
         let db = tokio::task::spawn_blocking(TestDatabase::create)
             .await
@@ -60,11 +77,23 @@ impl Console {
         let pg = warden_store::connect(&settings.database, 6, Duration::from_secs(5))
             .await
             .expect("pool");
+        let (redis, stream) = if streaming {
+            let redis =
+                warden_service::redis_pool::connect(&settings.redis, Duration::from_secs(2))
+                    .await
+                    .expect("redis (scripts/services.sh starts it)");
+            let stream = warden_stream::DeliveryStream::connect(&settings)
+                .await
+                .expect("NATS with JetStream (scripts/services.sh starts it)");
+            (Some(redis), Some(stream))
+        } else {
+            (None, None)
+        };
         let deps = Dependencies {
             settings: Arc::new(settings),
             pg: pg.clone(),
-            redis: None,
-            stream: None,
+            redis,
+            stream,
             policies: Arc::new(policies),
         };
         let core = Core::new(deps, warden_console::ACTOR);
