@@ -433,27 +433,40 @@ async fn a_protected_number_sends_no_marketing_until_resumed() {
     assert_eq!(audited, 2);
 }
 
-#[tokio::test]
-async fn a_halt_class_error_protects_the_number_it_came_from() {
-    use warden_core::delivery::platform_errors::{SideEffect, apply_effect};
-    let h = harness().await;
-    let p = phone();
+/// A template sent to `p` from `from`, then the platform's answer `effect` applied to it (as
+/// the dispatcher would); returns how many campaigns that paused.
+async fn platform_effect_on_a_send(
+    h: &Harness,
+    p: &PhoneNumber,
+    from: &str,
+    effect: warden_core::delivery::platform_errors::SideEffect,
+) -> usize {
     let sent = h
         .core
-        .send(template(&p, "order_update", "b1"))
+        .send(template(p, "order_update", from))
         .await
         .unwrap();
     let mut conn = h.core.pg().get().await.unwrap();
-    apply_effect(
+    warden_core::delivery::platform_errors::apply_effect(
         &mut conn,
         sent.message_id,
-        &SideEffect::ProtectSender("platform error 368 (Temporarily blocked)".into()),
-        Some(&p),
+        &effect,
+        Some(p),
         Utc::now(),
         "test",
     )
     .await
-    .unwrap();
+    .unwrap()
+}
+
+#[tokio::test]
+async fn a_halt_class_error_protects_the_number_it_came_from() {
+    use warden_core::delivery::platform_errors::SideEffect;
+    let h = harness().await;
+    let p = phone();
+    let blocked = SideEffect::ProtectSender("platform error 368 (Temporarily blocked)".into());
+    platform_effect_on_a_send(&h, &p, "b1", blocked).await;
+    let mut conn = h.core.pg().get().await.unwrap();
     let protected = warden_core::account::protection::all(&mut conn)
         .await
         .unwrap();
@@ -469,7 +482,8 @@ async fn a_halt_class_error_protects_the_number_it_came_from() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn another_halt_class_error_pauses_its_numbers_campaigns_only() {
-    use warden_core::delivery::platform_errors::{SideEffect, apply_effect};
+    use warden_core::delivery::platform_errors::SideEffect;
+    let expired = || SideEffect::PauseCampaigns("platform error 190 (Access token expired)".into());
     let h = harness().await;
     let p = phone();
     let mut conn = h.core.pg().get().await.unwrap();
@@ -508,45 +522,13 @@ async fn another_halt_class_error_pauses_its_numbers_campaigns_only() {
         }
     };
     // An expired token on a message from b1: b1's campaign stops, business A's go on.
-    let sent = h
-        .core
-        .send(template(&p, "order_update", "b1"))
-        .await
-        .unwrap();
-    let mut conn = h.core.pg().get().await.unwrap();
-    let paused = apply_effect(
-        &mut conn,
-        sent.message_id,
-        &SideEffect::PauseCampaigns("platform error 190 (Access token expired)".into()),
-        Some(&p),
-        Utc::now(),
-        "test",
-    )
-    .await
-    .unwrap();
-    drop(conn);
+    let paused = platform_effect_on_a_send(&h, &p, "b1", expired()).await;
     assert_eq!(paused, 1);
     assert_eq!(status(ids[0]).await, "paused");
     assert_eq!(status(ids[1]).await, "running");
     assert_eq!(status(ids[2]).await, "running");
     // On a message from a2: the campaign spread over a1 and a2 stops, a1's alone goes on.
-    let sent = h
-        .core
-        .send(template(&p, "order_update", "a2"))
-        .await
-        .unwrap();
-    let mut conn = h.core.pg().get().await.unwrap();
-    apply_effect(
-        &mut conn,
-        sent.message_id,
-        &SideEffect::PauseCampaigns("platform error 190 (Access token expired)".into()),
-        Some(&p),
-        Utc::now(),
-        "test",
-    )
-    .await
-    .unwrap();
-    drop(conn);
+    platform_effect_on_a_send(&h, &p, "a2", expired()).await;
     assert_eq!(status(ids[1]).await, "running");
     assert_eq!(status(ids[2]).await, "paused");
 }
