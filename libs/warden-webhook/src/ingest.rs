@@ -599,23 +599,30 @@ async fn apply_batch(
                 holder::standby(c, &keys, s, Utc::now(), &mut state.hint_holder).await?
             }
             EventBody::Quality(q) => {
-                let numbers =
-                    quality_numbers(c, senders, event, q.display_phone_number.as_deref()).await?;
-                // Its throughput part (THROUGHPUT_UPGRADE) belongs to one number; tiers are
-                // read apart.
-                if let [number] = numbers.as_slice() {
-                    warden_core::account::throughput::apply_sender_quality_event(
-                        c,
-                        number,
-                        &q.event,
-                        q.display_phone_number.as_deref(),
-                    )
-                    .await?;
-                } else if warden_core::account::throughput::throughput_change(&q.event).is_some() {
-                    tracing::warn!(account = %event.account,
-                        "throughput upgrade for a number of a business account with several senders whose display number is not recorded; not applied");
+                // Its throughput part (THROUGHPUT_UPGRADE) and its flag belong to numbers;
+                // tiers are read apart. Only those two look the numbers up.
+                let upgrade =
+                    warden_core::account::throughput::throughput_change(&q.event).is_some();
+                let flag = matches!(q.event.as_str(), "FLAGGED" | "UNFLAGGED");
+                if upgrade || flag {
+                    let numbers =
+                        quality_numbers(c, senders, event, q.display_phone_number.as_deref())
+                            .await?;
+                    match numbers.as_slice() {
+                        [number] if upgrade => {
+                            warden_core::account::throughput::apply_sender_quality_event(
+                                c,
+                                number,
+                                &q.event,
+                                q.display_phone_number.as_deref(),
+                            )
+                            .await?;
+                        }
+                        _ if upgrade => tracing::warn!(account = %event.account,
+                            "throughput upgrade for a number of a business account with several senders whose display number is not recorded; not applied"),
+                        _ => apply_quality_rating(c, &numbers, &q.event).await?,
+                    }
                 }
-                apply_quality_rating(c, &numbers, &q.event).await?;
                 quality.push(QualityUpdate {
                     event: &q.event,
                     current_limit: q.current_limit.as_deref(),
