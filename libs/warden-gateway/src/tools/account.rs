@@ -337,9 +337,9 @@ fn tier_of_rating(rating: &str) -> &'static str {
 impl Gateway {
     async fn get_account_quality_impl(&self, args: JsonObject) -> ToolResult<AccountQualityOut> {
         let a: Input<AccountQualityIn> = parse(args)?;
-        let from = sender_arg(&a.from);
-        let sender = self.core().sender(from)?.clone();
-        let (keys, platform) = self.sender_platform(from)?;
+        let sender = self.core().sender(sender_arg(&a.from))?;
+        let keys = self.core().senders().key_of(sender);
+        let platform = self.platform_of(&keys.sender);
         let phone = match platform.phone_number_quality().await {
             Ok(p) => p,
             Err(e) => return Err(self.upstream_error("read the account quality", &e).await),
