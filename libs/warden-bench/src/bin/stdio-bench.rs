@@ -10,7 +10,7 @@ use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use diesel::prelude::*;
-use diesel_async::RunQueryDsl;
+use diesel_async::{RunQueryDsl, SimpleAsyncConnection};
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::process::{Child, ChildStdin, ChildStdout, Command};
@@ -112,6 +112,17 @@ async fn main() -> anyhow::Result<()> {
         ))
         .execute(&mut conn)
         .await?;
+    // Customers who wrote a minute ago, so free-form replies are inside the care window. Plain
+    // SQL over columns every schema version has: the same client measures older gateways too.
+    conn.batch_execute(&format!(
+        "INSERT INTO customers (phone, country) \
+         SELECT '6283' || lpad(i::text, 9, '0'), 'ID' FROM generate_series(0, {last}) i; \
+         INSERT INTO conversations (customer_phone, last_inbound_at, window_expires_at) \
+         SELECT '6283' || lpad(i::text, 9, '0'), now() - interval '1 minute', \
+                now() + interval '23 hours' FROM generate_series(0, {last}) i",
+        last = sends.max(1) - 1
+    ))
+    .await?;
     drop(conn);
 
     for i in 0..100 {
@@ -143,6 +154,34 @@ async fn main() -> anyhow::Result<()> {
             "{r}"
         );
     }
+    let mut reply_us = Vec::with_capacity(sends);
+    for i in 0..sends {
+        let t = Instant::now();
+        let r = s
+            .call("send_message", json!({"to": format!("6283{:09}", i), "text": format!("Your order {i} is on its way")}))
+            .await?;
+        reply_us.push(t.elapsed().as_secs_f64() * 1e6);
+        anyhow::ensure!(
+            r.pointer("/structuredContent/status") == Some(&json!("queued")),
+            "{r}"
+        );
+    }
+    // The reference the send goal is judged against: one INSERT committed per round trip on one
+    // connection, as many as the sends, in the same database while the gateway idles.
+    let mut conn = pool.get().await?;
+    conn.batch_execute("CREATE TABLE bench_raw_commit (id uuid PRIMARY KEY, body jsonb NOT NULL)")
+        .await?;
+    let mut raw_us = Vec::with_capacity(sends);
+    for i in 0..sends {
+        let t = Instant::now();
+        diesel::sql_query("INSERT INTO bench_raw_commit (id, body) VALUES ($1, $2)")
+            .bind::<diesel::sql_types::Uuid, _>(uuid::Uuid::new_v4())
+            .bind::<diesel::sql_types::Jsonb, _>(json!({"template": "bench_receipt", "vars": [i]}))
+            .execute(&mut conn)
+            .await?;
+        raw_us.push(t.elapsed().as_secs_f64() * 1e6);
+    }
+    drop(conn);
     // Read before the gateway exits: its /proc entry goes with it.
     let gateway_rss = gateway_pid.and_then(|pid| warden_bench::peak_rss_mib(&pid.to_string()));
     let report = json!({
@@ -151,6 +190,8 @@ async fn main() -> anyhow::Result<()> {
         "results": [
             warden_bench::summarise("check_compliance over stdio", check_us),
             warden_bench::summarise("send_template accepted over stdio", send_us),
+            warden_bench::summarise("send_message accepted over stdio (care window open)", reply_us),
+            warden_bench::summarise("raw one-row commit on one connection", raw_us),
         ],
         "gateway_peak_rss_mib": gateway_rss,
         "client_peak_rss_mib": warden_bench::peak_rss_mib("self"),
