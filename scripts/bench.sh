@@ -30,8 +30,9 @@ cleanup() {
 trap cleanup EXIT
 
 say "building release binaries and benches"
-cargo build --release --bins
-cargo build --release -p warden-bench --bins
+# Every member's binaries, the benches' too, with the features a workspace build uses: a
+# build of warden-bench alone unifies features differently and rebuilds the core.
+cargo build --release --workspace --bins
 built=$(date +%s)
 
 load_start=$(load)
