@@ -59,6 +59,13 @@ pub struct Signed(pub Session);
 #[derive(Debug)]
 pub struct NotSigned(Option<String>);
 
+impl NotSigned {
+    /// Why sessions could not be read; `None` when there is simply no valid session.
+    pub fn reason(&self) -> Option<&str> {
+        self.0.as_deref()
+    }
+}
+
 impl std::fmt::Display for NotSigned {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(self.0.as_deref().unwrap_or("no session"))

@@ -9,6 +9,8 @@
 //! - Pages ([`pages`]): `/` overview, `/conversations`, `/conversations/{customer}`,
 //!   `/customers`, `/customers/{id}`, `/campaigns`, `/campaigns/{id}`, `/templates`,
 //!   `/agents`, `/policies`, `/audit`; and their actions.
+//! - `/live/overview` (JSON) and `/live/inbox` (an HTML fragment): what the overview's and
+//!   the inbox's small scripts poll; 401 without a session.
 //! - `/health` (Postgres), `/metrics`.
 
 // Handlers' helpers answer `Err(the response to send)`; an HttpResponse is 128 bytes and
@@ -16,6 +18,7 @@
 #![allow(clippy::result_large_err)]
 
 pub mod auth;
+pub mod chart;
 pub mod pages;
 pub mod render;
 pub mod state;

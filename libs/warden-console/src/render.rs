@@ -17,6 +17,10 @@ const TEMPLATES: &[(&str, &str)] = &[
         include_str!("../templates/conversations.html"),
     ),
     (
+        "inbox_table.html",
+        include_str!("../templates/inbox_table.html"),
+    ),
+    (
         "conversation.html",
         include_str!("../templates/conversation.html"),
     ),

@@ -4,10 +4,10 @@
 
 use actix_web::{HttpResponse, web};
 use chrono::Utc;
-use minijinja::context;
+use minijinja::{Value, context};
 use serde::Deserialize;
 use warden_core::conversations::view;
-use warden_core::{SendError, SendKind, SendRequest};
+use warden_core::{CoreError, SendError, SendKind, SendRequest};
 use warden_rules::kinds::MessageType;
 
 use super::{Flash, actor, customer, done, failed, frame};
@@ -23,37 +23,51 @@ pub struct Paging {
     offset: Option<i64>,
 }
 
+impl Paging {
+    pub fn offset(&self) -> i64 {
+        self.offset.unwrap_or(0).max(0)
+    }
+}
+
+/// The inbox page from `offset` (the page and its live fragment read the same).
+pub async fn read_inbox(state: &AppState, offset: i64) -> Result<view::InboxPage, CoreError> {
+    let core = &state.core;
+    let mut conn = core.pg().get().await?;
+    view::inbox(
+        &mut conn,
+        core.settings().channel(),
+        core.senders(),
+        None,
+        PAGE,
+        offset,
+        Utc::now(),
+    )
+    .await
+}
+
+/// What `inbox_table.html` shows: the page, and the offsets of its neighbours.
+pub fn inbox_context(p: &view::InboxPage, offset: i64) -> Value {
+    context! {
+        page => ser(p),
+        offset => offset,
+        next => (offset + PAGE < p.total).then_some(offset + PAGE),
+        prev => (offset > 0).then_some((offset - PAGE).max(0)),
+    }
+}
+
 pub async fn inbox(
     state: web::Data<AppState>,
     signed: Signed,
     flash: web::Query<Flash>,
     paging: web::Query<Paging>,
 ) -> HttpResponse {
-    let offset = paging.offset.unwrap_or(0).max(0);
-    let core = &state.core;
-    let page = async {
-        let mut conn = core.pg().get().await?;
-        view::inbox(
-            &mut conn,
-            core.settings().channel(),
-            core.senders(),
-            None,
-            PAGE,
-            offset,
-            Utc::now(),
-        )
-        .await
-    };
-    match page.await {
+    let offset = paging.offset();
+    match read_inbox(&state, offset).await {
         Ok(p) => state.templates.page(
             "conversations.html",
             context! {
                 ..frame(&signed.0, "conversations", &flash),
-                ..context! {
-                    page => ser(&p),
-                    next => (offset + PAGE < p.total).then_some(offset + PAGE),
-                    prev => (offset > 0).then_some((offset - PAGE).max(0)),
-                }
+                ..inbox_context(&p, offset)
             },
         ),
         Err(e) => failed(&state, &e),

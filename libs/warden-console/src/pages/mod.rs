@@ -7,6 +7,7 @@ pub mod audit;
 pub mod campaigns;
 pub mod conversations;
 pub mod customers;
+pub mod live;
 pub mod overview;
 pub mod policies;
 pub mod templates;
@@ -44,7 +45,9 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
         .route("/agents", web::get().to(agents::list))
         .route("/agents/{name}/{action}", web::post().to(agents::act))
         .route("/policies", web::get().to(policies::page))
-        .route("/audit", web::get().to(audit::page));
+        .route("/audit", web::get().to(audit::page))
+        .route("/live/overview", web::get().to(live::overview_json))
+        .route("/live/inbox", web::get().to(live::inbox_fragment));
     conversations::holder_routes(cfg);
 }
 

@@ -1,6 +1,6 @@
 //! The console in a real browser: headless Chromium (Debian `chromium`) driven through
 //! `chromedriver --port=0` with fantoccini. Login, the overview's numbers against the
-//! database, take over + reply (delivered to platform-sim by a dispatcher) + release, approve a pending campaign and watch it start,
+//! database and their live refresh, the charts, take over + reply (delivered to platform-sim by a dispatcher) + release, approve a pending campaign and watch it start,
 //! pause it, a consent timeline after a STOP webhook, the policy tester, a POST without its
 //! token refused, a viewer refused. A screenshot of every page goes to
 //! `target/console-shots/`. Needs `scripts/browser-deps.sh` (run by `make test`).
@@ -299,6 +299,32 @@ async fn the_console_in_a_real_browser() {
         c.count("SELECT count(*) AS n FROM messages WHERE direction = 'inbound' AND created_at >= now() - interval '24 hours'").await
     );
 
+    // Live: a message arrives while the overview is open; the counter follows within
+    // seconds, without a reload (the page's script polls /live/overview).
+    c.exec("INSERT INTO customers (phone, country) VALUES ('6281234500003', 'ID')")
+        .await;
+    c.exec(
+        "INSERT INTO messages (id, customer_phone, direction, message_type, category, status)
+         VALUES (gen_random_uuid(), '6281234500003', 'inbound', 'text', 'service', 'received')",
+    )
+    .await;
+    warden_test_support::wait::until(
+        Duration::from_secs(20),
+        "the overview's inbound counter refreshes by itself",
+        || async { text(b, "#inbound").await.parse::<i64>().ok() == Some(inbound + 1) },
+    )
+    .await;
+    assert!(
+        text(b, "#live-note")
+            .await
+            .contains("refresh every 5 seconds")
+    );
+    // The charts: inline SVG images with their names.
+    for id in ["hours-chart", "funnel-chart"] {
+        let svg = b.find(Locator::Css(&format!("svg#{id}"))).await.unwrap();
+        assert_eq!(svg.attr("role").await.unwrap().as_deref(), Some("img"));
+    }
+
     // Delivery starts now (the numbers above held still while they were compared).
     let (_dispatcher, _stop_dispatcher) = start_dispatcher(&c, &sim_url).await;
 
@@ -402,7 +428,7 @@ async fn the_console_in_a_real_browser() {
     shot(b, "customers").await;
     click(b, &format!("a[href=\"/customers/{B}\"]")).await;
     let timeline = text(b, "#consent").await;
-    assert!(timeline.contains("opted_out"), "{timeline}");
+    assert!(timeline.contains("opted out"), "{timeline}");
     assert!(text(b, "#marketing").await.contains("opted out"));
     shot(b, "customer").await;
 

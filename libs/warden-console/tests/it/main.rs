@@ -5,4 +5,5 @@
 mod access;
 mod browser;
 mod common;
+mod live;
 mod pages;

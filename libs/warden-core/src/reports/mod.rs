@@ -1,6 +1,7 @@
 //! Read models for the operator console: what the pages show that no tool reads already.
 //! Never writes. One module per page's question:
-//! - [`overview`]: sends, refusals by code and policy, the delivery funnel, over a period;
+//! - [`overview`]: sends, refusals by code and policy, the delivery funnel, and sends and
+//!   refusals per hour, over a period;
 //! - [`customers`]: search by phone, BSUID or name; a customer's profile;
 //! - [`audit`]: the audit log filtered (actor, action, customer), and a customer's consent
 //!   timeline read from it;

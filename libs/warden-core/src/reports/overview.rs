@@ -83,6 +83,44 @@ const REFUSALS_SQL: &str = "SELECT COALESCE(details->>$2, '') AS key, count(*) A
    AND ($3::text IS NULL OR details->>$2 IS NOT NULL)
  GROUP BY 1 ORDER BY n DESC, key";
 
+/// One hour of the overview's chart: outbound messages recorded and refusals in it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, QueryableByName)]
+pub struct Hour {
+    /// The hour's start (UTC).
+    #[diesel(sql_type = Timestamptz)]
+    pub hour: DateTime<Utc>,
+    /// Outbound messages recorded (what the funnel's `recorded` counts).
+    #[diesel(sql_type = BigInt)]
+    pub sends: i64,
+    /// Refusals (what `refusals` counts).
+    #[diesel(sql_type = BigInt)]
+    pub refusals: i64,
+}
+
+/// Every hour from the one holding `$1` to the current one, empty hours included (a chart
+/// without gaps). The same rows as the funnel and the refusals, bucketed in UTC.
+const HOURLY_SQL: &str = "WITH hours AS (
+    SELECT generate_series(date_trunc('hour', $1::timestamptz, 'UTC'),
+                           date_trunc('hour', now(), 'UTC'), interval '1 hour') AS hour),
+  s AS (SELECT date_trunc('hour', created_at, 'UTC') AS hour, count(*) AS n
+          FROM messages WHERE created_at >= $1 AND direction = 'outbound' GROUP BY 1),
+  r AS (SELECT date_trunc('hour', occurred_at, 'UTC') AS hour, count(*) AS n
+          FROM audit_logs
+         WHERE occurred_at >= $1 AND action IN ('send_refused', 'message_refused_at_dispatch')
+         GROUP BY 1)
+SELECT hours.hour, COALESCE(s.n, 0) AS sends, COALESCE(r.n, 0) AS refusals
+  FROM hours LEFT JOIN s USING (hour) LEFT JOIN r USING (hour)
+ ORDER BY hours.hour";
+
+/// Sends and refusals per hour since `since`, oldest first.
+pub async fn hourly(pg: &PgPool, since: DateTime<Utc>) -> Result<Vec<Hour>, CoreError> {
+    let mut conn = pg.get().await?;
+    Ok(diesel::sql_query(HOURLY_SQL)
+        .bind::<Timestamptz, _>(since)
+        .load(&mut conn)
+        .await?)
+}
+
 /// The overview since `since`.
 pub async fn overview(pg: &PgPool, since: DateTime<Utc>) -> Result<Overview, CoreError> {
     let mut conn = pg.get().await?;
