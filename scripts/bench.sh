@@ -3,14 +3,14 @@
 # prints its figures and writes JSON under target/bench/; one combined table ends the run
 # (goal met/missed, ratio to the raw Postgres reference measured in the same run, peak RSS
 # per process) and is written to target/bench/summary.json with the machine noted.
-# Loopback only; every step has a time limit; about 8 minutes on a 2-core machine once built.
+# Loopback only; every step has a time limit; about 10 minutes on a 2-core machine once built.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 OUT=target/bench
 REL=target/release
 mkdir -p "$OUT"
 # Only this run's figures go into the summary.
-rm -f "$OUT"/{sim,check,stdio,http,webhook,dispatcher,campaign,history,live,summary}.json "$OUT"/*.txt "$OUT"/*.log
+rm -f "$OUT"/{sim,check,stdio,http,webhook,dispatcher,campaign,history,live,console,summary}.json "$OUT"/*.txt "$OUT"/*.log
 say() { printf '\n[bench] %s\n' "$*"; }
 free_port() { python3 -c 'import socket;s=socket.socket();s.bind(("127.0.0.1",0));print(s.getsockname()[1])'; }
 load() { cut -d' ' -f1-3 /proc/loadavg; }
@@ -97,25 +97,30 @@ bench_history() { limit 180 "$REL/history-bench" 100000 >"$OUT/history.json"; }
 bench_campaign() {
   limit 900 "$REL/campaign-bench" --recipients 100000 --json "$OUT/campaign.json" | tee "$OUT/campaign.txt"
 }
+# The console's pages, each requested 100 times in turn after seeding 100,000 customers and
+# 1,000,000 messages (about a minute of seeding on a 2-core machine): progress on stderr.
+bench_console() { limit 300 "$REL/console-bench" 2>"$OUT/console.txt" >"$OUT/console.json"; }
 
-say "1/9 platform-sim throughput (sim-bench)"
+say "1/10 platform-sim throughput (sim-bench)"
 step sim bench_sim
-say "2/9 compliance core: one check, one accepted send (check-bench)"
+say "2/10 compliance core: one check, one accepted send (check-bench)"
 step check bench_check
-say "3/9 tool latency over stdio through mcp-gateway (stdio-bench)"
+say "3/10 tool latency over stdio through mcp-gateway (stdio-bench)"
 step stdio bench_stdio
-say "4/9 check_compliance over Streamable HTTP through mcp-gateway --http, 1 and 32 clients (http-bench)"
+say "4/10 check_compliance over Streamable HTTP through mcp-gateway --http, 1 and 32 clients (http-bench)"
 step http bench_http
-say "5/9 webhook ingest: single events and 100-event batches, raw Postgres reference (webhook-bench)"
+say "5/10 webhook ingest: single events and 100-event batches, raw Postgres reference (webhook-bench)"
 step webhook bench_webhook
-say "6/9 dispatcher: stream -> platform-sim throughput, one hot pair (131056), raw Postgres reference, rate-limit accuracy of one sender and of two at once (dispatch_bench)"
+say "6/10 dispatcher: stream -> platform-sim throughput, one hot pair (131056), raw Postgres reference, rate-limit accuracy of one sender and of two at once (dispatch_bench)"
 step dispatcher bench_dispatcher
-say "7/9 campaign fan-out: 100,000 recipients checked and enqueued, raw Postgres reference (campaign-bench)"
+say "7/10 campaign fan-out: 100,000 recipients checked and enqueued, raw Postgres reference (campaign-bench)"
 step campaign bench_campaign
-say "8/9 conversation history: first and deep page of a 100,000-message history (history-bench)"
+say "8/10 conversation history: first and deep page of a 100,000-message history (history-bench)"
 step history bench_history
-say "9/9 live updates: webhook 200 -> notifications/resources/updated on a subscribed gateway (live-bench)"
+say "9/10 live updates: webhook 200 -> notifications/resources/updated on a subscribed gateway (live-bench)"
 step live bench_live
+say "10/10 operator console: every page over 100,000 customers and 1,000,000 messages (console-bench)"
+step console bench_console
 
 finished=$(date +%s)
 say "summary"
@@ -164,6 +169,7 @@ http = load("http.json")
 wh, disp, camp = load("webhook.json"), load("dispatcher.json"), load("campaign.json")
 hist = load("history.json")
 live = load("live.json")
+console = load("console.json")
 loads = {}
 try:
     for line in (out / "loads.txt").read_text().splitlines():
@@ -318,6 +324,14 @@ if live:
 else:
     missing("live update latency", "live.json", "p99 <= 2 s")
 
+if console.get("results"):
+    for r in console["results"]:
+        row(f"console page: {r['name']} ({num(console['messages'])} messages, {num(console['customers'])} customers)",
+            f"p50 {r['p50_ms']:.1f} ms, p99 {r['p99_ms']:.1f} ms", "p99 <= 200 ms",
+            r["p99_ms"] <= 200.0, source="console.json")
+else:
+    missing("console pages", "console.json", "p99 <= 200 ms")
+
 # Peak RSS (VmHWM) of each process the benches start.
 rss = [
     ("peak RSS: campaign-bench (scheduler + core in process)", camp.get("peak_rss_mib"), 150, "campaign.json"),
@@ -326,6 +340,7 @@ rss = [
     ("peak RSS: mcp-gateway (stdio)", stdio.get("gateway_peak_rss_mib"), None, "stdio.json"),
     ("peak RSS: mcp-gateway --http (32 clients)", http.get("gateway_peak_rss_mib"), None, "http.json"),
     ("peak RSS: check-bench (core in process)", check.get("peak_rss_mib"), None, "check.json"),
+    ("peak RSS: console-bench (console + client in process)", console.get("peak_rss_mib"), None, "console.json"),
     ("peak RSS: sim-bench (platform-sim + receiver + load)", sim.get("peak_rss_mib"), None, "sim.json"),
 ]
 for metric, value, limit, source in rss:
