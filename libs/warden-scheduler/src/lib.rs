@@ -22,7 +22,7 @@
 //! 4. **Campaign fan-out** — a running campaign is claimed with a lease; its audience is read
 //!    in keyset pages (`customers.phone > audience_cursor`, filtered in SQL) and every
 //!    recipient goes through `Core::send`, in batches of
-//!    `warden_core::campaigns::FANOUT_BATCH` (32) sent in parallel; the campaign's status
+//!    `warden_core::campaigns::FANOUT_BATCH` (128) sent in parallel; the campaign's status
 //!    is read before each batch, so a pause or cancel stops it within one batch. A
 //!    cancelled campaign's never-queued recipients are then counted as cancelled. The cursor advances after
 //!    each complete page; recipients that already have a message of this campaign are

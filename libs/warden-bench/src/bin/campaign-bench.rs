@@ -324,6 +324,30 @@ async fn run(args: &Args, n: i64, core: &Core, pg: &warden_store::PgPool) -> any
     .execute(&mut conn)
     .await?;
     drop(conn);
+
+    // --- preview_campaign's judgement of the same audience, nothing written
+    eprintln!("campaign-bench: preview of {n} recipients");
+    let plan = warden_core::campaigns::fanout::RecipientPlan {
+        campaign_id: campaign,
+        template_name: "bench_promo".into(),
+        locale: "en".into(),
+        variables: vec!["20%".into()],
+        components: Vec::new(),
+        senders: Vec::new(),
+    };
+    let t = Instant::now();
+    let preview = warden_core::campaigns::preview::preview(
+        core,
+        &plan,
+        &warden_rules::audience::AudienceFilter::default(),
+    )
+    .await?;
+    let preview_secs = t.elapsed().as_secs_f64();
+    let preview_refused: u64 = preview.refused_by.values().sum();
+    let preview_ok = preview.audience as i64 == n
+        && preview.would_send as i64 == n - expected_refused
+        && preview_refused as i64 == expected_refused;
+
     let config = Config {
         page_size: args.page_size,
         concurrency: args.concurrency,
@@ -405,9 +429,9 @@ async fn run(args: &Args, n: i64, core: &Core, pg: &warden_store::PgPool) -> any
     println!(
         "  mode: {}",
         if args.batch_publish {
-            "Core::send per recipient + page publish"
+            "batched send path (Core::send_batch, one transaction per chunk) + page publish"
         } else {
-            "Core::send per recipient (publishes each)"
+            "batched send path (Core::send_batch), each chunk publishing its own"
         }
     );
     println!("  customers inserted           {n} in {customers_secs:.2} s");
@@ -450,6 +474,12 @@ async fn run(args: &Args, n: i64, core: &Core, pg: &warden_store::PgPool) -> any
         }
     );
     println!("  counters exact: {}", if ok { "yes" } else { "NO" });
+    println!(
+        "  preview of the same audience   {preview_secs:.2} s  (would send {}, refused {preview_refused}; {})  goal <= 5 s -> {}",
+        preview.would_send,
+        if preview_ok { "as the run did" } else { "NOT as the run did" },
+        if preview_secs <= 5.0 { "met" } else { "NOT met" }
+    );
     if let Some(path) = &args.json {
         let json = serde_json::json!({
             "bench": "campaign_fanout",
@@ -464,6 +494,10 @@ async fn run(args: &Args, n: i64, core: &Core, pg: &warden_store::PgPool) -> any
             "refused": c.failed_count,
             "in_stream": in_stream,
             "counters_exact": ok,
+            "preview_seconds": preview_secs,
+            "preview_would_send": preview.would_send,
+            "preview_refused": preview_refused,
+            "preview_matches_run": preview_ok,
             "raw_insert_rows_per_second_per_row_tx": raw_rows_rate,
             "raw_insert_rows_per_second_batched": raw_batched_rate,
             "ratio_to_raw_per_row_tx": rate / raw_rows_rate,
@@ -480,5 +514,6 @@ async fn run(args: &Args, n: i64, core: &Core, pg: &warden_store::PgPool) -> any
         println!("  written to {path}");
     }
     anyhow::ensure!(ok, "counters are not exact");
+    anyhow::ensure!(preview_ok, "the preview did not count what the run did");
     Ok(())
 }

@@ -55,7 +55,7 @@ pub const TERMINAL: &[&str] = &[
 ];
 /// Recipients the fan-out sends between two reads of the campaign's state: after
 /// pause_campaign or cancel_campaign answers, at most this many more messages are queued.
-pub const FANOUT_BATCH: usize = 32;
+pub const FANOUT_BATCH: usize = 128;
 
 /// Why a campaign use case did not happen. Nothing was changed in any case.
 #[derive(Debug, thiserror::Error)]

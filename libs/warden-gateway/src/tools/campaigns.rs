@@ -164,7 +164,7 @@ do), NOT_FOUND (unknown campaign_id), FEATURE_NOT_AVAILABLE (tier oss), INVALID_
 
     #[tool(
         name = "pause_campaign",
-        description = "Pro tier. Pause a scheduled, running or sending campaign: at most one batch (32 recipients) more is \
+        description = "Pro tier. Pause a scheduled, running or sending campaign: at most one batch (128 recipients) more is \
 queued after the answer, then nothing until resume_campaign; progress counters are kept and messages already queued may still be delivered. Returns campaign_id, status \"paused\", \
 from_status and a note with the progress so far. Errors: INVALID_STATE_TRANSITION (the campaign is paused already or \
 finished: check get_campaign), NOT_FOUND, FEATURE_NOT_AVAILABLE (tier oss), INVALID_ARGUMENT (not a UUID), UNAVAILABLE.",

@@ -86,7 +86,7 @@ async fn control_tools_answer_from_core_and_get_campaign_counts_each_recipient_o
     let p = h.ok("pause_campaign", json!({"campaign_id": id})).await;
     assert_eq!(p["from_status"], "scheduled");
     assert!(
-        p["note"].as_str().unwrap().contains("at most 32"),
+        p["note"].as_str().unwrap().contains("at most 128"),
         "the note states the bound: {p}"
     );
     // Three recipients reached by hand: one sent then failed, one read, one queued.

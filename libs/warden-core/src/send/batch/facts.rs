@@ -88,16 +88,28 @@ pub(super) async fn read(
         }
     }
     // 2. Who already has a message of the campaign (idempotency of a page read twice).
-    if let Some(id) = campaign_id {
+    //    A range of the (campaign_id, customer_phone) index over the chunk's phones, kept
+    //    to the chunk's own in Rust: with `= ANY(phones)` the planner could pick the
+    //    (campaign_id, status) index and read every message of the campaign so far, for
+    //    every chunk.
+    if let (Some(id), Some(first), Some(last)) =
+        (campaign_id, phones.iter().next(), phones.iter().next_back())
+    {
         let rows: Vec<PhoneRow> = diesel::sql_query(
             "SELECT DISTINCT customer_phone AS phone FROM messages
-             WHERE customer_phone = ANY($1) AND campaign_id = $2",
+             WHERE campaign_id = $1 AND customer_phone BETWEEN $2 AND $3",
         )
-        .bind::<Array<Text>, _>(&phones)
         .bind::<SqlUuid, _>(id)
+        .bind::<Text, _>(*first)
+        .bind::<Text, _>(*last)
         .load(c)
         .await?;
-        facts.already = rows.into_iter().map(|r| r.phone).collect();
+        let chunk: HashSet<&str> = phones.iter().copied().collect();
+        facts.already = rows
+            .into_iter()
+            .map(|r| r.phone)
+            .filter(|p| chunk.contains(p.as_str()))
+            .collect();
     }
     // 3. Consent, per business.
     for business in distinct(targets.iter().map(|t| t.keys.business.as_str())) {
@@ -160,10 +172,11 @@ pub(super) async fn read(
             }
         }
     }
-    // 6. A protected number sends no marketing.
+    // 6. A protected number sends no marketing (read once per number of the chunk).
     if category == Category::Marketing {
+        let mut read = HashSet::new();
         for t in targets {
-            if facts.protection.contains_key(&t.keys.sender) {
+            if !read.insert(t.keys.sender.as_str()) {
                 continue;
             }
             if let Some(p) = crate::account::protection::of(c, &t.keys.sender).await? {
