@@ -304,10 +304,16 @@ if camp:
     row(f"campaign, {num(camp['recipients'])} recipients checked and enqueued",
         f"{camp['seconds']:.1f} s ({num(camp['recipients_per_second'])} recipients/s)"
         + ("" if camp.get("counters_exact") else ", counters NOT exact"),
-        "<= 20 s", camp["seconds"] <= 20 and camp.get("counters_exact", False),
+        "<= 20 s and >= 0.12x of batched inserts",
+        camp["seconds"] <= 20 and camp["ratio_to_raw_batched"] >= 0.12 and camp.get("counters_exact", False),
         f"{camp['ratio_to_raw_per_row_tx']:.2f}x of {num(camp['raw_insert_rows_per_second_per_row_tx'])} rows/s "
         f"(1 per tx); {camp['ratio_to_raw_batched']:.3f}x of "
         f"{num(camp['raw_insert_rows_per_second_batched'])} (1,000 per INSERT)", "campaign.json")
+    if "preview_seconds" in camp:
+        row(f"preview_campaign's judgement of the same {num(camp['recipients'])} recipients (nothing written)",
+            f"{camp['preview_seconds']:.2f} s (would send {num(camp['preview_would_send'])}, refused "
+            f"{num(camp['preview_refused'])}" + ("" if camp.get("preview_matches_run") else "; NOT what the run did") + ")",
+            "<= 5 s", camp["preview_seconds"] <= 5 and camp.get("preview_matches_run", False), source="campaign.json")
 else:
     missing("campaign fan-out", "campaign.json", "<= 20 s")
 for name in ("history first page", "history deep page"):
