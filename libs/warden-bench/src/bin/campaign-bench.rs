@@ -477,8 +477,16 @@ async fn run(args: &Args, n: i64, core: &Core, pg: &warden_store::PgPool) -> any
     println!(
         "  preview of the same audience   {preview_secs:.2} s  (would send {}, refused {preview_refused}; {})  goal <= 5 s -> {}",
         preview.would_send,
-        if preview_ok { "as the run did" } else { "NOT as the run did" },
-        if preview_secs <= 5.0 { "met" } else { "NOT met" }
+        if preview_ok {
+            "as the run did"
+        } else {
+            "NOT as the run did"
+        },
+        if preview_secs <= 5.0 {
+            "met"
+        } else {
+            "NOT met"
+        }
     );
     if let Some(path) = &args.json {
         let json = serde_json::json!({

@@ -92,9 +92,11 @@ pub(super) async fn read(
     //    to the chunk's own in Rust: with `= ANY(phones)` the planner could pick the
     //    (campaign_id, status) index and read every message of the campaign so far, for
     //    every chunk.
-    if let (Some(id), Some(first), Some(last)) =
-        (campaign_id, phones.iter().next(), phones.iter().next_back())
-    {
+    if let (Some(id), Some(first), Some(last)) = (
+        campaign_id,
+        phones.as_slice().first(),
+        phones.as_slice().last(),
+    ) {
         let rows: Vec<PhoneRow> = diesel::sql_query(
             "SELECT DISTINCT customer_phone AS phone FROM messages
              WHERE campaign_id = $1 AND customer_phone BETWEEN $2 AND $3",
