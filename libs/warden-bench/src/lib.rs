@@ -52,3 +52,120 @@ pub fn summarise(name: &str, mut micros: Vec<f64>) -> serde_json::Value {
     serde_json::json!({"name": name, "n": micros.len(), "p50_ms": p50 / 1e3, "p90_ms": p90 / 1e3,
         "p99_ms": p99 / 1e3, "max_ms": max / 1e3, "mean_ms": mean / 1e3})
 }
+
+/// The load average (1, 5 and 15 minutes) as `/proc/loadavg` gives it ("" when unknown).
+pub fn load_average() -> String {
+    std::fs::read_to_string("/proc/loadavg")
+        .map(|s| s.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
+        .unwrap_or_default()
+}
+
+pub mod stdio {
+    //! A pipelined MCP client over a spawned `mcp-gateway`'s stdio: several calls in flight
+    //! on one gateway, each answer routed back to its caller by JSON-RPC id.
+
+    use std::collections::HashMap;
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicU64, Ordering};
+
+    use serde_json::{Value, json};
+    use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+    use tokio::process::{Child, ChildStdin, Command};
+    use tokio::sync::{Mutex, oneshot};
+
+    type Waiting = Arc<std::sync::Mutex<HashMap<u64, oneshot::Sender<Value>>>>;
+
+    pub struct Gateway {
+        child: Child,
+        stdin: Mutex<ChildStdin>,
+        waiting: Waiting,
+        next_id: AtomicU64,
+    }
+
+    impl Gateway {
+        /// Spawns `command` (stdin/stdout piped, killed on drop) and completes the MCP
+        /// initialisation.
+        pub async fn spawn(mut command: Command) -> anyhow::Result<Self> {
+            let mut child = command
+                .stdin(std::process::Stdio::piped())
+                .stdout(std::process::Stdio::piped())
+                .kill_on_drop(true)
+                .spawn()?;
+            let stdin = child.stdin.take().expect("piped");
+            let mut lines = BufReader::new(child.stdout.take().expect("piped")).lines();
+            let waiting: Waiting = Arc::default();
+            let routes = waiting.clone();
+            tokio::spawn(async move {
+                while let Ok(Some(line)) = lines.next_line().await {
+                    let Ok(msg) = serde_json::from_str::<Value>(&line) else {
+                        continue;
+                    };
+                    if let Some(id) = msg.get("id").and_then(Value::as_u64)
+                        && let Some(tx) = routes.lock().expect("routes").remove(&id)
+                    {
+                        let _ = tx.send(msg);
+                    }
+                }
+                // stdout closed: every caller still waiting gets an error (its sender dropped).
+                routes.lock().expect("routes").clear();
+            });
+            let gateway = Gateway {
+                child,
+                stdin: Mutex::new(stdin),
+                waiting,
+                next_id: AtomicU64::new(0),
+            };
+            gateway
+                .request(
+                    "initialize",
+                    json!({"protocolVersion": "2025-06-18", "capabilities": {},
+                           "clientInfo": {"name": "warden-bench", "version": "1"}}),
+                )
+                .await?;
+            gateway
+                .write(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}))
+                .await?;
+            Ok(gateway)
+        }
+
+        pub fn pid(&self) -> Option<u32> {
+            self.child.id()
+        }
+
+        async fn write(&self, msg: &Value) -> anyhow::Result<()> {
+            let mut line = msg.to_string();
+            line.push('\n');
+            let mut stdin = self.stdin.lock().await;
+            stdin.write_all(line.as_bytes()).await?;
+            stdin.flush().await?;
+            Ok(())
+        }
+
+        /// One JSON-RPC request; its response (result or error) as the gateway sent it.
+        pub async fn request(&self, method: &str, params: Value) -> anyhow::Result<Value> {
+            let id = self.next_id.fetch_add(1, Ordering::Relaxed) + 1;
+            let (tx, rx) = oneshot::channel();
+            self.waiting.lock().expect("routes").insert(id, tx);
+            self.write(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}))
+                .await?;
+            rx.await
+                .map_err(|_| anyhow::anyhow!("gateway closed stdout before answering {method}"))
+        }
+
+        /// `tools/call`; its result, or an error when the call failed or the tool refused.
+        pub async fn call(&self, tool: &str, args: Value) -> anyhow::Result<Value> {
+            let res = self
+                .request("tools/call", json!({"name": tool, "arguments": args}))
+                .await?;
+            let result = res
+                .get("result")
+                .cloned()
+                .ok_or_else(|| anyhow::anyhow!("{tool}: {res}"))?;
+            anyhow::ensure!(
+                result.get("isError") != Some(&Value::Bool(true)),
+                "{tool} failed: {result}"
+            );
+            Ok(result)
+        }
+    }
+}
