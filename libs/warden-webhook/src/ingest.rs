@@ -515,8 +515,14 @@ async fn apply_batch(
         .collect();
     state.status_through = state.status_through.max(updates.iter().map(|s| s.at).max());
     let mut targets = StatusTargets::load(c, &updates).await?;
+    // The statuses that only move messages forward through sent/delivered/read, applied
+    // together now; the others (and every status of their messages) in their place below.
+    let mut planned = statuses::apply_all(c, &updates, &mut targets)
+        .await?
+        .into_iter();
 
     let mut quality: Vec<QualityUpdate> = Vec::new();
+    let mut pricing = Vec::new();
     for event in &fresh {
         let applied = match &event.body {
             EventBody::Inbound(i) => {
@@ -543,24 +549,38 @@ async fn apply_batch(
             }
             EventBody::Status(s) => {
                 let update = status_update(s);
-                // What the platform charged for it (stored beside the message).
-                if let (Some(p), Some(id)) = (&s.pricing, targets.message_of(&update)) {
-                    warden_core::account::pricing::record(
-                        c,
+                let plan = planned.next().expect("one plan per status");
+                let message = plan.resolved.map(|r| targets.message_at(&r));
+                // What the platform charged for it (stored beside the message, every
+                // report of the POST in one statement after the loop).
+                if let (Some(p), Some((id, _))) = (&s.pricing, message) {
+                    pricing.push((
                         id,
-                        &warden_core::account::pricing::ReportedPricing {
+                        warden_core::account::pricing::ReportedPricing {
                             billable: p.billable,
                             pricing_model: p.pricing_model.as_deref(),
                             category: p.category.as_deref(),
                             pricing_type: p.pricing_type.as_deref(),
                         },
-                    )
-                    .await?;
+                    ));
                 }
-                let applied =
-                    statuses::apply(c, &update, &mut targets, retry_policy(), ACTOR).await?;
+                let applied = match (plan.done, plan.resolved) {
+                    (Some(done), _) => done,
+                    (None, Some(resolved)) => {
+                        statuses::apply_resolved(
+                            c,
+                            &update,
+                            resolved,
+                            &targets,
+                            retry_policy(),
+                            ACTOR,
+                        )
+                        .await?
+                    }
+                    (None, None) => StatusApplied::Ignored,
+                };
                 if !matches!(applied, StatusApplied::Ignored)
-                    && let Some(customer) = targets.customer_of(&update)
+                    && let Some((_, customer)) = message
                 {
                     state.hint_status.insert(customer.to_string());
                 }
@@ -639,6 +659,7 @@ async fn apply_batch(
             state.outcome.ignored += 1;
         }
     }
+    warden_core::account::pricing::record_many(c, &pricing).await?;
     platform_events::record_quality(c, &quality).await?;
     Ok(())
 }

@@ -34,10 +34,8 @@ pub async fn record(
     message_id: Uuid,
     p: &ReportedPricing<'_>,
 ) -> QueryResult<()> {
-    let category = p
-        .category
-        .map(|s| s.trim().to_ascii_lowercase().replace('-', "_"));
-    let kind = p.pricing_type.map(|s| s.trim().to_ascii_lowercase());
+    let category = normalise_category(p.category);
+    let kind = normalise_type(p.pricing_type);
     diesel::insert_into(mp::table)
         .values((
             mp::message_id.eq(message_id),
@@ -68,6 +66,80 @@ pub async fn record(
         .execute(c)
         .await?;
     Ok(())
+}
+
+/// Store every report of a webhook POST (in the order the platform sent them) with one
+/// statement, in the caller's transaction: the same end state as [`record`] called for each
+/// in turn (per message and field, the latest report that names it, else what was stored),
+/// and a report that changes nothing rewrites nothing (a message's `sent`, `delivered` and
+/// `read` usually carry the same pricing).
+pub async fn record_many(
+    c: &mut AsyncPgConnection,
+    reports: &[(Uuid, ReportedPricing<'_>)],
+) -> QueryResult<()> {
+    if reports.is_empty() {
+        return Ok(());
+    }
+    // Per message, the latest value of each field any report named.
+    let mut merged: std::collections::BTreeMap<Uuid, Merged> = std::collections::BTreeMap::new();
+    for (id, p) in reports {
+        let m = merged.entry(*id).or_default();
+        m.billable = p.billable.or(m.billable);
+        m.pricing_model = p
+            .pricing_model
+            .map(str::to_owned)
+            .or(m.pricing_model.take());
+        m.category = normalise_category(p.category).or(m.category.take());
+        m.pricing_type = normalise_type(p.pricing_type).or(m.pricing_type.take());
+    }
+    let ids: Vec<Uuid> = merged.keys().copied().collect();
+    let (mut billable, mut model, mut category, mut kind) = (vec![], vec![], vec![], vec![]);
+    for m in merged.into_values() {
+        billable.push(m.billable);
+        model.push(m.pricing_model);
+        category.push(m.category);
+        kind.push(m.pricing_type);
+    }
+    // Rows in id order: concurrent POSTs lock them in one order.
+    diesel::sql_query(
+        "INSERT INTO message_pricing AS mp (message_id, billable, pricing_model, category, pricing_type)
+         SELECT * FROM unnest($1::uuid[], $2::bool[], $3::text[], $4::text[], $5::text[])
+         ON CONFLICT (message_id) DO UPDATE
+            SET billable = COALESCE(excluded.billable, mp.billable),
+                pricing_model = COALESCE(excluded.pricing_model, mp.pricing_model),
+                category = COALESCE(excluded.category, mp.category),
+                pricing_type = COALESCE(excluded.pricing_type, mp.pricing_type),
+                updated_at = now()
+          WHERE (mp.billable, mp.pricing_model, mp.category, mp.pricing_type) IS DISTINCT FROM
+                (COALESCE(excluded.billable, mp.billable),
+                 COALESCE(excluded.pricing_model, mp.pricing_model),
+                 COALESCE(excluded.category, mp.category),
+                 COALESCE(excluded.pricing_type, mp.pricing_type))",
+    )
+    .bind::<diesel::sql_types::Array<SqlUuid>, _>(&ids)
+    .bind::<diesel::sql_types::Array<Nullable<Bool>>, _>(&billable)
+    .bind::<diesel::sql_types::Array<Nullable<Text>>, _>(&model)
+    .bind::<diesel::sql_types::Array<Nullable<Text>>, _>(&category)
+    .bind::<diesel::sql_types::Array<Nullable<Text>>, _>(&kind)
+    .execute(c)
+    .await?;
+    Ok(())
+}
+
+#[derive(Default)]
+struct Merged {
+    billable: Option<bool>,
+    pricing_model: Option<String>,
+    category: Option<String>,
+    pricing_type: Option<String>,
+}
+
+fn normalise_category(category: Option<&str>) -> Option<String> {
+    category.map(|s| s.trim().to_ascii_lowercase().replace('-', "_"))
+}
+
+fn normalise_type(kind: Option<&str>) -> Option<String> {
+    kind.map(|s| s.trim().to_ascii_lowercase())
 }
 
 /// One category's line of a cost report (amounts in 1/10000 of the currency).

@@ -56,82 +56,49 @@ async fn apply(
     else {
         return Ok(false);
     };
-    // A spelling this version does not know ranks lowest, like `scheduled`.
-    let current_status = current.status.parse::<MessageStatus>().ok();
-    let pending = current_status.is_some_and(MessageStatus::is_pending);
-    // A status of an attempt that failed and was put back in the queue: the row keeps that
-    // attempt's wamid and error until the next attempt is recorded
-    // (`platform_errors::retry_failed_status`). Late news of the failed attempt (or the
-    // dispatcher's own record of it, when the webhook came first) says nothing about the
-    // next one.
-    if pending
-        && current.error_code.is_some()
-        && wamid.is_some()
-        && current.wamid.as_deref() == wamid
-    {
-        return Ok(false);
-    }
-    let advances = current_status.map_or(status.rank() > 0, |from| from.advances_to(status));
-    if current.direction != "outbound" || !advances {
-        // Still learn the wamid of a message whose status we already know.
-        if let (Some(w), None) = (wamid, current.wamid.as_deref()) {
+    let mut row = Row::from(&current);
+    match row.step(status, at, wamid) {
+        Step::Fenced => return Ok(false),
+        Step::Stays { learnt_wamid } => {
+            // Still learn the wamid of a message whose status we already know.
+            if let Some(w) = learnt_wamid {
+                diesel::update(messages::table.find(message_id))
+                    .set(messages::wamid.eq(w))
+                    .execute(conn)
+                    .await?;
+            }
+            return Ok(false);
+        }
+        Step::Moved { clear_error } => {
             diesel::update(messages::table.find(message_id))
-                .set(messages::wamid.eq(w))
+                .set((
+                    messages::status.eq(status.as_str()),
+                    messages::updated_at.eq(diesel::dsl::now),
+                    messages::wamid.eq(row.wamid.as_deref()),
+                    messages::lease_until.eq(None::<DateTime<Utc>>),
+                    messages::lease_owner.eq(None::<String>),
+                    messages::sent_at.eq(row.sent_at),
+                    messages::delivered_at.eq(row.delivered_at),
+                    messages::read_at.eq(row.read_at),
+                    messages::failed_at.eq(row.failed_at),
+                ))
                 .execute(conn)
                 .await?;
+            if clear_error {
+                // An attempt got through: the errors of earlier attempts no longer describe it.
+                diesel::update(messages::table.find(message_id))
+                    .set((
+                        messages::next_attempt_at.eq(None::<DateTime<Utc>>),
+                        messages::error_code.eq(None::<i32>),
+                        messages::error_category.eq(None::<String>),
+                        messages::error_can_retry.eq(None::<bool>),
+                        messages::error_explanation.eq(None::<String>),
+                        messages::error_suggested_action.eq(None::<String>),
+                    ))
+                    .execute(conn)
+                    .await?;
+            }
         }
-        return Ok(false);
-    }
-    let now_sent = status.is_sent();
-    diesel::update(messages::table.find(message_id))
-        .set((
-            messages::status.eq(status.as_str()),
-            messages::updated_at.eq(diesel::dsl::now),
-            // A queued or sending row's wamid is that of an attempt that failed (see the
-            // fence above) or this one's: the attempt that got through wins.
-            messages::wamid.eq(if pending {
-                wamid.or(current.wamid.as_deref())
-            } else {
-                current.wamid.as_deref().or(wamid)
-            }),
-            messages::lease_until.eq(None::<DateTime<Utc>>),
-            messages::lease_owner.eq(None::<String>),
-            messages::sent_at.eq(if now_sent {
-                current.sent_at.or(Some(at))
-            } else {
-                current.sent_at
-            }),
-            messages::delivered_at.eq(if status.is_delivered() {
-                current.delivered_at.or(Some(at))
-            } else {
-                current.delivered_at
-            }),
-            messages::read_at.eq(if status == MessageStatus::Read {
-                Some(at)
-            } else {
-                current.read_at
-            }),
-            messages::failed_at.eq(if status == MessageStatus::Failed {
-                Some(at)
-            } else {
-                current.failed_at
-            }),
-        ))
-        .execute(conn)
-        .await?;
-    if now_sent && pending && (current.error_code.is_some() || current.next_attempt_at.is_some()) {
-        // An attempt got through: the errors of earlier attempts no longer describe it.
-        diesel::update(messages::table.find(message_id))
-            .set((
-                messages::next_attempt_at.eq(None::<DateTime<Utc>>),
-                messages::error_code.eq(None::<i32>),
-                messages::error_category.eq(None::<String>),
-                messages::error_can_retry.eq(None::<bool>),
-                messages::error_explanation.eq(None::<String>),
-                messages::error_suggested_action.eq(None::<String>),
-            ))
-            .execute(conn)
-            .await?;
     }
     if status == MessageStatus::Failed {
         let info = error.cloned().unwrap_or_else(|| crate::delivery::knowledge::ErrorInfo {
@@ -149,6 +116,112 @@ async fn apply(
         crate::campaigns::settle_if_done(conn, campaign_id).await?;
     }
     Ok(true)
+}
+
+/// The fields of an outbound message row a status moves, as [`Row::step`] reads and
+/// changes them: [`apply_status`] takes one step and writes it, the webhook's
+/// `statuses::apply_all` takes every step a POST holds for a row and writes the last state.
+#[derive(Clone, Debug)]
+pub(crate) struct Row {
+    pub status: Option<MessageStatus>,
+    pub outbound: bool,
+    pub wamid: Option<String>,
+    pub error_code: Option<i32>,
+    pub next_attempt_at: Option<DateTime<Utc>>,
+    pub sent_at: Option<DateTime<Utc>>,
+    pub delivered_at: Option<DateTime<Utc>>,
+    pub read_at: Option<DateTime<Utc>>,
+    pub failed_at: Option<DateTime<Utc>>,
+}
+
+impl From<&Message> for Row {
+    fn from(m: &Message) -> Self {
+        Row {
+            // A spelling this version does not know ranks lowest, like `scheduled`.
+            status: m.status.parse::<MessageStatus>().ok(),
+            outbound: m.direction == "outbound",
+            wamid: m.wamid.clone(),
+            error_code: m.error_code,
+            next_attempt_at: m.next_attempt_at,
+            sent_at: m.sent_at,
+            delivered_at: m.delivered_at,
+            read_at: m.read_at,
+            failed_at: m.failed_at,
+        }
+    }
+}
+
+/// What one status did to a [`Row`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Step<'a> {
+    /// News of an attempt that failed and was requeued: nothing changes.
+    Fenced,
+    /// Not forward progress (or not outbound): at most the wamid is learnt.
+    Stays { learnt_wamid: Option<&'a str> },
+    /// The row moved to the status; `clear_error`: an attempt got through, the errors of
+    /// earlier attempts (and their next attempt time) are cleared.
+    Moved { clear_error: bool },
+}
+
+impl Row {
+    /// Apply `status` (reported at `at`, for platform message `wamid`) to the row in memory
+    /// by the rules of [`apply_status`]: forward only, a late `delivered` never overwrites
+    /// `read`, `failed` may follow `sent`.
+    pub(crate) fn step<'a>(
+        &mut self,
+        status: MessageStatus,
+        at: DateTime<Utc>,
+        wamid: Option<&'a str>,
+    ) -> Step<'a> {
+        let pending = self.status.is_some_and(MessageStatus::is_pending);
+        // A status of an attempt that failed and was put back in the queue: the row keeps that
+        // attempt's wamid and error until the next attempt is recorded
+        // (`platform_errors::retry_failed_status`). Late news of the failed attempt (or the
+        // dispatcher's own record of it, when the webhook came first) says nothing about the
+        // next one.
+        if pending && self.error_code.is_some() && wamid.is_some() && self.wamid.as_deref() == wamid
+        {
+            return Step::Fenced;
+        }
+        let advances = self
+            .status
+            .map_or(status.rank() > 0, |from| from.advances_to(status));
+        if !self.outbound || !advances {
+            let learnt_wamid = wamid.filter(|_| self.wamid.is_none());
+            if let Some(w) = learnt_wamid {
+                self.wamid = Some(w.to_owned());
+            }
+            return Step::Stays { learnt_wamid };
+        }
+        let now_sent = status.is_sent();
+        // A queued or sending row's wamid is that of an attempt that failed (see the fence
+        // above) or this one's: the attempt that got through wins.
+        self.wamid = if pending {
+            wamid.map(str::to_owned).or(self.wamid.take())
+        } else {
+            self.wamid.take().or(wamid.map(str::to_owned))
+        };
+        if now_sent {
+            self.sent_at = self.sent_at.or(Some(at));
+        }
+        if status.is_delivered() {
+            self.delivered_at = self.delivered_at.or(Some(at));
+        }
+        if status == MessageStatus::Read {
+            self.read_at = Some(at);
+        }
+        if status == MessageStatus::Failed {
+            self.failed_at = Some(at);
+        }
+        let clear_error =
+            now_sent && pending && (self.error_code.is_some() || self.next_attempt_at.is_some());
+        if clear_error {
+            self.error_code = None;
+            self.next_attempt_at = None;
+        }
+        self.status = Some(status);
+        Step::Moved { clear_error }
+    }
 }
 
 /// Learn the wamid of a message that has none (a status without delivery meaning, or

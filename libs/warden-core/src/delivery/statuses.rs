@@ -169,6 +169,23 @@ pub async fn apply(
     policy: &RetryPolicy,
     actor: &str,
 ) -> QueryResult<StatusApplied> {
+    match resolve(s, targets) {
+        Some(resolved) => apply_resolved(c, s, resolved, targets, policy, actor).await,
+        None => Ok(StatusApplied::Ignored),
+    }
+}
+
+/// The outbound message a status is about, found as [`apply`] finds it.
+#[derive(Clone, Copy, Debug)]
+pub struct Resolved {
+    n: usize,
+    /// The status's wamid is written with it (the row's, or learnt now).
+    with_wamid: bool,
+}
+
+/// Find the outbound message of `s` and learn its wamid in `targets` (when the row has none
+/// and no other message holds it: the column is unique). `None`: acknowledged and ignored.
+fn resolve(s: &StatusUpdate<'_>, targets: &mut StatusTargets) -> Option<Resolved> {
     let Some(n) = targets.find(s) else {
         tracing::debug!(
             wamid = %s.wamid,
@@ -176,14 +193,12 @@ pub async fn apply(
             status = s.reported,
             "status of an unknown message; acknowledged and ignored"
         );
-        return Ok(StatusApplied::Ignored);
+        return None;
     };
     if targets.rows[n].direction != "outbound" {
         tracing::debug!(wamid = %s.wamid, "status of a message that is not outbound; ignored");
-        return Ok(StatusApplied::Ignored);
+        return None;
     }
-    // Record the wamid beside the message id when the row has none and no other message
-    // holds it (the column is unique).
     let record_wamid = !s.wamid.is_empty()
         && targets.rows[n].wamid.is_none()
         && !targets.by_wamid.contains_key(s.wamid);
@@ -191,27 +206,251 @@ pub async fn apply(
         targets.rows[n].wamid = Some(s.wamid.to_owned());
         targets.by_wamid.insert(s.wamid.to_owned(), n);
     }
+    // The event's wamid also tells a late status of an attempt that failed and was
+    // requeued from news about the next attempt (outcomes::apply_status); it is written
+    // only when the row has none.
+    let with_wamid = !s.wamid.is_empty() && (record_wamid || targets.rows[n].wamid.is_some());
+    Some(Resolved { n, with_wamid })
+}
+
+/// What [`apply_all`] did with one status of a POST.
+#[derive(Clone, Copy, Debug)]
+pub struct Planned {
+    /// The outbound message it is about (`None`: ignored).
+    pub resolved: Option<Resolved>,
+    /// Applied (or ignored) with the POST's other `sent`/`delivered`/`read` statuses;
+    /// `None`: to apply in its place among the POST's events with [`apply_resolved`] (a
+    /// `failed` status, one without delivery meaning, or another status of their message).
+    pub done: Option<StatusApplied>,
+}
+
+impl StatusTargets {
+    /// The id and customer of a resolved status's message.
+    pub fn message_at(&self, r: &Resolved) -> (Uuid, &str) {
+        let t = &self.rows[r.n];
+        (t.id, t.customer_phone.as_str())
+    }
+}
+
+/// Apply a POST's statuses (in the order the platform sent them) to the messages that only
+/// move forward through `sent`, `delivered` and `read` in it, all at once: their rows
+/// locked in one statement (in id order), each status taken in turn in memory by the rules
+/// of `outcomes::apply_status`, and each row written once in one statement, with its last
+/// state. That is the end state one `apply` per status reaches, in two round trips instead
+/// of two per status and one row version per message instead of one per status. A message
+/// with any other status in the POST (failed, or one without delivery meaning, which have
+/// consequences beyond the row) is left to [`apply_resolved`] in its place: every status of
+/// it, so its statuses keep their order.
+pub async fn apply_all(
+    c: &mut AsyncPgConnection,
+    statuses: &[StatusUpdate<'_>],
+    targets: &mut StatusTargets,
+) -> QueryResult<Vec<Planned>> {
+    let resolved: Vec<Option<Resolved>> = statuses.iter().map(|s| resolve(s, targets)).collect();
+    let foldable = |s: &StatusUpdate<'_>| {
+        matches!(
+            s.status,
+            Some(MessageStatus::Sent | MessageStatus::Delivered | MessageStatus::Read)
+        )
+    };
+    let mut in_place: std::collections::HashSet<usize> = std::collections::HashSet::new();
+    for (s, r) in statuses.iter().zip(&resolved) {
+        if let Some(r) = r
+            && !foldable(s)
+        {
+            in_place.insert(r.n);
+        }
+    }
+    let mut ids: Vec<Uuid> = resolved
+        .iter()
+        .flatten()
+        .filter(|r| !in_place.contains(&r.n))
+        .map(|r| targets.rows[r.n].id)
+        .collect();
+    ids.sort_unstable();
+    ids.dedup();
+    let plan = resolved
+        .iter()
+        .map(|r| Planned {
+            resolved: *r,
+            done: match r {
+                None => Some(StatusApplied::Ignored),
+                Some(r) if in_place.contains(&r.n) => None,
+                Some(_) => Some(StatusApplied::Applied),
+            },
+        })
+        .collect();
+    if ids.is_empty() {
+        return Ok(plan);
+    }
+    let current: Vec<warden_store::models::Message> = messages::table
+        .filter(messages::id.eq_any(&ids))
+        .order(messages::id)
+        .select(warden_store::models::Message::as_select())
+        .for_update()
+        .load(c)
+        .await?;
+    let mut rows: HashMap<Uuid, Folded> = current
+        .iter()
+        .map(|m| {
+            let row = outcomes::Row::from(m);
+            let folded = Folded {
+                before: row.clone(),
+                row,
+                moved: false,
+                clear_error: false,
+                campaign: m.campaign_id,
+            };
+            (m.id, folded)
+        })
+        .collect();
+    for (s, r) in statuses.iter().zip(&resolved) {
+        let Some(r) = r.filter(|r| !in_place.contains(&r.n)) else {
+            continue;
+        };
+        let (Some(status), Some(f)) = (s.status, rows.get_mut(&targets.rows[r.n].id)) else {
+            continue;
+        };
+        let wamid = r.with_wamid.then_some(s.wamid);
+        // Each status keeps its span in the message's trace (written with the batch below).
+        let span = status_span(targets.rows[r.n].id, s);
+        if let Some(headers) = trace_headers(targets.rows[r.n].trace_context.as_ref()) {
+            warden_telemetry::set_parent_from(&span, &headers);
+        }
+        let step = span.in_scope(|| f.row.step(status, s.at, wamid));
+        if let outcomes::Step::Moved { clear_error } = step {
+            f.moved = true;
+            f.clear_error |= clear_error;
+        }
+    }
+    let changed: Vec<(&Uuid, &Folded)> = {
+        let mut v: Vec<_> = rows
+            .iter()
+            .filter(|(_, f)| f.moved || f.row.wamid != f.before.wamid)
+            .collect();
+        v.sort_unstable_by_key(|(id, _)| **id);
+        v
+    };
+    if !changed.is_empty() {
+        let mut cols = FoldedColumns::default();
+        for (id, f) in &changed {
+            cols.push(**id, f);
+        }
+        cols.write(c).await?;
+    }
+    let mut campaigns: Vec<Uuid> = changed
+        .iter()
+        .filter(|(_, f)| f.moved)
+        .filter_map(|(_, f)| f.campaign)
+        .collect();
+    campaigns.sort_unstable();
+    campaigns.dedup();
+    for campaign_id in campaigns {
+        crate::campaigns::settle_if_done(c, campaign_id).await?;
+    }
+    tracing::debug!(
+        messages = ids.len(),
+        written = changed.len(),
+        "statuses applied together"
+    );
+    Ok(plan)
+}
+
+/// One message's row across a POST's statuses.
+struct Folded {
+    before: outcomes::Row,
+    row: outcomes::Row,
+    moved: bool,
+    clear_error: bool,
+    campaign: Option<Uuid>,
+}
+
+/// The rows [`apply_all`] writes, column by column.
+#[derive(Default)]
+struct FoldedColumns {
+    id: Vec<Uuid>,
+    moved: Vec<bool>,
+    status: Vec<Option<&'static str>>,
+    wamid: Vec<Option<String>>,
+    sent_at: Vec<Option<DateTime<Utc>>>,
+    delivered_at: Vec<Option<DateTime<Utc>>>,
+    read_at: Vec<Option<DateTime<Utc>>>,
+    clear_error: Vec<bool>,
+}
+
+impl FoldedColumns {
+    fn push(&mut self, id: Uuid, f: &Folded) {
+        self.id.push(id);
+        self.moved.push(f.moved);
+        self.status.push(f.row.status.map(MessageStatus::as_str));
+        self.wamid.push(f.row.wamid.clone());
+        self.sent_at.push(f.row.sent_at);
+        self.delivered_at.push(f.row.delivered_at);
+        self.read_at.push(f.row.read_at);
+        self.clear_error.push(f.clear_error);
+    }
+
+    /// What a moved row gets from `outcomes::apply_status` (status, wamid, times, the lease
+    /// cleared, earlier attempts' errors cleared when this one got through); a row that only
+    /// learnt its wamid, only that.
+    async fn write(self, c: &mut AsyncPgConnection) -> QueryResult<()> {
+        use diesel::sql_types::{Array, Bool, Nullable, Text, Timestamptz};
+        diesel::sql_query(
+            "UPDATE messages m
+                SET status = CASE WHEN u.moved THEN u.status ELSE m.status END,
+                    updated_at = CASE WHEN u.moved THEN now() ELSE m.updated_at END,
+                    wamid = u.wamid,
+                    lease_until = CASE WHEN u.moved THEN NULL ELSE m.lease_until END,
+                    lease_owner = CASE WHEN u.moved THEN NULL ELSE m.lease_owner END,
+                    sent_at = u.sent_at, delivered_at = u.delivered_at, read_at = u.read_at,
+                    next_attempt_at = CASE WHEN u.clear THEN NULL ELSE m.next_attempt_at END,
+                    error_code = CASE WHEN u.clear THEN NULL ELSE m.error_code END,
+                    error_category = CASE WHEN u.clear THEN NULL ELSE m.error_category END,
+                    error_can_retry = CASE WHEN u.clear THEN NULL ELSE m.error_can_retry END,
+                    error_explanation = CASE WHEN u.clear THEN NULL ELSE m.error_explanation END,
+                    error_suggested_action =
+                        CASE WHEN u.clear THEN NULL ELSE m.error_suggested_action END
+               FROM unnest($1::uuid[], $2::bool[], $3::text[], $4::text[], $5::timestamptz[],
+                           $6::timestamptz[], $7::timestamptz[], $8::bool[])
+                    AS u(id, moved, status, wamid, sent_at, delivered_at, read_at, clear)
+              WHERE m.id = u.id",
+        )
+        .bind::<Array<diesel::sql_types::Uuid>, _>(&self.id)
+        .bind::<Array<Bool>, _>(&self.moved)
+        .bind::<Array<Nullable<Text>>, _>(&self.status)
+        .bind::<Array<Nullable<Text>>, _>(&self.wamid)
+        .bind::<Array<Nullable<Timestamptz>>, _>(&self.sent_at)
+        .bind::<Array<Nullable<Timestamptz>>, _>(&self.delivered_at)
+        .bind::<Array<Nullable<Timestamptz>>, _>(&self.read_at)
+        .bind::<Array<Bool>, _>(&self.clear_error)
+        .execute(c)
+        .await?;
+        Ok(())
+    }
+}
+
+/// Apply one status [`resolve`]d before (see [`apply`]).
+pub async fn apply_resolved(
+    c: &mut AsyncPgConnection,
+    s: &StatusUpdate<'_>,
+    resolved: Resolved,
+    targets: &StatusTargets,
+    policy: &RetryPolicy,
+    actor: &str,
+) -> QueryResult<StatusApplied> {
+    let Resolved { n, with_wamid } = resolved;
     let target = &targets.rows[n];
     let explanation = s
         .error_code
         .filter(|_| s.is_failed())
         .and_then(|code| targets.explanations.get(&code));
 
-    let span = tracing::info_span!(
-        "webhook.status_update",
-        message_id = %target.id,
-        status = s.reported,
-        error_code = s.error_code,
-    );
+    let span = status_span(target.id, s);
     if let Some(headers) = trace_headers(target.trace_context.as_ref()) {
         warden_telemetry::set_parent_from(&span, &headers);
     }
     let message_id = target.id;
-    // The event's wamid also tells a late status of an attempt that failed and was
-    // requeued from news about the next attempt (outcomes::apply_status); it is written
-    // only when the row has none.
-    let wamid =
-        (!s.wamid.is_empty() && (record_wamid || target.wamid.is_some())).then_some(s.wamid);
+    let wamid = with_wamid.then_some(s.wamid);
     let phone = warden_rules::bsuid::customer_key(&target.customer_phone).ok();
     async {
         let mut error = explanation.map(ErrorInfo::from);
@@ -273,6 +512,15 @@ pub async fn apply(
     }
     .instrument(span)
     .await
+}
+
+fn status_span(message_id: Uuid, s: &StatusUpdate<'_>) -> tracing::Span {
+    tracing::info_span!(
+        "webhook.status_update",
+        message_id = %message_id,
+        status = s.reported,
+        error_code = s.error_code,
+    )
 }
 
 /// The W3C trace context stored with a message (`{"traceparent": ..., "tracestate": ...}`).

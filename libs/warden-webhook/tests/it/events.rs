@@ -221,6 +221,108 @@ async fn statuses_move_forward_only_and_record_the_wamid() {
         .await;
 }
 
+/// What a status leaves on a message row (times as whether they are set).
+async fn row_state(c: &mut AsyncPgConnection, id: Uuid) -> String {
+    text(
+        c,
+        &format!(
+            "SELECT status || '|' || coalesce(wamid, '-') || '|' || (sent_at IS NOT NULL)::text
+                    || '|' || (delivered_at IS NOT NULL)::text || '|' || (read_at IS NOT NULL)::text
+                    || '|' || (failed_at IS NOT NULL)::text || '|' || coalesce(error_code::text, '-')
+                    || '|' || (next_attempt_at IS NOT NULL)::text || '|' || (lease_owner IS NOT NULL)::text AS v
+             FROM messages WHERE id = '{id}'"
+        ),
+    )
+    .await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_posts_statuses_applied_together_leave_the_rows_one_post_per_status_would() {
+    // The webhook applies a POST's sent/delivered/read statuses together (each row locked
+    // and written once); a failed status and every other status of its message in place.
+    // The same statuses, one POST each on one set of messages and all in one POST on a
+    // copy of them, must leave the same rows.
+    let h = Harness::start().await;
+    let mut c = h.conn().await;
+    // (initial status, initial wamid?, earlier attempt's error?, statuses in platform order)
+    let cases: &[(&str, bool, bool, &[&str])] = &[
+        ("sending", false, false, &["sent", "delivered", "read"]),
+        ("sending", false, false, &["read", "sent", "delivered"]),
+        (
+            "sent",
+            true,
+            false,
+            &["delivered", "sent", "read", "delivered"],
+        ),
+        ("queued", false, true, &["sent", "delivered"]),
+        ("sending", false, false, &["sent", "failed"]),
+        ("sending", false, false, &["delivered", "failed", "read"]),
+        ("read", true, false, &["delivered", "sent"]),
+        ("sending", false, false, &["deleted", "delivered"]),
+    ];
+    let mut pairs = Vec::new();
+    let mut one_post = Vec::new();
+    for (initial, with_wamid, errored, statuses) in cases {
+        let to = phone();
+        let (mut ids, mut initial_wamids) = (Vec::new(), Vec::new());
+        for _ in 0..2 {
+            let w = with_wamid.then(wamid);
+            let id = outbound_message(&mut c, &to, initial, w.as_deref(), None).await;
+            initial_wamids.push(w.unwrap_or_default());
+            if *errored {
+                diesel::sql_query(
+                    "UPDATE messages SET error_code = 131000, error_category = 'platform',
+                            next_attempt_at = now() - interval '1 second', lease_owner = 'd1'
+                      WHERE id = $1",
+                )
+                .bind::<SqlUuid, _>(id)
+                .execute(&mut c)
+                .await
+                .unwrap();
+            }
+            ids.push(id);
+        }
+        let (single, batched) = (ids[0], ids[1]);
+        let (ws, wb) = (wamid(), wamid());
+        let item = |w: &str, id: Uuid, st: &str| {
+            let error = (st == "failed").then(|| platform_error(131026));
+            status_item(w, st, &to, Some(&id.to_string()), error)
+        };
+        for st in *statuses {
+            h.deliver(&envelope(vec![statuses_change(vec![item(
+                &ws, single, st,
+            )])]))
+            .await;
+        }
+        one_post.extend(statuses.iter().map(|st| item(&wb, batched, st)));
+        pairs.push((single, batched, ws, wb, initial_wamids));
+    }
+    h.deliver(&envelope(vec![statuses_change(one_post)])).await;
+    for (single, batched, ws, wb, initial) in pairs {
+        let (mut a, mut b) = (
+            row_state(&mut c, single).await,
+            row_state(&mut c, batched).await,
+        );
+        // The wamids differ between the two copies: compared by which one each row kept.
+        for (row, (w, first)) in [(&mut a, (&ws, &initial[0])), (&mut b, (&wb, &initial[1]))] {
+            *row = row.replace(w.as_str(), "W");
+            if !first.is_empty() {
+                *row = row.replace(first.as_str(), "W0");
+            }
+        }
+        assert_eq!(a, b, "one POST per status vs one POST");
+    }
+    // Every status carried pricing: one row per message, as the last report said.
+    assert_eq!(
+        count(&mut c, "SELECT count(*) AS n FROM message_pricing").await,
+        count(
+            &mut c,
+            "SELECT count(DISTINCT message_id) AS n FROM message_pricing WHERE billable AND category = 'marketing'"
+        )
+        .await
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn platform_errors_record_opt_out_and_marketing_limit() {
     let h = Harness::start().await;
