@@ -131,6 +131,8 @@ struct Inner {
     senders: warden_settings::Senders,
     windows: WindowCache,
     clock: Clock,
+    /// Published marks written behind the sends' answers.
+    marks: delivery::outbox::Marks,
 }
 
 /// Where the send path reads the time (tests move it; see [`Core::with_clock`]).
@@ -154,6 +156,7 @@ impl Core {
                 senders,
                 windows,
                 clock: Arc::new(Utc::now),
+                marks: Default::default(),
             }),
             actor,
         }
@@ -181,6 +184,9 @@ impl Core {
     }
     pub fn pg(&self) -> &PgPool {
         &self.inner.deps.pg
+    }
+    pub(crate) fn marks(&self) -> &delivery::outbox::Marks {
+        &self.inner.marks
     }
     pub fn settings(&self) -> &Settings {
         &self.inner.deps.settings

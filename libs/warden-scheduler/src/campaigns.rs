@@ -3,7 +3,11 @@
 //! loop, the batching, the budget and the metrics.
 
 use std::collections::HashSet;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicU8, Ordering};
 use std::time::Instant;
+
+use futures::StreamExt;
 
 use chrono::{DateTime, Utc};
 use uuid::Uuid;
@@ -204,56 +208,78 @@ async fn run_campaign(
     }
 }
 
+/// Chunks of one page sent at once. Each chunk reads the campaign's status before it
+/// starts, so after pause_campaign / cancel_campaign answers at most this many chunks are
+/// still queued: together [`FANOUT_BATCH`] recipients, the documented pause bound.
+const CHUNKS_IN_FLIGHT: usize = 2;
+
+/// Why a page's remaining chunks are not sent.
+const GOING: u8 = 0;
+const HALTED: u8 = 1;
+const UNAVAILABLE: u8 = 2;
+
 /// Send one page through the batched send path (`Core::send_batch`) in chunks of
-/// [`FANOUT_BATCH`], one transaction each. Before each chunk the campaign's status is
-/// read (and the lease renewed): a pause or cancel stops the page before the next chunk,
-/// so at most one chunk is queued after pause_campaign / cancel_campaign answers.
+/// [`FANOUT_BATCH`] / [`CHUNKS_IN_FLIGHT`], one transaction each, that many at once (two
+/// chunks keep both the database and this process busy; their customers differ, so they
+/// never wait on each other's locks). Before each chunk the campaign's status is read (and
+/// the lease renewed): a pause or cancel stops the page before the next chunk, so at most
+/// [`FANOUT_BATCH`] recipients are queued after pause_campaign / cancel_campaign answers.
 async fn send_page(
     s: &Scheduler,
     lease: &Lease,
     plan: &RecipientPlan,
     recipients: Vec<PhoneNumber>,
 ) -> PageOutcome {
-    let mut results: Vec<Slot> = Vec::with_capacity(recipients.len());
-    let mut stopped_by = None;
-    let mut stop = false;
-    let mut rest = recipients.into_iter().peekable();
-    while rest.peek().is_some() {
-        let batch: Vec<PhoneNumber> = rest.by_ref().take(FANOUT_BATCH).collect();
-        let go = if stop || s.is_stopping() {
-            false
-        } else {
+    let halt = AtomicU8::new(GOING);
+    let stopped_by = Mutex::new(None);
+    let chunk_results: Vec<Vec<Slot>> = futures::stream::iter(
+        recipients
+            .chunks(FANOUT_BATCH / CHUNKS_IN_FLIGHT)
+            .map(<[PhoneNumber]>::to_vec),
+    )
+    .map(|batch| {
+        let (halt, stopped_by) = (&halt, &stopped_by);
+        async move {
+            let not_sent = |slot: fn() -> Slot| batch.iter().map(|_| slot()).collect::<Vec<_>>();
+            match halt.load(Ordering::Acquire) {
+                UNAVAILABLE => return not_sent(|| Slot::Sent(RecipientOutcome::Unavailable)),
+                HALTED => return not_sent(|| Slot::Skipped),
+                _ if s.is_stopping() => return not_sent(|| Slot::Skipped),
+                _ => {}
+            }
             match fanout::renew(s.core().pg(), plan.campaign_id, lease).await {
-                Ok(Some(st)) if st.is_sending() => true,
+                Ok(Some(st)) if st.is_sending() => {}
                 Ok(other) => {
                     let why = other.map_or("lease lost", CampaignStatus::as_str);
                     tracing::info!(campaign_id = %plan.campaign_id, status = why, "campaign paused, cancelled or taken over: its sends stop");
-                    stopped_by = Some(other.map_or(StoppedBy::LeaseLost, StoppedBy::Status));
-                    false
+                    let mut first = stopped_by.lock().expect("not poisoned");
+                    first.get_or_insert(other.map_or(StoppedBy::LeaseLost, StoppedBy::Status));
+                    let _ = halt.compare_exchange(GOING, HALTED, Ordering::AcqRel, Ordering::Acquire);
+                    return not_sent(|| Slot::Skipped);
                 }
                 Err(e) => {
                     tracing::warn!(campaign_id = %plan.campaign_id, error = %e, "campaign status unreadable: its sends stop");
-                    let unavailable = || Slot::Sent(RecipientOutcome::Unavailable);
-                    results.extend(batch.iter().map(|_| unavailable()));
-                    results.extend(rest.by_ref().map(|_| unavailable()));
-                    break;
+                    halt.store(UNAVAILABLE, Ordering::Release);
+                    return not_sent(|| Slot::Sent(RecipientOutcome::Unavailable));
                 }
             }
-        };
-        if !go {
-            results.extend(batch.iter().map(|_| Slot::Skipped));
-            results.extend(rest.by_ref().map(|_| Slot::Skipped));
-            break;
+            let sent = fanout::send_chunk(s.recipient_core(), plan, batch).await;
+            if sent.iter().any(|o| {
+                matches!(
+                    o,
+                    RecipientOutcome::Unavailable | RecipientOutcome::CampaignPaused
+                )
+            }) {
+                let _ = halt.compare_exchange(GOING, HALTED, Ordering::AcqRel, Ordering::Acquire);
+            }
+            sent.into_iter().map(Slot::Sent).collect()
         }
-        let sent = fanout::send_chunk(s.recipient_core(), plan, batch).await;
-        stop = sent.iter().any(|o| {
-            matches!(
-                o,
-                RecipientOutcome::Unavailable | RecipientOutcome::CampaignPaused
-            )
-        });
-        results.extend(sent.into_iter().map(Slot::Sent));
-    }
+    })
+    .buffered(CHUNKS_IN_FLIGHT)
+    .collect()
+    .await;
+    let results = chunk_results.into_iter().flatten();
+    let stopped_by = stopped_by.into_inner().expect("not poisoned");
     let mut out = PageOutcome {
         stopped_by,
         ..PageOutcome::default()

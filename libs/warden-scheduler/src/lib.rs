@@ -21,9 +21,9 @@
 //!    ("campaign cancelled"); resumed campaigns get their held (queued) messages republished.
 //! 4. **Campaign fan-out** — a running campaign is claimed with a lease; its audience is read
 //!    in keyset pages (`customers.phone > audience_cursor`, filtered in SQL) and every
-//!    recipient goes through `Core::send`, in batches of
-//!    `warden_core::campaigns::FANOUT_BATCH` (128) sent in parallel; the campaign's status
-//!    is read before each batch, so a pause or cancel stops it within one batch. A
+//!    recipient goes through the batched send path (`Core::send_batch`), in chunks of 64,
+//!    two at once; the campaign's status is read before each chunk, so a pause or cancel
+//!    stops it within `warden_core::campaigns::FANOUT_BATCH` (128) recipients. A
 //!    cancelled campaign's never-queued recipients are then counted as cancelled. The cursor advances after
 //!    each complete page; recipients that already have a message of this campaign are
 //!    excluded by the page query itself, so a resumed or taken-over campaign never gives

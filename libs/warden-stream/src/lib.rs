@@ -164,6 +164,21 @@ impl DeliveryStream {
         dedupe_id: &str,
         trace: &HashMap<String, String>,
     ) -> Result<PublishOutcome, StreamError> {
+        self.hand_off(job, dedupe_id, trace)
+            .await?
+            .acknowledged()
+            .await
+    }
+
+    /// [`DeliveryStream::publish_as`] without waiting for the stream: the job is handed to the
+    /// client (written to NATS in order with everything published before it), and the
+    /// returned [`PendingAck`] resolves when the stream has stored it.
+    pub async fn hand_off(
+        &self,
+        job: &DeliveryJob,
+        dedupe_id: &str,
+        trace: &HashMap<String, String>,
+    ) -> Result<PendingAck, StreamError> {
         let subject = self.subject(&job.channel);
         let mut headers = HeaderMap::new();
         headers.insert("Nats-Msg-Id", dedupe_id);
@@ -171,24 +186,23 @@ impl DeliveryStream {
             headers.insert(k.as_str(), v.as_str());
         }
         let payload = serde_json::to_vec(job).expect("job serialises");
-        let publish_err = |reason: String| StreamError::Publish {
-            subject: subject.clone(),
-            reason,
-        };
-        let ack = tokio::time::timeout(Duration::from_secs(5), async {
+        let handed = tokio::time::timeout(
+            ACK_WAIT,
             self.jetstream
-                .publish_with_headers(subject.clone(), headers, payload.into())
-                .await
-                .map_err(|e| publish_err(e.to_string()))?
-                .await
-                .map_err(|e| publish_err(e.to_string()))
-        })
-        .await
-        .map_err(|_| publish_err("no ack within 5s".into()))??;
-        Ok(PublishOutcome {
-            sequence: ack.sequence,
-            duplicate: ack.duplicate,
-        })
+                .publish_with_headers(subject.clone(), headers, payload.into()),
+        )
+        .await;
+        let ack = match handed {
+            Ok(Ok(ack)) => ack,
+            Ok(Err(e)) => return Err(publish_error(&subject, e.to_string())),
+            Err(_) => {
+                return Err(publish_error(
+                    &subject,
+                    "not handed to NATS within 5s".into(),
+                ));
+            }
+        };
+        Ok(PendingAck { subject, ack })
     }
 
     /// Trace context headers of a received message, as a map.
@@ -210,4 +224,35 @@ pub struct PublishOutcome {
     pub sequence: u64,
     /// JetStream recognised the `Nats-Msg-Id` inside the duplicate window.
     pub duplicate: bool,
+}
+
+/// How long a publish may wait for the stream (hand-off, then acknowledgement).
+const ACK_WAIT: Duration = Duration::from_secs(5);
+
+fn publish_error(subject: &str, reason: String) -> StreamError {
+    StreamError::Publish {
+        subject: subject.to_string(),
+        reason,
+    }
+}
+
+/// A job handed to NATS whose stream acknowledgement has not been read yet.
+pub struct PendingAck {
+    subject: String,
+    ack: async_nats::jetstream::context::PublishAckFuture,
+}
+
+impl PendingAck {
+    /// Wait (at most 5 s) until the stream has stored the job, or says why it did not.
+    pub async fn acknowledged(self) -> Result<PublishOutcome, StreamError> {
+        let subject = self.subject;
+        let ack = tokio::time::timeout(ACK_WAIT, self.ack.into_future())
+            .await
+            .map_err(|_| publish_error(&subject, "no ack within 5s".into()))?
+            .map_err(|e| publish_error(&subject, e.to_string()))?;
+        Ok(PublishOutcome {
+            sequence: ack.sequence,
+            duplicate: ack.duplicate,
+        })
+    }
 }

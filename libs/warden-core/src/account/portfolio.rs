@@ -190,25 +190,50 @@ async fn reached_since(
     .await
 }
 
+/// What [`admit`] needs to know before it decides: when the customer was last reached by
+/// the portfolio, and whether a finite limit is known (only then is there anything to
+/// count). One statement, so the send path reads it in the round trip of the customer's lock.
+#[derive(QueryableByName, Clone, Copy, Debug)]
+pub(crate) struct ReachFacts {
+    #[diesel(sql_type = Nullable<Timestamptz>)]
+    last: Option<DateTime<Utc>>,
+    #[diesel(sql_type = diesel::sql_types::Bool)]
+    finite: bool,
+}
+
+pub(crate) async fn reach_facts(
+    mut conn: &AsyncPgConnection,
+    portfolio: &str,
+    phone: &PhoneNumber,
+) -> QueryResult<ReachFacts> {
+    diesel::sql_query(
+        "SELECT (SELECT reached_at FROM portfolio_reach
+                  WHERE portfolio = $1 AND customer_phone = $2) AS last,
+                EXISTS (SELECT 1 FROM portfolio_limit
+                         WHERE portfolio = $1 AND tier IS NOT NULL
+                           AND unique_users IS NOT NULL) AS finite",
+    )
+    .bind::<Text, _>(portfolio.to_string())
+    .bind::<Text, _>(phone.digits().to_string())
+    .get_result(&mut conn)
+    .await
+}
+
 /// Inside the send transaction (the customer row locked): may a business-initiated message
 /// to `phone` be accepted at `now`? `Some(refusal)` when the limit is reached and the
 /// customer was not reached in the last 24 h; otherwise the customer is recorded as reached
-/// by `message_id` and `None` is returned.
+/// by `message_id` and `None` is returned. `facts`: [`reach_facts`], read in this
+/// transaction after the customer's lock.
 pub(crate) async fn admit(
     conn: &mut AsyncPgConnection,
     portfolio: &str,
     phone: &PhoneNumber,
     message_id: Uuid,
     now: DateTime<Utc>,
+    facts: ReachFacts,
 ) -> QueryResult<Option<Decision>> {
-    let last: Option<DateTime<Utc>> = warden_store::schema::portfolio_reach::table
-        .find((portfolio, phone.digits()))
-        .select(warden_store::schema::portfolio_reach::reached_at)
-        .first(conn)
-        .await
-        .optional()?;
-    let already = last.is_some_and(|t| t > now - WINDOW);
-    if !already {
+    let already = facts.last.is_some_and(|t| t > now - WINDOW);
+    if !already && facts.finite {
         // The row lock that orders new customers (see the module docs). Only a finite limit
         // needs it; an unknown or unlimited one counts nothing.
         let locked: Option<Users> = diesel::sql_query(

@@ -34,11 +34,11 @@ pub struct Protection {
 }
 
 /// The protection of the sender stored as `sender`, if any.
-pub async fn of(conn: &mut AsyncPgConnection, sender: &str) -> QueryResult<Option<Protection>> {
+pub async fn of(mut conn: &AsyncPgConnection, sender: &str) -> QueryResult<Option<Protection>> {
     sender_protection::table
         .find(sender)
         .select(Protection::as_select())
-        .first(conn)
+        .first(&mut conn)
         .await
         .optional()
 }

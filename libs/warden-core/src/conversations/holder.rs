@@ -403,9 +403,9 @@ impl Core {
     ) -> Result<HolderView, CoreError> {
         let keys = self.sender_keys(from)?;
         let phone = self.customer(phone).await?;
-        let mut conn = self.pg().get().await?;
+        let conn = self.pg().get().await?;
         let conv = super::find(
-            &mut conn,
+            &conn,
             phone.digits(),
             warden_settings::DEFAULT_CHANNEL,
             &keys.sender,

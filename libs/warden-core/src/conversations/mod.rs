@@ -81,7 +81,7 @@ impl ConversationView {
 
 /// The conversation of a customer with one sender (its stored key) on a channel.
 pub async fn find(
-    conn: &mut AsyncPgConnection,
+    mut conn: &AsyncPgConnection,
     phone: &str,
     channel: &str,
     sender: &str,
@@ -91,7 +91,7 @@ pub async fn find(
         .filter(conversations::channel.eq(channel))
         .filter(conversations::sender_id.eq(sender))
         .select(Conversation::as_select())
-        .first(conn)
+        .first(&mut conn)
         .await
         .optional()
 }
@@ -371,8 +371,8 @@ impl Core {
         if let Some(cached) = self.windows().get(phone.digits(), channel, sender).await {
             return Ok(cached.view(phone.digits(), channel, now));
         }
-        let mut conn = self.pg().get().await?;
-        let row = find(&mut conn, phone.digits(), channel, sender).await?;
+        let conn = self.pg().get().await?;
+        let row = find(&conn, phone.digits(), channel, sender).await?;
         if let Some(conv) = &row {
             self.windows().put(conv).await;
         }

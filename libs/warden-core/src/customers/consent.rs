@@ -34,26 +34,46 @@ impl Consent {
 
 /// The consent `customer` gave the business stored as `business`.
 pub async fn of(
-    conn: &mut AsyncPgConnection,
+    conn: &AsyncPgConnection,
     business: &str,
     customer: &Customer,
 ) -> QueryResult<Consent> {
+    let stored = stored(conn, business, &customer.phone).await?;
+    Ok(resolve(business, customer, stored))
+}
+
+/// The `business_consent` row of a business other than the default one (none for the
+/// default business: its consent is on the customer row). Reads nothing but that row, so
+/// the send path can read it in the same round trip as the customer's lock.
+pub async fn stored(
+    mut conn: &AsyncPgConnection,
+    business: &str,
+    phone: &str,
+) -> QueryResult<Option<Consent>> {
     if is_default_key(business) {
-        return Ok(Consent::of_customer(customer));
+        return Ok(None);
     }
-    let row: Option<Consent> = business_consent::table
-        .find((business, &customer.phone))
+    Ok(business_consent::table
+        .find((business, phone))
         .select(Stored::as_select())
-        .first::<Stored>(conn)
+        .first::<Stored>(&mut conn)
         .await
         .optional()?
-        .map(Consent::from);
-    Ok(row.unwrap_or(Consent {
+        .map(Consent::from))
+}
+
+/// The consent of `customer` to `business` from its [`stored`] row: the customer row's
+/// for the default business, the stored row's or (none stored) opted in for another.
+pub fn resolve(business: &str, customer: &Customer, stored: Option<Consent>) -> Consent {
+    if is_default_key(business) {
+        return Consent::of_customer(customer);
+    }
+    stored.unwrap_or(Consent {
         marketing: true,
         utility: true,
         changed_at: None,
         reason: None,
-    }))
+    })
 }
 
 /// [`of`] for many customers in one query (the batched send path): each customer's

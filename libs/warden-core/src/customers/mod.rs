@@ -51,16 +51,27 @@ pub async fn ensure(conn: &mut AsyncPgConnection, phone: &PhoneNumber) -> QueryR
 /// Create if missing and lock the row for the rest of the transaction: serialises
 /// concurrent sends to one customer so the frequency cap cannot be passed together.
 pub async fn ensure_locked(
-    conn: &mut AsyncPgConnection,
+    mut conn: &AsyncPgConnection,
     phone: &PhoneNumber,
 ) -> QueryResult<Customer> {
-    ensure(conn, phone).await?;
-    customers::table
-        .find(phone.digits())
+    // Both statements go out at once (pipelined on the connection, run in this order), so
+    // a caller can pipeline its reads behind the lock: they run after it, on fresh
+    // snapshots (read committed), and so see what the lock's previous holder committed.
+    let insert = diesel::insert_into(customers::table)
+        .values((
+            customers::phone.eq(phone.digits().to_string()),
+            customers::country.eq(phone.pricing_country().to_string()),
+        ))
+        .on_conflict(customers::phone)
+        .do_nothing()
+        .execute(&mut conn);
+    let lock = customers::table
+        .find(phone.digits().to_string())
         .select(Customer::as_select())
         .for_update()
-        .first(conn)
-        .await
+        .first(&mut conn);
+    let (_, customer) = futures::try_join!(insert, lock)?;
+    Ok(customer)
 }
 
 pub async fn find(

@@ -3,20 +3,24 @@
 //! longer in the stream), held while their campaign was paused, or accepted by a campaign
 //! page that publishes its messages together — and the publishing of many at once.
 //!
-//! [`Core::send`] publishes one message per call (right after its commit, then one UPDATE
-//! of published_at — a second commit per message); for a campaign page that costs about
-//! as much as the send itself. [`publish`] is the batch form of `Core::publish`, nothing
-//! more: the same job, the same de-duplication id ([`crate::send::dedupe_id`]) and the
-//! trace context the send stored, then published_at set for all of them in one statement.
+//! [`Core::send`] answers once its commit is done and the message is handed to NATS; the
+//! stream's acknowledgement and the published mark come behind the answer ([`Marks`]: the
+//! marks of many sends in one statement), so a send costs one commit. [`publish`] is the
+//! batch form of `Core::publish`, nothing more: the same job, the same de-duplication id
+//! ([`crate::send::dedupe_id`]) and the trace context the send stored, then published_at
+//! set for all of them in one statement.
 //!
 //! The de-duplication id is computed from the row as it was read ([`Pending`]: retry
 //! count, previous published_at), not re-read at publish time: two schedulers that read
 //! the same row state publish under the same id and the stream keeps one copy, even when
 //! one of them has already marked the row published by the time the other publishes. A
 //! message that fails to publish stays queued and unpublished; the relay publishes it
-//! later, exactly as after a failed `Core::send` publish.
+//! later, exactly as after a failed `Core::send` publish — and so does one whose mark was
+//! lost with its process: the relay's republish carries the same id, which the stream's
+//! duplicate window drops.
 
 use std::collections::HashMap;
+use std::sync::OnceLock;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
@@ -26,6 +30,7 @@ use diesel::sql_types::{
 };
 use diesel_async::RunQueryDsl;
 use futures::StreamExt;
+use tokio::sync::mpsc;
 use uuid::Uuid;
 use warden_rules::campaign_status::CampaignStatus;
 use warden_store::PgPool;
@@ -218,4 +223,52 @@ async fn mark_published(pg: &PgPool, ids: &[Uuid]) -> Result<usize, CoreError> {
             .bind::<Array<SqlUuid>, _>(ids.to_vec())
     })
     .await
+}
+
+/// At most this many published marks in one statement.
+const MARKS_PER_STATEMENT: usize = 1_000;
+
+/// The published marks of single sends, written behind their answers: acknowledged
+/// messages queue here and one task marks all that are waiting in one statement. A mark
+/// applies only to the row as it was published (still unmarked, same retry count): a row
+/// sent back to `queued` for a retry in the meantime keeps its NULL for the relay.
+#[derive(Default)]
+pub(crate) struct Marks {
+    queue: OnceLock<mpsc::UnboundedSender<(Uuid, i32)>>,
+}
+
+impl Marks {
+    /// Mark `message_id` (published with `retry_count`) published, soon.
+    pub(crate) fn mark(&self, pg: &PgPool, message_id: Uuid, retry_count: i32) {
+        let queue = self.queue.get_or_init(|| {
+            let (tx, rx) = mpsc::unbounded_channel();
+            tokio::spawn(write_marks(pg.clone(), rx));
+            tx
+        });
+        // The task lives as long as the core; a closed queue means the runtime is going away.
+        let _ = queue.send((message_id, retry_count));
+    }
+}
+
+async fn write_marks(pg: PgPool, mut rx: mpsc::UnboundedReceiver<(Uuid, i32)>) {
+    let mut batch = Vec::with_capacity(MARKS_PER_STATEMENT);
+    while rx.recv_many(&mut batch, MARKS_PER_STATEMENT).await > 0 {
+        let (ids, retries): (Vec<Uuid>, Vec<i32>) = batch.drain(..).unzip();
+        let marked = db::execute(&pg, "outbox_mark_acknowledged", || {
+            diesel::sql_query(
+                "UPDATE messages m SET published_at = now()
+                   FROM unnest($1::uuid[], $2::int[]) AS p(id, retry_count)
+                  WHERE m.id = p.id AND m.retry_count = p.retry_count
+                    AND m.published_at IS NULL",
+            )
+            .into_boxed()
+            .bind::<Array<SqlUuid>, _>(ids.clone())
+            .bind::<Array<Int4>, _>(retries.clone())
+        })
+        .await;
+        if let Err(err) = marked {
+            // Unmarked rows are the relay's: it republishes them under the same id.
+            tracing::warn!(messages = ids.len(), error = %err, "published marks not written; the relay republishes those messages");
+        }
+    }
 }

@@ -149,7 +149,7 @@ pub async fn record_sent(
                 .last_inbound_at
                 .is_some_and(|t| t + warden_rules::window::CARE_WINDOW > Utc::now());
             return Ok(if open {
-                crate::conversations::find(&mut conn, phone, channel, sender).await?
+                crate::conversations::find(&conn, phone, channel, sender).await?
             } else {
                 None
             });

@@ -124,7 +124,7 @@ pub async fn schedule_message_keyed(
         .await
         .map_err(DbError::from)?
     {
-        let consent = crate::customers::consent::of(&mut conn, &req.sender.business, &customer)
+        let consent = crate::customers::consent::of(&conn, &req.sender.business, &customer)
             .await
             .map_err(DbError::from)?;
         if let Some(refusal) = warden_rules::compliance::opt_out_refusal(

@@ -12,7 +12,7 @@ use warden_store::schema::message_actors;
 /// Record `actor` as the creator of `message_id`, in the caller's transaction. The first
 /// writer stays: a retry or a scheduled row coming due keeps who asked for it.
 pub(crate) async fn record(
-    conn: &mut AsyncPgConnection,
+    mut conn: &AsyncPgConnection,
     message_id: Uuid,
     actor: &str,
 ) -> QueryResult<()> {
@@ -22,7 +22,7 @@ pub(crate) async fn record(
             message_actors::actor.eq(actor),
         ))
         .on_conflict_do_nothing()
-        .execute(conn)
+        .execute(&mut conn)
         .await
         .map(|_| ())
 }

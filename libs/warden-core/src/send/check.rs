@@ -150,7 +150,7 @@ impl Core {
         let mut conn = self.pg().get().await?;
         let customer = customers::find(&mut conn, phone).await?;
         let (count, oldest) = recent_count(
-            &mut conn,
+            &conn,
             self.policies(),
             (&keys.business, phone.digits()),
             Category::Marketing,

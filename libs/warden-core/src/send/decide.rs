@@ -19,11 +19,32 @@ use warden_store::schema::message_frequencies;
 /// inside the policy's window (caps count across the business's numbers), and the oldest of
 /// them. A platform 131049 in the last 24 h counts as a full marketing cap.
 pub(super) async fn recent_count(
-    conn: &mut AsyncPgConnection,
+    conn: &AsyncPgConnection,
     policies: &PolicySet,
     (business, phone): (&str, &str),
     category: Category,
     customer: Option<&Customer>,
+    now: DateTime<Utc>,
+    exclude: Option<Uuid>,
+) -> QueryResult<(u32, Option<DateTime<Utc>>)> {
+    let counted = counted(conn, policies, (business, phone), category, now, exclude).await?;
+    let customer = customer.map(CustomerFacts::from);
+    Ok(counting_platform_hold(
+        policies,
+        category,
+        customer.as_ref(),
+        counted,
+        now,
+    ))
+}
+
+/// [`recent_count`]'s read alone (no platform hold): it needs nothing of the customer row,
+/// so the send path reads it in the same round trip as the customer's lock.
+pub(super) async fn counted(
+    mut conn: &AsyncPgConnection,
+    policies: &PolicySet,
+    (business, phone): (&str, &str),
+    category: Category,
     now: DateTime<Utc>,
     exclude: Option<Uuid>,
 ) -> QueryResult<(u32, Option<DateTime<Utc>>)> {
@@ -42,16 +63,9 @@ pub(super) async fn recent_count(
             diesel::dsl::count_star(),
             diesel::dsl::min(message_frequencies::counted_at),
         ))
-        .first(conn)
+        .first(&mut conn)
         .await?;
-    let customer = customer.map(CustomerFacts::from);
-    Ok(counting_platform_hold(
-        policies,
-        category,
-        customer.as_ref(),
-        (count as u32, oldest),
-        now,
-    ))
+    Ok((count as u32, oldest))
 }
 
 /// A platform 131049 (marketing limited for this user) in the last 24 h counts as a full
@@ -145,7 +159,7 @@ pub(super) fn decide(
 /// Record one accepted message against its business's frequency count (inside the send
 /// transaction).
 pub(super) async fn count_accepted(
-    conn: &mut AsyncPgConnection,
+    mut conn: &AsyncPgConnection,
     business: &str,
     phone: &str,
     category: Category,
@@ -160,7 +174,7 @@ pub(super) async fn count_accepted(
         ))
         .on_conflict(message_frequencies::message_id)
         .do_nothing()
-        .execute(conn)
+        .execute(&mut conn)
         .await
         .map(|_| ())
 }

@@ -24,7 +24,7 @@ pub struct GuardrailRefusal {
 }
 
 /// An agent's limits as stored: per minute, marketing per day, allowed categories.
-type Limits = (Option<i32>, Option<i32>, Option<Vec<String>>);
+pub(crate) type Limits = (Option<i32>, Option<i32>, Option<Vec<String>>);
 
 const MINUTE: i64 = 60;
 const DAY: i64 = 86_400;
@@ -41,23 +41,32 @@ fn window(now: DateTime<Utc>, len: i64) -> (DateTime<Utc>, u64) {
     (start_at, secs)
 }
 
-/// Count this send against `actor`'s limits, or say why it may not go.
-pub(crate) async fn check_and_count(
-    c: &mut AsyncPgConnection,
+/// `actor`'s limits (none: an actor without an `agents` row). Read only, so the send path
+/// reads it in the round trip of the customer's lock.
+pub(crate) async fn limits_of(
+    mut c: &AsyncPgConnection,
     actor: &str,
-    category: Category,
-    now: DateTime<Utc>,
-) -> QueryResult<Result<(), GuardrailRefusal>> {
-    let limits: Option<Limits> = agents::table
-        .find(actor)
+) -> QueryResult<Option<Limits>> {
+    agents::table
+        .find(actor.to_string())
         .select((
             agents::max_sends_per_minute,
             agents::max_marketing_per_day,
             agents::allowed_message_types,
         ))
-        .first(c)
+        .first(&mut c)
         .await
-        .optional()?;
+        .optional()
+}
+
+/// Count this send against `actor`'s [`limits_of`], or say why it may not go.
+pub(crate) async fn check_and_count(
+    c: &mut AsyncPgConnection,
+    actor: &str,
+    limits: Option<Limits>,
+    category: Category,
+    now: DateTime<Utc>,
+) -> QueryResult<Result<(), GuardrailRefusal>> {
     let Some((per_minute, marketing_per_day, allowed)) = limits else {
         return Ok(Ok(()));
     };

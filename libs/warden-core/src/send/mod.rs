@@ -3,25 +3,31 @@
 //! ```text
 //! validate: channel, content, the customer's key, template (approved, variables)
 //!   -> one transaction {
-//!        compliance: lock the customer row (created on first sight), read window +
-//!                    frequency count, decide (pure rules)
+//!        compliance: lock the customer row (created on first sight) and, in the same
+//!                    round trip, read consent, window + holder, frequency count;
+//!                    decide (pure rules)
 //!        policy:     content rules, the portfolio messaging limit, agent guardrails
 //!        record:     insert/advance the message row `queued`, count it
 //!      }
-//!   -> publish to JetStream (Nats-Msg-Id = message id), mark published
+//!   -> publish: hand to JetStream (Nats-Msg-Id = message id) and answer; the stream's
+//!      ack and the published mark follow the answer
 //! ```
 //! The customer row lock makes the check-and-count atomic: concurrent sends to one customer,
-//! from any number of processes, cannot pass the frequency cap together. The transaction
-//! runs through `warden_store::tx::transact_on`: a deadlock or serialization failure is
-//! retried whole (nothing half-written), and one that persists is `SendError::Busy`. When the publish
-//! fails (NATS down) the row stays `queued` with `published_at` NULL and the scheduler's
-//! relay publishes it later; the caller still gets `queued`.
+//! from any number of processes, cannot pass the frequency cap together. The reads go out
+//! pipelined behind the lock on one connection: Postgres runs them in order after it, each
+//! on a fresh snapshot, so they see what the lock's previous holder committed. The
+//! transaction runs through `warden_store::tx::transact_on`: a deadlock or serialization
+//! failure is retried whole (nothing half-written), and one that persists is
+//! `SendError::Busy`. When the publish fails (NATS down) the row stays `queued` with
+//! `published_at` NULL and the scheduler's relay publishes it later; the caller still gets
+//! `queued`.
 //!
 //! The rest of the folder: what a send carries ([`kind`]) and how it fails ([`error`]),
 //! the decision's facts (`decide`), who holds the conversation (`held`), refusals that wait
-//! (`hold`), the content rules (`safety`), check_compliance (`check`), the last look before
-//! the platform call ([`recheck`]), [`idempotency`] keys, agent [`guardrails`], who asked
-//! for a message ([`attribution`]) and the last refusal ([`refusals`]).
+//! (`hold`), the content rules (`safety`), check_compliance (`check`), writing the row
+//! (`record`) and publishing it (`publish`), the last look before the platform call
+//! ([`recheck`]), [`idempotency`] keys, agent [`guardrails`], who asked for a message
+//! ([`attribution`]) and the last refusal ([`refusals`]).
 
 pub mod attribution;
 pub mod batch;
@@ -33,9 +39,15 @@ mod held;
 mod hold;
 pub mod idempotency;
 pub mod kind;
+mod publish;
 pub mod recheck;
+mod record;
 pub mod refusals;
 mod safety;
+
+pub use publish::dedupe_id;
+pub(crate) use record::insert_message;
+use record::record;
 
 use std::collections::HashMap;
 use std::sync::{Arc, LazyLock};
@@ -43,7 +55,7 @@ use std::time::Instant;
 
 use chrono::{DateTime, Utc};
 use diesel::prelude::*;
-use diesel_async::{AsyncPgConnection, RunQueryDsl};
+use diesel_async::AsyncPgConnection;
 use futures::FutureExt;
 use prometheus::{HistogramVec, IntCounterVec, register_int_counter_vec};
 use serde_json::{Value, json};
@@ -54,14 +66,10 @@ use warden_rules::kinds::{Category, ContentKind, MessageType, TemplateCategory};
 use warden_rules::message_status::MessageStatus;
 use warden_rules::phone::PhoneNumber;
 use warden_settings::StoreKeys;
-use warden_store::models::Message;
-use warden_store::schema::messages;
 use warden_store::tx::{Abort, transact_on};
-use warden_stream::DeliveryJob;
 
-use crate::delivery::knowledge;
-use crate::{Core, CoreError, conversations, customers, templates};
-use decide::{CustomerFacts, count_accepted, decide, recent_count};
+use crate::{Core, conversations, customers, templates};
+use decide::{CustomerFacts, decide};
 use error::SendError;
 use idempotency::{Claim, IdempotencyKey};
 use kind::SendKind;
@@ -102,6 +110,12 @@ enum Outcome {
 struct Compliance {
     decision: Decision,
     last_inbound_at: Option<DateTime<Utc>>,
+    /// The sending number's protection, read for a marketing message only.
+    protection: Option<crate::account::protection::Protection>,
+    /// The portfolio's reach of the customer, read for a template only.
+    reach: Option<crate::account::portfolio::ReachFacts>,
+    /// The agent's guardrails, read for a new message only (`None` inside: no agent row).
+    agent_limits: Option<Option<guardrails::Limits>>,
 }
 
 /// How a refusal is reported.
@@ -409,20 +423,61 @@ impl Core {
         category: Category,
         now: DateTime<Utc>,
     ) -> QueryResult<Compliance> {
-        let customer = customers::ensure_locked(c, &req.phone).await?;
-        let consent = customers::consent::of(c, &keys.business, &customer).await?;
-        let conv = conversations::find(c, req.phone.digits(), &req.channel, &keys.sender).await?;
+        // One round trip: the lock first, then the reads, which run after it (pipelined).
+        let phone = req.phone.digits();
+        let shared: &AsyncPgConnection = c;
+        let protection = async {
+            // A protected number sends no marketing (`account::protection`; judged in policy).
+            if category == Category::Marketing {
+                crate::account::protection::of(shared, &keys.sender).await
+            } else {
+                Ok(None)
+            }
+        };
+        // Read when they may be needed, judged in policy: the portfolio's reach of the
+        // customer (a template may be business-initiated) and the agent's guardrails (a new
+        // message only: a retry or a scheduled row was counted when it was asked for).
+        let reach = async {
+            if category.is_free_form() {
+                Ok(None)
+            } else {
+                crate::account::portfolio::reach_facts(shared, &keys.portfolio, &req.phone)
+                    .await
+                    .map(Some)
+            }
+        };
+        let agent_limits = async {
+            if req.existing_message_id.is_some() {
+                Ok(None)
+            } else {
+                guardrails::limits_of(shared, req.actor).await.map(Some)
+            }
+        };
+        let (customer, stored_consent, conv, counted, protection, reach, agent_limits) = futures::try_join!(
+            customers::ensure_locked(shared, &req.phone),
+            customers::consent::stored(shared, &keys.business, phone),
+            conversations::find(shared, phone, &req.channel, &keys.sender),
+            decide::counted(
+                shared,
+                self.policies(),
+                (&keys.business, phone),
+                category,
+                now,
+                req.existing_message_id,
+            ),
+            protection,
+            reach,
+            agent_limits,
+        )?;
+        let consent = customers::consent::resolve(&keys.business, &customer, stored_consent);
         let last_inbound_at = conv.as_ref().and_then(|c| c.last_inbound_at);
-        let (recent, _) = recent_count(
-            c,
+        let (recent, _) = decide::counting_platform_hold(
             self.policies(),
-            (&keys.business, req.phone.digits()),
             category,
-            Some(&customer),
+            Some(&CustomerFacts::from(&customer)),
+            counted,
             now,
-            req.existing_message_id,
-        )
-        .await?;
+        );
         let facts = CustomerFacts::with_consent(&customer, &consent);
         let decision = decide(
             self.policies(),
@@ -438,6 +493,9 @@ impl Core {
         Ok(Compliance {
             decision,
             last_inbound_at,
+            protection,
+            reach,
+            agent_limits,
         })
     }
 
@@ -456,6 +514,9 @@ impl Core {
         Compliance {
             decision,
             last_inbound_at,
+            protection,
+            reach,
+            agent_limits,
         }: Compliance,
         now: DateTime<Utc>,
     ) -> Result<Decision, Abort<SendError>> {
@@ -478,9 +539,7 @@ impl Core {
             return Ok(decision);
         }
         // A protected number sends no marketing (`account::protection`).
-        if category == Category::Marketing
-            && let Some(p) = crate::account::protection::of(c, &keys.sender).await?
-        {
+        if let Some(p) = protection.filter(|_| category == Category::Marketing) {
             let id = req.sender.as_deref().unwrap_or_default();
             return Ok(crate::account::protection::refusal(id, &p));
         }
@@ -488,16 +547,32 @@ impl Core {
             warden_rules::window::usable_inbound(last_inbound_at, now),
             now,
         );
-        if warden_rules::platform_limits::business_initiated(category, window_open)
-            && let Some(refusal) =
-                crate::account::portfolio::admit(c, &keys.portfolio, &req.phone, message_id, now)
-                    .await?
-        {
-            return Ok(refusal);
+        if warden_rules::platform_limits::business_initiated(category, window_open) {
+            let facts = match reach {
+                Some(facts) => facts,
+                None => {
+                    let shared: &AsyncPgConnection = c;
+                    crate::account::portfolio::reach_facts(shared, &keys.portfolio, &req.phone)
+                        .await?
+                }
+            };
+            if let Some(refusal) = crate::account::portfolio::admit(
+                c,
+                &keys.portfolio,
+                &req.phone,
+                message_id,
+                now,
+                facts,
+            )
+            .await?
+            {
+                return Ok(refusal);
+            }
         }
         // A retry or a scheduled row coming due was counted when it was asked for.
-        if req.existing_message_id.is_none()
-            && let Err(refusal) = guardrails::check_and_count(c, req.actor, category, now).await?
+        if let Some(limits) = agent_limits
+            && let Err(refusal) =
+                guardrails::check_and_count(c, req.actor, limits, category, now).await?
         {
             return Err(Abort::App(SendError::Guardrail(refusal)));
         }
@@ -564,32 +639,6 @@ impl Core {
         }
     }
 
-    /// Step 5, publish: the accepted message to the delivery stream (when NATS cannot take
-    /// it now the row stays unpublished and the relay publishes it later), and a hint that
-    /// the customer's conversation changed.
-    async fn publish_accepted(
-        &self,
-        req: &SendRequest,
-        message_id: Uuid,
-        retry_count: i32,
-        trace: &HashMap<String, String>,
-    ) -> Accepted {
-        let dedupe_id = dedupe_id(message_id, retry_count, None);
-        let published = self
-            .publish_with(message_id, &dedupe_id, &req.phone, &req.channel, trace)
-            .await;
-        // A new outbound message shows in the history and takes the customer out of the inbox.
-        self.hint([req.phone.digits()], warden_stream::HintKind::Status)
-            .await;
-        Accepted {
-            message_id,
-            status: MessageStatus::Queued,
-            published,
-            replayed: false,
-            from: req.sender.clone().unwrap_or_default(),
-        }
-    }
-
     /// For template sends: the template exists in that locale, is APPROVED, and the
     /// variables fill its placeholders. Returns the template's category.
     async fn check_template(
@@ -639,114 +688,6 @@ impl Core {
         Ok((Some(category), (!components.is_empty()).then_some(resolved)))
     }
 
-    /// RecordFailed mode: the refusal ends the message `failed` with a compliance error
-    /// (inserting the row for campaign recipients), and counts it on the campaign.
-    async fn record_refusal(
-        &self,
-        conn: &mut AsyncPgConnection,
-        req: &SendRequest,
-        decision: &Decision,
-    ) -> Result<Uuid, SendError> {
-        let error = knowledge::compliance_error(
-            decision.reason_code.as_str(),
-            &decision.human_explanation,
-            &decision.suggested_action,
-        );
-        let message_id = req.existing_message_id.unwrap_or_else(Uuid::now_v7);
-        // Only rows inserted here (campaign recipients refused before their template was
-        // judged) need it; a template of unknown category is recorded as utility.
-        let category = match req.kind {
-            SendKind::Text { .. } | SendKind::Rich(_) => Category::Service,
-            SendKind::Template { .. } => Category::Utility,
-        };
-        let actor = req.actor;
-        let details = json!({
-            "reason_code": decision.reason_code.as_str(),
-            "policy_id": decision.policy_id,
-            "explanation": decision.human_explanation,
-        });
-        // Owned, so each attempt of the transaction borrows nothing but its connection.
-        let keys = self.keys_for(req);
-        let (shared_req, shared_error) = (Arc::new(req.clone()), Arc::new(error));
-        let failed = MessageStatus::Failed.as_str();
-        transact_on(conn, "record_refusal", move |c| {
-            let (req_ref, error_ref) = (Arc::clone(&shared_req), Arc::clone(&shared_error));
-            let keys = keys.clone();
-            let details = details.clone();
-            async move {
-                customers::ensure(c, &req_ref.phone).await?;
-                let now = Utc::now();
-                if req_ref.existing_message_id.is_some() {
-                    diesel::update(
-                        messages::table
-                            .find(message_id)
-                            .filter(messages::status.ne(failed)),
-                    )
-                    .set((
-                        messages::status.eq(failed),
-                        messages::failed_at.eq(now),
-                        messages::updated_at.eq(now),
-                    ))
-                    .execute(c)
-                    .await?;
-                } else {
-                    insert_message(
-                        c,
-                        &req_ref,
-                        &keys,
-                        message_id,
-                        category.as_str(),
-                        MessageStatus::Failed,
-                        None,
-                    )
-                    .await?;
-                    diesel::update(messages::table.find(message_id))
-                        .set(messages::failed_at.eq(now))
-                        .execute(c)
-                        .await?;
-                }
-                // The campaign's failed_count follows the row (counter triggers).
-                crate::delivery::outcomes::record_error(c, message_id, &error_ref).await?;
-                warden_store::audit::record(
-                    c,
-                    actor,
-                    "message_refused_at_dispatch",
-                    "message",
-                    &message_id.to_string(),
-                    details,
-                )
-                .await?;
-                Ok::<_, Abort<SendError>>(())
-            }
-            .boxed()
-        })
-        .await?;
-        Ok(message_id)
-    }
-
-    /// Publish an already-recorded `queued` message (relay, retries, campaign resume).
-    /// Returns false when NATS could not take it (the row stays unpublished).
-    pub async fn publish(&self, message_id: Uuid) -> Result<bool, CoreError> {
-        let mut conn = self.pg().get().await?;
-        let Some(row) = Message::find(&mut conn, message_id).await? else {
-            return Err(CoreError::NotFound(format!(
-                "no message with id {message_id}"
-            )));
-        };
-        drop(conn);
-        let phone = warden_rules::bsuid::customer_key(&row.customer_phone)
-            .map_err(|e| CoreError::InvalidArgument(e.to_string()))?;
-        let trace: HashMap<String, String> = row
-            .trace_context
-            .as_ref()
-            .and_then(|v| serde_json::from_value(v.clone()).ok())
-            .unwrap_or_default();
-        let dedupe_id = dedupe_id(message_id, row.retry_count, row.published_at);
-        Ok(self
-            .publish_with(message_id, &dedupe_id, &phone, &row.channel, &trace)
-            .await)
-    }
-
     /// A customer known by BSUID only must have one in the portfolio of the number it goes
     /// out from: a BSUID is scoped to its portfolio, so another's cannot be used.
     async fn check_reachable(
@@ -782,92 +723,6 @@ impl Core {
             .unwrap_or(senders.default());
         senders.key_of(sender)
     }
-
-    async fn publish_with(
-        &self,
-        message_id: Uuid,
-        dedupe_id: &str,
-        phone: &PhoneNumber,
-        channel: &str,
-        trace: &HashMap<String, String>,
-    ) -> bool {
-        let Some(stream) = self.stream() else {
-            return false;
-        };
-        // Don't wait for a reconnect while NATS is down: the relay publishes later.
-        if stream.client.connection_state() != async_nats::connection::State::Connected {
-            tracing::warn!(%message_id, "NATS is not connected; message stays queued for the relay");
-            return false;
-        }
-        let job = DeliveryJob {
-            message_id,
-            customer_id: phone.digits().to_string(),
-            channel: channel.to_string(),
-            attempt: 1,
-        };
-        match stream.publish_as(&job, dedupe_id, trace).await {
-            Ok(_) => {
-                if let Ok(mut conn) = self.pg().get().await {
-                    let _ = diesel::update(messages::table.find(message_id))
-                        .set(messages::published_at.eq(diesel::dsl::now))
-                        .execute(&mut conn)
-                        .await;
-                }
-                true
-            }
-            Err(err) => {
-                tracing::warn!(%message_id, error = %err, "publish failed; message stays queued for the relay");
-                if let Ok(mut conn) = self.pg().get().await {
-                    let _ = warden_store::audit::record(
-                        &mut conn,
-                        self.actor(),
-                        "publish_failed",
-                        "message",
-                        &message_id.to_string(),
-                        json!({"error": err.to_string()}),
-                    )
-                    .await;
-                }
-                false
-            }
-        }
-    }
-}
-
-/// The stream's de-duplication id of a publish. The first publish of a message uses its id
-/// (the stream de-duplicates on it), so racing publishers of the same row collapse into one
-/// stream message.
-/// A retry gets a new id per retry; a republish of a row the stream already took (campaign
-/// resume, a lost stream message) one per previous publish time — still shared by racers.
-pub fn dedupe_id(
-    message_id: Uuid,
-    retry_count: i32,
-    published_at: Option<DateTime<Utc>>,
-) -> String {
-    match (retry_count, published_at) {
-        (0, None) => message_id.to_string(),
-        (n, None) => format!("{message_id}:r{n}"),
-        (n, Some(at)) => format!("{message_id}:r{n}:{}", at.timestamp_micros()),
-    }
-}
-
-/// Step 4, record: the accepted row `queued` (inserted, or an existing scheduled or failed
-/// row advanced) and counted against the frequency cap. Returns the row's retry count.
-async fn record(
-    c: &mut AsyncPgConnection,
-    req: &SendRequest,
-    keys: &StoreKeys,
-    message_id: Uuid,
-    category: Category,
-    trace: &HashMap<String, String>,
-) -> Result<i32, Abort<SendError>> {
-    let Some(retry_count) = write_queued(c, req, keys, message_id, category, trace).await? else {
-        return Err(Abort::App(SendError::InvalidArgument(format!(
-            "message {message_id} is no longer scheduled or failed"
-        ))));
-    };
-    count_accepted(c, &keys.business, req.phone.digits(), category, message_id).await?;
-    Ok(retry_count)
 }
 
 /// The answer to a call whose idempotency key was used before: the first call's message,
@@ -894,124 +749,10 @@ fn replayed(
     })
 }
 
-/// Insert the accepted row, or advance an existing `scheduled`/`failed` row to `queued`.
-/// Returns the row's retry count; `None` when the existing row is no longer scheduled or
-/// failed.
-async fn write_queued(
-    conn: &mut AsyncPgConnection,
-    req: &SendRequest,
-    keys: &StoreKeys,
-    message_id: Uuid,
-    category: Category,
-    trace: &HashMap<String, String>,
-) -> QueryResult<Option<i32>> {
-    let trace_json = serde_json::to_value(trace).ok();
-    if req.existing_message_id.is_some() {
-        return diesel::update(
-            messages::table
-                .find(message_id)
-                .filter(messages::status.eq_any([
-                    MessageStatus::Scheduled.as_str(),
-                    MessageStatus::Failed.as_str(),
-                ])),
-        )
-        .set((
-            messages::status.eq(MessageStatus::Queued.as_str()),
-            messages::category.eq(category.as_str()),
-            messages::published_at.eq(None::<DateTime<Utc>>),
-            messages::next_attempt_at.eq(None::<DateTime<Utc>>),
-            messages::lease_until.eq(None::<DateTime<Utc>>),
-            messages::lease_owner.eq(None::<String>),
-            messages::error_code.eq(None::<i32>),
-            messages::error_category.eq(None::<String>),
-            messages::error_can_retry.eq(None::<bool>),
-            messages::error_explanation.eq(None::<String>),
-            messages::error_suggested_action.eq(None::<String>),
-            messages::failed_at.eq(None::<DateTime<Utc>>),
-            messages::retry_count.eq(diesel::dsl::sql::<diesel::sql_types::Int4>(
-                "CASE WHEN status = 'failed' THEN retry_count + 1 ELSE retry_count END",
-            )),
-            messages::trace_context.eq(trace_json),
-            messages::updated_at.eq(diesel::dsl::now),
-        ))
-        .returning(messages::retry_count)
-        .get_result(conn)
-        .await
-        .optional();
-    }
-    insert_message(
-        conn,
-        req,
-        keys,
-        message_id,
-        category.as_str(),
-        MessageStatus::Queued,
-        trace_json,
-    )
-    .await?;
-    Ok(Some(0))
-}
-
-pub(crate) async fn insert_message(
-    conn: &mut AsyncPgConnection,
-    req: &SendRequest,
-    keys: &StoreKeys,
-    message_id: Uuid,
-    category: &str,
-    status: MessageStatus,
-    trace: Option<Value>,
-) -> QueryResult<usize> {
-    let (template_name, template_locale) = match &req.kind {
-        SendKind::Template { name, locale, .. } => (Some(name.as_str()), Some(locale.as_str())),
-        SendKind::Text { .. } | SendKind::Rich(_) => (None, None),
-    };
-    diesel::insert_into(messages::table)
-        .values((
-            messages::id.eq(message_id),
-            messages::customer_phone.eq(req.phone.digits()),
-            messages::channel.eq(&req.channel),
-            messages::direction.eq("outbound"),
-            messages::message_type.eq(req.message_type.as_str()),
-            messages::category.eq(category),
-            messages::status.eq(status.as_str()),
-            messages::content.eq(req.kind.to_content()),
-            messages::template_name.eq(template_name),
-            messages::template_locale.eq(template_locale),
-            messages::campaign_id.eq(req.campaign_id),
-            messages::trace_context.eq(trace),
-        ))
-        .execute(conn)
-        .await?;
-    attribution::record(conn, message_id, req.actor).await?;
-    if !crate::senders::is_default_key(&keys.sender) {
-        diesel::insert_into(warden_store::schema::message_senders::table)
-            .values((
-                warden_store::schema::message_senders::message_id.eq(message_id),
-                warden_store::schema::message_senders::sender_id.eq(&keys.sender),
-                warden_store::schema::message_senders::business.eq(&keys.business),
-            ))
-            .execute(conn)
-            .await?;
-    }
-    Ok(1)
-}
-
 #[cfg(test)]
 mod tests {
     use super::kind::ContentError;
     use super::*;
-
-    #[test]
-    fn first_publish_uses_the_message_id_and_republishes_get_new_ids() {
-        let id = Uuid::now_v7();
-        let at = Utc::now();
-        assert_eq!(dedupe_id(id, 0, None), id.to_string());
-        assert_ne!(dedupe_id(id, 1, None), dedupe_id(id, 0, None));
-        assert_ne!(dedupe_id(id, 1, None), dedupe_id(id, 2, None));
-        assert_ne!(dedupe_id(id, 0, Some(at)), dedupe_id(id, 0, None));
-        // Two publishers racing on the same row state share the id (the stream keeps one).
-        assert_eq!(dedupe_id(id, 0, Some(at)), dedupe_id(id, 0, Some(at)));
-    }
 
     #[test]
     fn the_platforms_template_body_is_stored_as_it_came() {

@@ -148,6 +148,14 @@ async fn status_of(core: &Core, id: uuid::Uuid) -> (String, Option<chrono::DateT
         .unwrap()
 }
 
+/// The send answers before the stream's ack; its published mark follows.
+async fn wait_published(core: &Core, id: uuid::Uuid) {
+    warden_test_support::wait::until(Duration::from_secs(10), "the published mark", || async {
+        status_of(core, id).await.1.is_some()
+    })
+    .await;
+}
+
 /// The customer texts STOP for marketing (as a user_preferences webhook records it);
 /// true when their consent changed.
 async fn stop_marketing(conn: &mut diesel_async::AsyncPgConnection, p: &PhoneNumber) -> bool {
@@ -478,6 +486,8 @@ async fn a_deliberate_republish_is_not_swallowed_by_the_duplicate_window() {
         .await
         .unwrap();
     assert!(accepted.published);
+    // The stream's ack and the published mark follow the answer.
+    wait_published(&h.core, accepted.message_id).await;
     // A campaign resume or a lost stream message: the row was published before.
     assert!(h.core.publish(accepted.message_id).await.unwrap());
     let stream = h.core.stream().unwrap();

@@ -79,7 +79,7 @@ impl Gateway {
             // Consent belongs to the business of the number asked about.
             let consent = match &customer {
                 Some(c) => Some(
-                    warden_core::customers::consent::of(&mut conn, &keys.business, c)
+                    warden_core::customers::consent::of(&conn, &keys.business, c)
                         .await
                         .map_err(warden_core::CoreError::from)?,
                 ),

@@ -373,6 +373,19 @@ impl Harness {
             .unwrap()
     }
 
+    /// The message once its published mark is written (it follows the send's answer).
+    pub async fn published(&self, message_id: &str) -> warden_store::models::Message {
+        warden_test_support::wait::until_some(
+            std::time::Duration::from_secs(10),
+            "the published mark",
+            || async {
+                let row = self.message(message_id).await;
+                row.published_at.is_some().then_some(row)
+            },
+        )
+        .await
+    }
+
     pub async fn count(&self, sql: &str) -> i64 {
         #[derive(QueryableByName)]
         struct N {

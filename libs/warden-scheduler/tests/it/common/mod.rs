@@ -289,6 +289,19 @@ impl Harness {
             .expect("campaign row")
     }
 
+    /// The message once its published mark is written (it follows the send's answer).
+    pub async fn published_row(&self, id: Uuid) -> warden_store::models::Message {
+        warden_test_support::wait::until_some(
+            Duration::from_secs(10),
+            "the published mark",
+            || async {
+                let row = self.message_row(id).await;
+                row.published_at.is_some().then_some(row)
+            },
+        )
+        .await
+    }
+
     pub async fn message_row(&self, id: Uuid) -> warden_store::models::Message {
         use diesel::{QueryDsl, SelectableHelper};
         use warden_store::schema::messages;
