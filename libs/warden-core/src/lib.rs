@@ -188,6 +188,13 @@ impl Core {
     pub(crate) fn marks(&self) -> &delivery::outbox::Marks {
         &self.inner.marks
     }
+    /// Wait until every message this core handed to the stream without waiting (sends,
+    /// campaign chunks) is acknowledged and marked published, or known not to be (then the
+    /// relay publishes it). A process about to exit calls it so its marks are not left to
+    /// the relay; tests call it before they look at the stream.
+    pub async fn flush_publishes(&self) {
+        self.inner.marks.flushed().await;
+    }
     pub fn settings(&self) -> &Settings {
         &self.inner.deps.settings
     }

@@ -34,6 +34,8 @@ pub fn tool_scope_listed(tool: &str) -> bool {
 }
 pub use server::GatewayError;
 
+use std::time::Duration;
+
 use anyhow::Context;
 use rmcp::ServiceExt;
 use warden_service::Dependencies;
@@ -81,6 +83,7 @@ pub async fn run_stdio(deps: Dependencies) -> anyhow::Result<()> {
         .with_stored_agent_senders()
         .await
         .context("reading the agent MCP_AGENT names")?;
+    let core = gateway.core().clone();
     let serving = async {
         let service = gateway
             .serve(rmcp::transport::stdio())
@@ -91,11 +94,21 @@ pub async fn run_stdio(deps: Dependencies) -> anyhow::Result<()> {
         tracing::info!(?reason, "MCP session ended");
         anyhow::Ok(())
     };
-    tokio::select! {
+    let result = tokio::select! {
         result = serving => result,
         _ = warden_service::shutdown_signal() => {
             tracing::info!("stopping on signal");
             Ok(())
         }
+    };
+    // The last answers' published marks, so they are not left to the relay.
+    if tokio::time::timeout(Duration::from_secs(5), core.flush_publishes())
+        .await
+        .is_err()
+    {
+        tracing::warn!(
+            "published marks still outstanding at exit; the relay publishes those messages again"
+        );
     }
+    result
 }

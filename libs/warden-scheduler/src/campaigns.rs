@@ -311,11 +311,11 @@ async fn send_page(
         }
     }
     // Batch publish (`warden_core::delivery::outbox`): also after an interrupted page, as
-    // `Core::send` would have published each accepted message. Failures are left to the
-    // relay.
+    // `Core::send` would have published each accepted message; like it, without waiting
+    // for the stream's acks (the marks follow). Failures are left to the relay.
     if s.config().batch_publish
         && !unpublished.is_empty()
-        && let Err(e) = outbox::publish_accepted(s.core(), &unpublished).await
+        && let Err(e) = outbox::hand_off_accepted(s.core(), &unpublished).await
     {
         tracing::warn!(campaign_id = %plan.campaign_id, error = %e, "page publish failed; the relay publishes later");
     }

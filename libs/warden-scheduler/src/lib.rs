@@ -36,7 +36,7 @@
 //!    de-duplication ids).
 //!
 //! Campaign recipients are recorded chunk by chunk by `Core::send_batch` and published page by page
-//! ([`Config::batch_publish`], `warden_core::delivery::outbox::publish_accepted`); scheduled
+//! ([`Config::batch_publish`], `warden_core::delivery::outbox::hand_off_accepted`); scheduled
 //! messages are published by `Core::send` itself.
 
 mod campaigns;
@@ -509,6 +509,18 @@ async fn serve(listener: std::net::TcpListener, deps: Dependencies) -> anyhow::R
         warden_service::shutdown_signal(),
     );
     let _ = running.task.await;
+    // The last chunks' published marks, so they are not left to the relay.
+    if tokio::time::timeout(
+        Duration::from_secs(5),
+        running.scheduler.core().flush_publishes(),
+    )
+    .await
+    .is_err()
+    {
+        tracing::warn!(
+            "published marks still outstanding at exit; the relay publishes those messages again"
+        );
+    }
     handle.stop(true).await;
     served.await??;
     tracing::info!("stopped");

@@ -20,8 +20,8 @@
 //! duplicate window drops.
 
 use std::collections::HashMap;
-use std::sync::OnceLock;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
@@ -30,7 +30,7 @@ use diesel::sql_types::{
 };
 use diesel_async::RunQueryDsl;
 use futures::StreamExt;
-use tokio::sync::mpsc;
+use tokio::sync::{Notify, mpsc};
 use uuid::Uuid;
 use warden_rules::campaign_status::CampaignStatus;
 use warden_store::PgPool;
@@ -140,10 +140,16 @@ pub async fn held(
     .await?)
 }
 
-/// Publish the given accepted messages (those still `queued` and never published) and
-/// mark them published. Returns how many were published.
-pub async fn publish_accepted(core: &Core, ids: &[Uuid]) -> Result<usize, CoreError> {
-    if ids.is_empty() || core.stream().is_none() {
+/// Hand the given accepted messages (those still `queued` and never published) to the
+/// stream, as [`Core::send`] hands its one: the call returns once NATS has them all (in
+/// order), and a task reads their acknowledgements and writes their published marks
+/// ([`Marks`]). Stops at the first message NATS does not take (the rest waits for the
+/// relay). Returns how many were handed over.
+pub async fn hand_off_accepted(core: &Core, ids: &[Uuid]) -> Result<usize, CoreError> {
+    let Some(stream) = core.stream() else {
+        return Ok(0);
+    };
+    if ids.is_empty() {
         return Ok(0);
     }
     let rows: Vec<Pending> = {
@@ -156,7 +162,63 @@ pub async fn publish_accepted(core: &Core, ids: &[Uuid]) -> Result<usize, CoreEr
         .load(&mut conn)
         .await?
     };
-    publish(core, rows).await
+    if stream.client.connection_state() != async_nats::connection::State::Connected {
+        tracing::warn!(
+            messages = rows.len(),
+            "NATS is not connected; messages stay queued for the relay"
+        );
+        return Ok(0);
+    }
+    let mut handed = Vec::with_capacity(rows.len());
+    for row in rows {
+        let (id, retry_count) = (row.id, row.retry_count);
+        let (job, dedupe_id, trace) = job_of(row);
+        match stream.hand_off(&job, &dedupe_id, &trace).await {
+            Ok(pending) => {
+                core.marks().handed_off();
+                handed.push((id, retry_count, pending));
+            }
+            Err(err) => {
+                tracing::warn!(message_id = %id, error = %err, "publish failed; message stays queued for the relay");
+                break;
+            }
+        }
+    }
+    let count = handed.len();
+    let core = core.clone();
+    tokio::spawn(async move {
+        futures::stream::iter(handed)
+            .for_each_concurrent(IN_FLIGHT, |(id, retry_count, pending)| {
+                let core = &core;
+                async move {
+                    match pending.acknowledged().await {
+                        Ok(_) => core.marks().mark(core.pg(), id, retry_count),
+                        Err(err) => {
+                            core.marks().failed();
+                            tracing::warn!(message_id = %id, error = %err, "publish not acknowledged; message stays queued for the relay");
+                        }
+                    }
+                }
+            })
+            .await;
+    });
+    Ok(count)
+}
+
+/// The stream job of a pending row, its de-duplication id and its trace context.
+fn job_of(row: Pending) -> (DeliveryJob, String, HashMap<String, String>) {
+    let dedupe_id = crate::send::dedupe_id(row.id, row.retry_count, row.published_at);
+    let trace: HashMap<String, String> = row
+        .trace_context
+        .and_then(|v| serde_json::from_value(v).ok())
+        .unwrap_or_default();
+    let job = DeliveryJob {
+        message_id: row.id,
+        customer_id: row.customer_phone,
+        channel: row.channel,
+        attempt: 1,
+    };
+    (job, dedupe_id, trace)
 }
 
 /// Publish rows read by the caller and mark them published. Stops starting new publishes
@@ -184,23 +246,13 @@ pub async fn publish(core: &Core, rows: Vec<Pending>) -> Result<usize, CoreError
                 if AtomicBool::load(failed, Ordering::Relaxed) {
                     return None;
                 }
-                let dedupe_id =
-                    crate::send::dedupe_id(row.id, row.retry_count, row.published_at);
-                let trace: HashMap<String, String> = row
-                    .trace_context
-                    .and_then(|v| serde_json::from_value(v).ok())
-                    .unwrap_or_default();
-                let job = DeliveryJob {
-                    message_id: row.id,
-                    customer_id: row.customer_phone,
-                    channel: row.channel,
-                    attempt: 1,
-                };
+                let id = row.id;
+                let (job, dedupe_id, trace) = job_of(row);
                 match stream.publish_as(&job, &dedupe_id, &trace).await {
-                    Ok(_) => Some(row.id),
+                    Ok(_) => Some(id),
                     Err(err) => {
                         failed.store(true, Ordering::Relaxed);
-                        tracing::warn!(message_id = %row.id, error = %err, "publish failed; message stays queued for the relay");
+                        tracing::warn!(message_id = %id, error = %err, "publish failed; message stays queued for the relay");
                         None
                     }
                 }
@@ -228,29 +280,81 @@ async fn mark_published(pg: &PgPool, ids: &[Uuid]) -> Result<usize, CoreError> {
 /// At most this many published marks in one statement.
 const MARKS_PER_STATEMENT: usize = 1_000;
 
-/// The published marks of single sends, written behind their answers: acknowledged
-/// messages queue here and one task marks all that are waiting in one statement. A mark
-/// applies only to the row as it was published (still unmarked, same retry count): a row
-/// sent back to `queued` for a retry in the meantime keeps its NULL for the relay.
+/// The published marks of single sends and campaign chunks, written behind their answers:
+/// acknowledged messages queue here and one task marks all that are waiting in one
+/// statement. A mark applies only to the row as it was published (still unmarked, same
+/// retry count): a row sent back to `queued` for a retry in the meantime keeps its NULL for
+/// the relay. [`Core::flush_publishes`] waits until every message handed over so far is
+/// acknowledged and marked (or known not to be).
 #[derive(Default)]
 pub(crate) struct Marks {
     queue: OnceLock<mpsc::UnboundedSender<(Uuid, i32)>>,
+    /// Handed to NATS, not yet marked (nor known to have failed).
+    in_flight: Arc<AtomicUsize>,
+    settled: Arc<Notify>,
 }
 
 impl Marks {
+    /// A message was handed to NATS: its mark (or its failure) is still to come.
+    pub(crate) fn handed_off(&self) {
+        self.in_flight.fetch_add(1, Ordering::AcqRel);
+    }
+
     /// Mark `message_id` (published with `retry_count`) published, soon.
     pub(crate) fn mark(&self, pg: &PgPool, message_id: Uuid, retry_count: i32) {
         let queue = self.queue.get_or_init(|| {
             let (tx, rx) = mpsc::unbounded_channel();
-            tokio::spawn(write_marks(pg.clone(), rx));
+            let done = Settle {
+                in_flight: Arc::clone(&self.in_flight),
+                settled: Arc::clone(&self.settled),
+            };
+            tokio::spawn(write_marks(pg.clone(), rx, done));
             tx
         });
-        // The task lives as long as the core; a closed queue means the runtime is going away.
-        let _ = queue.send((message_id, retry_count));
+        if queue.send((message_id, retry_count)).is_err() {
+            // The runtime is going away; the relay publishes the row again.
+            self.failed();
+        }
+    }
+
+    /// A handed-over message the stream did not acknowledge: nothing to mark.
+    pub(crate) fn failed(&self) {
+        Settle {
+            in_flight: Arc::clone(&self.in_flight),
+            settled: Arc::clone(&self.settled),
+        }
+        .done(1);
+    }
+
+    /// Until nothing handed over is waiting for its acknowledgement or mark.
+    pub(crate) async fn flushed(&self) {
+        loop {
+            let notified = self.settled.notified();
+            tokio::pin!(notified);
+            notified.as_mut().enable();
+            if AtomicUsize::load(&self.in_flight, Ordering::Acquire) == 0 {
+                return;
+            }
+            notified.await;
+        }
     }
 }
 
-async fn write_marks(pg: PgPool, mut rx: mpsc::UnboundedReceiver<(Uuid, i32)>) {
+/// The count of marks still to come, and who waits for it to reach zero.
+struct Settle {
+    in_flight: Arc<AtomicUsize>,
+    settled: Arc<Notify>,
+}
+
+impl Settle {
+    fn done(&self, n: usize) {
+        if self.in_flight.fetch_sub(n, Ordering::AcqRel) == n {
+            self.settled.notify_waiters();
+        }
+    }
+}
+
+async fn write_marks(pg: PgPool, mut rx: mpsc::UnboundedReceiver<(Uuid, i32)>, done: Settle) {
     let mut batch = Vec::with_capacity(MARKS_PER_STATEMENT);
     while rx.recv_many(&mut batch, MARKS_PER_STATEMENT).await > 0 {
         let (ids, retries): (Vec<Uuid>, Vec<i32>) = batch.drain(..).unzip();
@@ -270,5 +374,6 @@ async fn write_marks(pg: PgPool, mut rx: mpsc::UnboundedReceiver<(Uuid, i32)>) {
             // Unmarked rows are the relay's: it republishes them under the same id.
             tracing::warn!(messages = ids.len(), error = %err, "published marks not written; the relay republishes those messages");
         }
+        done.done(ids.len());
     }
 }

@@ -108,6 +108,9 @@ impl Core {
                 return false;
             }
         };
+        if matches!(wait, AckWait::Behind) {
+            self.marks().handed_off();
+        }
         let core = self.clone();
         let settle = async move {
             match pending.acknowledged().await {
@@ -123,6 +126,9 @@ impl Core {
                 }
                 Err(err) => {
                     core.publish_failed(message_id, &err).await;
+                    if matches!(wait, AckWait::Behind) {
+                        core.marks().failed();
+                    }
                     false
                 }
             }

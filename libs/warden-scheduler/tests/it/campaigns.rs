@@ -90,6 +90,8 @@ async fn a_campaign_of_thousands_counts_exactly_and_completes() {
         .count("SELECT count(*) AS n FROM customers WHERE NOT ('churned' = ANY(tags)) AND NOT opt_in_marketing")
         .await;
     assert_eq!(h.count(&q).await, opted_out);
+    // The chunks' published marks follow their hand-offs.
+    h.core.flush_publishes().await;
     let q = format!(
         "SELECT count(*) AS n FROM messages WHERE campaign_id = '{id}' AND status = 'queued'
          AND published_at IS NOT NULL AND template_name = 'spring_sale'

@@ -12,7 +12,8 @@
 //!                functions (`judge`: decide, holder, content rules, protection, limit)
 //!        record: every message, count, reach, hold and audit row set-based (`write`)
 //!      }
-//!   -> publish the accepted ones (Nats-Msg-Id = message id; the relay when NATS is down)
+//!   -> hand the accepted ones to the stream (Nats-Msg-Id = message id; acks and published
+//!      marks follow; the relay when NATS is down)
 //! ```
 //!
 //! Why the decisions are the single path's: the same locks (customer rows, then the
@@ -424,7 +425,7 @@ impl Core {
         let published = if accepted.is_empty() {
             true
         } else {
-            match crate::delivery::outbox::publish_accepted(self, &accepted).await {
+            match crate::delivery::outbox::hand_off_accepted(self, &accepted).await {
                 Ok(n) => n == accepted.len(),
                 Err(e) => {
                     tracing::warn!(error = %e, "batch publish failed; the relay publishes later");
