@@ -387,6 +387,10 @@ async fn run(args: &Args, n: i64, core: &Core, pg: &warden_store::PgPool) -> any
         anyhow::ensure!(ticks < 1000, "audience not done after {ticks} polls");
     }
     let campaign_secs = t.elapsed().as_secs_f64();
+    // Enqueued = committed `queued` and handed to NATS; the stream's acks and the published
+    // marks follow the chunks, timed here apart.
+    core.flush_publishes().await;
+    let marked_secs = t.elapsed().as_secs_f64();
     progress.abort();
     let hwm = vm_kib("VmHWM:").unwrap_or(0);
     let cpu_self = cpu_secs("self").unwrap_or(0.0) - cpu_self_before;
@@ -439,6 +443,7 @@ async fn run(args: &Args, n: i64, core: &Core, pg: &warden_store::PgPool) -> any
         "  recipients checked+enqueued  {} in {campaign_secs:.2} s  ({rate:.0} recipients/s, {ticks} polls)",
         c.total_recipients
     );
+    println!("    every ack read and published mark written {marked_secs:.2} s after the start");
     println!(
         "    enqueued (queued+published) {}   refused (failed_count) {}   expected refused {expected_refused}   in stream {in_stream}",
         c.enqueued_count, c.failed_count
@@ -496,6 +501,7 @@ async fn run(args: &Args, n: i64, core: &Core, pg: &warden_store::PgPool) -> any
             "page_size": args.page_size,
             "batch_publish": args.batch_publish,
             "seconds": campaign_secs,
+            "marked_seconds": marked_secs,
             "recipients_per_second": rate,
             "peak_rss_mib": hwm as f64 / 1024.0,
             "enqueued": c.enqueued_count,
