@@ -1,5 +1,5 @@
 //! Measures one full compliance check (cache hit, policies loaded, frequency count) and
-//! one accepted send (row + stream ack) against the real services, and the same send with an
+//! one accepted send (row committed, message handed to the stream) against the real services, and the same send with an
 //! idempotency key and a `duplicate_guard` on, interleaved with the plain one so
 //! both see the same machine load.
 //! `cargo run --release -p warden-bench --bin check-bench [-- N]`; prints a JSON line too
