@@ -157,15 +157,21 @@ pub mod stdio {
             let res = self
                 .request("tools/call", json!({"name": tool, "arguments": args}))
                 .await?;
-            let result = res
-                .get("result")
-                .cloned()
-                .ok_or_else(|| anyhow::anyhow!("{tool}: {res}"))?;
-            anyhow::ensure!(
-                result.get("isError") != Some(&Value::Bool(true)),
-                "{tool} failed: {result}"
-            );
-            Ok(result)
+            super::tool_result(tool, &res)
         }
     }
+}
+
+/// The `result` of a `tools/call` answer, or an error when the call failed or the tool
+/// refused (`isError`).
+pub fn tool_result(tool: &str, answer: &serde_json::Value) -> anyhow::Result<serde_json::Value> {
+    let result = answer
+        .get("result")
+        .cloned()
+        .ok_or_else(|| anyhow::anyhow!("{tool}: {answer}"))?;
+    anyhow::ensure!(
+        result.get("isError") != Some(&serde_json::Value::Bool(true)),
+        "{tool} failed: {result}"
+    );
+    Ok(result)
 }

@@ -55,15 +55,7 @@ impl Session {
         let res = self
             .request("tools/call", json!({"name": tool, "arguments": args}))
             .await?;
-        let result = res
-            .get("result")
-            .cloned()
-            .ok_or_else(|| anyhow::anyhow!("{tool}: {res}"))?;
-        anyhow::ensure!(
-            result.get("isError") != Some(&Value::Bool(true)),
-            "{tool} failed: {result}"
-        );
-        Ok(result)
+        warden_bench::tool_result(tool, &res)
     }
 }
 

@@ -547,16 +547,10 @@ impl Core {
             warden_rules::window::usable_inbound(last_inbound_at, now),
             now,
         );
-        if warden_rules::platform_limits::business_initiated(category, window_open) {
-            let facts = match reach {
-                Some(facts) => facts,
-                None => {
-                    let shared: &AsyncPgConnection = c;
-                    crate::account::portfolio::reach_facts(shared, &keys.portfolio, &req.phone)
-                        .await?
-                }
-            };
-            if let Some(refusal) = crate::account::portfolio::admit(
+        // `reach` was read for every template, the only business-initiated messages.
+        if let Some(facts) = reach
+            .filter(|_| warden_rules::platform_limits::business_initiated(category, window_open))
+            && let Some(refusal) = crate::account::portfolio::admit(
                 c,
                 &keys.portfolio,
                 &req.phone,
@@ -565,9 +559,8 @@ impl Core {
                 facts,
             )
             .await?
-            {
-                return Ok(refusal);
-            }
+        {
+            return Ok(refusal);
         }
         // A retry or a scheduled row coming due was counted when it was asked for.
         if let Some(limits) = agent_limits
