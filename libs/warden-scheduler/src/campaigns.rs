@@ -11,7 +11,7 @@ use futures::StreamExt;
 
 use chrono::{DateTime, Utc};
 use uuid::Uuid;
-use warden_core::campaigns::FANOUT_BATCH;
+use warden_core::campaigns::FANOUT_CHUNK;
 use warden_core::campaigns::fanout::{
     self, ClaimedCampaign, Lease, RecipientOutcome, RecipientPlan,
 };
@@ -208,9 +208,8 @@ async fn run_campaign(
     }
 }
 
-/// Chunks of one page sent at once. Each chunk reads the campaign's status before it
-/// starts, so after pause_campaign / cancel_campaign answers at most this many chunks are
-/// still queued: together [`FANOUT_BATCH`] recipients, the documented pause bound.
+/// Chunks of one page sent at once: one keeps the database busy while this process
+/// prepares or finishes the other.
 const CHUNKS_IN_FLIGHT: usize = 2;
 
 /// Why a page's remaining chunks are not sent.
@@ -219,11 +218,11 @@ const HALTED: u8 = 1;
 const UNAVAILABLE: u8 = 2;
 
 /// Send one page through the batched send path (`Core::send_batch`) in chunks of
-/// [`FANOUT_BATCH`] / [`CHUNKS_IN_FLIGHT`], one transaction each, that many at once (two
-/// chunks keep both the database and this process busy; their customers differ, so they
-/// never wait on each other's locks). Before each chunk the campaign's status is read (and
-/// the lease renewed): a pause or cancel stops the page before the next chunk, so at most
-/// [`FANOUT_BATCH`] recipients are queued after pause_campaign / cancel_campaign answers.
+/// [`FANOUT_CHUNK`], one transaction each, [`CHUNKS_IN_FLIGHT`] at once (their customers
+/// differ, so they never wait on each other's locks). Before each chunk the campaign's
+/// status is read (and the lease renewed): a pause or cancel stops the page before the next
+/// chunk; the chunks in flight pass the campaign's gate, which pause and cancel close, so
+/// nothing is queued after they answer.
 async fn send_page(
     s: &Scheduler,
     lease: &Lease,
@@ -234,7 +233,7 @@ async fn send_page(
     let stopped_by = Mutex::new(None);
     let chunk_results: Vec<Vec<Slot>> = futures::stream::iter(
         recipients
-            .chunks(FANOUT_BATCH / CHUNKS_IN_FLIGHT)
+            .chunks(FANOUT_CHUNK)
             .map(<[PhoneNumber]>::to_vec),
     )
     .map(|batch| {

@@ -21,9 +21,10 @@
 //!    ("campaign cancelled"); resumed campaigns get their held (queued) messages republished.
 //! 4. **Campaign fan-out** — a running campaign is claimed with a lease; its audience is read
 //!    in keyset pages (`customers.phone > audience_cursor`, filtered in SQL) and every
-//!    recipient goes through the batched send path (`Core::send_batch`), in chunks of 64,
-//!    two at once; the campaign's status is read before each chunk, so a pause or cancel
-//!    stops it within `warden_core::campaigns::FANOUT_BATCH` (128) recipients. A
+//!    recipient goes through the batched send path (`Core::send_batch`), in chunks of
+//!    `warden_core::campaigns::FANOUT_CHUNK` (256), two at once; the campaign's status is
+//!    read before each chunk, and pause / cancel wait for the chunks in flight (the
+//!    campaign's gate), so nothing more is queued once they answer. A
 //!    cancelled campaign's never-queued recipients are then counted as cancelled. The cursor advances after
 //!    each complete page; recipients that already have a message of this campaign are
 //!    excluded by the page query itself, so a resumed or taken-over campaign never gives

@@ -1,6 +1,7 @@
 //! The publish relay: queued messages whose publish never happened (NATS was down when
-//! they were accepted) or was lost (still queued, but no longer in the stream), published
-//! again through `warden_core::delivery::outbox`.
+//! they were accepted, or a campaign chunk's hand-off never completed) or was lost (still
+//! queued, but no longer in the stream), published again through
+//! `warden_core::delivery::outbox`.
 //!
 //! A never-published row goes out under its message id, so a relay racing the accepting
 //! call's own publish leaves one stream message; a republished row gets a new id per
@@ -17,6 +18,7 @@
 use std::time::{Duration, Instant};
 
 use chrono::{DateTime, TimeDelta, Utc};
+use warden_core::delivery::handoffs;
 use warden_core::delivery::outbox::{self, Backlog, Pending};
 
 use crate::error::PhaseError;
@@ -54,7 +56,28 @@ pub(crate) async fn run(s: &Scheduler, report: &mut TickReport) -> Result<(), Ph
             report.more_work = true;
         }
     }
-    // 2. Published but lost. This scans queued rows (no index on published_at), so it runs
+    // 2. Campaign chunks whose hand-off never completed: their still-queued messages go out
+    //    under their first ids (the stream drops what it already has), then the hand-offs
+    //    close.
+    let (handoffs, rows) = handoffs::overdue(pg, min_age, limit).await?;
+    if !handoffs.is_empty() {
+        let n = rows.len();
+        let published = publish(s, rows).await;
+        report.relay_published += published;
+        if published < n {
+            return Ok(());
+        }
+        handoffs::close(pg, &handoffs).await?;
+        tracing::info!(
+            handoffs = handoffs.len(),
+            published,
+            "relay published the messages of campaign hand-offs the stream never acknowledged"
+        );
+        if n as i64 >= limit {
+            report.more_work = true;
+        }
+    }
+    // 3. Published but lost. This scans queued rows (no index on published_at), so it runs
     // at most every half `relay_stale_after`.
     let every = s.config().relay_stale_after / 2;
     {

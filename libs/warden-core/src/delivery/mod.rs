@@ -32,7 +32,15 @@ macro_rules! campaign_holds_queued {
     };
 }
 
+/// SQL: the message `m` is in a campaign chunk's open hand-off (`handoffs`).
+macro_rules! in_open_handoff {
+    () => {
+        "EXISTS (SELECT 1 FROM message_handoffs h WHERE m.id = ANY (h.message_ids))"
+    };
+}
+
 pub mod claim;
+pub mod handoffs;
 pub mod knowledge;
 pub mod outbox;
 pub mod outcomes;

@@ -93,10 +93,14 @@ pub async fn backlog(pg: &PgPool, which: Backlog, limit: i64) -> Result<Vec<Pend
         } => (
             stale_after,
             Some(cutoff),
-            "m.published_at IS NOT NULL
-               AND m.published_at < now() - make_interval(secs => $1)
-               AND m.published_at < $2
-               AND (m.next_attempt_at IS NULL OR m.next_attempt_at <= now())",
+            concat!(
+                "m.published_at IS NOT NULL
+                   AND m.published_at < now() - make_interval(secs => $1)
+                   AND m.published_at < $2
+                   AND (m.next_attempt_at IS NULL OR m.next_attempt_at <= now())
+                   AND NOT ",
+                in_open_handoff!()
+            ),
             "m.published_at",
         ),
     };
@@ -140,11 +144,13 @@ pub async fn held(
     .await?)
 }
 
-/// Hand the given accepted messages (those still `queued` and never published) to the
-/// stream, as [`Core::send`] hands its one: the call returns once NATS has them all (in
-/// order), and a task reads their acknowledgements and writes their published marks
-/// ([`Marks`]). Stops at the first message NATS does not take (the rest waits for the
-/// relay). Returns how many were handed over.
+/// Hand the given accepted messages (those still `queued`: never published, or recorded
+/// with their mark in a chunk's open hand-off, [`super::handoffs`]) to the stream under
+/// their first publish's de-duplication id, as [`Core::send`] hands its one: the call
+/// returns once NATS has them all (in order), and a task reads their acknowledgements,
+/// then writes the published marks ([`Marks`]) or closes the hand-offs. Stops at the first
+/// message NATS does not take (the rest waits for the relay). Returns how many were
+/// handed over.
 pub async fn hand_off_accepted(core: &Core, ids: &[Uuid]) -> Result<usize, CoreError> {
     let Some(stream) = core.stream() else {
         return Ok(0);
@@ -155,8 +161,11 @@ pub async fn hand_off_accepted(core: &Core, ids: &[Uuid]) -> Result<usize, CoreE
     let rows: Vec<Pending> = {
         let mut conn = core.pg().get().await?;
         diesel::sql_query(format!(
-            "SELECT {PENDING_COLUMNS} FROM messages m
-             WHERE m.id = ANY($1) AND m.status = 'queued' AND m.published_at IS NULL"
+            // By primary key only (OFFSET 0 keeps the status test out of the index choice:
+            // a partial index on queued rows would read all of them).
+            "SELECT {PENDING_COLUMNS}
+               FROM (SELECT * FROM messages WHERE id = ANY($1) OFFSET 0) m
+              WHERE m.status = 'queued' AND m.retry_count = 0"
         ))
         .bind::<Array<SqlUuid>, _>(ids)
         .load(&mut conn)
@@ -170,13 +179,15 @@ pub async fn hand_off_accepted(core: &Core, ids: &[Uuid]) -> Result<usize, CoreE
         return Ok(0);
     }
     let mut handed = Vec::with_capacity(rows.len());
-    for row in rows {
+    for mut row in rows {
+        // A mark written with the row: its hand-off is open, this is its first publish.
+        let in_handoff = row.published_at.take().is_some();
         let (id, retry_count) = (row.id, row.retry_count);
         let (job, dedupe_id, trace) = job_of(row);
         match stream.hand_off(&job, &dedupe_id, &trace).await {
             Ok(pending) => {
                 core.marks().handed_off();
-                handed.push((id, retry_count, pending));
+                handed.push((id, retry_count, in_handoff, pending));
             }
             Err(err) => {
                 tracing::warn!(message_id = %id, error = %err, "publish failed; message stays queued for the relay");
@@ -187,20 +198,34 @@ pub async fn hand_off_accepted(core: &Core, ids: &[Uuid]) -> Result<usize, CoreE
     let count = handed.len();
     let core = core.clone();
     tokio::spawn(async move {
-        futures::stream::iter(handed)
-            .for_each_concurrent(IN_FLIGHT, |(id, retry_count, pending)| {
+        let acknowledged: Vec<Uuid> = futures::stream::iter(handed)
+            .map(|(id, retry_count, in_handoff, pending)| {
                 let core = &core;
                 async move {
                     match pending.acknowledged().await {
-                        Ok(_) => core.marks().mark(core.pg(), id, retry_count),
+                        Ok(_) if in_handoff => Some(id),
+                        Ok(_) => {
+                            core.marks().mark(core.pg(), id, retry_count);
+                            None
+                        }
                         Err(err) => {
-                            core.marks().failed();
+                            core.marks().no_mark(1);
                             tracing::warn!(message_id = %id, error = %err, "publish not acknowledged; message stays queued for the relay");
+                            None
                         }
                     }
                 }
             })
+            .buffer_unordered(IN_FLIGHT)
+            .filter_map(futures::future::ready)
+            .collect()
             .await;
+        if !acknowledged.is_empty() {
+            if let Err(err) = super::handoffs::close_acknowledged(core.pg(), &acknowledged).await {
+                tracing::warn!(messages = acknowledged.len(), error = %err, "hand-offs not closed; the relay publishes their messages again");
+            }
+            core.marks().no_mark(acknowledged.len());
+        }
     });
     Ok(count)
 }
@@ -313,17 +338,18 @@ impl Marks {
         });
         if queue.send((message_id, retry_count)).is_err() {
             // The runtime is going away; the relay publishes the row again.
-            self.failed();
+            self.no_mark(1);
         }
     }
 
-    /// A handed-over message the stream did not acknowledge: nothing to mark.
-    pub(crate) fn failed(&self) {
+    /// `n` handed-over messages with no mark to write: not acknowledged by the stream,
+    /// or their hand-off is settled otherwise ([`super::handoffs`]).
+    pub(crate) fn no_mark(&self, n: usize) {
         Settle {
             in_flight: Arc::clone(&self.in_flight),
             settled: Arc::clone(&self.settled),
         }
-        .done(1);
+        .done(n);
     }
 
     /// Until nothing handed over is waiting for its acknowledgement or mark.

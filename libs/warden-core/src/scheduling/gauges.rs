@@ -29,11 +29,13 @@ pub async fn due_scheduled(pg: &PgPool) -> Result<i64, CoreError> {
     .await
 }
 
-/// Queued messages never published (the relay's backlog).
+/// Queued messages never published, and those of campaign chunks' hand-offs the stream
+/// has not acknowledged yet (the relay's backlog).
 pub async fn unpublished(pg: &PgPool) -> Result<i64, CoreError> {
     count(
         pg,
-        "SELECT count(*) AS n FROM messages WHERE status = 'queued' AND published_at IS NULL",
+        "SELECT (SELECT count(*) FROM messages WHERE status = 'queued' AND published_at IS NULL)
+              + (SELECT coalesce(sum(cardinality(message_ids)), 0) FROM message_handoffs) AS n",
     )
     .await
 }

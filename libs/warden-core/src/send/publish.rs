@@ -127,7 +127,7 @@ impl Core {
                 Err(err) => {
                     core.publish_failed(message_id, &err).await;
                     if matches!(wait, AckWait::Behind) {
-                        core.marks().failed();
+                        core.marks().no_mark(1);
                     }
                     false
                 }

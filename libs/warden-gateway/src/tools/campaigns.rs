@@ -164,8 +164,8 @@ do), NOT_FOUND (unknown campaign_id), FEATURE_NOT_AVAILABLE (tier oss), INVALID_
 
     #[tool(
         name = "pause_campaign",
-        description = "Pro tier. Pause a scheduled, running or sending campaign: at most one batch (128 recipients) more is \
-queued after the answer, then nothing until resume_campaign; progress counters are kept and messages already queued may still be delivered. Returns campaign_id, status \"paused\", \
+        description = "Pro tier. Pause a scheduled, running or sending campaign: the answer waits for the recipients being \
+recorded at that moment, then nothing more is queued until resume_campaign; progress counters are kept and messages already queued may still be delivered. Returns campaign_id, status \"paused\", \
 from_status and a note with the progress so far. Errors: INVALID_STATE_TRANSITION (the campaign is paused already or \
 finished: check get_campaign), NOT_FOUND, FEATURE_NOT_AVAILABLE (tier oss), INVALID_ARGUMENT (not a UUID), UNAVAILABLE.",
         input_schema = schema::input::<CampaignIdIn>(),
@@ -736,11 +736,8 @@ impl Gateway {
             .map_err(campaign_error)?
             .before;
         let note = format!(
-            "Paused: at most {} more recipients (the batch being sent) are queued, then nothing until resume_campaign. Progress so far: {} sent, {} delivered, {} failed; messages already queued may still be delivered.",
-            warden_core::campaigns::FANOUT_BATCH,
-            before.sent_count,
-            before.delivered_count,
-            before.failed_count
+            "Paused: nothing more is queued until resume_campaign. Progress so far: {} sent, {} delivered, {} failed; messages already queued may still be delivered.",
+            before.sent_count, before.delivered_count, before.failed_count
         );
         Ok(CampaignMoveOut {
             campaign_id: id.to_string(),

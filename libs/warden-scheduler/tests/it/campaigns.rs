@@ -98,6 +98,11 @@ async fn a_campaign_of_thousands_counts_exactly_and_completes() {
          AND content->'template'->'variables' = '[\"20%\"]'::jsonb"
     );
     assert_eq!(h.count(&q).await, enqueued_expected);
+    // Every chunk's hand-off closed with its acks.
+    assert_eq!(
+        h.count("SELECT count(*) AS n FROM message_handoffs").await,
+        0
+    );
     assert_eq!(h.stream_messages().await as i64, enqueued_expected);
 
     // Delivery outcomes arrive (the dispatcher and webhook record them; here in bulk):

@@ -48,9 +48,20 @@ async fn sends_accepted_while_nats_was_down_are_all_published_later() {
     // The audience is everyone: the 700 and the scheduled message's customer.
     assert_eq!(h.campaign_row(campaign).await.enqueued_count, 701);
     assert_eq!(h.message_row(scheduled).await.status, "queued");
-    let unpublished =
-        "SELECT count(*) AS n FROM messages WHERE status = 'queued' AND published_at IS NULL";
+    // Never published: no mark, or (the campaign's) in a hand-off the stream never
+    // acknowledged.
+    let unpublished = "SELECT count(*) AS n FROM messages m WHERE status = 'queued'
+        AND (published_at IS NULL
+             OR EXISTS (SELECT 1 FROM message_handoffs h WHERE m.id = ANY (h.message_ids)))";
     assert_eq!(h.count(unpublished).await, 702, "accepted, not published");
+    assert_eq!(
+        h.count(
+            "SELECT count(*) AS n FROM messages WHERE status = 'queued' AND published_at IS NULL"
+        )
+        .await,
+        1,
+        "the scheduled message has no mark; the campaign's are in their hand-offs"
+    );
     assert_eq!(h.stream_messages().await, 0);
 
     // NATS is back: the relay publishes every one of them, once.
@@ -64,6 +75,11 @@ async fn sends_accepted_while_nats_was_down_are_all_published_later() {
         }
     }
     assert_eq!(h.count(unpublished).await, 0);
+    assert_eq!(
+        h.count("SELECT count(*) AS n FROM message_handoffs").await,
+        0,
+        "hand-offs closed"
+    );
     assert_eq!(published, 702);
     assert_eq!(h.stream_messages().await, 702);
     // Republishing again changes nothing in the stream (de-duplicated by message id).
@@ -77,6 +93,23 @@ async fn sends_accepted_while_nats_was_down_are_all_published_later() {
     );
     online.tick().await.expect("tick");
     assert_eq!(warden_scheduler::metrics::RELAY_BACKLOG.get(), 0);
+
+    // A hand-off left open although the stream took its messages (the process died
+    // before it read the acks): the relay publishes them again under their first ids, the
+    // stream keeps one copy of each, and the hand-off closes.
+    h.exec(&format!(
+        "INSERT INTO message_handoffs (message_ids, created_at)
+         SELECT array_agg(id), now() - interval '1 hour' FROM messages
+          WHERE campaign_id = '{campaign}'"
+    ))
+    .await;
+    let r = online.tick().await.expect("tick");
+    assert_eq!(r.relay_published, 701);
+    assert_eq!(
+        h.count("SELECT count(*) AS n FROM message_handoffs").await,
+        0
+    );
+    assert_eq!(h.stream_messages().await, 702);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]

@@ -24,6 +24,12 @@ struct IndexDef {
     def: String,
 }
 
+/// The campaign counters' triggers (on update, on insert).
+const COUNTER_TRIGGERS: [&str; 2] = [
+    "messages_campaign_counters",
+    "messages_campaign_counters_insert",
+];
+
 /// The campaigns' counters from their messages, as the trigger keeps them (the buckets of
 /// `warden_campaign_bucket`).
 const COUNTERS: &str = "UPDATE campaigns c
@@ -201,9 +207,11 @@ pub async fn seed(
             }
             // The campaign counters' trigger queues an event per row and updates a campaign
             // row for most campaign messages; the counters are computed once after instead.
-            sql_query("ALTER TABLE messages DISABLE TRIGGER messages_campaign_counters")
-                .execute(c)
-                .await?;
+            for trigger in COUNTER_TRIGGERS {
+                sql_query(format!("ALTER TABLE messages DISABLE TRIGGER {trigger}"))
+                    .execute(c)
+                    .await?;
+            }
         }
         let t = std::time::Instant::now();
         let (a, b) = match step.what {
@@ -232,9 +240,11 @@ pub async fn seed(
             for i in &indexes {
                 sql_query(&i.def).execute(c).await?;
             }
-            sql_query("ALTER TABLE messages ENABLE TRIGGER messages_campaign_counters")
-                .execute(c)
-                .await?;
+            for trigger in COUNTER_TRIGGERS {
+                sql_query(format!("ALTER TABLE messages ENABLE TRIGGER {trigger}"))
+                    .execute(c)
+                    .await?;
+            }
             sql_query(COUNTERS).execute(c).await?;
             eprintln!(
                 "built {} message indexes and the campaign counters in {:.1} s",

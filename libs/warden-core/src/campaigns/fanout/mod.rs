@@ -10,9 +10,10 @@
 //! have a message of the campaign are left out by the page query ([`audience`]), so a
 //! page read again after a crash, pause or take-over gives nobody a second message.
 //!
-//! **The pause bound.** [`renew`] reads the campaign's status (and renews the lease)
-//! before each batch of [`crate::campaigns::FANOUT_BATCH`] recipients: after
-//! pause_campaign or cancel_campaign answers, at most one batch more is queued.
+//! **Pause and cancel.** [`renew`] reads the campaign's status (and renews the lease)
+//! before each chunk of [`crate::campaigns::FANOUT_CHUNK`] recipients, and each chunk's
+//! transaction passes the campaign's gate (`crate::campaigns::gate`), which pause and
+//! cancel close: after pause_campaign or cancel_campaign answers, nothing more is queued.
 
 pub mod audience;
 pub mod cancelled;

@@ -329,6 +329,14 @@ impl Core {
             let (core, shared) = (core.clone(), Arc::clone(&for_tx));
             async move {
                 let (batch, checked, targets, trace) = &*shared;
+                let ids: Vec<Uuid> = targets.iter().map(|_| Uuid::now_v7()).collect();
+                if let Some(campaign) = batch.campaign_id
+                    && !crate::campaigns::gate::enter(c, campaign).await?
+                {
+                    // Paused or cancelled since the chunk was planned: nothing written.
+                    let skipped = targets.iter().map(|_| Judged::Skip).collect();
+                    return Ok((skipped, ids));
+                }
                 let now = core.now();
                 let judged = core
                     .judge_chunk(
@@ -342,7 +350,6 @@ impl Core {
                         true,
                     )
                     .await?;
-                let ids: Vec<Uuid> = targets.iter().map(|_| Uuid::now_v7()).collect();
                 let content = checked.kind.to_content();
                 let template = match &checked.kind {
                     SendKind::Template { name, locale, .. } => {

@@ -3,8 +3,10 @@
 //! `failed` with its compliance error, held `scheduled` until the rule lifts), then who
 //! asked for them, the numbers they go out from, the frequency counts, the portfolio
 //! reach, the holds and the audit rows — the same rows the single path writes one message
-//! at a time (`send::record`, `Core::record_refusal`, `Core::record_hold`). The campaign's
-//! counters follow the rows (the counter trigger, at commit).
+//! at a time (`send::record`, `Core::record_refusal`, `Core::record_hold`). The accepted
+//! messages are written with their published mark, in an open hand-off
+//! (`delivery::handoffs`). The campaign's counters follow the rows (the counter trigger,
+//! at commit).
 
 use chrono::{DateTime, Utc};
 use diesel::prelude::*;
@@ -123,10 +125,11 @@ pub(super) async fn write(
                                status, content, template_name, template_locale, campaign_id,
                                deliver_at, failed_at, error_code, error_category,
                                error_can_retry, error_explanation, error_suggested_action,
-                               trace_context)
+                               trace_context, published_at)
          SELECT t.id, t.phone, $3, 'outbound', $4, t.category, t.status, $5, $6, $7, $8,
                 t.deliver_at, t.failed_at, t.code, t.error_category, t.can_retry,
-                t.explanation, t.action, t.trace
+                t.explanation, t.action, t.trace,
+                CASE WHEN t.status = 'queued' THEN now() END
          FROM unnest($1::uuid[], $2::text[], $9::text[], $10::text[], $11::timestamptz[],
                      $12::timestamptz[], $13::int4[], $14::text[], $15::bool[], $16::text[],
                      $17::text[], $18::jsonb[])
@@ -179,6 +182,13 @@ pub(super) async fn write(
         .await?;
     }
     accepted(c, shared, rows, now).await?;
+    // The accepted ones' marks are written above; the stream's acks close the hand-off.
+    let handed: Vec<Uuid> = rows
+        .iter()
+        .filter(|w| matches!(w.row, Row::Accepted { .. }))
+        .map(|w| w.id)
+        .collect();
+    crate::delivery::handoffs::open(c, &handed).await?;
     held(c, shared.actor, rows).await?;
     refused(c, shared.actor, rows).await
 }
