@@ -86,8 +86,11 @@ async fn control_tools_answer_from_core_and_get_campaign_counts_each_recipient_o
     let p = h.ok("pause_campaign", json!({"campaign_id": id})).await;
     assert_eq!(p["from_status"], "scheduled");
     assert!(
-        p["note"].as_str().unwrap().contains("at most 128"),
-        "the note states the bound: {p}"
+        p["note"]
+            .as_str()
+            .unwrap()
+            .contains("nothing more is queued until resume_campaign"),
+        "the note states what the pause holds: {p}"
     );
     // Three recipients reached by hand: one sent then failed, one read, one queued.
     let mut ids = Vec::new();
