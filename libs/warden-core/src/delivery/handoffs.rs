@@ -36,22 +36,6 @@ pub(crate) async fn open(c: &mut AsyncPgConnection, ids: &[Uuid]) -> QueryResult
         .map(|_| ())
 }
 
-/// Delete the hand-offs whose every message is among `acknowledged`.
-pub(crate) async fn close_acknowledged(
-    pg: &PgPool,
-    acknowledged: &[Uuid],
-) -> Result<usize, CoreError> {
-    db::execute(pg, "handoffs_close_acknowledged", || {
-        diesel::sql_query(
-            "DELETE FROM message_handoffs
-              WHERE message_ids && $1::uuid[] AND message_ids <@ $1::uuid[]",
-        )
-        .into_boxed()
-        .bind::<Array<SqlUuid>, _>(acknowledged.to_vec())
-    })
-    .await
-}
-
 #[derive(diesel::QueryableByName)]
 struct Due {
     #[diesel(sql_type = BigInt)]

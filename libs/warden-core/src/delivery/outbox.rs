@@ -221,13 +221,26 @@ pub async fn hand_off_accepted(core: &Core, ids: &[Uuid]) -> Result<usize, CoreE
             .collect()
             .await;
         if !acknowledged.is_empty() {
-            if let Err(err) = super::handoffs::close_acknowledged(core.pg(), &acknowledged).await {
+            if let Err(err) = close_handoffs(core.pg(), &acknowledged).await {
                 tracing::warn!(messages = acknowledged.len(), error = %err, "hand-offs not closed; the relay publishes their messages again");
             }
             core.marks().no_mark(acknowledged.len());
         }
     });
     Ok(count)
+}
+
+/// Delete the hand-offs ([`super::handoffs`]) whose every message is among `acknowledged`.
+async fn close_handoffs(pg: &PgPool, acknowledged: &[Uuid]) -> Result<usize, CoreError> {
+    db::execute(pg, "handoffs_close_acknowledged", || {
+        diesel::sql_query(
+            "DELETE FROM message_handoffs
+              WHERE message_ids && $1::uuid[] AND message_ids <@ $1::uuid[]",
+        )
+        .into_boxed()
+        .bind::<Array<SqlUuid>, _>(acknowledged.to_vec())
+    })
+    .await
 }
 
 /// The stream job of a pending row, its de-duplication id and its trace context.
