@@ -201,7 +201,7 @@ async fn run(args: Args) -> Result<(), StartError> {
                 let within = Duration::from_secs(3);
                 let hints = warden_stream::Hints::connect(&settings, within).await?;
                 hints
-                    .publish_all([phone.digits()], warden_stream::HintKind::Redacted)
+                    .publish_all([(phone.digits(), None)], warden_stream::HintKind::Redacted)
                     .await;
                 hints.flush(within).await
             };

@@ -38,6 +38,7 @@ pub mod delivery;
 pub mod deps;
 pub mod operators;
 pub mod policy_file;
+pub mod reach;
 pub mod reports;
 pub mod scheduling;
 pub mod send;
@@ -56,6 +57,7 @@ use warden_stream::DeliveryStream;
 
 pub use conversations::{ConversationView, WindowCache};
 pub use deps::{Dependencies, RedisPool};
+pub use reach::Reach;
 pub use send::error::SendError;
 pub use send::kind::{ContentError, SendKind};
 pub use send::recheck::Recheck;
@@ -144,6 +146,8 @@ pub struct Core {
     inner: Arc<Inner>,
     /// Who this view's writes are attributed to.
     actor: &'static str,
+    /// What this view's reads by id may reach ([`reach`]).
+    reach: reach::Reach,
 }
 
 impl Core {
@@ -159,6 +163,7 @@ impl Core {
                 marks: Default::default(),
             }),
             actor,
+            reach: reach::Reach::all(),
         }
     }
     /// The same core acting as `actor` (an agent): a cheap view sharing every connection.
@@ -166,6 +171,7 @@ impl Core {
         Core {
             inner: Arc::clone(&self.inner),
             actor,
+            reach: self.reach.clone(),
         }
     }
 
@@ -217,16 +223,16 @@ impl Core {
         &self.inner.deps
     }
 
-    /// Tell gateways that these customers' conversations changed (a wake-up on NATS
-    /// core, no content; see `warden_stream::hints`). Call after the change committed.
-    /// Without NATS there is nobody to tell.
+    /// Tell gateways that these (customer, number's stored key) conversations changed (a
+    /// wake-up on NATS core, no content; see `warden_stream::hints`); a `None` number is
+    /// every number's. Call after the change committed. Without NATS nobody is told.
     pub async fn hint<'a>(
         &self,
-        customers: impl IntoIterator<Item = &'a str>,
+        changed: impl IntoIterator<Item = (&'a str, Option<&'a str>)>,
         kind: warden_stream::HintKind,
     ) {
         if let Some(stream) = self.stream() {
-            stream.hints.publish_all(customers, kind).await;
+            stream.hints.publish_all(changed, kind).await;
         }
     }
 }

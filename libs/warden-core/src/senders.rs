@@ -25,6 +25,17 @@ pub fn message_of_sender(m: &str, key: &str) -> String {
     )
 }
 
+/// SQL: the message row `m` (a table alias) is of a sender whose stored key is in the
+/// text array `keys` (a SQL expression, e.g. a bind parameter).
+pub fn message_of_senders(m: &str, keys: &str) -> String {
+    format!(
+        "(CASE WHEN EXISTS (SELECT 1 FROM message_senders ms WHERE ms.message_id = {m}.id) \
+           THEN EXISTS (SELECT 1 FROM message_senders ms WHERE ms.message_id = {m}.id \
+                        AND ms.sender_id = ANY({keys})) \
+           ELSE 'default' = ANY({keys}) END)"
+    )
+}
+
 /// The answer to a `from` that names no sender: every id to choose from.
 pub fn unknown_sender(given: &str, senders: &Senders) -> String {
     format!(
@@ -42,10 +53,11 @@ impl Core {
     }
 
     /// The sender `from` names (an id, a phone number id, or the stored key of its rows);
-    /// the default when `None`.
+    /// when `None`, the default sender, or for a caller limited to other numbers its first
+    /// own ([`crate::reach`]).
     pub fn sender(&self, from: Option<&str>) -> Result<&Sender, CoreError> {
         match from {
-            None => Ok(self.senders().default()),
+            None => self.default_in_reach(),
             Some(given) => self
                 .senders()
                 .get(given)
@@ -75,9 +87,12 @@ impl Core {
 }
 
 impl Core {
-    /// The stored key of the sender a message was sent from or to.
+    /// The stored key of the sender a message was sent from or to; `NotFound` when it is
+    /// outside this view's reach.
     pub async fn message_sender(&self, message_id: uuid::Uuid) -> Result<String, CoreError> {
         let mut conn = self.pg().get().await?;
-        Ok(crate::customers::consent::sender_of_message(&mut conn, message_id).await?)
+        let key = crate::customers::consent::sender_of_message(&mut conn, message_id).await?;
+        self.admit(format_args!("message with id {message_id}"), [key.as_str()])?;
+        Ok(key)
     }
 }

@@ -163,9 +163,9 @@ impl Ctx {
     }
 
     /// Tell gateways the customer's conversation changed (after the change committed).
-    async fn hint(&self, customer: &str) {
+    async fn hint(&self, customer: &str, sender: &str) {
         if let Some(h) = &self.hints {
-            h.publish_all([customer], HintKind::Status).await;
+            h.publish(customer, Some(sender), HintKind::Status).await;
         }
     }
 
@@ -445,7 +445,7 @@ async fn send(ctx: &Ctx, row: DeliveryRow) -> Verdict {
         Ok(warden_core::Recheck::Send) => {}
         Ok(warden_core::Recheck::Refused(_)) => {
             ctx.pair.release(&row.customer_phone, &holder).await;
-            ctx.hint(&row.customer_phone).await;
+            ctx.hint(&row.customer_phone, &row.sender_id).await;
             return ctx.skipped("compliance_recheck");
         }
         Err(e) => {
@@ -626,7 +626,7 @@ async fn sent(ctx: &Ctx, row: &DeliveryRow, wamid: Option<&str>, attempt: i32) -
             if let Some(conv) = conv {
                 ctx.windows.put(&conv).await;
             }
-            ctx.hint(&row.customer_phone).await;
+            ctx.hint(&row.customer_phone, &row.sender_id).await;
             tracing::debug!(wamid, attempt, "sent");
         }
         Err(e) => tracing::error!(error = %e, wamid,
@@ -777,7 +777,7 @@ async fn fail(
             if changed {
                 FAILED.with_label_values(&[&code.to_string()]).inc();
                 ctx.stats.failed.fetch_add(1, Ordering::Relaxed);
-                ctx.hint(&row.customer_phone).await;
+                ctx.hint(&row.customer_phone, &row.sender_id).await;
             }
             tracing::Span::current().record("outcome", "failed");
             tracing::warn!(code, category = %info.category, can_retry = info.can_retry,

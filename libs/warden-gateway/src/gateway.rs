@@ -21,17 +21,26 @@ pub(crate) struct Inner {
     pub hints: Option<Hints>,
 }
 
-/// The caller of the request being served, and the name its writes are recorded as.
+/// The caller of the request being served, the name its writes are recorded as, and the
+/// core as that caller: its writes attributed to it, its reads by id kept to its senders
+/// (`warden_core::reach`).
 #[derive(Clone)]
 pub(crate) struct Acting {
     pub caller: Caller,
     pub actor: &'static str,
+    pub core: Core,
 }
 
 impl Acting {
-    pub fn new(caller: Caller) -> Acting {
+    pub fn new(core: &Core, caller: Caller) -> Acting {
         let actor = warden_core::agents::intern(&caller.agent);
-        Acting { caller, actor }
+        let reach = core.reach_of_ids(caller.senders.as_deref());
+        let core = core.as_actor(actor).within(reach);
+        Acting {
+            caller,
+            actor,
+            core,
+        }
     }
 }
 
@@ -66,8 +75,12 @@ impl Gateway {
         }
     }
 
-    pub(crate) fn core(&self) -> &Core {
-        &self.inner.core
+    /// The core as the current call's caller (see [`Acting`]); every tool reads and
+    /// writes through it.
+    pub(crate) fn core(&self) -> Core {
+        ACTING
+            .try_with(|a| a.core.clone())
+            .unwrap_or_else(|_| self.local.core.clone())
     }
 
     /// The platform client of the sender stored as `key` (the default sender's for its key
@@ -81,7 +94,7 @@ impl Gateway {
 
     /// Act as `caller` when a request carries no caller of its own (stdio, tests).
     pub fn acting_as(mut self, caller: Caller) -> Gateway {
-        self.local = Acting::new(caller);
+        self.local = Acting::new(&self.inner.core, caller);
         self
     }
 

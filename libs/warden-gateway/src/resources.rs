@@ -109,11 +109,13 @@ pub async fn read(
         .map_err(|e| unavailable(CoreError::from(e)))?;
     let json = match target {
         ResourceUri::Inbox => {
+            // Every number in the caller's reach (a limited agent's own).
+            let only = core.keys_to_read(None);
             let page = view::inbox(
                 &mut conn,
                 channel,
                 core.senders(),
-                None,
+                only.as_deref(),
                 FIRST_PAGE,
                 0,
                 Utc::now(),
@@ -123,7 +125,7 @@ pub async fn read(
             serde_json::to_string(&page)
         }
         ResourceUri::Conversation(customer) => {
-            // The resource is the conversation with the default number.
+            // The conversation with the default number, or a limited caller's first own.
             let sender = core.sender_ref(None).map_err(unavailable)?;
             let page = view::history(&mut conn, customer, channel, &sender, FIRST_PAGE, None)
                 .await

@@ -91,6 +91,8 @@ pub struct NoParams {}
 #[derive(Serialize, JsonSchema)]
 pub struct ComplianceOut {
     pub customer_id: String,
+    /// The sender (business number) the decision is for.
+    pub from: String,
     pub channel: String,
     pub message_type: String,
     pub allowed: bool,
@@ -184,6 +186,8 @@ pub struct ConversationOut {
 #[derive(Serialize, JsonSchema)]
 pub struct FrequencyOut {
     pub customer_id: String,
+    /// The sender (business number) it is about.
+    pub from: String,
     pub channel: String,
     pub is_capped: bool,
     /// Why it is capped; empty when not capped.
@@ -304,6 +308,8 @@ pub struct ErrorObj {
 #[derive(Serialize, JsonSchema)]
 pub struct DeliveryOut {
     pub message_id: String,
+    /// The sender (business number) it was sent from, or an inbound message's number.
+    pub from: String,
     pub customer_id: String,
     pub channel: String,
     pub direction: String,
@@ -429,6 +435,8 @@ pub struct CategoryChangeItem {
 
 #[derive(Serialize, JsonSchema)]
 pub struct TemplatesPage {
+    /// The sender whose business's templates these are.
+    pub from: String,
     pub templates: Vec<TemplateItem>,
     /// All matching templates (not just this page).
     pub total: i64,
@@ -638,6 +646,8 @@ pub struct CampaignOut {
 
 #[derive(Serialize, JsonSchema)]
 pub struct AccountQualityOut {
+    /// The sender (business number) read.
+    pub from: String,
     pub waba_id: String,
     pub name: String,
     /// HIGH, MEDIUM, LOW or UNKNOWN (from the quality rating).
@@ -806,6 +816,8 @@ pub struct SyncWebhooksOut {
 #[derive(Serialize, JsonSchema)]
 pub struct ArchiveOut {
     pub conversation_id: String,
+    /// The sender (business number) the conversation is with.
+    pub from: String,
     /// "archived".
     pub status: String,
     pub from_type: String,

@@ -50,8 +50,9 @@ impl Gateway {
         let hints = deps.stream.as_ref().map(|s| s.hints.clone());
         let subscriptions = Subscriptions::new(hints.clone());
         // stdio is local and unauthenticated: it acts as MCP_AGENT (default `stdio`).
-        let local = Acting::new(Caller::local(deps.settings.identity.agent.clone()));
-        let core = Core::new(deps, local.actor);
+        let caller = Caller::local(deps.settings.identity.agent.clone());
+        let core = Core::new(deps, warden_core::agents::intern(&caller.agent));
+        let local = Acting::new(&core, caller);
         Ok(Gateway {
             inner: Arc::new(Inner {
                 core,
@@ -81,7 +82,7 @@ impl Gateway {
     /// The caller of this request: the one the HTTP transport attached, else the local one.
     fn acting(&self, context: &RequestContext<RoleServer>) -> Acting {
         match Caller::of_request(context) {
-            Some(caller) => Acting::new(caller),
+            Some(caller) => Acting::new(&self.inner.core, caller),
             None => self.local.clone(),
         }
     }
@@ -125,7 +126,7 @@ fn need_read(acting: &Acting) -> Result<(), McpError> {
 impl ServerHandler for Gateway {
     #[allow(deprecated)] // logging/setLevel stays for 2025-11-25 clients
     fn get_info(&self) -> ServerConfig {
-        let settings = self.core().settings();
+        let settings = self.inner.core.settings();
         ServerConfig::new(
             ServerCapabilities::builder()
                 .enable_tools()
@@ -213,9 +214,10 @@ impl ServerHandler for Gateway {
         request: ReadResourceRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, McpError> {
-        need_read(&self.acting(&context))?;
+        let acting = self.acting(&context);
+        need_read(&acting)?;
         let target = ResourceUri::parse(&request.uri)?;
-        Ok(resources::read(self.core(), &request.uri, &target)
+        Ok(resources::read(&acting.core, &request.uri, &target)
             .await?
             .into())
     }
@@ -247,14 +249,20 @@ impl ServerHandler for Gateway {
         request: SubscribeRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<(), McpError> {
-        need_read(&self.acting(&context))?;
+        let acting = self.acting(&context);
+        need_read(&acting)?;
         let target = ResourceUri::parse(&request.uri)?;
         self.subscriptions
-            .subscribe(&request.uri, target, context.peer.clone())
+            .subscribe(
+                &request.uri,
+                target,
+                context.peer.clone(),
+                acting.core.reach().clone(),
+            )
             .await
             .map_err(|e| McpError::internal_error(e.to_string(), None))?;
         // Over HTTP the session may move to another replica: it subscribes again there.
-        if let (Some(redis), Some(session)) = (self.core().redis(), session_of(&context))
+        if let (Some(redis), Some(session)) = (self.inner.core.redis(), session_of(&context))
             && let Err(e) = session_subscriptions::remember(redis, &session, &request.uri).await
         {
             tracing::warn!(error = %e, "could not record a session's subscription in Redis; it stays on this replica");
@@ -270,7 +278,7 @@ impl ServerHandler for Gateway {
     ) -> Result<(), McpError> {
         let target = ResourceUri::parse(&request.uri)?;
         self.subscriptions.unsubscribe(&target);
-        if let (Some(redis), Some(session)) = (self.core().redis(), session_of(&context))
+        if let (Some(redis), Some(session)) = (self.inner.core.redis(), session_of(&context))
             && let Err(e) = session_subscriptions::forget(redis, &session, &request.uri).await
         {
             tracing::warn!(error = %e, "could not drop a session's subscription from Redis");
@@ -280,7 +288,8 @@ impl ServerHandler for Gateway {
 
     /// A legacy HTTP session restored on this replica: subscribe it again to what it had.
     async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
-        let (Some(redis), Some(session)) = (self.core().redis(), restored_session(&context)) else {
+        let (Some(redis), Some(session)) = (self.inner.core.redis(), restored_session(&context))
+        else {
             return;
         };
         let uris = match session_subscriptions::recall(redis, &session).await {
@@ -290,13 +299,23 @@ impl ServerHandler for Gateway {
                 return;
             }
         };
+        // The restored session's caller, as the transport authenticated this request.
+        let caller = context
+            .extensions
+            .get::<http::request::Parts>()
+            .and_then(|parts| parts.extensions.get::<Caller>())
+            .cloned();
+        let reach = match caller {
+            Some(caller) => Acting::new(&self.inner.core, caller).core.reach().clone(),
+            None => self.local.core.reach().clone(),
+        };
         for uri in uris {
             let Ok(target) = ResourceUri::parse(&uri) else {
                 continue;
             };
             if let Err(e) = self
                 .subscriptions
-                .subscribe(&uri, target, context.peer.clone())
+                .subscribe(&uri, target, context.peer.clone(), reach.clone())
                 .await
             {
                 tracing::warn!(error = %e, "could not restore a session's subscription");
@@ -320,7 +339,8 @@ impl ServerHandler for Gateway {
 
     /// One `subscriptions/listen` request: its resource updates until it is cancelled.
     async fn listen(&self, context: SubscriptionContext) -> Result<(), McpError> {
-        need_read(&self.acting(context.request_context()))?;
+        let acting = self.acting(context.request_context());
+        need_read(&acting)?;
         let uris: Vec<(String, ResourceUri)> = context
             .accepted()
             .resource_subscriptions
@@ -334,7 +354,7 @@ impl ServerHandler for Gateway {
         }
         let ids = self
             .subscriptions
-            .listen(uris, context.sink().clone())
+            .listen(uris, context.sink().clone(), acting.core.reach().clone())
             .await
             .map_err(|e| McpError::internal_error(e.to_string(), None))?;
         context.cancelled().await;

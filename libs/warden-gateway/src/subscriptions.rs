@@ -9,7 +9,9 @@
 //!
 //! The listener starts on the first subscription and ends with the registry. A hint for a
 //! customer wakes `warden://inbox` and that customer's `warden://conversations/{id}`; a
-//! subscriber then reads the resource again (the hint carries no content).
+//! subscriber then reads the resource again (the hint carries no content). A hint names
+//! the number whose conversation changed: it wakes only subscribers whose reach covers
+//! that number (an agent limited to business A's numbers never hears of business B's).
 
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
@@ -19,6 +21,7 @@ use rmcp::RoleServer;
 use rmcp::model::ResourceUpdatedNotificationParam;
 use rmcp::service::{Peer, SubscriptionSink};
 use tokio::sync::OnceCell;
+use warden_core::Reach;
 use warden_stream::{Hint, Hints};
 
 use crate::resources::ResourceUri;
@@ -36,6 +39,8 @@ struct Entry {
     uri: String,
     target: ResourceUri,
     sink: Sink,
+    /// The subscriber's reach: hints about other numbers do not wake it.
+    reach: Reach,
 }
 
 /// The subscriptions of one gateway (one MCP session over stdio).
@@ -72,6 +77,7 @@ impl Subscriptions {
         uri: &str,
         target: ResourceUri,
         peer: Peer<RoleServer>,
+        reach: Reach,
     ) -> Result<(), SubscribeError> {
         self.ensure_listening().await?;
         let mut entries = self.entries.lock().expect("subscriptions lock");
@@ -85,6 +91,7 @@ impl Subscriptions {
                 uri: uri.to_string(),
                 target,
                 sink: Sink::Session(peer),
+                reach,
             });
         }
         Ok(())
@@ -103,6 +110,7 @@ impl Subscriptions {
         self: &Arc<Self>,
         uris: Vec<(String, ResourceUri)>,
         sink: SubscriptionSink,
+        reach: Reach,
     ) -> Result<Vec<u64>, SubscribeError> {
         self.ensure_listening().await?;
         let mut entries = self.entries.lock().expect("subscriptions lock");
@@ -115,6 +123,7 @@ impl Subscriptions {
                 uri,
                 target,
                 sink: Sink::Listen(sink.clone()),
+                reach: reach.clone(),
             });
         }
         Ok(ids)
@@ -170,6 +179,7 @@ impl Subscriptions {
             .expect("subscriptions lock")
             .iter()
             .filter(|e| e.target.woken_by(&hint.token))
+            .filter(|e| hint.sender.as_deref().is_none_or(|s| e.reach.covers(s)))
             .map(|e| (e.id, e.uri.clone(), e.sink.clone()))
             .collect()
     }

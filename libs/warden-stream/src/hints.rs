@@ -45,11 +45,37 @@ impl HintKind {
     }
 }
 
-/// One received hint: the customer's subject token and the kind.
+/// One received hint: the customer's subject token, the kind, and the number whose
+/// conversation changed.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Hint {
     pub token: String,
     pub kind: Option<HintKind>,
+    /// The stored key of the business number whose conversation with the customer
+    /// changed; `None` for a change to every number's (content erased), which wakes every
+    /// subscriber of the customer. A gateway wakes only subscribers that reach it.
+    pub sender: Option<String>,
+}
+
+/// A hint's payload: its kind, then the sender's stored key after a space when known.
+fn payload(kind: HintKind, sender: Option<&str>) -> Vec<u8> {
+    match sender {
+        Some(s) => format!("{} {s}", kind.as_str()).into_bytes(),
+        None => kind.as_str().as_bytes().to_vec(),
+    }
+}
+
+fn parse_payload(payload: &[u8]) -> (Option<HintKind>, Option<String>) {
+    match payload.iter().position(|b| *b == b' ') {
+        Some(i) => (
+            HintKind::parse(&payload[..i]),
+            std::str::from_utf8(&payload[i + 1..])
+                .ok()
+                .filter(|s| !s.is_empty())
+                .map(str::to_string),
+        ),
+        None => (HintKind::parse(payload), None),
+    }
 }
 
 /// The subject token for a customer id. Phone numbers (digits) are their own token; any
@@ -141,29 +167,29 @@ impl Hints {
 
     /// Publish one hint. Fire and forget: a lost hint delays a notification, never
     /// loses data, so a NATS problem is logged and not returned.
-    pub async fn publish(&self, customer: &str, kind: HintKind) {
+    pub async fn publish(&self, customer: &str, sender: Option<&str>, kind: HintKind) {
         let subject = self.subject(customer);
         if let Err(e) = self
             .client
-            .publish(subject, kind.as_str().as_bytes().to_vec().into())
+            .publish(subject, payload(kind, sender).into())
             .await
         {
             tracing::warn!(error = %e, "conversation hint not published");
         }
     }
 
-    /// Publish a hint for each customer (once each).
+    /// Publish a hint for each (customer, sender) (once each).
     pub async fn publish_all<'a>(
         &self,
-        customers: impl IntoIterator<Item = &'a str>,
+        changed: impl IntoIterator<Item = (&'a str, Option<&'a str>)>,
         kind: HintKind,
     ) {
         // No explicit flush: the client writes buffered publishes out as soon as its
         // connection task runs, and a flush per call would add a wait to every send.
         let mut seen = std::collections::HashSet::new();
-        for c in customers {
-            if seen.insert(c) {
-                self.publish(c, kind).await;
+        for (customer, sender) in changed {
+            if seen.insert((customer, sender)) {
+                self.publish(customer, sender, kind).await;
             }
         }
     }
@@ -189,14 +215,18 @@ impl Hints {
     {
         let prefix_len = self.prefix.len() + 1;
         let sub = self.client.subscribe(self.wildcard()).await?;
-        Ok(sub.map(move |m| Hint {
-            token: m
-                .subject
-                .as_str()
-                .get(prefix_len..)
-                .unwrap_or("")
-                .to_string(),
-            kind: HintKind::parse(&m.payload),
+        Ok(sub.map(move |m| {
+            let (kind, sender) = parse_payload(&m.payload);
+            Hint {
+                token: m
+                    .subject
+                    .as_str()
+                    .get(prefix_len..)
+                    .unwrap_or("")
+                    .to_string(),
+                kind,
+                sender,
+            }
         }))
     }
 }
@@ -204,6 +234,24 @@ impl Hints {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn payloads_round_trip_with_and_without_a_sender() {
+        for kind in [
+            HintKind::Inbound,
+            HintKind::Status,
+            HintKind::Redacted,
+            HintKind::Holder,
+        ] {
+            assert_eq!(parse_payload(&payload(kind, None)), (Some(kind), None));
+            assert_eq!(
+                parse_payload(&payload(kind, Some("a1"))),
+                (Some(kind), Some("a1".to_string()))
+            );
+        }
+        // What a gateway of the previous release published: a kind only.
+        assert_eq!(parse_payload(b"status"), (Some(HintKind::Status), None));
+    }
 
     #[test]
     fn tokens_are_single_subject_tokens() {

@@ -135,10 +135,11 @@ struct BatchState {
     requeued: Vec<Uuid>,
     /// Customers with a new inbound message / an outbound message that moved: gateways
     /// get a conversation hint for each after the commit.
-    hint_inbound: HashSet<String>,
-    hint_status: HashSet<String>,
-    /// Customers whose conversation's holder (or history, by an echo) changed.
-    hint_holder: HashSet<String>,
+    /// Each as (customer, sender key).
+    hint_inbound: HashSet<(String, String)>,
+    hint_status: HashSet<(String, String)>,
+    /// Conversations whose holder (or history, by an echo) changed.
+    hint_holder: holder::Hints,
 }
 
 impl BatchState {
@@ -377,12 +378,14 @@ async fn after_commit(core: &Core, state: BatchState) -> Outcome {
         );
     }
     // Before the 200, after the cache: a gateway woken by the hint reads what is stored.
-    core.hint(hint_inbound.iter().map(String::as_str), HintKind::Inbound)
-        .await;
-    core.hint(hint_status.iter().map(String::as_str), HintKind::Status)
-        .await;
-    core.hint(hint_holder.iter().map(String::as_str), HintKind::Holder)
-        .await;
+    fn pairs(set: &HashSet<(String, String)>) -> Vec<(&str, Option<&str>)> {
+        set.iter()
+            .map(|(customer, sender)| (customer.as_str(), Some(sender.as_str())))
+            .collect()
+    }
+    core.hint(pairs(&hint_inbound), HintKind::Inbound).await;
+    core.hint(pairs(&hint_status), HintKind::Status).await;
+    core.hint(pairs(&hint_holder), HintKind::Holder).await;
     for (kind, n) in &outcome.applied {
         metrics::applied(*kind, *n);
     }
@@ -495,7 +498,9 @@ async fn apply_batch(
             chrono::Utc::now(),
         )
         .await?;
-        state.hint_holder.extend(moved);
+        state
+            .hint_holder
+            .extend(moved.into_iter().map(|phone| (phone, keys.sender.clone())));
         for (reason, n) in recorded.no_window {
             *state.outcome.no_window.entry(reason).or_default() += n;
         }
@@ -527,7 +532,9 @@ async fn apply_batch(
         let applied = match &event.body {
             EventBody::Inbound(i) => {
                 let key = key_of(event, i);
-                state.hint_inbound.insert(key.digits().to_string());
+                state
+                    .hint_inbound
+                    .insert((key.digits().to_string(), keys_of(senders, event).sender));
                 if i.message_type == "system" {
                     changed_number(c, portfolio_of(senders, event), i, &key).await?;
                 }
@@ -582,7 +589,9 @@ async fn apply_batch(
                 if !matches!(applied, StatusApplied::Ignored)
                     && let Some((_, customer)) = message
                 {
-                    state.hint_status.insert(customer.to_string());
+                    state
+                        .hint_status
+                        .insert((customer.to_string(), keys_of(senders, event).sender));
                 }
                 match applied {
                     StatusApplied::Ignored => false,

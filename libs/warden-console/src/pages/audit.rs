@@ -50,7 +50,7 @@ pub async fn page(
         customer,
         before_id: f.before,
     };
-    match audit::search(state.core.pg(), &filter, PAGE).await {
+    match audit::search(&state.core, &filter, PAGE).await {
         Ok(rows) => {
             let next = (rows.len() as i64 == PAGE)
                 .then(|| rows.last().map(|r| r.id))
@@ -65,6 +65,7 @@ pub async fn page(
                         entity_type => &r.entity_type,
                         entity_id => &r.entity_id,
                         details => r.details.to_string(),
+                        business => &r.business,
                     }
                 })
                 .collect();

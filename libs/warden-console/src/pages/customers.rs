@@ -95,7 +95,7 @@ pub async fn forget(
         Ok(f) => {
             state
                 .core
-                .hint([phone.digits()], warden_core::HintKind::Redacted)
+                .hint([(phone.digits(), None)], warden_core::HintKind::Redacted)
                 .await;
             done(
                 &back,

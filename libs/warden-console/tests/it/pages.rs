@@ -173,6 +173,9 @@ async fn every_page_answers_and_the_overview_counts_what_the_database_holds() {
         ))
         .await;
     assert!(audit.contains("TEMPLATE_REQUIRED"), "{audit}");
+    // The row names the business it touched: the default sender's account.
+    let waba = c.core.senders().default().waba_id.clone();
+    assert!(audit.contains(&format!("<td>{waba}</td>")), "{audit}");
     // Unknown things are 404, not errors.
     assert_eq!(b.get("/campaigns/not-a-uuid").await.status().as_u16(), 404);
     assert_eq!(

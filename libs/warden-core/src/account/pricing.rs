@@ -195,16 +195,33 @@ pub enum ReportScope {
 
 /// Estimated and actual cost of a campaign's messages, by category.
 pub async fn campaign_report(pg: &PgPool, campaign_id: Uuid) -> Result<Vec<CostLine>, DbError> {
-    report(pg, ReportScope::Campaign(campaign_id)).await
+    report_of(pg, ReportScope::Campaign(campaign_id), None).await
 }
 
 /// Estimated and actual cost of the messages of `scope`, by category. Never writes.
-pub async fn report(pg: &PgPool, scope: ReportScope) -> Result<Vec<CostLine>, DbError> {
+/// Only the messages of the numbers in `core`'s reach (a limited caller's own).
+pub async fn report(core: &crate::Core, scope: ReportScope) -> Result<Vec<CostLine>, DbError> {
+    report_of(core.pg(), scope, core.reach().keys()).await
+}
+
+/// [`report`] of the senders stored under `senders` (`None`: every sender).
+async fn report_of(
+    pg: &PgPool,
+    scope: ReportScope,
+    senders: Option<&[String]>,
+) -> Result<Vec<CostLine>, DbError> {
     let mut c = pg.get().await?;
-    let filter = match scope {
-        ReportScope::Campaign(_) => "m.campaign_id = $1",
-        ReportScope::Period { .. } => "m.created_at >= $1 AND m.created_at < $2",
+    let (mut filter, next) = match scope {
+        ReportScope::Campaign(_) => ("m.campaign_id = $1".to_string(), 2),
+        ReportScope::Period { .. } => ("m.created_at >= $1 AND m.created_at < $2".to_string(), 3),
     };
+    if senders.is_some() {
+        filter.push_str(" AND ");
+        filter.push_str(&crate::senders::message_of_senders(
+            "m",
+            &format!("${next}"),
+        ));
+    }
     // Window open at send: the customer wrote within the 24 h before the message.
     let sql = format!(
         "WITH rows AS (
@@ -242,6 +259,10 @@ pub async fn report(pg: &PgPool, scope: ReportScope) -> Result<Vec<CostLine>, Db
         ReportScope::Period { since, until } => q
             .bind::<Timestamptz, _>(since)
             .bind::<Timestamptz, _>(until),
+    };
+    let q = match senders {
+        Some(keys) => q.bind::<diesel::sql_types::Array<diesel::sql_types::Text>, _>(keys.to_vec()),
+        None => q,
     };
     Ok(q.load(&mut c).await?)
 }

@@ -28,6 +28,7 @@ pub mod create;
 pub mod fanout;
 pub(crate) mod gate;
 pub mod preview;
+mod reached;
 
 use diesel::prelude::*;
 use diesel_async::{AsyncPgConnection, RunQueryDsl};

@@ -53,7 +53,9 @@ impl Core {
     /// next read comes from Postgres.
     pub async fn archive_conversation(&self, id: Uuid) -> Result<Archived, ArchiveError> {
         let actor = self.actor();
+        let reach = self.reach().clone();
         let archived = transact(self.pg(), "archive_chat", move |c| {
+            let reach = reach.clone();
             async move {
                 let Some(current) = conversations::table
                     .find(id)
@@ -65,6 +67,10 @@ impl Core {
                 else {
                     return Err(Abort::App(ArchiveError::NotFound(id)));
                 };
+                // Another business's conversation answers as one that does not exist.
+                if !reach.covers(&current.sender_id) {
+                    return Err(Abort::App(ArchiveError::NotFound(id)));
+                }
                 let now = Utc::now();
                 let window = WindowState::at(current.last_inbound_at, now);
                 if window.open {

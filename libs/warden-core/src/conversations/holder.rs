@@ -488,7 +488,11 @@ impl Core {
             .boxed()
         })
         .await?;
-        self.hint([phone.digits()], HintKind::Holder).await;
+        self.hint(
+            [(phone.digits(), Some(sender.key.as_str()))],
+            HintKind::Holder,
+        )
+        .await;
         Ok(HolderMoved {
             from: sender.id,
             customer: phone,

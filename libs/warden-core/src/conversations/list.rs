@@ -40,7 +40,7 @@ pub struct ConversationsPage {
 }
 
 /// At most `limit` conversations on `channel` (with the sender stored as `sender`, or
-/// every sender's) from `offset`, oldest first (created_at,
+/// every sender's in the core's reach) from `offset`, oldest first (created_at,
 /// then id, so pages never overlap), not archived, matching `filter` at `now`. Each row's
 /// window state is computed at `now` from its last inbound message; `window_expires_at`
 /// falls back to the stored one when the customer never wrote.
@@ -54,13 +54,14 @@ pub async fn list(
     now: DateTime<Utc>,
 ) -> Result<ConversationsPage, CoreError> {
     let soon = now + EXPIRING_SOON;
+    let only = core.keys_to_read(sender);
     let query = || {
         let mut q = conversations::table
             .filter(conversations::channel.eq(channel))
             .filter(conversations::archived_at.is_null())
             .into_boxed();
-        if let Some(sender) = sender {
-            q = q.filter(conversations::sender_id.eq(sender.to_owned()));
+        if let Some(keys) = &only {
+            q = q.filter(conversations::sender_id.eq_any(keys.clone()));
         }
         match filter {
             WindowFilter::All => q,

@@ -13,6 +13,7 @@ use crate::{Core, CoreError};
 /// (customer, direction, wamid) of a message row.
 async fn lookup(core: &Core, id: Uuid) -> Result<(String, String, Option<String>), CoreError> {
     let mut conn = core.pg().get().await?;
+    core.admit_message(&mut conn, id).await?;
     messages::table
         .find(id)
         .select((
@@ -23,7 +24,7 @@ async fn lookup(core: &Core, id: Uuid) -> Result<(String, String, Option<String>
         .first(&mut conn)
         .await
         .optional()?
-        .ok_or_else(|| CoreError::NotFound(format!("no message with id {id}")))
+        .ok_or_else(|| CoreError::NotFound(format!("there is no message with id {id}")))
 }
 
 impl Core {

@@ -27,6 +27,7 @@ impl Core {
     /// is one of ours (only a customer's message can be marked read).
     pub async fn read_target(&self, id: Uuid) -> Result<ReadTarget, CoreError> {
         let mut c = self.pg().get().await?;
+        self.admit_message(&mut c, id).await?;
         let row: Option<(String, Option<String>, String)> = messages::table
             .filter(messages::id.eq(id))
             .select((

@@ -435,7 +435,7 @@ struct Count {
 /// said is theirs: the newest inbound rows since our last accepted outbound message.
 /// The platform's own `system` messages (e.g. a number change) wait for no answer.
 /// Most urgent first: open windows closing soonest, then closed ones, newest first.
-/// With `$3` a sender's stored key, that number's conversations only.
+/// With `$3` senders' stored keys, those numbers' conversations only.
 static INBOX_FROM: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
     format!(
         "FROM conversations c \
@@ -445,7 +445,7 @@ static INBOX_FROM: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
           AND m.status <> ALL($2) AND m.message_type <> 'system' AND {} \
         ORDER BY m.created_at DESC, m.id DESC LIMIT 1) latest \
     WHERE c.channel = $1 AND c.archived_at IS NULL AND latest.direction = 'inbound' \
-      AND ($3::text IS NULL OR c.sender_id = $3)",
+      AND ($3::text[] IS NULL OR c.sender_id = ANY($3))",
         crate::senders::message_of_sender("m", "c.sender_id")
     )
 });
@@ -455,13 +455,13 @@ pub async fn inbox(
     c: &mut AsyncPgConnection,
     channel: &str,
     senders: &warden_settings::Senders,
-    only: Option<&SenderRef>,
+    only: Option<&[String]>,
     limit: i64,
     offset: i64,
     now: DateTime<Utc>,
 ) -> Result<InboxPage, CoreError> {
     let not_said: Vec<&str> = NOT_SAID.to_vec();
-    let only_key = only.map(|s| s.key.clone());
+    let only_key = only.map(<[String]>::to_vec);
     // The total comes with the page (a window count over the same rows): reading every
     // conversation's latest message twice, once to count and once for the page, was half
     // the console's inbox time with 10,000 waiting (console-bench).
@@ -486,7 +486,7 @@ pub async fn inbox(
     ))
     .bind::<Text, _>(channel)
     .bind::<Array<Text>, _>(&not_said)
-    .bind::<Nullable<Text>, _>(only_key.clone())
+    .bind::<Nullable<Array<Text>>, _>(only_key.clone())
     .bind::<Timestamptz, _>(now)
     .bind::<BigInt, _>(limit)
     .bind::<BigInt, _>(offset)
@@ -499,7 +499,7 @@ pub async fn inbox(
             diesel::sql_query(format!("SELECT count(*) AS n {}", *INBOX_FROM))
                 .bind::<Text, _>(channel)
                 .bind::<Array<Text>, _>(&not_said)
-                .bind::<Nullable<Text>, _>(only_key)
+                .bind::<Nullable<Array<Text>>, _>(only_key)
                 .get_result::<Count>(c)
                 .await?
                 .n

@@ -77,7 +77,14 @@ pub async fn retry_failed(
     let id = message_id;
     let message = {
         let mut conn = core.pg().get().await?;
-        Message::find(&mut conn, id).await?
+        match core.admit_message(&mut conn, id).await {
+            // Outside the caller's reach: answered as a message that does not exist.
+            Err(CoreError::NotFound(_)) => None,
+            other => {
+                other?;
+                Message::find(&mut conn, id).await?
+            }
+        }
     };
     let Some(m) = message else {
         return skipped("no message with this id".into());

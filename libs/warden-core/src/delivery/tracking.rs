@@ -51,6 +51,8 @@ pub struct DeliveryStatus {
     pub sent_by: Option<String>,
     /// What the platform reported it cost; `None` until it reported pricing.
     pub pricing: Option<MessagePricing>,
+    /// The stored key of the number it was sent from (or, inbound, to).
+    pub sender: String,
 }
 
 /// The platform's reported pricing of one message, with the currency of its amount.
@@ -71,6 +73,14 @@ pub async fn message_status(
     let Some(m) = Message::find(&mut conn, message_id).await? else {
         return Ok(None);
     };
+    // The number it was sent from or to: named in the answer, and in the caller's reach.
+    let sender = crate::customers::consent::sender_of_message(&mut conn, m.id).await?;
+    if core
+        .admit(format_args!("message {}", m.id), [sender.as_str()])
+        .is_err()
+    {
+        return Ok(None);
+    }
     let error = if m.status == message_status::FAILED {
         Some(error_of(&mut conn, &m).await?)
     } else {
@@ -106,6 +116,7 @@ pub async fn message_status(
         error,
         sent_by,
         pricing,
+        sender,
     }))
 }
 

@@ -10,7 +10,7 @@ use warden_store::schema::audit_logs;
 
 use crate::CoreError;
 
-#[derive(Debug, Clone, PartialEq, Serialize, Queryable)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct AuditEntry {
     pub id: i64,
     pub occurred_at: DateTime<Utc>,
@@ -19,7 +19,36 @@ pub struct AuditEntry {
     pub entity_type: String,
     pub entity_id: String,
     pub details: serde_json::Value,
+    /// The business (WhatsApp Business Account id) the action touched: the business of the
+    /// message, campaign, conversation or number it is about, or the one its details name;
+    /// `None` for actions of no business (operators, agents, the deployment's webhooks).
+    pub business: Option<String>,
 }
+
+/// The business and sender keys an audit row's entity belongs to, read beside it: a
+/// message's (its `message_senders` row; none: the default sender's), a campaign's or a
+/// conversation's number, a number itself, else what the details say.
+const ENTITY_KEYS: &str = "CASE WHEN entity_type = 'message' AND entity_id ~ '^[0-9a-f-]{36}$' \
+      THEN COALESCE((SELECT ms.business FROM message_senders ms \
+                     WHERE ms.message_id = entity_id::uuid), 'default') \
+    ELSE details ->> 'business' END";
+const ENTITY_SENDER: &str = "CASE WHEN entity_id !~ '^[0-9a-f-]{36}$' THEN \
+      CASE WHEN entity_type = 'sender' THEN entity_id ELSE details ->> 'from' END \
+    WHEN entity_type = 'campaign' THEN (SELECT c.sender_id FROM campaigns c WHERE c.id = entity_id::uuid) \
+    WHEN entity_type = 'conversation' THEN (SELECT cv.sender_id FROM conversations cv WHERE cv.id = entity_id::uuid) \
+    ELSE details ->> 'from' END";
+
+type Row = (
+    i64,
+    DateTime<Utc>,
+    String,
+    String,
+    String,
+    String,
+    serde_json::Value,
+    Option<String>,
+    Option<String>,
+);
 
 /// What the audit page filters on; empty fields do not filter.
 #[derive(Debug, Clone, Default)]
@@ -32,13 +61,14 @@ pub struct AuditFilter {
     pub before_id: Option<i64>,
 }
 
-/// At most `limit` rows matching `filter`, newest first.
+/// At most `limit` rows matching `filter`, newest first, each naming its business.
 pub async fn search(
-    pg: &PgPool,
+    core: &crate::Core,
     filter: &AuditFilter,
     limit: i64,
 ) -> Result<Vec<AuditEntry>, CoreError> {
-    let mut conn = pg.get().await?;
+    use diesel::sql_types::{Nullable, Text};
+    let mut conn = core.pg().get().await?;
     let mut q = audit_logs::table.into_boxed();
     if let Some(actor) = &filter.actor {
         q = q.filter(audit_logs::actor.eq(actor));
@@ -54,7 +84,8 @@ pub async fn search(
     if let Some(before) = filter.before_id {
         q = q.filter(audit_logs::id.lt(before));
     }
-    Ok(q.order(audit_logs::id.desc())
+    let rows: Vec<Row> = q
+        .order(audit_logs::id.desc())
         .limit(limit)
         .select((
             audit_logs::id,
@@ -64,9 +95,54 @@ pub async fn search(
             audit_logs::entity_type,
             audit_logs::entity_id,
             audit_logs::details,
+            diesel::dsl::sql::<Nullable<Text>>(ENTITY_KEYS),
+            diesel::dsl::sql::<Nullable<Text>>(ENTITY_SENDER),
         ))
         .load(&mut conn)
-        .await?)
+        .await?;
+    let senders = core.senders();
+    // A stored business key (`default`: the default sender's) or a sender, as its account id.
+    let waba_of_business = |key: &str| {
+        if warden_settings::is_stored_default(key) {
+            senders.default().waba_id.clone()
+        } else {
+            key.to_string()
+        }
+    };
+    Ok(rows
+        .into_iter()
+        .map(
+            |(
+                id,
+                occurred_at,
+                actor,
+                action,
+                entity_type,
+                entity_id,
+                details,
+                business,
+                sender,
+            )| {
+                let business = business.map(|b| waba_of_business(&b)).or_else(|| {
+                    let sender = sender?;
+                    senders
+                        .by_key(&sender)
+                        .or_else(|| senders.get(&sender))
+                        .map(|s| s.waba_id.clone())
+                });
+                AuditEntry {
+                    id,
+                    occurred_at,
+                    actor,
+                    action,
+                    entity_type,
+                    entity_id,
+                    details,
+                    business,
+                }
+            },
+        )
+        .collect())
 }
 
 /// One change of a customer's consent.

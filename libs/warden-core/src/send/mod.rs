@@ -586,6 +586,11 @@ impl Core {
     ) -> Result<SendError, SendError> {
         match req.refusal {
             RefusalMode::Error => {
+                // The number and business refused, for the audit page.
+                let (from, business) = match self.sender(req.sender.as_deref()) {
+                    Ok(s) => (Some(s.id.clone()), Some(self.senders().key_of(s).business)),
+                    Err(_) => (None, None),
+                };
                 warden_store::audit::record(
                     conn,
                     req.actor,
@@ -593,6 +598,8 @@ impl Core {
                     "customer",
                     req.phone.digits(),
                     json!({
+                        "from": from,
+                        "business": business,
                         "reason_code": decision.reason_code.as_str(),
                         "policy_id": decision.policy_id,
                         "message_type": req.message_type.as_str(),

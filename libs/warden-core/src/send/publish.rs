@@ -42,8 +42,15 @@ impl Core {
         };
         let published = self.publish_with(outgoing, AckWait::Behind).await;
         // A new outbound message shows in the history and takes the customer out of the inbox.
-        self.hint([req.phone.digits()], warden_stream::HintKind::Status)
-            .await;
+        let sender = self
+            .sender_keys(req.sender.as_deref())
+            .ok()
+            .map(|k| k.sender);
+        self.hint(
+            [(req.phone.digits(), sender.as_deref())],
+            warden_stream::HintKind::Status,
+        )
+        .await;
         Accepted {
             message_id,
             status: MessageStatus::Queued,

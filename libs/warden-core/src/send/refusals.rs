@@ -19,22 +19,38 @@ pub struct LastRefusal {
     pub explanation: String,
 }
 
-/// The customer's (canonical digits) most recent refused send, if any.
+/// The customer's (canonical digits) most recent refused send to them by `business` (its
+/// stored key), if any. Refusals recorded before they named their business count for every
+/// business.
 pub async fn last_refusal(
     conn: &mut AsyncPgConnection,
     phone: &str,
+    business: &str,
 ) -> QueryResult<Option<LastRefusal>> {
+    let of_business =
+        diesel::dsl::sql::<diesel::sql_types::Bool>("COALESCE(details ->> 'business', ")
+            .bind::<Text, _>(business)
+            .sql(") = ")
+            .bind::<Text, _>(business);
     let tool: Option<(DateTime<Utc>, Value)> = audit_logs::table
         .filter(audit_logs::entity_type.eq("customer"))
         .filter(audit_logs::entity_id.eq(phone))
         .filter(audit_logs::action.eq("send_refused"))
+        .filter(of_business)
         .order(audit_logs::occurred_at.desc())
         .select((audit_logs::occurred_at, audit_logs::details))
         .first(conn)
         .await
         .optional()?;
+    // The default business's messages have no message_senders row.
     let customer_messages = messages::table
         .filter(messages::customer_phone.eq(phone))
+        .filter(
+            diesel::dsl::sql::<diesel::sql_types::Bool>(
+                "COALESCE((SELECT ms.business FROM message_senders ms WHERE ms.message_id = messages.id), 'default') = ",
+            )
+            .bind::<Text, _>(business),
+        )
         .select(diesel::dsl::sql::<Text>("id::text"));
     let queued: Option<(DateTime<Utc>, Value)> = audit_logs::table
         .filter(audit_logs::entity_type.eq("message"))

@@ -323,7 +323,7 @@ async fn the_allowlist_admits_listed_phones_and_tagged_customers_only() {
     );
     // The refusal is what get_customer_context shows.
     let mut conn = h.core.pg().get().await.unwrap();
-    let last = warden_core::send::refusals::last_refusal(&mut conn, other.digits())
+    let last = warden_core::send::refusals::last_refusal(&mut conn, other.digits(), "default")
         .await
         .unwrap()
         .unwrap();
@@ -351,7 +351,7 @@ async fn a_refusal_recorded_when_a_message_came_due_is_the_customers_last_refusa
     let r = h.core.send(req).await;
     assert!(matches!(r, Err(SendError::RefusedRecorded { .. })));
     let mut conn = h.core.pg().get().await.unwrap();
-    let last = warden_core::send::refusals::last_refusal(&mut conn, other.digits())
+    let last = warden_core::send::refusals::last_refusal(&mut conn, other.digits(), "default")
         .await
         .unwrap()
         .expect("the recorded refusal");

@@ -628,7 +628,7 @@ async fn history_and_inbox_are_per_number() {
         &mut conn,
         "whatsapp",
         senders,
-        Some(&of("a1")),
+        Some(&[of("a1").key]),
         50,
         0,
         Utc::now(),

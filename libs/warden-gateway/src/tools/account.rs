@@ -156,7 +156,8 @@ status webhook will settle; they are never blindly resent). Errors: UNAVAILABLE 
         let mut notes = Vec::new();
         // Each business's templates, read with one of its numbers.
         let (mut template_synced, mut templates_updated) = (true, 0i64);
-        let senders = self.core().senders();
+        let core = self.core();
+        let senders = core.senders();
         let mut businesses: Vec<String> = Vec::new();
         for sender in senders.all() {
             let keys = senders.key_of(sender);
@@ -188,7 +189,7 @@ status webhook will settle; they are never blindly resent). Errors: UNAVAILABLE 
                     continue;
                 }
                 warden_core::templates::sync_from_platform(
-                    self.core().pg(),
+                    core.pg(),
                     &keys.business,
                     &info,
                     &local.locale,
@@ -202,16 +203,16 @@ status webhook will settle; they are never blindly resent). Errors: UNAVAILABLE 
 
         // 2. Sends stuck in `sending` after their lease ran out.
         let expired =
-            warden_core::delivery::reconcile::settle_expired_sends(self.core().pg(), now).await?;
+            warden_core::delivery::reconcile::settle_expired_sends(core.pg(), now).await?;
         let mut reconciled = expired.settled;
         let awaiting = expired.awaiting_status;
 
         // 3. Accepted messages whose publish was lost (the relay's job, done now).
         let unpublished =
-            warden_core::delivery::reconcile::unpublished_messages(self.core().pg(), now).await?;
+            warden_core::delivery::reconcile::unpublished_messages(core.pg(), now).await?;
         let mut publish_failed = 0;
         for id in unpublished {
-            match self.core().publish(id).await {
+            match core.publish(id).await {
                 Ok(true) => reconciled += 1,
                 Ok(false) => publish_failed += 1,
                 Err(warden_core::CoreError::Unavailable(m)) => {
@@ -231,8 +232,8 @@ status webhook will settle; they are never blindly resent). Errors: UNAVAILABLE 
             ));
         }
         warden_core::delivery::reconcile::record_sync(
-            self.core().pg(),
-            &self.core().settings().platform.account_id,
+            core.pg(),
+            &core.settings().platform.account_id,
             SyncReport {
                 template_synced,
                 templates_checked: locals.len() as i64,
@@ -337,8 +338,9 @@ fn tier_of_rating(rating: &str) -> &'static str {
 impl Gateway {
     async fn get_account_quality_impl(&self, args: JsonObject) -> ToolResult<AccountQualityOut> {
         let a: Input<AccountQualityIn> = parse(args)?;
-        let sender = self.core().sender(sender_arg(&a.from))?;
-        let keys = self.core().senders().key_of(sender);
+        let core = self.core();
+        let sender = core.sender(sender_arg(&a.from))?;
+        let keys = core.senders().key_of(sender);
         let platform = self.platform_of(&keys.sender);
         let phone = match platform.phone_number_quality().await {
             Ok(p) => p,
@@ -353,7 +355,7 @@ impl Gateway {
         // The tier read now is the portfolio's limit from here on (core records it).
         if !limit_tier.is_empty() {
             warden_core::account::portfolio::learn_from_platform(
-                self.core().pg(),
+                core.pg(),
                 &keys.portfolio,
                 &limit_tier,
                 "get_account_quality",
@@ -361,13 +363,11 @@ impl Gateway {
             )
             .await?;
         }
-        let usage = warden_core::account::portfolio::current_usage(
-            self.core().pg(),
-            &keys.portfolio,
-            Utc::now(),
-        )
-        .await?;
+        let usage =
+            warden_core::account::portfolio::current_usage(core.pg(), &keys.portfolio, Utc::now())
+                .await?;
         Ok(AccountQualityOut {
+            from: sender.id.clone(),
             waba_id: sender.waba_id.clone(),
             name: phone
                 .verified_name

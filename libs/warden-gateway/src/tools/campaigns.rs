@@ -372,8 +372,9 @@ impl Gateway {
         let at = a.deliver_at.0;
         let channel = a.on.channel();
         // Checked first: an unknown `from` is named before anything else is judged.
-        let sender = self.core().sender(a.on.from())?;
-        let (from, keys) = (sender.id.clone(), self.core().senders().key_of(sender));
+        let core = self.core();
+        let sender = core.sender(a.on.from())?;
+        let (from, keys) = (sender.id.clone(), core.senders().key_of(sender));
         let now = Utc::now();
         let deliver_at = future_time("deliver_at", at, now)?;
         let kind = SendKind::from_content(content).map_err(|e| {
@@ -420,7 +421,7 @@ impl Gateway {
             }
         }
         let created = warden_core::scheduling::schedule::schedule_message_keyed(
-            self.core().pg(),
+            core.pg(),
             ScheduleMessage {
                 phone: phone.clone(),
                 channel: channel.to_string(),
@@ -715,10 +716,11 @@ impl Gateway {
                 "Shorten the reason; it is a note for the audit trail.",
             )?;
         }
-        let moved =
-            warden_core::campaigns::cancel(self.core().pg(), id, reason.as_deref(), self.actor())
-                .await
-                .map_err(campaign_error)?;
+        let moved = self
+            .core()
+            .cancel_campaign(id, reason.as_deref())
+            .await
+            .map_err(campaign_error)?;
         Ok(CancelCampaignOut {
             campaign_id: id.to_string(),
             status: "cancelled".into(),
@@ -731,7 +733,9 @@ impl Gateway {
         self.require_pro("pause_campaign")?;
         let a: Input<CampaignIdIn> = parse(args)?;
         let id = a.campaign_id.0;
-        let before = warden_core::campaigns::pause(self.core().pg(), id, self.actor())
+        let before = self
+            .core()
+            .pause_campaign(id)
             .await
             .map_err(campaign_error)?
             .before;
@@ -751,7 +755,9 @@ impl Gateway {
         self.require_pro("resume_campaign")?;
         let a: Input<CampaignIdIn> = parse(args)?;
         let id = a.campaign_id.0;
-        let before = warden_core::campaigns::resume(self.core().pg(), id, self.actor())
+        let before = self
+            .core()
+            .resume_campaign(id)
             .await
             .map_err(campaign_error)?
             .before;
@@ -777,15 +783,14 @@ impl Gateway {
     async fn get_campaign_impl(&self, args: JsonObject) -> ToolResult<CampaignOut> {
         let a: Input<CampaignIdIn> = parse(args)?;
         let id = a.campaign_id.0;
-        let view = warden_core::campaigns::get(self.core().pg(), id)
-            .await
-            .map_err(campaign_error)?;
+        let core = self.core();
+        let view = core.campaign(id).await.map_err(campaign_error)?;
         let recipients = view.recipients();
         let pending_count = view.pending_count;
-        let from = self.core().sender_id_of_key(&view.sender).to_string();
+        let from = core.sender_id_of_key(&view.sender).to_string();
         let senders = view.senders.as_ref().map(|keys| {
             keys.iter()
-                .map(|k| self.core().sender_id_of_key(k).to_string())
+                .map(|k| core.sender_id_of_key(k).to_string())
                 .collect()
         });
         let c = view.campaign;
@@ -850,7 +855,8 @@ impl Gateway {
         &self,
         scope: warden_core::account::pricing::ReportScope,
     ) -> Result<CostReport, warden_store::DbError> {
-        let lines = warden_core::account::pricing::report(self.core().pg(), scope).await?;
+        // A limited caller's spend is its numbers' only.
+        let lines = warden_core::account::pricing::report(&self.core(), scope).await?;
         let e4 = |n: i64| crate::tools::account::decimal_e4(i128::from(n));
         let currency = self.currency().await;
         Ok(CostReport {

@@ -87,6 +87,8 @@ pub struct MarkReadIn {
 #[derive(Serialize, JsonSchema)]
 pub struct MarkReadOut {
     pub message_id: String,
+    /// The sender (business number) the message arrived at.
+    pub from: String,
     /// Always `read`.
     pub status: String,
     pub typing_indicator: bool,
@@ -201,12 +203,10 @@ impl Gateway {
         let phone = self.resolve(&a.customer_id).await?;
         let channel = a.on.channel();
         let from = a.on.from();
-        let sender = self.core().sender(from)?;
-        let (from_id, key) = (
-            sender.id.clone(),
-            self.core().senders().key_of(sender).sender,
-        );
-        let view = self.core().conversation(&phone, channel, &key).await?;
+        let core = self.core();
+        let sender = core.sender(from)?;
+        let (from_id, key) = (sender.id.clone(), core.senders().key_of(sender).sender);
+        let view = core.conversation(&phone, channel, &key).await?;
         let now = Utc::now();
         let marketing = self
             .core()
@@ -221,8 +221,8 @@ impl Gateway {
             .core()
             .check(&phone, from, MessageType::Utility.described_content(), now)
             .await?;
-        let ids = self.core().customer_identifiers(&phone).await?.into();
-        let holder = self.core().holder(&phone, from).await?;
+        let ids = core.customer_identifiers(&phone).await?.into();
+        let holder = core.holder(&phone, from).await?;
         Ok(ConversationOut {
             customer_id: phone.digits().to_string(),
             ids,
@@ -261,13 +261,13 @@ impl Gateway {
             }
         };
         let (limit, offset) = page(&a.limit, &a.offset)?;
-        // Without `from`, every number's conversations, each saying which.
+        // Without `from`, every number in the caller's reach, each saying which.
         let only = match a.on.from() {
             Some(from) => Some(self.core().sender_ref(Some(from))?),
             None => None,
         };
         let listed = warden_core::conversations::list::list(
-            self.core(),
+            &self.core(),
             channel,
             only.as_ref().map(|s| s.key.as_str()),
             filter,
@@ -311,17 +311,19 @@ impl Gateway {
         let a: Input<InboxIn> = parse(args)?;
         let channel = a.on.channel();
         let (limit, offset) = page(&a.limit, &a.offset)?;
-        // Without `from`, every number's conversations, each saying which.
-        let only = match a.on.from() {
-            Some(from) => Some(self.core().sender_ref(Some(from))?),
+        // Without `from`, every number in the caller's reach, each item saying which.
+        let core = self.core();
+        let named = match a.on.from() {
+            Some(from) => Some(core.sender_ref(Some(from))?.key),
             None => None,
         };
+        let only = core.keys_to_read(named.as_deref());
         let mut conn = self.conn().await?;
         Ok(view::inbox(
             &mut conn,
             channel,
-            self.core().senders(),
-            only.as_ref(),
+            core.senders(),
+            only.as_deref(),
             limit,
             offset,
             Utc::now(),
@@ -350,13 +352,16 @@ impl Gateway {
         let target = self.core().read_target(id).await?;
         let receipt = ReadReceipt::new(target.wamid, typing);
         // Read on the number it arrived at, by an agent allowed to use it.
-        let platform = self.message_platform(id).await?;
+        let core = self.core();
+        let key = core.message_sender(id).await?;
+        let platform = self.platform_of(&key);
         if let Err(e) = platform.mark_read(&receipt).await {
             return Err(self.upstream_error("mark the message read", &e).await);
         }
         self.core().record_read(id).await?;
         Ok(MarkReadOut {
             message_id: id.to_string(),
+            from: core.sender_id_of_key(&key).to_string(),
             status: "read".into(),
             typing_indicator: typing,
         })
@@ -395,6 +400,7 @@ impl Gateway {
         };
         Ok(ArchiveOut {
             conversation_id: row.id.to_string(),
+            from: self.core().sender_id_of_key(&row.sender_id).to_string(),
             status: "archived".into(),
             from_type: lower(&row.conversation_type),
             customer_id: row.customer_phone,

@@ -71,11 +71,13 @@ impl Gateway {
         let phone = self.resolve(&a.customer_id).await?;
         let channel = a.on.channel();
         let from = a.on.from();
-        let sender = self.core().sender(from)?;
-        let (from_id, keys) = (sender.id.clone(), self.core().senders().key_of(sender));
-        let (customer, consent, last_refusal) = {
+        let core = self.core();
+        let sender = core.sender(from)?;
+        let (from_id, keys) = (sender.id.clone(), core.senders().key_of(sender));
+        let (customer, consent, last_refusal, known) = {
             let mut conn = self.conn().await?;
             let customer = warden_core::customers::find(&mut conn, &phone).await?;
+            let known = core.customer_in_reach(&mut conn, phone.digits()).await?;
             // Consent belongs to the business of the number asked about.
             let consent = match &customer {
                 Some(c) => Some(
@@ -85,17 +87,22 @@ impl Gateway {
                 ),
                 None => None,
             };
-            let refusal = warden_core::send::refusals::last_refusal(&mut conn, phone.digits())
-                .await
-                .map_err(warden_core::CoreError::from)?;
-            (customer, consent, refusal)
+            let refusal = warden_core::send::refusals::last_refusal(
+                &mut conn,
+                phone.digits(),
+                &keys.business,
+            )
+            .await
+            .map_err(warden_core::CoreError::from)?;
+            (customer, consent, refusal, known)
         };
+        // What the customer row holds of other businesses stays theirs.
+        let shown = customer.as_ref().filter(|_| known);
         let view = self
             .core()
             .conversation(&phone, channel, &keys.sender)
             .await?;
         let now = Utc::now();
-        let core = self.core();
         let marketing = core
             .check(
                 &phone,
@@ -116,18 +123,15 @@ impl Gateway {
             customer_id: phone.digits().to_string(),
             ids,
             channel: channel.to_string(),
-            known_customer: customer.is_some(),
+            known_customer: shown.is_some(),
             from: from_id,
             opt_in: OptIn {
                 marketing: consent.as_ref().is_none_or(|c| c.marketing),
                 utility: consent.as_ref().is_none_or(|c| c.utility),
             },
-            tags: customer
-                .as_ref()
-                .map(|c| c.tags.clone())
-                .unwrap_or_default(),
-            engagement_score: customer.as_ref().map_or(0.0, |c| c.engagement_score),
-            last_interaction: opt_ts(customer.as_ref().and_then(|c| c.last_interaction_at)),
+            tags: shown.map(|c| c.tags.clone()).unwrap_or_default(),
+            engagement_score: shown.map_or(0.0, |c| c.engagement_score),
+            last_interaction: opt_ts(shown.and_then(|c| c.last_interaction_at)),
             conversation: ContextConversation {
                 window_open: view.window_open,
                 time_remaining_secs: view.time_remaining_secs,
@@ -161,6 +165,7 @@ impl Gateway {
             .await?;
         Ok(FrequencyOut {
             customer_id: phone.digits().to_string(),
+            from: self.core().sender(a.on.from())?.id.clone(),
             channel: channel.to_string(),
             is_capped: st.is_capped,
             reason: st.reason,

@@ -109,8 +109,8 @@ impl Gateway {
     async fn get_delivery_status_impl(&self, args: JsonObject) -> ToolResult<DeliveryOut> {
         let a: Input<MessageIdIn> = parse(args)?;
         let id = a.message_id.0;
-        let Some(m) = warden_core::delivery::tracking::message_status(self.core(), id).await?
-        else {
+        let core = self.core();
+        let Some(m) = warden_core::delivery::tracking::message_status(&core, id).await? else {
             return Err(ToolError::not_found(
                 format!("There is no message with id {id}."),
                 "Check the message_id: it is the id send_message, send_template, reply_customer or schedule_message returned.",
@@ -118,6 +118,7 @@ impl Gateway {
         };
         Ok(DeliveryOut {
             message_id: m.message_id.to_string(),
+            from: core.sender_id_of_key(&m.sender).to_string(),
             customer_id: m.customer_id,
             channel: m.channel,
             direction: m.direction,
@@ -222,7 +223,7 @@ impl Gateway {
             ));
         };
         Ok(
-            match warden_core::delivery::retries::retry_failed(self.core(), id, self.actor())
+            match warden_core::delivery::retries::retry_failed(&self.core(), id, self.actor())
                 .await?
             {
                 RetryOutcome::Requeued { .. } => RetryItem {
@@ -276,17 +277,17 @@ impl Gateway {
                 "Sending still works (dispatchers fall back to a local limit); try again later for the figures.",
             )
         };
-        let Some(redis) = self.core().redis() else {
+        let core = self.core();
+        let Some(redis) = core.redis() else {
             return Err(unavailable("no Redis configured".into()));
         };
         // The capacity the dispatcher's bucket of that number uses, as the platform set it.
-        let sender = self.core().sender(a.from())?;
-        let key = self.core().senders().sender_key(sender);
-        let (setting, configured_by) = self.core().settings().configured_mps_of(sender);
-        let capacity =
-            warden_core::account::throughput::current_for(self.core().pg(), key, setting)
-                .await
-                .map_err(|e| unavailable(e.to_string()))?;
+        let sender = core.sender(a.from())?;
+        let key = core.senders().sender_key(sender);
+        let (setting, configured_by) = core.settings().configured_mps_of(sender);
+        let capacity = warden_core::account::throughput::current_for(core.pg(), key, setting)
+            .await
+            .map_err(|e| unavailable(e.to_string()))?;
         // The default sender's bucket keeps the channel's key.
         let bucket = (!warden_core::senders::is_default_key(key)).then_some(key);
         let st = warden_ratelimit::state_for(redis, channel, bucket, capacity.mps)

@@ -154,14 +154,21 @@ impl Gateway {
         }
         let limit = self.core().settings().media_max_bytes;
         let (_, platform) = self.sender_platform(sender_arg(&a.from))?;
+        // A limited agent reaches only media its numbers received; another business's
+        // answers as media the platform does not have.
+        let missing = || {
+            ToolError::not_found(
+                format!("The platform has no media with id {id}."),
+                "Check the media id (it is in the customer's message); platform media expire after some time.",
+            )
+        };
+        match self.core().admit_media(&id).await {
+            Err(warden_core::CoreError::NotFound(_)) => return Err(missing()),
+            other => other?,
+        }
         let info = match platform.media_info(&id).await {
             Ok(i) => i,
-            Err(PlatformError::Api { code: 100, .. }) => {
-                return Err(ToolError::not_found(
-                    format!("The platform has no media with id {id}."),
-                    "Check the media id (it is in the customer's message); platform media expire after some time.",
-                ));
-            }
+            Err(PlatformError::Api { code: 100, .. }) => return Err(missing()),
             Err(e) => return Err(self.upstream_error("describe the media", &e).await),
         };
         let too_large = |size: String| {

@@ -90,7 +90,7 @@ impl Gateway {
 
     /// A pooled Postgres connection, or UNAVAILABLE.
     pub(crate) async fn conn(&self) -> ToolResult<PooledConnection<'_, AsyncPgConnection>> {
-        self.core().pg().get().await.map_err(ToolError::from)
+        self.inner.core.pg().get().await.map_err(ToolError::from)
     }
 }
 

@@ -123,7 +123,7 @@ impl Gateway {
                 .clone()
                 .unwrap_or_else(|| vec![c.stored.sender.clone()]),
         };
-        let p = warden_core::campaigns::preview::preview(self.core(), &plan, &filter).await?;
+        let p = warden_core::campaigns::preview::preview(&self.core(), &plan, &filter).await?;
         Ok(CampaignPreviewOut::from(p))
     }
 }

@@ -186,6 +186,7 @@ impl Gateway {
         }
         Ok(ComplianceOut {
             customer_id: phone.digits().to_string(),
+            from: self.core().sender(a.on.from())?.id.clone(),
             channel: channel.to_string(),
             message_type: message_type.as_str().to_string(),
             allowed: decision.allowed,

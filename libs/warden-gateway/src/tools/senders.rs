@@ -2,9 +2,10 @@
 //! which ones the calling agent may use.
 //!
 //! An agent limited to some senders (`warden-admin agents create NAME --senders a1,a2`) may
-//! only send from and read them. Checked once per call, before the tool runs
-//! ([`Gateway::sender_refusal`]): the senders a call is about are its `from` (or, when the
-//! tool takes `from` and none is given, the default sender) and the `senders` it lists.
+//! only send from and read them. The senders a call names (its `from`, the `senders` it
+//! lists) are checked once per call, before the tool runs ([`Gateway::sender_refusal`]:
+//! FORBIDDEN); a call that names none is about the caller's own numbers, and what it reaches
+//! by id is checked by the core (`warden_core::reach`: NOT_FOUND outside them).
 
 use chrono::Utc;
 use rmcp::model::{CallToolRequestParams, CallToolResult, JsonObject};
@@ -91,8 +92,9 @@ impl Gateway {
 
     async fn list_senders_impl(&self) -> ToolResult<SendersOut> {
         let caller = self.caller();
-        let senders = self.core().senders();
-        let numbers = self.core().numbers(Utc::now()).await?;
+        let core = self.core();
+        let senders = core.senders();
+        let numbers = core.numbers(Utc::now()).await?;
         let listed = numbers
             .into_iter()
             .filter(|n| caller.may_use(&n.id))
@@ -127,10 +129,6 @@ impl Gateway {
         })
     }
 }
-
-/// Tools that, given no `from`, read every number (not the default sender's only): an
-/// agent limited to some senders must name one of them.
-const EVERY_NUMBER_WITHOUT_FROM: &[&str] = &["list_inbox", "list_conversations"];
 
 /// A sender-naming argument's text as the tool would read it (`null` and blank: absent); a
 /// value of another type is left for the tool to refuse.
@@ -167,32 +165,9 @@ impl Gateway {
         Ok((keys, platform))
     }
 
-    /// The platform client of the number message `message_id` was sent from or to;
-    /// FORBIDDEN when the calling agent may not use that number.
-    pub(crate) async fn message_platform(
-        &self,
-        message_id: uuid::Uuid,
-    ) -> ToolResult<&warden_platform::PlatformClient> {
-        let key = self.core().message_sender(message_id).await?;
-        let id = self.core().sender_id_of_key(&key).to_string();
-        let caller = self.caller();
-        if !caller.may_use(&id) {
-            let allowed = caller.senders.clone().unwrap_or_default().join(", ");
-            return Err(ToolError::new(
-                code::FORBIDDEN,
-                format!(
-                    "Agent {} may not use sender `{id}`, the number of message {message_id}: it may use {allowed}.",
-                    echo(&caller.agent)
-                ),
-                "Act only on messages of your own numbers (list_inbox and history show them), or ask an operator to allow this one.",
-            ));
-        }
-        Ok(self.platform_of(&key))
-    }
-
-    /// FORBIDDEN when the call names a sender (or, taking `from` and given none, uses the
-    /// default sender) that `caller` is not allowed; `None` when it may go on. An unknown
-    /// sender is left to the tool, which answers INVALID_ARGUMENT listing the ids.
+    /// FORBIDDEN when the call names a sender that `caller` is not allowed; `None` when it
+    /// may go on. An unknown sender is left to the tool, which answers INVALID_ARGUMENT
+    /// listing the ids.
     pub(crate) fn sender_refusal(
         &self,
         caller: &Caller,
@@ -216,35 +191,20 @@ impl Gateway {
                 named_ids.extend(list.iter().filter_map(|v| named(Some(v))));
             }
         }
-        let senders = self.core().senders();
-        let implicit = named_ids.is_empty() && takes(schema, "from");
-        let used: Vec<&str> = if implicit && EVERY_NUMBER_WITHOUT_FROM.contains(&&*request.name) {
-            senders.ids()
-        } else if implicit {
-            vec![senders.default().id.as_str()]
-        } else {
-            named_ids
-                .iter()
-                .filter_map(|given| senders.get(given))
-                .map(|s| s.id.as_str())
-                .collect()
-        };
-        let refused = used.into_iter().find(|id| !caller.may_use(id))?;
+        // Without `from` a call is about a number in the caller's reach (warden_core::reach):
+        // only the senders it names can be refused.
+        let core = self.core();
+        let senders = core.senders();
+        let refused = named_ids
+            .iter()
+            .filter_map(|given| senders.get(given))
+            .map(|s| s.id.as_str())
+            .find(|id| !caller.may_use(id))?;
         tracing::info!(agent = %caller.agent, tool = %request.name, sender = refused, "call outside the agent's senders");
-        let which = if implicit && EVERY_NUMBER_WITHOUT_FROM.contains(&&*request.name) {
-            format!(
-                "every number, `{refused}` among them (without `from`, {} reads them all)",
-                request.name
-            )
-        } else if implicit {
-            format!("the default sender `{refused}` (no `from` was given)")
-        } else {
-            format!("sender `{refused}`")
-        };
         Some(ToolError::new(
             code::FORBIDDEN,
             format!(
-                "Agent {} may not use {which}: it may use {}.",
+                "Agent {} may not use sender `{refused}`: it may use {}.",
                 echo(&caller.agent),
                 allowed.join(", ")
             ),

@@ -187,7 +187,9 @@ impl Gateway {
             }
         }
         let (limit, offset) = page(&a.limit, &a.offset)?;
-        let business = self.core().sender_keys(sender_arg(&a.from))?.business;
+        let core = self.core();
+        let sender = core.sender(sender_arg(&a.from))?;
+        let (from, business) = (sender.id.clone(), core.senders().key_of(sender).business);
         let filters = warden_core::templates::list::TemplateFilters {
             business: Some(business),
             status,
@@ -195,9 +197,10 @@ impl Gateway {
             locale,
         };
         let listed =
-            warden_core::templates::list::list(self.core(), &filters, limit, offset).await?;
+            warden_core::templates::list::list(&self.core(), &filters, limit, offset).await?;
         let now = Utc::now();
         Ok(TemplatesPage {
+            from,
             templates: listed
                 .templates
                 .into_iter()

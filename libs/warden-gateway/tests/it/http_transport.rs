@@ -501,7 +501,7 @@ async fn a_legacy_sessions_subscriptions_follow_it_to_another_replica() {
     let mut seen = String::new();
     loop {
         hints
-            .publish(&customer, warden_stream::HintKind::Inbound)
+            .publish(&customer, None, warden_stream::HintKind::Inbound)
             .await;
         hints.flush(Duration::from_secs(5)).await.unwrap();
         match tokio::time::timeout(Duration::from_millis(500), stream.chunk()).await {

@@ -17,6 +17,7 @@ mod http_support;
 mod http_transport;
 mod identifiers;
 mod identity;
+mod isolation;
 mod listen;
 mod live_updates;
 mod mcp_conformance;

@@ -16,10 +16,10 @@ use warden_settings::{Senders, Settings};
 use common::{Harness, Opts, phone};
 use http_support::{GatewayProc, V_NEW, meta_new, post};
 
-const SENDERS_YAML: &str = include_str!("../../../../examples/senders.yaml");
+pub(crate) const SENDERS_YAML: &str = include_str!("../../../../examples/senders.yaml");
 
 /// The variables the example names (dummy values: nothing here reaches the platform).
-const SENDER_ENV: [(&str, &str); 5] = [
+pub(crate) const SENDER_ENV: [(&str, &str); 5] = [
     ("SENDER_A1_TOKEN", "tok-a1"),
     ("SENDER_A2_TOKEN", "tok-a2"),
     ("SENDER_B1_TOKEN", "tok-b1"),
@@ -27,7 +27,7 @@ const SENDER_ENV: [(&str, &str); 5] = [
     ("SENDER_B_APP_SECRET", "app-b"),
 ];
 
-fn example_senders() -> Senders {
+pub(crate) fn example_senders() -> Senders {
     Senders::from_yaml(SENDERS_YAML, &|name| {
         SENDER_ENV
             .iter()
@@ -37,7 +37,7 @@ fn example_senders() -> Senders {
     .unwrap()
 }
 
-fn with_senders(settings: &mut Settings) {
+pub(crate) fn with_senders(settings: &mut Settings) {
     settings.senders_file = Some(example_senders());
 }
 
@@ -75,7 +75,7 @@ async fn an_unknown_from_lists_the_senders() {
 }
 
 /// A 2026-07-28 `tools/call` with a Bearer credential; the JSON-RPC response.
-async fn call_as(gw: &GatewayProc, bearer: &str, name: &str, args: Value) -> Value {
+pub(crate) async fn call_as(gw: &GatewayProc, bearer: &str, name: &str, args: Value) -> Value {
     let mut params = json!({"name": name, "arguments": args});
     params["_meta"] = meta_new();
     let answer = post(
@@ -180,14 +180,13 @@ async fn an_agent_limited_to_a1_sends_from_a1_only_over_http() {
     .await;
     assert_ne!(checked["isError"], true, "{checked}");
 
-    // list_inbox without `from` reads every number: it must name its own.
+    // list_inbox without `from` reads the numbers it may use (a1), never all of them.
     let r = call_as(&gw, &a1, "list_inbox", json!({})).await;
-    let text = refused(&r, "FORBIDDEN");
-    assert!(text.contains("every number"), "{text}");
+    assert_ne!(r["isError"], true, "{r}");
     let r = call_as(&gw, &a1, "list_inbox", json!({"from": "a1"})).await;
     assert_ne!(r["isError"], true, "{r}");
 
-    // An agent limited to b1 may not fall back on the default sender.
+    // An agent limited to b1, naming no number, is about b1 (not the default, a1).
     let b1 = format!("Bearer {}", b1_bot.key);
     let r = call_as(
         &gw,
@@ -196,22 +195,25 @@ async fn an_agent_limited_to_a1_sends_from_a1_only_over_http() {
         json!({"customer_id": p, "message_type": "service"}),
     )
     .await;
-    let text = refused(&r, "FORBIDDEN");
-    assert!(text.contains("default sender `a1`"), "{text}");
-    assert!(text.contains("Pass `from` with one of b1"), "{text}");
+    assert_ne!(r["isError"], true, "{r}");
+    assert_eq!(r["structuredContent"]["from"], "b1", "{r}");
+    // The customer wrote to a1 only: b1's window is closed, so service is refused there.
+    assert_eq!(r["structuredContent"]["allowed"], false, "{r}");
     let r = call_as(
         &gw,
         &b1,
         "check_compliance",
-        json!({"customer_id": p, "message_type": "service", "from": "b1"}),
+        json!({"customer_id": p, "message_type": "service", "from": "a1"}),
     )
     .await;
-    assert_ne!(r["isError"], true, "{r}");
-    // Templates belong to a business: the default's are business A's, b1's are B's.
+    let text = refused(&r, "FORBIDDEN");
+    assert!(text.contains("sender `a1`"), "{text}");
+    assert!(text.contains("Pass `from` with one of b1"), "{text}");
+    // Templates belong to a business: without `from`, b1's (business B's).
     let r = call_as(&gw, &b1, "list_templates", json!({})).await;
-    refused(&r, "FORBIDDEN");
-    let r = call_as(&gw, &b1, "list_templates", json!({"from": "b1"})).await;
     assert_ne!(r["isError"], true, "{r}");
+    let r = call_as(&gw, &b1, "list_templates", json!({"from": "a1"})).await;
+    refused(&r, "FORBIDDEN");
     // A tool that names no sender is not limited.
     let r = call_as(&gw, &b1, "explain_error", json!({"code": "131047"})).await;
     assert_ne!(r["isError"], true, "{r}");
@@ -761,7 +763,7 @@ async fn resume_sender_lifts_a_protection() {
 }
 
 /// A template stored for the business of `waba` (`default`: the default sender's).
-async fn business_template(h: &Harness, business: &str, name: &str, status: &str) {
+pub(crate) async fn business_template(h: &Harness, business: &str, name: &str, status: &str) {
     use diesel::prelude::*;
     use diesel_async::RunQueryDsl;
     use warden_store::schema::templates;
@@ -780,7 +782,7 @@ async fn business_template(h: &Harness, business: &str, name: &str, status: &str
         .unwrap();
 }
 
-const BUSINESS_B: &str = "204000000000002";
+pub(crate) const BUSINESS_B: &str = "204000000000002";
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn templates_belong_to_the_business_of_the_number() {

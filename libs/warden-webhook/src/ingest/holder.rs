@@ -17,12 +17,13 @@ use warden_settings::StoreKeys;
 use super::{ACTOR, CHANNEL};
 use crate::events::{EchoEvent, Handover, HandoverEvent, StandbyEvent};
 
-/// Where the batch's holder changes go: the customers to hint after the commit.
-pub(super) type Hints = std::collections::HashSet<String>;
+/// Where the batch's holder changes go: the (customer, sender key) conversations to hint
+/// after the commit.
+pub(super) type Hints = std::collections::HashSet<(String, String)>;
 
-fn note(changed: &Changed, phone: &str, hints: &mut Hints) {
+fn note(changed: &Changed, phone: &str, keys: &StoreKeys, hints: &mut Hints) {
     if changed.moved() || changed.from.until != changed.to.until {
-        hints.insert(phone.to_string());
+        hints.insert((phone.to_string(), keys.sender.clone()));
     }
 }
 
@@ -44,8 +45,8 @@ pub(super) async fn echo(
     };
     let changed = echoes::record(c, CHANNEL, keys, &echo, ttl, ACTOR, now).await?;
     // The history changed whatever the holder did.
-    hints.insert(phone.digits().to_string());
-    note(&changed, phone.digits(), hints);
+    hints.insert((phone.digits().to_string(), keys.sender.clone()));
+    note(&changed, phone.digits(), keys, hints);
     Ok(true)
 }
 
@@ -76,7 +77,7 @@ pub(super) async fn handover(
         actor: ACTOR,
     };
     let changed = holder::set(c, &phone, CHANNEL, &keys.sender, &change, h.at.min(now)).await?;
-    note(&changed, phone.digits(), hints);
+    note(&changed, phone.digits(), keys, hints);
     Ok(true)
 }
 
@@ -102,6 +103,6 @@ pub(super) async fn standby(
         actor: ACTOR,
     };
     let changed = holder::set(c, &phone, CHANNEL, &keys.sender, &change, now).await?;
-    note(&changed, phone.digits(), hints);
+    note(&changed, phone.digits(), keys, hints);
     Ok(true)
 }

@@ -482,8 +482,11 @@ impl Core {
                 }
             }
         }
-        let phones: Vec<&str> = targets.iter().map(|t| t.phone.digits()).collect();
-        self.hint(phones, warden_stream::HintKind::Status).await;
+        let changed: Vec<(&str, Option<&str>)> = targets
+            .iter()
+            .map(|t| (t.phone.digits(), Some(t.keys.sender.as_str())))
+            .collect();
+        self.hint(changed, warden_stream::HintKind::Status).await;
     }
 
     /// Judge `targets` (distinct, in phone order) for a message of `category` with
