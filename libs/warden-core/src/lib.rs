@@ -23,6 +23,8 @@
 //! - [`account`]: the business account's limits and costs: portfolio messaging limit,
 //!   throughput, per-message pricing, the rate card.
 //! - [`agents`]: remote agents, their keys, scopes and guardrail settings.
+//! - [`reach`]: what a caller limited to some senders may reach (one check for every
+//!   resource read by id).
 //! - [`operators`]: the console's operators, their sessions and the login throttle.
 //! - [`reports`]: read models of the operator console (overview, search, audit, outcomes).
 //! - Plumbing: [`deps`] (the connected dependencies), [`policy_file`], [`sql`] (prepared

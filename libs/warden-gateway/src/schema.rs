@@ -532,6 +532,11 @@ pub struct CountryPreviewOut {
 /// What a campaign would do if it ran now (preview_campaign).
 #[derive(Serialize, JsonSchema)]
 pub struct CampaignPreviewOut {
+    /// The sender it would go out from (the first of several).
+    pub from: String,
+    /// Every sender when it spreads over several; absent for one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub senders: Option<Vec<String>>,
     /// Customers the audience filter selects.
     pub audience: u64,
     /// Those the send path would accept now.
@@ -549,9 +554,16 @@ pub struct CampaignPreviewOut {
     pub estimated_duration_secs: f64,
 }
 
-impl From<warden_core::campaigns::preview::CampaignPreview> for CampaignPreviewOut {
-    fn from(p: warden_core::campaigns::preview::CampaignPreview) -> Self {
+impl CampaignPreviewOut {
+    /// The preview of a campaign from `from` (and `senders` when several).
+    pub fn of(
+        p: warden_core::campaigns::preview::CampaignPreview,
+        from: String,
+        senders: Option<Vec<String>>,
+    ) -> Self {
         CampaignPreviewOut {
+            from,
+            senders,
             audience: p.audience,
             would_send: p.would_send,
             refused_by: p.refused_by,

@@ -37,6 +37,8 @@ pub struct CostLineOut {
 /// Spend over a period: Warden's estimate beside what the platform reported.
 #[derive(Serialize, JsonSchema)]
 pub struct SpendOut {
+    /// The senders (business numbers) whose messages it counts: the caller's.
+    pub senders: Vec<String>,
     /// Start of the period (RFC 3339, inclusive).
     pub since: String,
     /// End of the period (RFC 3339, exclusive).

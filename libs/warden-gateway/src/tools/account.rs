@@ -420,7 +420,16 @@ impl Gateway {
             .cost_report(scope)
             .await
             .map_err(warden_core::CoreError::from)?;
+        let core = self.core();
+        let senders = core
+            .senders()
+            .all()
+            .iter()
+            .filter(|s| core.reach().covers(core.senders().sender_key(s)))
+            .map(|s| s.id.clone())
+            .collect();
         Ok(SpendOut {
+            senders,
             since: ts(since),
             until: ts(until),
             report,

@@ -124,6 +124,6 @@ impl Gateway {
                 .unwrap_or_else(|| vec![c.stored.sender.clone()]),
         };
         let p = warden_core::campaigns::preview::preview(&self.core(), &plan, &filter).await?;
-        Ok(CampaignPreviewOut::from(p))
+        Ok(CampaignPreviewOut::of(p, c.from.clone(), c.senders.clone()))
     }
 }

@@ -627,3 +627,82 @@ async fn over_http_an_agent_key_of_business_a_cannot_touch_business_b() {
     assert_eq!(got["status"], "scheduled", "{got}");
     assert_eq!(h.message(&b.failed.to_string()).await.retry_count, 0);
 }
+
+/// Tools whose answers are about no one number, or about several by their own ids, and why.
+const NAMES_NO_NUMBER: &[(&str, &str)] = &[
+    ("explain_error", "an error code's meaning"),
+    ("estimate_cost", "a rate card's arithmetic"),
+    ("estimate_pricing", "a rate card's arithmetic"),
+    (
+        "list_senders",
+        "lists the numbers themselves, each by its id",
+    ),
+    ("sync_webhooks", "the deployment's app subscription"),
+    (
+        "retry_failed_messages",
+        "per message id; get_delivery_status names each one's number",
+    ),
+    (
+        "cancel_campaign",
+        "per campaign id; get_campaign names its numbers",
+    ),
+    (
+        "pause_campaign",
+        "per campaign id; get_campaign names its numbers",
+    ),
+    (
+        "resume_campaign",
+        "per campaign id; get_campaign names its numbers",
+    ),
+    (
+        "upload_media",
+        "a media id for the number it was uploaded with",
+    ),
+    (
+        "get_media",
+        "a customer's file, fetched with the number it arrived at",
+    ),
+    ("sync_template_status", "a template of the business"),
+    ("create_template", "a template of the business"),
+];
+
+/// Does this output schema carry `from` (or `senders`), at its top or in its list items?
+fn names_its_number(schema: &Value) -> bool {
+    let props = |s: &Value| s["properties"].as_object().cloned().unwrap_or_default();
+    let top = props(schema);
+    if top.contains_key("from") || top.contains_key("senders") {
+        return true;
+    }
+    top.values().any(|p| {
+        let items = &p["items"];
+        // A list item named through $ref resolves in the schema's definitions.
+        let item = match items["$ref"].as_str() {
+            Some(r) => {
+                let name = r.rsplit('/').next().unwrap_or_default();
+                schema["$defs"][name].clone()
+            }
+            None => items.clone(),
+        };
+        props(&item).contains_key("from")
+    })
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_answer_about_a_number_names_it() {
+    let h = Harness::start().await;
+    let mut unnamed = Vec::new();
+    for tool in h.tools().await {
+        let name = tool.name.to_string();
+        if NAMES_NO_NUMBER.iter().any(|(n, _)| *n == name) {
+            continue;
+        }
+        let schema = serde_json::to_value(tool.output_schema.as_deref()).unwrap();
+        if !names_its_number(&schema) {
+            unnamed.push(name);
+        }
+    }
+    assert!(
+        unnamed.is_empty(),
+        "these answers do not say which number they are about (add `from`): {unnamed:?}"
+    );
+}
