@@ -5,6 +5,7 @@
 //! ([`number_facts`]: display number, quality, name status; which number a quality update
 //! is about).
 
+pub mod displays;
 pub mod number_facts;
 pub mod numbers;
 pub mod portfolio;

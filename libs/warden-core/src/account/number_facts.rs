@@ -14,12 +14,13 @@ use std::collections::HashMap;
 
 use chrono::{DateTime, Utc};
 use diesel::prelude::*;
-use diesel::sql_types::{Array, Text};
+use diesel::sql_types::Text;
 use diesel_async::{AsyncPgConnection, RunQueryDsl};
 use warden_store::schema::quality_updates_unmatched as qu;
 use warden_store::schema::sender_numbers as sn;
 
-use crate::account::numbers::QUALITY_FLAGGED;
+pub use crate::account::displays::{digits, learn_displays};
+use crate::account::protection::QUALITY_FLAGGED;
 use crate::account::{protection, throughput};
 use crate::{Core, CoreError};
 
@@ -42,11 +43,6 @@ pub struct Recorded {
     pub throughput_level: Option<String>,
     pub name_status: Option<String>,
     pub read_at: Option<DateTime<Utc>>,
-}
-
-/// The digits of a display number: reads write it "+1 555-010-0000", webhooks "15550100000".
-pub fn digits(display: &str) -> String {
-    display.chars().filter(char::is_ascii_digit).collect()
 }
 
 /// Record a read of the number of the sender stored as `sender`; a field the read did not
@@ -85,33 +81,6 @@ pub async fn record_read(
     .execute(c)
     .await
     .map(|_| ())
-}
-
-/// Record the display numbers webhooks carried, `(stored sender key, display number)`: one
-/// statement, and no write where it is already known. Returns the rows changed.
-pub async fn learn_displays(
-    c: &mut AsyncPgConnection,
-    seen: &[(String, String)],
-) -> QueryResult<usize> {
-    if seen.is_empty() {
-        return Ok(0);
-    }
-    let (senders, displays): (Vec<&str>, Vec<&str>) =
-        seen.iter().map(|(s, d)| (s.as_str(), d.as_str())).unzip();
-    let digits: Vec<String> = displays.iter().map(|d| digits(d)).collect();
-    diesel::sql_query(
-        "INSERT INTO sender_numbers AS s (sender_id, display_phone_number, display_digits)
-         SELECT * FROM unnest($1::text[], $2::text[], $3::text[])
-         ON CONFLICT (sender_id) DO UPDATE SET
-           display_phone_number = excluded.display_phone_number,
-           display_digits = excluded.display_digits, updated_at = now()
-         WHERE s.display_digits IS DISTINCT FROM excluded.display_digits",
-    )
-    .bind::<Array<Text>, _>(senders)
-    .bind::<Array<Text>, _>(displays)
-    .bind::<Array<Text>, _>(digits)
-    .execute(c)
-    .await
 }
 
 /// Every recorded number, by stored sender key.

@@ -18,9 +18,7 @@ use crate::account::protection::{self, Protection};
 use crate::account::throughput::{self, CHANNEL, Capacity};
 use crate::{Core, CoreError};
 
-/// The protection source of a number flagged by its quality (the webhook's
-/// `phone_number_quality_update` with `FLAGGED`): the platform rated it RED.
-pub const QUALITY_FLAGGED: &str = "quality_flagged";
+pub use crate::account::protection::QUALITY_FLAGGED;
 
 /// One sender's number as Warden knows it.
 #[derive(Clone, Debug, PartialEq)]

@@ -122,7 +122,7 @@ pub async fn record_number(
     let mut c = pg.get().await?;
     // The display number read is what quality updates are matched on.
     if let Some(display) = display_phone_number.filter(|d| !d.is_empty()) {
-        crate::account::number_facts::learn_displays(
+        crate::account::displays::learn_displays(
             &mut c,
             &[(sender.to_string(), display.to_string())],
         )
