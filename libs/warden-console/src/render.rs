@@ -52,6 +52,8 @@ impl Templates {
     /// unit test below, so this never fails at run time.
     pub fn load() -> Templates {
         let mut env = Environment::new();
+        env.add_filter("when", when);
+        env.add_filter("who", who);
         for (name, source) in TEMPLATES {
             if let Err(e) = env.add_template(name, source) {
                 panic!("template {name}: {e}");
@@ -95,6 +97,71 @@ impl Templates {
     }
 }
 
+/// `{{ t|when }}`: a stored time as people read it. The server writes UTC to the minute
+/// inside `<time datetime=...>` with the exact time as its title; the page's script
+/// (base.html) rewrites it in the operator's own time zone, relative when it is today
+/// ("5 min ago"). Anything that is not a time is shown as it is (escaped); none as "never".
+pub fn when(v: Value) -> Value {
+    if v.is_none() || v.is_undefined() {
+        return Value::from("never");
+    }
+    let raw = v
+        .as_str()
+        .map(str::to_string)
+        .unwrap_or_else(|| v.to_string());
+    match chrono::DateTime::parse_from_rfc3339(&raw) {
+        Ok(t) => {
+            let t = t.with_timezone(&chrono::Utc);
+            Value::from_safe_string(format!(
+                "<time datetime=\"{}\" title=\"{}\">{}</time>",
+                t.to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
+                t.format("%Y-%m-%d %H:%M:%S UTC"),
+                t.format("%Y-%m-%d %H:%M UTC"),
+            ))
+        }
+        Err(_) => Value::from(raw),
+    }
+}
+
+/// The non-agent actors the core records, by how a person would call them.
+const SERVICES: &[(&str, &str)] = &[
+    ("webhook", "the platform (webhook)"),
+    ("scheduler", "Warden's scheduler"),
+    ("campaign", "a campaign"),
+    ("dispatcher", "Warden's dispatcher"),
+    ("dispatcher-sweep", "Warden's dispatcher"),
+    ("relay", "Warden's scheduler"),
+    ("retention", "retention"),
+    ("system", "Warden"),
+    ("console", "the console"),
+    ("warden-admin", "warden-admin"),
+    ("admin", "warden-admin"),
+    ("business_app", "a person (WhatsApp Business app)"),
+    ("customer", "the customer"),
+];
+
+/// The name every local (stdio) agent has unless `MCP_AGENT` names it.
+const LOCAL_AGENT: &str = "stdio";
+
+/// `{{ actor|who }}`: who did something, named for a person: an agent by its identity
+/// ("agent bot-3"), the local stdio caller as "agent (local)", an operator by name, a
+/// Warden service by what it is.
+pub fn who(actor: Option<String>) -> String {
+    let Some(actor) = actor.filter(|a| !a.is_empty()) else {
+        return "Warden".into();
+    };
+    if actor == LOCAL_AGENT {
+        return "agent (local)".into();
+    }
+    if let Some(name) = actor.strip_prefix("operator:") {
+        return format!("operator {name}");
+    }
+    if let Some((_, shown)) = SERVICES.iter().find(|(a, _)| *a == actor) {
+        return (*shown).into();
+    }
+    format!("agent {actor}")
+}
+
 /// A serde value for a template (the core's read models are `Serialize`).
 pub fn ser<T: serde::Serialize>(v: &T) -> Value {
     Value::from(minijinja::value::Serde(v))
@@ -135,6 +202,26 @@ mod tests {
             .unwrap();
         assert!(html.contains("&lt;script&gt;"), "{html}");
         assert!(!html.contains("<script>x"), "{html}");
+    }
+
+    #[test]
+    fn times_are_shown_to_the_minute_with_the_exact_time_on_hover() {
+        let html = when(Value::from("2026-11-29T04:27:18.323091Z")).to_string();
+        assert_eq!(
+            html,
+            "<time datetime=\"2026-11-29T04:27:18.323Z\" title=\"2026-11-29 04:27:18 UTC\">2026-11-29 04:27 UTC</time>"
+        );
+        assert_eq!(when(Value::from(())).to_string(), "never");
+        assert_eq!(when(Value::from("soon")).to_string(), "soon");
+    }
+
+    #[test]
+    fn actors_are_named_for_people() {
+        assert_eq!(who(Some("stdio".into())), "agent (local)");
+        assert_eq!(who(Some("bot-3".into())), "agent bot-3");
+        assert_eq!(who(Some("operator:ana".into())), "operator ana");
+        assert_eq!(who(Some("webhook".into())), "the platform (webhook)");
+        assert_eq!(who(None), "Warden");
     }
 
     #[test]

@@ -731,7 +731,7 @@ pub struct SenderOut {
     pub id: String,
     /// The platform's id of the number (`from` takes it too).
     pub phone_number_id: String,
-    /// The number as the platform last showed it to Warden; null until it has.
+    /// The number as the platform shows it: read from the platform when Warden starts and kept from every webhook's metadata; null until the platform has said.
     pub display_phone_number: Option<String>,
     /// Its WhatsApp Business Account: numbers with the same waba_id are one business (consent, frequency caps and templates are shared).
     pub waba_id: String,
@@ -739,8 +739,10 @@ pub struct SenderOut {
     pub portfolio_id: String,
     /// True for the sender used when a call gives no `from`.
     pub default: bool,
-    /// The latest quality rating Warden knows for the number: "RED" while it is protected because the platform flagged its quality; null when Warden knows none (get_account_quality reads the default number's live).
+    /// The latest quality rating Warden knows for the number (GREEN, YELLOW, RED, NA, UNKNOWN): read from the platform when Warden starts, after a quality update, and by get_account_quality; "RED" while it is protected because the platform flagged its quality; null when Warden knows none.
     pub quality_rating: Option<String>,
+    /// The platform's review of the number's display name (APPROVED, PENDING_REVIEW, DECLINED, ...), as last read; null until read.
+    pub name_status: Option<String>,
     /// Why the number sends no marketing now (sender protection: its quality was flagged, or a halt-class platform error); null when it is not protected.
     pub protection: Option<ProtectionOut>,
     /// The pace the dispatcher sends the number's messages at.

@@ -5,7 +5,7 @@ use crate::lenient;
 use serde::{Deserialize, Serialize};
 
 /// Fields Warden asks for when it reads a number's quality.
-pub const QUALITY_FIELDS: &str = "id,display_phone_number,verified_name,quality_rating,messaging_limit_tier,throughput,is_on_biz_app";
+pub const QUALITY_FIELDS: &str = "id,display_phone_number,verified_name,quality_rating,messaging_limit_tier,throughput,is_on_biz_app,name_status";
 
 /// A business phone number. Every field but `id` is optional because the platform
 /// only returns the fields that were asked for.
@@ -33,6 +33,9 @@ pub struct PhoneNumber {
     pub code_verification_status: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub platform_type: Option<String>,
+    /// The review of the number's display name: APPROVED, PENDING_REVIEW, DECLINED, ...
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name_status: Option<String>,
     /// True for a number in coexistence with the WhatsApp Business app (fixed 20 mps).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub is_on_biz_app: Option<bool>,

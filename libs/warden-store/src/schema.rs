@@ -271,6 +271,30 @@ diesel::table! {
 }
 
 diesel::table! {
+    sender_numbers (sender_id) {
+        sender_id -> Text,
+        display_phone_number -> Nullable<Text>,
+        display_digits -> Nullable<Text>,
+        quality_rating -> Nullable<Text>,
+        throughput_level -> Nullable<Text>,
+        name_status -> Nullable<Text>,
+        messaging_limit_tier -> Nullable<Text>,
+        read_at -> Nullable<Timestamptz>,
+        updated_at -> Timestamptz,
+    }
+}
+
+diesel::table! {
+    quality_updates_unmatched (id) {
+        id -> Int8,
+        account -> Text,
+        display_phone_number -> Text,
+        event -> Text,
+        received_at -> Timestamptz,
+    }
+}
+
+diesel::table! {
     message_pricing (message_id) {
         message_id -> Uuid,
         billable -> Nullable<Bool>,

@@ -97,6 +97,9 @@ pub struct Event {
     pub number: Option<String>,
     /// The business account of its entry (`entry[].id`).
     pub account: String,
+    /// The number's display number as this event's `metadata` shows it (every event that
+    /// names a number carries it): how Warden learns which display number is whose.
+    pub display: Option<String>,
 }
 
 impl Event {
@@ -339,6 +342,8 @@ struct Builder<'a> {
     /// The number and account of the change being read.
     number: Option<String>,
     account: String,
+    /// The display number its metadata gives.
+    display: Option<String>,
 }
 
 impl Builder<'_> {
@@ -357,6 +362,7 @@ impl Builder<'_> {
                 body,
                 number: self.number.clone(),
                 account: self.account.clone(),
+                display: self.display.clone(),
             });
         } else {
             self.out.duplicates += 1;
@@ -365,6 +371,17 @@ impl Builder<'_> {
 
     fn finish(self) -> Extracted {
         self.out
+    }
+
+    /// The number (and its display number) the next events are about, from `metadata`.
+    fn set_number(&mut self, metadata: Option<&Metadata>) {
+        self.number = metadata
+            .map(|m| m.phone_number_id.trim().to_string())
+            .filter(|n| !n.is_empty());
+        self.display = metadata
+            .filter(|_| self.number.is_some())
+            .map(|m| clip(&clean(m.display_phone_number.trim()), 64))
+            .filter(|d| !d.is_empty());
     }
 
     /// True when `metadata` names a business number other than ours.
@@ -409,13 +426,12 @@ impl Builder<'_> {
             }
         };
         self.account = entry_id.to_string();
-        self.number = match &typed {
+        let metadata = match &typed {
             Change::Messages(v) => v.metadata.as_ref(),
             Change::UserPreferences(v) => v.metadata.as_ref(),
             _ => None,
-        }
-        .map(|m| m.phone_number_id.trim().to_string())
-        .filter(|n| !n.is_empty());
+        };
+        self.set_number(metadata);
         match typed {
             Change::Messages(value) => {
                 if self.foreign(value.metadata.as_ref()) {
@@ -687,9 +703,7 @@ impl Builder<'_> {
             self.out.foreign += 1;
             return;
         }
-        self.number = metadata
-            .map(|m| m.phone_number_id.trim().to_string())
-            .filter(|n| !n.is_empty());
+        self.set_number(metadata.as_ref());
         for parsed in shared_numbers::parse(field, value, fp, now) {
             match parsed {
                 shared_numbers::Parsed::Echo(key, e) => self.push(key, EventBody::Echo(e)),

@@ -43,6 +43,7 @@ use serde_json::Value;
 use uuid::Uuid;
 use warden_core::Core;
 use warden_core::HintKind;
+use warden_core::account::number_facts;
 use warden_core::conversations::inbound::NoWindow;
 use warden_core::conversations::inbound_batch::{self, Inbound};
 use warden_core::customers::identity;
@@ -140,6 +141,10 @@ struct BatchState {
     hint_status: HashSet<(String, String)>,
     /// Conversations whose holder (or history, by an echo) changed.
     hint_holder: holder::Hints,
+    /// Business accounts with quality updates kept until the platform says whose number
+    /// they are, and senders whose rating to read again: asked after the commit.
+    ask_accounts: HashSet<String>,
+    ask_senders: HashSet<String>,
 }
 
 impl BatchState {
@@ -151,6 +156,8 @@ impl BatchState {
         self.hint_inbound.extend(other.hint_inbound);
         self.hint_status.extend(other.hint_status);
         self.hint_holder.extend(other.hint_holder);
+        self.ask_accounts.extend(other.ask_accounts);
+        self.ask_senders.extend(other.ask_senders);
     }
 }
 
@@ -328,10 +335,14 @@ async fn after_commit(core: &Core, state: BatchState) -> Outcome {
         hint_inbound,
         hint_status,
         hint_holder,
+        ask_accounts,
+        ask_senders,
     } = state;
     if let Some(at) = status_through {
         record_progress(core, at).await;
     }
+    // Off the answer's path: the platform is asked, then what waited is applied.
+    crate::numbers::ask_later(core, ask_accounts, ask_senders);
     // A retried message needs a stream message of its own (the one that carried the
     // failed attempt was acknowledged). Off the answer's path: the events are stored, and a
     // slow NATS must not hold the platform's POST. When NATS cannot take it, the row stays
@@ -444,6 +455,18 @@ async fn apply_batch(
     if fresh.is_empty() {
         return Ok(());
     }
+    // Every event naming one of our numbers shows its display number: learnt first, so a
+    // quality update later in this POST can already be matched by it.
+    let mut displays: Vec<(String, String)> = fresh
+        .iter()
+        .filter_map(|e| {
+            let sender = senders.by_phone_number_id(e.number.as_deref()?)?;
+            Some((senders.key_of(sender).sender, e.display.clone()?))
+        })
+        .collect();
+    displays.sort_unstable();
+    displays.dedup_by(|a, b| a.0 == b.0);
+    number_facts::learn_displays(c, &displays).await?;
 
     // Each sender's identifiers are linked first (a phone and a BSUID seen together name
     // one customer, merging two records when both exist), so everything below is keyed by
@@ -628,29 +651,13 @@ async fn apply_batch(
                 holder::standby(c, &keys, s, Utc::now(), &mut state.hint_holder).await?
             }
             EventBody::Quality(q) => {
-                // Its throughput part (THROUGHPUT_UPGRADE) and its flag belong to numbers;
-                // tiers are read apart. Only those two look the numbers up.
+                // Its throughput part (THROUGHPUT_UPGRADE) and its flag belong to one
+                // number; tiers are read apart. Only those two look the number up.
                 let upgrade =
                     warden_core::account::throughput::throughput_change(&q.event).is_some();
                 let flag = matches!(q.event.as_str(), "FLAGGED" | "UNFLAGGED");
                 if upgrade || flag {
-                    let numbers =
-                        quality_numbers(c, senders, event, q.display_phone_number.as_deref())
-                            .await?;
-                    match numbers.as_slice() {
-                        [number] if upgrade => {
-                            warden_core::account::throughput::apply_sender_quality_event(
-                                c,
-                                number,
-                                &q.event,
-                                q.display_phone_number.as_deref(),
-                            )
-                            .await?;
-                        }
-                        _ if upgrade => tracing::warn!(account = %event.account,
-                            "throughput upgrade for a number of a business account with several senders whose display number is not recorded; not applied"),
-                        _ => apply_quality_rating(c, &numbers, &q.event).await?,
-                    }
+                    apply_number_quality(c, senders, event, q, state).await?;
                 }
                 quality.push(QualityUpdate {
                     event: &q.event,
@@ -731,56 +738,57 @@ fn status_update(s: &StatusEvent) -> StatusUpdate<'_> {
     }
 }
 
-/// The stored keys of the numbers a `phone_number_quality_update` is about. It names its
-/// business account and a display number: the account's number recorded with that display
-/// number (or its only one), else every number of the account; an account of no sender
-/// is the default sender's.
-async fn quality_numbers(
+/// A `phone_number_quality_update`'s flag or throughput upgrade, on exactly the number it
+/// names by display number (`number_facts::match_display`) among its business account's
+/// senders (an account of no sender is the default sender's). When Warden cannot tell which
+/// (or updates of the account already wait), it is kept and the platform asked after the
+/// commit; one about a number that is no sender is not applied.
+async fn apply_number_quality(
     c: &mut AsyncPgConnection,
     senders: &Senders,
     e: &Event,
-    display_phone_number: Option<&str>,
-) -> QueryResult<Vec<String>> {
-    let mut numbers: Vec<String> = senders
+    q: &crate::events::QualityEvent,
+    state: &mut BatchState,
+) -> QueryResult<()> {
+    let mut candidates: Vec<String> = senders
         .of_business(&e.account)
         .map(|s| senders.key_of(s).sender)
         .collect();
-    if numbers.is_empty() {
-        numbers.push(senders.key_of(sender_of(senders, e)).sender);
+    if candidates.is_empty() {
+        candidates.push(senders.key_of(sender_of(senders, e)).sender);
     }
-    let one =
-        warden_core::account::throughput::sender_of_display(c, &numbers, display_phone_number)
-            .await?;
-    Ok(match one {
-        Some(key) => vec![key],
-        None => numbers,
-    })
-}
-
-/// A number flagged (quality RED) is protected: no marketing from it; unflagged, the
-/// protection its quality set is lifted (`account::protection`).
-async fn apply_quality_rating(
-    c: &mut AsyncPgConnection,
-    numbers: &[String],
-    event: &str,
-) -> QueryResult<()> {
-    use warden_core::account::protection;
-    for key in numbers {
-        match event {
-            "FLAGGED" => {
-                protection::protect(c, key, "quality RED (FLAGGED)", QUALITY_SOURCE, ACTOR).await?;
+    let Some(display) = q.display_phone_number.as_deref() else {
+        if let [only] = candidates.as_slice() {
+            return number_facts::apply_quality_event(c, only, &q.event, None, ACTOR).await;
+        }
+        tracing::warn!(account = %e.account, event = %q.event,
+            "quality update names no display number; not applied");
+        return Ok(());
+    };
+    let waiting = number_facts::has_deferred(c, &e.account).await?;
+    let found = if waiting {
+        number_facts::Match::Unknown
+    } else {
+        number_facts::match_display(c, &candidates, display).await?
+    };
+    match found {
+        number_facts::Match::One(key) => {
+            number_facts::apply_quality_event(c, &key, &q.event, Some(display), ACTOR).await?;
+            if q.event == "UNFLAGGED" {
+                state.ask_senders.insert(key);
             }
-            "UNFLAGGED" => {
-                protection::lift(c, key, Some(QUALITY_SOURCE), QUALITY_SOURCE, ACTOR).await?;
-            }
-            _ => {}
+        }
+        number_facts::Match::NotOurs => {
+            tracing::info!(account = %e.account, display_phone_number = %q.display_phone_number.as_deref().unwrap_or_default(), event = %q.event,
+                "quality update for a number of the account that is no sender of this deployment");
+        }
+        number_facts::Match::Unknown => {
+            number_facts::defer(c, &e.account, display, &q.event).await?;
+            state.ask_accounts.insert(e.account.clone());
         }
     }
     Ok(())
 }
-
-/// The source of a protection set by the number's quality.
-const QUALITY_SOURCE: &str = warden_core::account::numbers::QUALITY_FLAGGED;
 
 /// The stored key of the portfolio an event's number belongs to (quality updates name
 /// their business account, not a number).

@@ -7,6 +7,7 @@
 //!   transaction, [`events`] for the keys, and [`coalesce`] for how concurrent POSTs
 //!   share a transaction.
 //! - `/health` (Postgres), `/metrics`.
+//! - In the background, what the platform says of each sender's number ([`numbers`]).
 //!
 //! Stateless: all state is in Postgres (and the Redis window cache, written through after
 //! each commit), so any number of replicas can serve one Service. NATS carries the
@@ -17,6 +18,7 @@ pub mod events;
 mod http;
 pub mod ingest;
 pub mod metrics;
+pub mod numbers;
 
 use std::net::TcpListener;
 
@@ -39,8 +41,10 @@ pub fn require_secret(settings: &Settings) -> Result<(), MissingSecret> {
 
 /// Start the HTTP server on `listener` (already bound; port 0 works) and return it running.
 /// The caller awaits it, or stops it through `server.handle()`.
+/// Also reads every sender's number from the platform in the background ([`numbers`]).
 pub fn server(listener: TcpListener, state: AppState) -> std::io::Result<actix_web::dev::Server> {
     metrics::init();
+    numbers::start(state.core().clone());
     Ok(HttpServer::new(move || {
         // Runs on each worker's thread: its pools open connections on that thread.
         App::new()

@@ -99,6 +99,10 @@ pub async fn page(
         .await?;
         Ok::<_, warden_core::CoreError>(history)
     };
+    let allows = match consent(&state, &signed.0.actor(), &phone).await {
+        Ok(a) => a,
+        Err(e) => return failed(&state, &e),
+    };
     match read.await {
         Ok(history) => {
             let holder = &history.holder;
@@ -115,12 +119,44 @@ pub async fn page(
                         messages => ser(&messages),
                         holder => ser(holder),
                         held => holder.held(),
+                        reply => &allows[0],
+                        allows => &allows[1..],
                     }
                 },
             )
         }
         Err(e) => failed(&state, &e),
     }
+}
+
+/// What the customer's consent (and the window, the caps, the policies, who holds the
+/// conversation) allows now, as the core's compliance check decides it for this operator:
+/// first the reply the form sends (free-form text), then each template category.
+async fn consent(
+    state: &AppState,
+    actor: &str,
+    phone: &warden_rules::phone::PhoneNumber,
+) -> Result<Vec<Value>, CoreError> {
+    let core = state.core_as(actor);
+    let now = Utc::now();
+    let mut out = Vec::new();
+    for (kind, label) in [
+        (MessageType::Service, "A reply (free-form text)"),
+        (MessageType::Marketing, "Marketing templates"),
+        (MessageType::Utility, "Utility templates"),
+    ] {
+        let d = core
+            .check(phone, None, kind.described_content(), now)
+            .await?;
+        out.push(context! {
+            kind => label,
+            allowed => d.allowed,
+            code => d.reason_code.as_str(),
+            why => d.human_explanation,
+            next => d.suggested_action,
+        });
+    }
+    Ok(out)
 }
 
 fn back(phone: &str) -> String {

@@ -76,7 +76,7 @@ pub async fn page(
                 funnel_svg => Value::from_safe_string(funnel_svg),
                 hours_svg => Value::from_safe_string(chart::hourly("hours-chart", &hours)),
                 hours => hours_rows,
-                since => o.since.format("%Y-%m-%d %H:%M UTC").to_string(),
+                since => o.since.to_rfc3339(),
             }
         },
     )

@@ -338,7 +338,14 @@ async fn the_console_in_a_real_browser() {
     fill(b, "#text", "Hi, this is Ana: it leaves today.").await;
     click(b, "#send-reply").await;
     assert!(text(b, ".flash").await.contains("Reply queued"));
-    assert!(text(b, "#history").await.contains("operator:ana"));
+    let history = text(b, "#history").await;
+    assert!(history.contains("operator ana"), "{history}");
+    // The page's script shows today's times relative, in the browser's zone.
+    assert!(
+        history.contains("just now") || history.contains("min ago"),
+        "{history}"
+    );
+    assert!(!history.contains(" UTC"), "{history}");
     shot(b, "conversation").await;
     // The reply goes the way every send goes: the dispatcher delivers it to the platform.
     let delivered = format!(

@@ -209,7 +209,7 @@ async fn an_operator_replies_through_the_send_path() {
     let html = b.page(&back).await;
     assert!(html.contains("Reply queued"));
     assert!(
-        html.contains("Checking now — Ana") && html.contains("operator:ana"),
+        html.contains("Checking now — Ana") && html.contains("operator ana"),
         "{html}"
     );
     assert_eq!(
@@ -592,4 +592,66 @@ async fn take_over_reply_and_release() {
         c.count("SELECT count(*) AS n FROM audit_logs WHERE actor = 'operator:ana' AND action = 'holder_changed'").await,
         2
     );
+}
+
+/// Whether `html` shows a time with more than millisecond precision (the stored value as
+/// is, `04:27:18.323091Z`).
+fn shows_raw_microseconds(html: &str) -> bool {
+    let b = html.as_bytes();
+    (0..b.len().saturating_sub(8)).any(|i| {
+        b[i] == b':'
+            && b[i + 1].is_ascii_digit()
+            && b[i + 2].is_ascii_digit()
+            && b[i + 3] == b'.'
+            && b[i + 4..].iter().take_while(|c| c.is_ascii_digit()).count() > 3
+    })
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_conversation_reads_for_people_times_agents_and_what_consent_allows() {
+    let c = Console::start().await;
+    customer_wrote(&c, A, "hi there").await;
+    // The local (stdio) agent answers.
+    c.core
+        .as_actor("stdio")
+        .send(text_to(A, "hello from the agent", "stdio"))
+        .await
+        .unwrap();
+    let mut b = c.logged_in("ana", Role::Operator).await;
+    let html = b.page(&format!("/conversations/{A}")).await;
+
+    // Times: a <time> element with the exact time on hover, rendered in the operator's zone
+    // by the page's script; never the stored value with microseconds.
+    assert!(html.contains("<time datetime=\""), "{html}");
+    assert!(html.contains(" UTC\">"), "{html}");
+    assert!(html.contains("window.wardenTimes"), "{html}");
+    assert!(!shows_raw_microseconds(&html), "{html}");
+    // The agent is named: the local caller as "agent (local)", never `stdio`.
+    assert!(html.contains("<td>agent (local)</td>"), "{html}");
+    assert!(!html.contains(">stdio<"), "{html}");
+    // The window is open and the customer consents: the reply goes out.
+    assert!(html.contains("id=\"consent\""), "{html}");
+    assert!(!html.contains("id=\"reply-refused\""), "{html}");
+
+    // The customer sends STOP: the page says so before the operator types.
+    c.exec(&format!(
+        "UPDATE customers SET opt_in_marketing = false, opt_in_utility = false WHERE phone = '{A}'"
+    ))
+    .await;
+    let html = b.page(&format!("/conversations/{A}")).await;
+    let refused = &html[html
+        .find("id=\"reply-refused\"")
+        .unwrap_or_else(|| panic!("the reply is said to be refused: {html}"))..];
+    assert!(refused.contains("USER_OPTED_OUT"), "{html}");
+    let consent = &html[html.find("id=\"consent\"").unwrap()..];
+    let marketing = &consent[consent.find("Marketing templates").unwrap()..];
+    assert!(
+        marketing[..marketing.find("</li>").unwrap()].contains("refused"),
+        "{html}"
+    );
+    // The console page of the customer and the audit log name people too.
+    let audit = b.page("/audit").await;
+    assert!(!shows_raw_microseconds(&audit), "{audit}");
+    let inbox = b.page("/conversations").await;
+    assert!(!shows_raw_microseconds(&inbox), "{inbox}");
 }

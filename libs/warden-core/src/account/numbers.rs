@@ -1,5 +1,6 @@
-//! What Warden knows about each of its numbers (`list_senders`): the display number and
-//! throughput the platform last reported for it (`number_throughput`), whether it is
+//! What Warden knows about each of its numbers (`list_senders`): the display number,
+//! quality rating and name status the platform last reported for it (`sender_numbers`,
+//! [`crate::account::number_facts`]), its throughput (`number_throughput`), whether it is
 //! protected and why (`sender_protection`), and its portfolio's messaging limit. Read from
 //! what is stored only: no platform call, never a token or a secret.
 
@@ -11,14 +12,13 @@ use diesel_async::RunQueryDsl;
 use warden_settings::StoreKeys;
 use warden_store::schema::number_throughput as nt;
 
+use crate::account::number_facts;
 use crate::account::portfolio::{self, Usage};
 use crate::account::protection::{self, Protection};
 use crate::account::throughput::{self, CHANNEL, Capacity};
 use crate::{Core, CoreError};
 
-/// The protection source of a number flagged by its quality (the webhook's
-/// `phone_number_quality_update` with `FLAGGED`): the platform rated it RED.
-pub const QUALITY_FLAGGED: &str = "quality_flagged";
+pub use crate::account::protection::QUALITY_FLAGGED;
 
 /// One sender's number as Warden knows it.
 #[derive(Clone, Debug, PartialEq)]
@@ -26,12 +26,14 @@ pub struct Number {
     /// The sender's id (the senders file's order is kept).
     pub id: String,
     pub keys: StoreKeys,
-    /// As the platform last showed it (a read of the number or a quality update); `None`
-    /// until it has.
+    /// As the platform last showed it (a read of the number, or any webhook's metadata);
+    /// `None` until it has.
     pub display_phone_number: Option<String>,
-    /// "RED" while the number is protected because its quality was flagged; `None` when
-    /// Warden has no rating for it.
+    /// The platform's latest rating (a read, or a quality flag): "RED" while the number is
+    /// protected because its quality was flagged; `None` when Warden has no rating for it.
     pub quality_rating: Option<&'static str>,
+    /// The review of the number's display name (APPROVED, PENDING_REVIEW, ...), as last read.
+    pub name_status: Option<String>,
     /// The pace its sends go at: the platform's word, else its `mps`, else `RATE_LIMIT_MPS`.
     pub capacity: Capacity,
     /// The setting that gives the pace while the platform has said nothing.
@@ -47,8 +49,9 @@ impl Core {
     pub async fn numbers(&self, now: DateTime<Utc>) -> Result<Vec<Number>, CoreError> {
         let senders = self.senders();
         let recorded = throughput::recorded(self.pg()).await?;
-        let (displayed, protections) = {
+        let (displayed, facts, protections) = {
             let mut conn = self.pg().get().await?;
+            let facts = number_facts::recorded(&mut conn).await?;
             let displayed: HashMap<String, String> = nt::table
                 .filter(nt::channel.eq(CHANNEL))
                 .filter(nt::display_phone_number.is_not_null())
@@ -62,7 +65,7 @@ impl Core {
                 .into_iter()
                 .map(|p| (p.sender_id.clone(), p))
                 .collect();
-            (displayed, protections)
+            (displayed, facts, protections)
         };
         // One read per portfolio: its numbers share the limit.
         let mut usages: HashMap<String, Usage> = HashMap::new();
@@ -86,13 +89,21 @@ impl Core {
                 None => (rate, format!("RATE_LIMIT_MPS={rate}")),
             };
             let protection = protections.get(&keys.sender).cloned();
+            let known = facts.get(&keys.sender);
+            let flagged = protection
+                .as_ref()
+                .is_some_and(|p| p.source == QUALITY_FLAGGED);
             out.push(Number {
                 id: sender.id.clone(),
-                display_phone_number: displayed.get(&keys.sender).cloned(),
-                quality_rating: protection
-                    .as_ref()
-                    .filter(|p| p.source == QUALITY_FLAGGED)
-                    .map(|_| "RED"),
+                display_phone_number: known
+                    .and_then(|f| f.display_phone_number.clone())
+                    .or_else(|| displayed.get(&keys.sender).cloned()),
+                quality_rating: if flagged {
+                    Some("RED")
+                } else {
+                    known.and_then(|f| f.quality_rating.as_deref()).map(rating)
+                },
+                name_status: known.and_then(|f| f.name_status.clone()),
                 capacity: Capacity::of(recorded.get(&keys.sender), setting),
                 configured_by,
                 protection,
@@ -101,5 +112,16 @@ impl Core {
             });
         }
         Ok(out)
+    }
+}
+
+/// The platform's rating as one of its known names (anything else reads UNKNOWN).
+fn rating(r: &str) -> &'static str {
+    match r {
+        "GREEN" => "GREEN",
+        "YELLOW" => "YELLOW",
+        "RED" => "RED",
+        "NA" => "NA",
+        _ => "UNKNOWN",
     }
 }

@@ -20,6 +20,10 @@ use crate::{Core, CoreError};
 /// The policy id of its refusals and the reason of the campaigns it pauses.
 pub const SENDER_PROTECTION: &str = "sender_protection";
 
+/// The protection source of a number flagged by its quality (the webhook's
+/// `phone_number_quality_update` with `FLAGGED`): the platform rated it RED.
+pub const QUALITY_FLAGGED: &str = "quality_flagged";
+
 /// The platform errors that protect the number they came from.
 pub const PROTECTING_ERRORS: [i32; 3] = [131048, 131031, 368];
 

@@ -120,6 +120,14 @@ pub async fn record_number(
     display_phone_number: Option<&str>,
 ) -> Result<(), DbError> {
     let mut c = pg.get().await?;
+    // The display number read is what quality updates are matched on.
+    if let Some(display) = display_phone_number.filter(|d| !d.is_empty()) {
+        crate::account::displays::learn_displays(
+            &mut c,
+            &[(sender.to_string(), display.to_string())],
+        )
+        .await?;
+    }
     let exists: Option<String> = nt::table
         .find((CHANNEL, sender))
         .select(nt::channel)

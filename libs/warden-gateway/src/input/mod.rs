@@ -8,7 +8,8 @@
 //! (the parameter's own description when the field type has nothing more specific).
 //!
 //! Before the struct is read, `null` and blank strings count as absent and strings are
-//! trimmed. The field types in [`fields`] carry the leniencies the tools allow: numbers given
+//! trimmed, except the [`EXACT`] ones (keys), taken as given: trimming a key would make two
+//! different keys one. The field types in [`fields`] carry the leniencies the tools allow: numbers given
 //! as numeric strings, strings given as numbers, phone numbers in any spelling, a JSON
 //! parameter as a string or as the value itself. The fields several tools share (`channel`,
 //! `idempotency_key`) are the structs in [`shared`], flattened into each tool's struct.
@@ -133,6 +134,11 @@ impl<T> Input<T> {
     }
 }
 
+/// Parameters taken exactly as given, never trimmed: a key names a call, and `"k\n"` and
+/// `"k"` are two keys (the key's own type refuses what it may not hold). Ids are trimmed:
+/// no valid id holds white space, so trimming never makes two of them one.
+pub const EXACT: &[&str] = &["idempotency_key"];
+
 /// The call's arguments as `T`, or INVALID_ARGUMENT naming the first bad parameter.
 pub fn parse<T: DeserializeOwned + JsonSchema + 'static>(raw: JsonObject) -> ToolResult<Input<T>> {
     let mut prepared = JsonObject::new();
@@ -141,9 +147,15 @@ pub fn parse<T: DeserializeOwned + JsonSchema + 'static>(raw: JsonObject) -> Too
             Value::Null => {}
             Value::String(s) => {
                 let trimmed = s.trim();
-                if !trimmed.is_empty() {
-                    prepared.insert(key.clone(), Value::String(trimmed.to_string()));
+                if trimmed.is_empty() {
+                    continue;
                 }
+                let kept = if EXACT.contains(&key.as_str()) {
+                    s.as_str()
+                } else {
+                    trimmed
+                };
+                prepared.insert(key.clone(), Value::String(kept.to_string()));
             }
             other => {
                 prepared.insert(key.clone(), other.clone());

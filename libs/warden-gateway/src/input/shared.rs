@@ -148,7 +148,7 @@ impl<'de> Deserialize<'de> for IdempotencyKey {
 /// ([`super::Input::idempotency`] turns it into the key the core enforces).
 #[derive(DeriveDeserialize, JsonSchema, Clone, Debug, Default)]
 pub struct Keyed {
-    /// Optional: 1..128 printable ASCII characters naming this call. Repeating the call with the same key and the same arguments within 24 h returns the first result (the same id, replayed true) and sends or creates nothing; the same key with other arguments is INVALID_ARGUMENT. Use one key per intended message, e.g. when retrying after a timeout.
+    /// Optional: 1..128 printable ASCII characters naming this call, taken exactly as given (a space, line break or other control character is refused, never trimmed). Repeating the call with the same key and the same arguments within 24 h returns the first result (the same id, replayed true) and sends or creates nothing; the same key with other arguments is INVALID_ARGUMENT. Use one key per intended message, e.g. when retrying after a timeout.
     pub idempotency_key: Option<IdempotencyKey>,
 }
 

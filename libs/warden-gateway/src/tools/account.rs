@@ -351,6 +351,19 @@ impl Gateway {
             .clone()
             .unwrap_or_else(|| "UNKNOWN".into())
             .to_ascii_uppercase();
+        // What was read is what list_senders shows of the number from now on.
+        self.core()
+            .record_number_reads(&[(
+                keys.sender.clone(),
+                warden_core::account::number_facts::NumberFacts {
+                    display_phone_number: phone.display_phone_number.clone(),
+                    quality_rating: phone.quality_rating.clone(),
+                    throughput_level: phone.throughput.as_ref().map(|t| t.level.clone()),
+                    name_status: phone.name_status.clone(),
+                    messaging_limit_tier: phone.messaging_limit_tier.clone(),
+                },
+            )])
+            .await?;
         let limit_tier = phone.messaging_limit_tier.clone().unwrap_or_default();
         // The tier read now is the portfolio's limit from here on (core records it).
         if !limit_tier.is_empty() {

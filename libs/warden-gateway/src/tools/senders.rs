@@ -108,6 +108,7 @@ impl Gateway {
                     portfolio_id: sender.portfolio_id.clone(),
                     default: sender.default,
                     quality_rating: n.quality_rating.map(str::to_string),
+                    name_status: n.name_status,
                     protection: n.protection.map(|p| ProtectionOut {
                         reason: p.reason,
                         source: p.source,

@@ -175,3 +175,49 @@ async fn check_compliance_and_customer_context_show_the_content_policies() {
         "{v}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_idempotency_key_is_taken_exactly_as_given() {
+    let h = Harness::start().await;
+    let c = safety_client(&h).await;
+    let to = phone();
+    h.inbound(&to, Utc::now() - TimeDelta::minutes(5)).await;
+    let send = |key: &str| json!({"to": to, "text": "Your parcel left", "idempotency_key": key});
+    let (e, first) = call(&c, "send_message", send("acc-key")).await;
+    assert!(!e, "{first}");
+    // The same key with a line break, a tab, a space around it or a control character inside
+    // is another key, and not one a key may be: refused, never trimmed into "acc-key".
+    for bad in [
+        "acc-key\n",
+        "acc-key\r\n",
+        "\tacc-key",
+        " acc-key",
+        "acc\u{7}key",
+        "acc-key\u{7f}",
+    ] {
+        let (e, v) = call(&c, "send_message", send(bad)).await;
+        assert!(e, "{bad:?}: {v}");
+        assert_eq!(v["error"]["code"], "INVALID_ARGUMENT", "{bad:?}: {v}");
+        assert!(
+            v["error"]["message"]
+                .as_str()
+                .unwrap()
+                .contains("idempotency_key"),
+            "{bad:?}: {v}"
+        );
+        assert!(v.get("replayed").is_none(), "{bad:?}: {v}");
+    }
+    // Only the one message was accepted.
+    assert_eq!(
+        h.count(&format!(
+            "SELECT count(*) AS n FROM messages WHERE customer_phone = '{to}'"
+        ))
+        .await,
+        1
+    );
+    // The key as given still names the first call.
+    let (e, again) = call(&c, "send_message", send("acc-key")).await;
+    assert!(!e, "{again}");
+    assert_eq!(again["message_id"], first["message_id"], "{again}");
+    assert_eq!(again["replayed"], true, "{again}");
+}

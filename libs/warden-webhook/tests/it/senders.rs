@@ -289,6 +289,11 @@ async fn a_quality_update_of_a_business_with_several_numbers_finds_its_number() 
          VALUES ('whatsapp', 'a2', false, true, 'test', '15550100002')",
     )
     .await;
+    h.exec(
+        "INSERT INTO sender_numbers (sender_id, display_phone_number, display_digits)
+         VALUES ('a2', '+1 555-010-0002', '15550100002')",
+    )
+    .await;
     let upgrade = quality_of_display("204000000000001", "15550100002", "THROUGHPUT_UPGRADE");
     assert_eq!(post_as(&h, A_SECRET, &upgrade).await, 200);
     let high = |sender: &str| {
@@ -310,12 +315,120 @@ async fn a_quality_update_of_a_business_with_several_numbers_finds_its_number() 
     };
     assert_eq!(protected("a2").await, 1);
     assert_eq!(protected("default").await, 0);
-    // A display number not recorded: every number of the account is flagged, and an
-    // upgrade is applied to none (it may not be raised on a guess).
+    // A display number Warden cannot tell (a1's is not known): neither a flag nor an upgrade
+    // is applied on a guess; both are kept until the platform says whose number it is.
     let unknown = quality_of_display("204000000000001", "15550109999", "FLAGGED");
     assert_eq!(post_as(&h, A_SECRET, &unknown).await, 200);
-    assert_eq!(protected("default").await, 1);
+    assert_eq!(protected("default").await, 0);
     let unknown = quality_of_display("204000000000001", "15550109999", "THROUGHPUT_UPGRADE");
     assert_eq!(post_as(&h, A_SECRET, &unknown).await, 200);
     assert_eq!(high("default").await, 0);
+    assert_eq!(
+        h.count("SELECT count(*) AS n FROM quality_updates_unmatched")
+            .await,
+        2
+    );
+}
+
+/// A message to `number` whose metadata shows `display` (as every event of the number does).
+fn inbound_shown_as(number: &str, display: &str) -> Value {
+    let mut v = inbound_to(number, &phone(), &wamid());
+    v["entry"][0]["changes"][0]["value"]["metadata"]["display_phone_number"] = json!(display);
+    v
+}
+
+fn quality_named(account: &str, display: &str, event: &str) -> Value {
+    json!({"object": "whatsapp_business_account", "entry": [{"id": account, "time": now(), "changes": [
+        {"field": "phone_number_quality_update", "value": {
+            "display_phone_number": display, "event": event, "current_limit": "TIER_1K"}}]}]})
+}
+
+async fn protected_senders(h: &Harness) -> i64 {
+    h.count("SELECT count(*) AS n FROM sender_protection").await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_flag_lands_on_the_number_whose_display_number_it_names_and_unflagged_lifts_it() {
+    let h = two_businesses().await;
+    // Warden learns each number's display number from the metadata of its events.
+    for (number, display) in [(A1, "15550001001"), (A2, "15550001002")] {
+        assert_eq!(
+            post_as(&h, A_SECRET, &inbound_shown_as(number, display)).await,
+            200
+        );
+    }
+    assert_eq!(
+        h.count("SELECT count(*) AS n FROM sender_numbers WHERE sender_id = 'a2' AND display_digits = '15550001002'")
+            .await,
+        1
+    );
+    assert_eq!(
+        post_as(
+            &h,
+            A_SECRET,
+            &quality_named("204000000000001", "15550001002", "FLAGGED")
+        )
+        .await,
+        200
+    );
+    // A2 only: its sibling A1 (the default sender) is not protected.
+    assert_eq!(
+        h.count("SELECT count(*) AS n FROM sender_protection WHERE sender_id = 'a2' AND source = 'quality_flagged'")
+            .await,
+        1
+    );
+    assert_eq!(protected_senders(&h).await, 1);
+    assert_eq!(
+        post_as(
+            &h,
+            A_SECRET,
+            &quality_named("204000000000001", "15550001002", "UNFLAGGED")
+        )
+        .await,
+        200
+    );
+    assert_eq!(protected_senders(&h).await, 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_flag_whose_number_cannot_be_told_is_kept_never_widened_to_its_siblings() {
+    // Nothing known of A's display numbers, and no platform to ask: the update is stored and
+    // kept for when the platform answers; no number of A is protected on a guess.
+    let h = two_businesses().await;
+    assert_eq!(
+        post_as(
+            &h,
+            A_SECRET,
+            &quality_named("204000000000001", "15550001002", "FLAGGED")
+        )
+        .await,
+        200
+    );
+    assert_eq!(protected_senders(&h).await, 0);
+    assert_eq!(
+        h.count("SELECT count(*) AS n FROM quality_updates_unmatched WHERE account = '204000000000001' AND event = 'FLAGGED'")
+            .await,
+        1
+    );
+    // A1's display number is learnt; an update naming it still waits behind the kept one, so
+    // the platform's order is kept when both apply.
+    assert_eq!(
+        post_as(&h, A_SECRET, &inbound_shown_as(A1, "15550001001")).await,
+        200
+    );
+    assert_eq!(
+        post_as(
+            &h,
+            A_SECRET,
+            &quality_named("204000000000001", "15550001001", "FLAGGED")
+        )
+        .await,
+        200
+    );
+    assert_eq!(protected_senders(&h).await, 0);
+    assert_eq!(
+        h.count("SELECT count(*) AS n FROM quality_updates_unmatched")
+            .await,
+        2
+    );
 }

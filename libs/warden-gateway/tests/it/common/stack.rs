@@ -42,13 +42,10 @@ impl Stack {
         let mut settings = super::settings_for(&db, &Opts::default()).await;
         adjust(&mut settings);
 
-        // The webhook server first: the sim needs its URL.
-        let webhook_deps = super::deps_for(settings.clone(), true).await;
-        let state = warden_webhook::AppState::new(warden_core::Core::new(webhook_deps, "webhook"))
-            .expect("secret set");
+        // The webhook server's address first: the sim needs its URL, and the webhook server
+        // (which reads the numbers from the platform at start) the sim's.
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let webhook_url = format!("http://{}/webhook", listener.local_addr().unwrap());
-        tokio::spawn(warden_webhook::server(listener, state).unwrap());
 
         let config = warden_sim::SimConfig {
             http_host: "127.0.0.1".into(),
@@ -69,6 +66,11 @@ impl Stack {
         let sim = running.state();
         tokio::spawn(running.wait());
         settings.platform.api_url = sim_url.clone();
+
+        let webhook_deps = super::deps_for(settings.clone(), true).await;
+        let state = warden_webhook::AppState::new(warden_core::Core::new(webhook_deps, "webhook"))
+            .expect("secret set");
+        tokio::spawn(warden_webhook::server(listener, state).unwrap());
 
         let deps = super::deps_for(settings.clone(), true).await;
         let mut config = warden_dispatcher::DispatcherConfig::defaults(&settings);
