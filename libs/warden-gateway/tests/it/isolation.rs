@@ -6,9 +6,8 @@
 //! class here fails the catalogue test.
 
 use crate::common;
-use crate::http_support;
 use crate::senders::{
-    BUSINESS_B, SENDER_ENV, SENDERS_YAML, business_template, call_as, with_senders,
+    BUSINESS_B, business_template, call_as, http_gateway_with_senders, with_senders,
 };
 
 use chrono::Utc;
@@ -22,7 +21,6 @@ use warden_gateway::Gateway;
 use warden_gateway::caller::{Caller, Scope};
 
 use common::{Harness, Opts, phone};
-use http_support::GatewayProc;
 
 /// A text only business B's data holds: no answer to a1's agent may carry it.
 const B_SECRET: &str = "b-secret-7f3a";
@@ -555,16 +553,7 @@ async fn over_http_an_agent_key_of_business_a_cannot_touch_business_b() {
     )
     .await
     .unwrap();
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("senders.yaml");
-    std::fs::write(&path, SENDERS_YAML).unwrap();
-    let path = path.display().to_string();
-    let mut extra = vec![
-        ("MCP_HTTP_AUTH", "api_key"),
-        ("SENDERS_PATH", path.as_str()),
-    ];
-    extra.extend(SENDER_ENV);
-    let gw = GatewayProc::start(&h.deps.settings, &extra);
+    let (gw, _dir) = http_gateway_with_senders(&h.deps.settings);
     let bearer = format!("Bearer {}", a1_bot.key);
     let messages_before = h.count("SELECT count(*) AS n FROM messages").await;
 

@@ -16,10 +16,10 @@ use warden_settings::{Senders, Settings};
 use common::{Harness, Opts, phone};
 use http_support::{GatewayProc, V_NEW, meta_new, post};
 
-pub(crate) const SENDERS_YAML: &str = include_str!("../../../../examples/senders.yaml");
+const SENDERS_YAML: &str = include_str!("../../../../examples/senders.yaml");
 
 /// The variables the example names (dummy values: nothing here reaches the platform).
-pub(crate) const SENDER_ENV: [(&str, &str); 5] = [
+const SENDER_ENV: [(&str, &str); 5] = [
     ("SENDER_A1_TOKEN", "tok-a1"),
     ("SENDER_A2_TOKEN", "tok-a2"),
     ("SENDER_B1_TOKEN", "tok-b1"),
@@ -74,6 +74,21 @@ async fn an_unknown_from_lists_the_senders() {
     assert_eq!(h.count("SELECT count(*) AS n FROM messages").await, 0);
 }
 
+/// The HTTP gateway with API keys and the example senders file on disk, as an operator
+/// deploys it (the folder holding the file lives as long as the returned guard).
+pub(crate) fn http_gateway_with_senders(settings: &Settings) -> (GatewayProc, tempfile::TempDir) {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("senders.yaml");
+    std::fs::write(&path, SENDERS_YAML).unwrap();
+    let path = path.display().to_string();
+    let mut extra = vec![
+        ("MCP_HTTP_AUTH", "api_key"),
+        ("SENDERS_PATH", path.as_str()),
+    ];
+    extra.extend(SENDER_ENV);
+    (GatewayProc::start(settings, &extra), dir)
+}
+
 /// A 2026-07-28 `tools/call` with a Bearer credential; the JSON-RPC response.
 pub(crate) async fn call_as(gw: &GatewayProc, bearer: &str, name: &str, args: Value) -> Value {
     let mut params = json!({"name": name, "arguments": args});
@@ -120,17 +135,7 @@ async fn an_agent_limited_to_a1_sends_from_a1_only_over_http() {
         .unwrap();
     assert_eq!(a1_bot.agent.guardrails.senders, Some(vec!["a1".into()]));
 
-    // The senders file on disk, as an operator deploys it.
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("senders.yaml");
-    std::fs::write(&path, SENDERS_YAML).unwrap();
-    let path = path.display().to_string();
-    let mut extra = vec![
-        ("MCP_HTTP_AUTH", "api_key"),
-        ("SENDERS_PATH", path.as_str()),
-    ];
-    extra.extend(SENDER_ENV);
-    let gw = GatewayProc::start(&settings, &extra);
+    let (gw, _dir) = http_gateway_with_senders(&settings);
 
     // The customer wrote to a1 (the default sender, stored as `default`): its window is open.
     let p = phone();
