@@ -332,3 +332,71 @@ async fn a_2026_07_28_client_listens_with_subscriptions_listen() {
     .await;
     client.cancel().await.ok();
 }
+
+/// An agent limited to a1 (the example senders file) is woken only by changes to a1's
+/// conversations. A hint about b1's conversation with one customer is published first, then
+/// one about a1's with another (the sentinel): hints of one publisher arrive in order and
+/// one listener turns them into notifications in order, so everything b1's hint caused
+/// would arrive before the sentinel's.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_limited_agent_hears_only_of_its_own_numbers() {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let db = common::prepared_db().await;
+    let mut settings = common::settings_for(&db, &common::Opts::default()).await;
+    crate::senders::with_senders(&mut settings);
+    let deps = common::deps_for(settings, true).await;
+    let a1_only = warden_gateway::caller::Caller {
+        agent: "a1-bot".into(),
+        scopes: warden_gateway::caller::Scope::ALL.into_iter().collect(),
+        senders: Some(vec!["a1".into()]),
+    };
+    let gateway = Gateway::new(deps.clone())
+        .expect("gateway")
+        .acting_as(a1_only);
+    let (client, mut updates) = legacy_client(gateway).await;
+    let (of_b, sentinel) = ("6281234500011", "6281234500022");
+    let conversation = |c: &str| format!("warden://conversations/{c}");
+    for uri in [
+        "warden://inbox".to_string(),
+        conversation(of_b),
+        conversation(sentinel),
+    ] {
+        client
+            .subscribe(SubscribeRequestParams::new(uri))
+            .await
+            .expect("subscribe");
+    }
+    let hints = &deps.stream.as_ref().expect("NATS").hints;
+    // b1 is stored under its id, a1 (the default sender) as `default`.
+    hints
+        .publish(of_b, Some("b1"), warden_stream::HintKind::Inbound)
+        .await;
+    hints
+        .publish(sentinel, Some("default"), warden_stream::HintKind::Inbound)
+        .await;
+    let mut woken = Vec::new();
+    while !woken.contains(&conversation(sentinel)) {
+        woken.push(next(&mut updates, WAIT, "the sentinel").await.0);
+    }
+    assert!(
+        !woken.contains(&conversation(of_b)),
+        "b1's hint woke a1's agent: {woken:?}"
+    );
+    assert_eq!(
+        woken.iter().filter(|u| *u == "warden://inbox").count(),
+        1,
+        "{woken:?}"
+    );
+    // A change to every number's conversation (content erased) wakes it.
+    hints
+        .publish(of_b, None, warden_stream::HintKind::Redacted)
+        .await;
+    let mut erased = vec![next(&mut updates, WAIT, "the erasure").await.0];
+    erased.push(
+        next(&mut updates, WAIT, "the erasure, second resource")
+            .await
+            .0,
+    );
+    erased.sort();
+    assert_eq!(erased, [conversation(of_b), "warden://inbox".to_string()]);
+}
