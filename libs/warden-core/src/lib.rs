@@ -61,7 +61,7 @@ pub use conversations::{ConversationView, WindowCache};
 pub use deps::{Dependencies, RedisPool};
 pub use reach::Reach;
 pub use send::error::SendError;
-pub use send::kind::{ContentError, SendKind};
+pub use send::kind::{ContentError, SendKind, TemplateSend};
 pub use send::recheck::Recheck;
 pub use send::{Accepted, RefusalMode, SendRequest};
 pub use warden_stream::HintKind;

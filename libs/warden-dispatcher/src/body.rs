@@ -7,7 +7,7 @@
 //! with `SendKind::from_content`, which also takes `language` for the locale and numbered
 //! variable objects. The row's `template_name`/`template_locale` fill gaps.
 
-use warden_core::{ContentError, SendKind};
+use warden_core::{ContentError, SendKind, TemplateSend};
 use warden_platform::SendRequest;
 
 /// What the dispatcher needs of a message row to build its send.
@@ -32,30 +32,30 @@ pub fn build(m: &Stored<'_>) -> Result<SendRequest, ContentError> {
             m.template_name,
             m.content.get("type").and_then(|t| t.as_str()),
         ) {
-            (Some(name), None | Some("template")) => SendKind::Template {
+            (Some(name), None | Some("template")) => SendKind::Template(TemplateSend {
                 name: name.to_owned(),
                 locale: m.template_locale.unwrap_or("en").to_owned(),
-                variables: Vec::new(),
-                components: Vec::new(),
-            },
+                ..Default::default()
+            }),
             _ => return Err(reason),
         },
     };
     let req = match kind {
         SendKind::Text { body } => SendRequest::text(m.to, body),
-        SendKind::Template {
+        SendKind::Template(TemplateSend {
             name,
             locale,
             variables,
             components,
-        } if components.is_empty() => SendRequest::template(m.to, name, locale, variables),
+            ..
+        }) if components.is_empty() => SendRequest::template(m.to, name, locale, variables),
         // Stored as the checked platform components (header, body, buttons in order).
-        SendKind::Template {
+        SendKind::Template(TemplateSend {
             name,
             locale,
             components,
             ..
-        } => {
+        }) => {
             let components = components
                 .into_iter()
                 .map(serde_json::from_value)

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use diesel::sql_types::{Array, Text, Uuid as SqlUuid};
 use diesel_async::{AsyncConnection, AsyncPgConnection, RunQueryDsl};
 use uuid::Uuid;
-use warden_core::{Core, RefusalMode, SendKind, SendRequest};
+use warden_core::{Core, RefusalMode, SendKind, SendRequest, TemplateSend};
 use warden_rules::kinds::MessageType;
 
 /// The template every drill sends: approved in the sim's default set, utility (no
@@ -62,12 +62,12 @@ pub async fn drive(core: Core, load: Arc<Load>, total: usize, rate: f64, prefix:
                 sender: None,
                 phone,
                 channel: "whatsapp".into(),
-                kind: SendKind::Template {
+                kind: SendKind::Template(TemplateSend {
                     name: TEMPLATE.0.into(),
                     locale: TEMPLATE.1.into(),
                     variables: vec![format!("#{i}")],
-                    components: vec![],
-                },
+                    ..Default::default()
+                }),
                 message_type: MessageType::Template,
                 campaign_id: None,
                 existing_message_id: None,

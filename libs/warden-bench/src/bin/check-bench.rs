@@ -12,7 +12,9 @@ use chrono::{TimeDelta, Utc};
 use diesel::prelude::*;
 use diesel_async::RunQueryDsl;
 use warden_core::Dependencies;
-use warden_core::{Core, RefusalMode, SendKind, SendRequest, conversations, customers};
+use warden_core::{
+    Core, RefusalMode, SendKind, SendRequest, TemplateSend, conversations, customers,
+};
 use warden_rules::kinds::MessageType;
 use warden_store::schema::templates;
 use warden_store::testing::TestDatabase;
@@ -120,12 +122,12 @@ async fn main() -> anyhow::Result<()> {
                 sender: None,
                 phone: warden_rules::phone::canonicalize(&format!("{prefix}{:08}", i))?,
                 channel: "whatsapp".into(),
-                kind: SendKind::Template {
+                kind: SendKind::Template(TemplateSend {
                     name: "bench_receipt".into(),
                     locale: "en".into(),
                     variables: vec![i.to_string()],
-                    components: vec![],
-                },
+                    ..Default::default()
+                }),
                 message_type: MessageType::Template,
                 campaign_id: None,
                 existing_message_id: None,

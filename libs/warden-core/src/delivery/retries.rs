@@ -129,7 +129,7 @@ pub async fn retry_failed(
     };
     let message_type = m.message_type.parse::<MessageType>().unwrap_or(match kind {
         SendKind::Text { .. } | SendKind::Rich(_) => MessageType::Service,
-        SendKind::Template { .. } => MessageType::Template,
+        SendKind::Template(_) => MessageType::Template,
     });
     let phone = match warden_rules::bsuid::customer_key(&m.customer_phone) {
         Ok(p) => p,

@@ -20,8 +20,8 @@ use warden_store::schema::messages;
 use warden_store::tx::{Abort, TxError};
 use warden_store::{DbError, PgPool};
 
-use crate::SendKind;
 use crate::send::idempotency::{Created, IdempotencyKey};
+use crate::{SendKind, TemplateSend};
 
 /// A message to schedule (arguments already checked for shape).
 #[derive(Debug, Clone)]
@@ -78,12 +78,13 @@ pub async fn schedule_message_keyed(
     let mut canonical = None;
     let template_category = match &req.kind {
         SendKind::Text { .. } | SendKind::Rich(_) => None,
-        SendKind::Template {
+        SendKind::Template(TemplateSend {
             name,
             locale,
             variables,
             components,
-        } => {
+            ..
+        }) => {
             let Some(t) = crate::templates::find(&mut conn, &req.sender.business, name, locale)
                 .await
                 .map_err(DbError::from)?
@@ -152,7 +153,7 @@ pub async fn schedule_message_keyed(
                 });
             }
             let (template_name, template_locale) = match &req.kind {
-                SendKind::Template { name, locale, .. } => (Some(name), Some(locale)),
+                SendKind::Template(TemplateSend { name, locale, .. }) => (Some(name), Some(locale)),
                 SendKind::Text { .. } | SendKind::Rich(_) => (None, None),
             };
             crate::customers::ensure(c, &req.phone).await?;

@@ -72,7 +72,7 @@ use crate::{Core, conversations, customers, templates};
 use decide::{CustomerFacts, decide};
 use error::SendError;
 use idempotency::{Claim, IdempotencyKey};
-use kind::SendKind;
+use kind::{SendKind, TemplateSend};
 
 static DECISIONS: LazyLock<IntCounterVec> = LazyLock::new(|| {
     register_int_counter_vec!(
@@ -646,12 +646,13 @@ impl Core {
         conn: &mut AsyncPgConnection,
         req: &SendRequest,
     ) -> Result<(Option<TemplateCategory>, Option<Vec<Value>>), SendError> {
-        let SendKind::Template {
+        let SendKind::Template(TemplateSend {
             name,
             locale,
             variables,
             components,
-        } = &req.kind
+            ..
+        }) = &req.kind
         else {
             return Ok((None, None));
         };
@@ -764,12 +765,13 @@ mod tests {
         let content = json!({"type": "template", "template": {"name": "order_shipped",
                              "language": {"code": "en"}, "components": components}});
         let kind = SendKind::from_content(&content).unwrap();
-        let SendKind::Template {
+        let SendKind::Template(TemplateSend {
             name,
             locale,
             variables,
             components: c,
-        } = &kind
+            ..
+        }) = &kind
         else {
             panic!("not a template: {kind:?}");
         };
@@ -780,7 +782,9 @@ mod tests {
         // Named values travel as a named body component.
         let named = json!({"type": "template", "template": {"name": "w", "locale": "en",
                            "variables": {"first_name": "Ana"}}});
-        let SendKind::Template { components, .. } = SendKind::from_content(&named).unwrap() else {
+        let SendKind::Template(TemplateSend { components, .. }) =
+            SendKind::from_content(&named).unwrap()
+        else {
             panic!("not a template");
         };
         assert_eq!(
@@ -788,12 +792,12 @@ mod tests {
             "first_name"
         );
         // A body-only send is stored exactly as before.
-        let plain = SendKind::Template {
+        let plain = SendKind::Template(TemplateSend {
             name: "t".into(),
             locale: "en".into(),
             variables: vec!["a".into()],
-            components: Vec::new(),
-        };
+            ..Default::default()
+        });
         assert_eq!(
             plain.to_content(),
             json!({"type": "template", "template": {"name": "t", "locale": "en", "variables": ["a"]}})

@@ -19,7 +19,7 @@ use warden_store::tx::{Abort, transact_on};
 
 use super::decide::count_accepted;
 use super::error::SendError;
-use super::kind::SendKind;
+use super::kind::{SendKind, TemplateSend};
 use super::{SendRequest, attribution};
 use crate::delivery::knowledge;
 use crate::{Core, customers};
@@ -43,7 +43,7 @@ impl Core {
         // judged) need it; a template of unknown category is recorded as utility.
         let category = match req.kind {
             SendKind::Text { .. } | SendKind::Rich(_) => Category::Service,
-            SendKind::Template { .. } => Category::Utility,
+            SendKind::Template(_) => Category::Utility,
         };
         let actor = req.actor;
         let details = json!({
@@ -220,7 +220,9 @@ pub(crate) async fn insert_message(
     trace: Option<Value>,
 ) -> QueryResult<usize> {
     let (template_name, template_locale) = match &req.kind {
-        SendKind::Template { name, locale, .. } => (Some(name.as_str()), Some(locale.as_str())),
+        SendKind::Template(TemplateSend { name, locale, .. }) => {
+            (Some(name.as_str()), Some(locale.as_str()))
+        }
         SendKind::Text { .. } | SendKind::Rich(_) => (None, None),
     };
     // The row, who asked for it and its number, in one round trip (pipelined, in order).

@@ -12,7 +12,7 @@ use diesel_async::RunQueryDsl;
 use serde_json::json;
 use warden_core::send::idempotency::IdempotencyKey;
 use warden_core::{
-    Core, Dependencies, RefusalMode, SendError, SendKind, SendRequest, conversations,
+    Core, Dependencies, RefusalMode, SendError, SendKind, SendRequest, TemplateSend, conversations,
 };
 use warden_rules::compliance::ReasonCode;
 use warden_rules::kinds::{ContentKind, MessageType};
@@ -403,12 +403,17 @@ async fn links_to_unlisted_domains_are_refused_in_captions_and_template_url_para
             .await
             .unwrap();
     }
-    let template = |param: &str| SendKind::Template {
-        name: "track".into(),
-        locale: "en".into(),
-        variables: vec!["A1".into()],
-        components: vec![json!({"type": "button", "sub_type": "url", "index": "0",
+    // Every field is set; the update keeps this literal as it is when a field is added.
+    #[allow(clippy::needless_update)]
+    let template = |param: &str| {
+        SendKind::Template(TemplateSend {
+            name: "track".into(),
+            locale: "en".into(),
+            variables: vec!["A1".into()],
+            components: vec![json!({"type": "button", "sub_type": "url", "index": "0",
                                 "parameters": [{"type": "text", "text": param}]})],
+            ..Default::default()
+        })
     };
     let req = |kind| {
         let mut r =

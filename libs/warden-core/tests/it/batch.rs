@@ -17,7 +17,7 @@ use proptest::prelude::*;
 use uuid::Uuid;
 use warden_core::campaigns::fanout::RecipientPlan;
 use warden_core::send::batch::{BatchOutcome, Previewed};
-use warden_core::{Core, Dependencies, SendError, SendKind, SendRequest};
+use warden_core::{Core, Dependencies, SendError, SendKind, SendRequest, TemplateSend};
 use warden_rules::kinds::MessageType;
 use warden_rules::phone::{PhoneNumber, canonicalize};
 use warden_rules::policy::PolicySet;
@@ -160,12 +160,12 @@ fn phone_of(i: usize, p: &Person) -> PhoneNumber {
 const CAMPAIGN: &str = "0192a000-0000-7000-8000-000000000043";
 
 fn kind() -> SendKind {
-    SendKind::Template {
+    SendKind::Template(TemplateSend {
         name: "promo".into(),
         locale: "en".into(),
         variables: vec!["Ana".into()],
-        components: Vec::new(),
-    }
+        ..Default::default()
+    })
 }
 
 fn plan() -> RecipientPlan {
@@ -575,12 +575,12 @@ async fn single_sends_racing_the_batch_never_pass_the_cap_together() {
             let req = SendRequest::from_tool(
                 phone.clone(),
                 "whatsapp",
-                SendKind::Template {
+                SendKind::Template(TemplateSend {
                     name: "promo".into(),
                     locale: "en".into(),
                     variables: vec!["Budi".into()],
-                    components: Vec::new(),
-                },
+                    ..Default::default()
+                }),
                 MessageType::Template,
                 "test",
             );

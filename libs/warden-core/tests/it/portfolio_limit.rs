@@ -9,7 +9,7 @@ use std::time::Duration;
 use chrono::{TimeDelta, Utc};
 use diesel::prelude::*;
 use diesel_async::RunQueryDsl;
-use warden_core::{Core, Dependencies, SendError, SendKind, SendRequest};
+use warden_core::{Core, Dependencies, SendError, SendKind, SendRequest, TemplateSend};
 use warden_rules::compliance::ReasonCode;
 use warden_rules::kinds::MessageType;
 use warden_rules::phone::{PhoneNumber, canonicalize};
@@ -65,12 +65,12 @@ fn template(to: &PhoneNumber) -> SendRequest {
     SendRequest::from_tool(
         to.clone(),
         "whatsapp",
-        SendKind::Template {
+        SendKind::Template(TemplateSend {
             name: "order_update".into(),
             locale: "en".into(),
             variables: vec!["Ana".into()],
-            components: Vec::new(),
-        },
+            ..Default::default()
+        }),
         MessageType::Template,
         "test",
     )

@@ -18,8 +18,8 @@ use warden_core::delivery::retries::{RetryOutcome, retry_failed};
 use warden_core::delivery::tracking::message_status;
 use warden_core::templates::list::TemplateFilters;
 use warden_core::{
-    Core, Dependencies, RefusalMode, SendError, SendKind, SendRequest, conversations, customers,
-    templates,
+    Core, Dependencies, RefusalMode, SendError, SendKind, SendRequest, TemplateSend, conversations,
+    customers, templates,
 };
 use warden_rules::kinds::{Category, MessageType};
 use warden_rules::phone::{PhoneNumber, canonicalize};
@@ -107,12 +107,12 @@ async fn send_order(h: &Harness, to: &PhoneNumber) -> Uuid {
     let req = SendRequest::from_tool(
         to.clone(),
         "whatsapp",
-        SendKind::Template {
+        SendKind::Template(TemplateSend {
             name: "order".into(),
             locale: "en".into(),
             variables: vec!["1".into()],
-            components: Vec::new(),
-        },
+            ..Default::default()
+        }),
         MessageType::Template,
         ACTOR,
     );

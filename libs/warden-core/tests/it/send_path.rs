@@ -9,7 +9,9 @@ use diesel::prelude::*;
 use diesel_async::RunQueryDsl;
 use warden_core::Dependencies;
 use warden_core::customers::{self, OptScope};
-use warden_core::{Core, RefusalMode, SendError, SendKind, SendRequest, conversations};
+use warden_core::{
+    Core, RefusalMode, SendError, SendKind, SendRequest, TemplateSend, conversations,
+};
 use warden_rules::keywords::OptChange;
 use warden_rules::kinds::MessageType;
 use warden_rules::phone::{PhoneNumber, canonicalize};
@@ -110,12 +112,12 @@ fn template_send(phone: &PhoneNumber, name: &str, mode: RefusalMode) -> SendRequ
         sender: None,
         phone: phone.clone(),
         channel: "whatsapp".into(),
-        kind: SendKind::Template {
+        kind: SendKind::Template(TemplateSend {
             name: name.into(),
             locale: "en".into(),
             variables: vec!["Ana".into()],
-            components: vec![],
-        },
+            ..Default::default()
+        }),
         message_type: MessageType::Template,
         campaign_id: None,
         existing_message_id: None,
@@ -337,12 +339,11 @@ async fn template_problems_are_named() {
         "TEMPLATE_NOT_APPROVED"
     );
     let mut bad = template_send(&p, "receipt", RefusalMode::Error);
-    bad.kind = SendKind::Template {
+    bad.kind = SendKind::Template(TemplateSend {
         name: "receipt".into(),
         locale: "en".into(),
-        variables: vec![],
-        components: vec![],
-    };
+        ..Default::default()
+    });
     assert_eq!(
         h.core.send(bad).await.unwrap_err().code(),
         "INVALID_ARGUMENT"

@@ -12,7 +12,9 @@ use diesel::prelude::*;
 use diesel_async::RunQueryDsl;
 use warden_core::campaigns::fanout::recipients::{RecipientPlan, sender_for};
 use warden_core::customers::{self, OptScope};
-use warden_core::{Core, CoreError, Dependencies, SendError, SendKind, SendRequest, conversations};
+use warden_core::{
+    Core, CoreError, Dependencies, SendError, SendKind, SendRequest, TemplateSend, conversations,
+};
 use warden_rules::compliance::ReasonCode;
 use warden_rules::keywords::OptChange;
 use warden_rules::kinds::MessageType;
@@ -109,12 +111,12 @@ fn template(to: &PhoneNumber, name: &str, from: &str) -> SendRequest {
     SendRequest::from_tool(
         to.clone(),
         "whatsapp",
-        SendKind::Template {
+        SendKind::Template(TemplateSend {
             name: name.into(),
             locale: "en".into(),
             variables: vec!["Ana".into()],
-            components: Vec::new(),
-        },
+            ..Default::default()
+        }),
         MessageType::Template,
         "test",
     )

@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use chrono::{TimeDelta, Utc};
 use common::*;
-use warden_core::{Core, SendKind, SendRequest};
+use warden_core::{Core, SendKind, SendRequest, TemplateSend};
 use warden_rules::compliance::ReasonCode;
 use warden_rules::kinds::{ContentKind, MessageType, TemplateCategory};
 use warden_rules::phone::canonicalize;
@@ -21,12 +21,12 @@ fn promo(to: &warden_rules::phone::PhoneNumber) -> SendRequest {
     SendRequest::from_tool(
         to.clone(),
         "whatsapp",
-        SendKind::Template {
+        SendKind::Template(TemplateSend {
             name: "warden_promo".into(),
             locale: "en".into(),
             variables: vec!["Ana".into()],
-            components: Vec::new(),
-        },
+            ..Default::default()
+        }),
         MessageType::Template,
         "test",
     )

@@ -7,12 +7,12 @@ use rmcp::model::{CallToolResult, JsonObject};
 use rmcp::{tool, tool_router};
 use serde_json::{Map, Value, json};
 use uuid::Uuid;
-use warden_core::SendKind;
 use warden_core::campaigns::CampaignError;
 use warden_core::campaigns::create::{
     Approval, CampaignSenders, CampaignType, NewCampaign, ScheduleCampaignError,
 };
 use warden_core::scheduling::schedule::{ScheduleMessage, ScheduleMessageError};
+use warden_core::{SendKind, TemplateSend};
 use warden_rules::audience::AudienceFilter;
 use warden_rules::campaign_status::CampaignStatus;
 use warden_rules::kinds::MessageType;
@@ -384,12 +384,12 @@ impl Gateway {
             )
         })?;
         match &kind {
-            SendKind::Template {
+            SendKind::Template(TemplateSend {
                 locale,
                 variables,
                 components,
                 ..
-            } => {
+            }) => {
                 check_len(
                     "content.template.components",
                     &Value::Array(components.clone()).to_string(),

@@ -12,7 +12,7 @@ use crate::input::{Input, parse};
 use crate::schema::{self, *};
 use crate::util::finish;
 use chrono::Utc;
-use warden_core::{RefusalMode, SendError, SendKind, SendRequest};
+use warden_core::{RefusalMode, SendError, SendKind, SendRequest, TemplateSend};
 use warden_rules::compliance::ReasonCode;
 use warden_rules::kinds::MessageType;
 use warden_rules::template_params::Variables;
@@ -232,12 +232,12 @@ impl Gateway {
                     sender: a.on.from().map(str::to_string),
                     phone: phone.clone(),
                     channel: channel.to_string(),
-                    kind: SendKind::Template {
+                    kind: SendKind::Template(TemplateSend {
                         name,
                         locale,
                         variables,
                         components,
-                    },
+                    }),
                     message_type: MessageType::Template,
                     campaign_id: None,
                     existing_message_id: None,

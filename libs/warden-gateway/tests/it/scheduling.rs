@@ -58,12 +58,12 @@ async fn schedule_message_writes_a_scheduled_row_in_the_send_paths_shape() {
     assert_eq!(row.category, "utility");
     assert_eq!(
         row.content,
-        warden_core::SendKind::Template {
+        warden_core::SendKind::Template(warden_core::TemplateSend {
             name: "order".into(),
             locale: "en".into(),
             variables: vec!["#7".into()],
-            components: vec![],
-        }
+            ..Default::default()
+        })
         .to_content()
     );
     assert_eq!(h.audits("message_scheduled").await, 2);

@@ -397,12 +397,12 @@ async fn a_fan_out_cut_short_resumes_without_second_messages() {
                 sender: None,
                 phone,
                 channel: "whatsapp".into(),
-                kind: warden_core::SendKind::Template {
+                kind: warden_core::SendKind::Template(warden_core::TemplateSend {
                     name: "spring_sale".into(),
                     locale: "en".into(),
                     variables: vec!["20%".into()],
-                    components: vec![],
-                },
+                    ..Default::default()
+                }),
                 message_type: warden_rules::kinds::MessageType::Template,
                 campaign_id: Some(id),
                 existing_message_id: None,

@@ -15,7 +15,7 @@ use diesel::QueryableByName;
 use diesel::sql_types::{Nullable, Text, Timestamptz};
 use diesel_async::RunQueryDsl;
 use uuid::Uuid;
-use warden_core::{RefusalMode, SendError, SendKind, SendRequest};
+use warden_core::{RefusalMode, SendError, SendKind, SendRequest, TemplateSend};
 use warden_rules::kinds::MessageType;
 use warden_rules::throughput::CapacitySource;
 use warden_service::Dependencies;
@@ -181,12 +181,12 @@ fn template_send(phone: &warden_rules::phone::PhoneNumber) -> SendRequest {
     let mut req = SendRequest::from_tool(
         phone.clone(),
         "whatsapp",
-        SendKind::Template {
+        SendKind::Template(TemplateSend {
             name: TEMPLATE.into(),
             locale: "en".into(),
             variables: vec!["A-1".into(), "shipped".into()],
-            components: vec![],
-        },
+            ..Default::default()
+        }),
         MessageType::Template,
         "test",
     );

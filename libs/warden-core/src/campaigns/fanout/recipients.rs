@@ -8,7 +8,7 @@ use warden_rules::kinds::MessageType;
 use warden_rules::phone::PhoneNumber;
 
 use crate::send::batch::{Batch, BatchOutcome};
-use crate::{Core, RefusalMode, SendError, SendKind, SendRequest};
+use crate::{Core, RefusalMode, SendError, SendKind, SendRequest, TemplateSend};
 
 /// What every recipient's send of one campaign shares.
 #[derive(Debug, Clone)]
@@ -61,18 +61,26 @@ pub enum RecipientOutcome {
 }
 
 impl RecipientPlan {
+    /// The template every recipient is sent.
+    // Every field is set today; the update keeps this literal as it is when a field is added.
+    #[allow(clippy::needless_update)]
+    fn template(&self) -> TemplateSend {
+        TemplateSend {
+            name: self.template_name.clone(),
+            locale: self.locale.clone(),
+            variables: self.variables.clone(),
+            components: self.components.clone(),
+            ..Default::default()
+        }
+    }
+
     /// The send request of one recipient.
     pub fn request(&self, phone: PhoneNumber, actor: &'static str) -> SendRequest {
         let sender = sender_for(&self.senders, &phone).map(str::to_string);
         SendRequest {
             phone,
             channel: warden_settings::DEFAULT_CHANNEL.to_string(),
-            kind: SendKind::Template {
-                name: self.template_name.clone(),
-                locale: self.locale.clone(),
-                variables: self.variables.clone(),
-                components: self.components.clone(),
-            },
+            kind: SendKind::Template(self.template()),
             message_type: MessageType::Template,
             campaign_id: Some(self.campaign_id),
             existing_message_id: None,
@@ -95,12 +103,7 @@ impl RecipientPlan {
             .collect();
         Batch {
             channel: warden_settings::DEFAULT_CHANNEL.to_string(),
-            kind: SendKind::Template {
-                name: self.template_name.clone(),
-                locale: self.locale.clone(),
-                variables: self.variables.clone(),
-                components: self.components.clone(),
-            },
+            kind: SendKind::Template(self.template()),
             message_type: MessageType::Template,
             campaign_id: Some(self.campaign_id),
             actor,

@@ -48,7 +48,7 @@ use warden_settings::StoreKeys;
 use warden_store::tx::{Abort, transact_on};
 
 use super::error::SendError;
-use super::kind::SendKind;
+use super::kind::{SendKind, TemplateSend};
 use super::{DECISIONS, POLICY_REFUSALS, RefusalMode, SendRequest, safety};
 use crate::Core;
 pub use judge::Reach;
@@ -352,7 +352,7 @@ impl Core {
                     .await?;
                 let content = checked.kind.to_content();
                 let template = match &checked.kind {
-                    SendKind::Template { name, locale, .. } => {
+                    SendKind::Template(TemplateSend { name, locale, .. }) => {
                         Some((name.as_str(), locale.as_str()))
                     }
                     _ => None,
