@@ -10,7 +10,7 @@ export CARGO_TERM_COLOR ?= never
 help:
 	@echo "make dev    start Postgres/Redis/NATS if needed, build, run webhook + dispatcher + scheduler + console + platform-sim"
 	@echo "make test   start services if needed, then run every test (unit, integration, end-to-end)"
-	@echo "make check  everyday fast check: fmt, clippy, layering, unit tests (no services, installs nothing)"
+	@echo "make check  everyday fast check: fmt, clippy, layering, migration versions, unit tests (no services, installs nothing)"
 	@echo "make lint   cargo fmt --check and clippy -D warnings"
 	@echo "make bench  benchmarks (release build), figures printed and written to target/bench/"
 	@echo "make faults fault drills: crashes, outages, forged webhooks, fuzzed tool calls (target/faults/)"
@@ -35,6 +35,8 @@ lint:
 # NATS; integration tests (tests/it/ of each crate) do, and run in `make test`.
 check: lint
 	python3 scripts/check-layers.py
+	python3 scripts/check-migrations.py --self-test
+	python3 scripts/check-migrations.py
 	@command -v cargo-nextest >/dev/null || { echo "make check: cargo-nextest is missing: cargo install --locked cargo-nextest (make test installs it)"; exit 1; }
 	$(CARGO) nextest run --workspace --lib --bins
 

@@ -10,6 +10,10 @@ command -v cargo-nextest >/dev/null || { say "installing cargo-nextest"; cargo i
 say "layering: crate dependencies follow the layer table, only store and core write, no module import cycle (scripts/check-layers.py)"
 python3 scripts/check-layers.py
 
+say "migrations: every version a real time, not in the future, a new one after every applied one (scripts/check-migrations.py)"
+python3 scripts/check-migrations.py --self-test
+python3 scripts/check-migrations.py
+
 say "Python test dependencies (the official MCP SDK 2.x and 1.x, scripts/pydeps.sh)"
 scripts/pydeps.sh
 

@@ -7,7 +7,8 @@ use std::net::TcpStream;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use warden_test_support::{TestDatabase, free_port, procs};
+use warden_store::testing::TestDatabase;
+use warden_test_support::{free_port, procs};
 
 fn get(port: u16, path: &str) -> String {
     let mut s = TcpStream::connect(("127.0.0.1", port)).expect("connect");

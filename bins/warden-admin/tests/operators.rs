@@ -5,7 +5,8 @@
 use std::io::Write;
 use std::process::{Command, Output, Stdio};
 
-use warden_test_support::{TestDatabase, procs};
+use warden_store::testing::TestDatabase;
+use warden_test_support::procs;
 
 fn admin(db: &TestDatabase, args: &[&str], stdin: Option<&str>) -> Output {
     let mut child = Command::new(env!("CARGO_BIN_EXE_warden-admin"))

@@ -1,8 +1,8 @@
-//! `mcp-gateway`'s tools: the spec's 24 plus `get_campaign` and `resume_campaign`, served
-//! with rmcp over MCP stdio or Streamable HTTP ([`http`]).
+//! `mcp-gateway`'s tools (the catalogue of docs/tools.md), served with rmcp over MCP stdio
+//! or Streamable HTTP ([`http`]).
 //!
 //! Every tool reads its arguments leniently ([`args`]), answers with `structuredContent`
-//! plus the same JSON as one text block, and reports failures in the contract's envelope
+//! plus the same JSON as one text block, and reports failures in one error envelope
 //! ([`error`]). Sends go through the one send path, `warden_core::Core::send`; upstream
 //! calls through `warden_platform::PlatformClient`. Nothing here writes to stdout: it
 //! belongs to the protocol (logs go to stderr through `warden_telemetry`).

@@ -15,7 +15,8 @@ pub enum CampaignStatus {
     Scheduled,
     /// Its audience is being fanned out (or its messages are on their way).
     Running,
-    /// A state of the contract's table that behaves like running (nothing writes it now).
+    /// Behaves like running: still read and accepted (docs/tools.md lists it among
+    /// get_campaign's states), though nothing writes it now.
     Sending,
     /// Stopped by an operator or a halt-class platform error until resumed.
     Paused,

@@ -1,6 +1,6 @@
 //! The compliance decision: may this message be sent to this customer now?
 //!
-//! Checks run in the contract's order and the first refusal is reported:
+//! Checks run in this order (docs/compliance.md) and the first refusal is reported:
 //! 1. opt-out, 2. care window (free-form only), 3. frequency limit, 4. the other
 //!    enabled policies that apply to the category, in file order.
 //!
@@ -27,7 +27,7 @@ use crate::window;
 pub const TEMPLATE_REQUIRED_ACTION: &str =
     "send an approved utility or marketing template instead (send_template)";
 
-/// Why a message is allowed or refused (the spec's reason codes, plus `OK`).
+/// Why a message is allowed or refused (the reason codes of docs/tools.md, plus `OK`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum ReasonCode {
     /// Allowed.

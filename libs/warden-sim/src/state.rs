@@ -86,14 +86,14 @@ struct Counters {
     failed_by_webhook: HashSet<String>,
 }
 
-/// `GET /sim/stats`, exactly the contract's shape.
+/// `GET /sim/stats`, in the shape docs/platform-sim.md gives.
 #[derive(Debug, Clone, Serialize)]
 pub struct Stats {
     pub total_sends: u64,
     pub duplicates: u64,
     pub by_message: HashMap<String, MessageStat>,
     pub by_recipient: HashMap<String, u64>,
-    /// Platform calls per API version (an addition beyond the contract's keys).
+    /// Platform calls per API version, accepted or not.
     pub by_version: HashMap<String, u64>,
     /// Read receipts accepted (`status: "read"`, with or without a typing indicator).
     pub marked_read: u64,

@@ -1,5 +1,6 @@
 //! What every test crate shares, so a test says what it checks and nothing else:
-//! - [`TestDatabase`]: a fresh Postgres database per test, dropped afterwards;
+//! - [`migrated_pool`]: a migrated, seeded pool on a `warden_store::testing::TestDatabase`
+//!   (a fresh Postgres database per test, dropped afterwards; every test takes it from there);
 //! - [`wait`]: wait for a condition with a deadline (never sleep to prove something);
 //! - [`procs`]: the workspace's built binaries as processes, ports, `/health`, SIGTERM;
 //! - [`redis`]: a private `redis-server` a test may stop and restart;
@@ -16,7 +17,7 @@ pub mod rule_table;
 pub mod wait;
 
 pub use procs::{binary, free_port, repo_path, workspace_root};
-pub use warden_store::testing::TestDatabase;
+use warden_store::testing::TestDatabase;
 
 /// The tests' policy file (`policies/tests.yaml` of this crate): a marketing cap of 2 a day,
 /// `vip` excluded from marketing, no marketing to +1, `blocked` excluded from everything.

@@ -97,10 +97,6 @@ pub struct Outcome {
 }
 
 impl Outcome {
-    pub fn applied_total(&self) -> u64 {
-        self.applied.values().sum()
-    }
-
     fn merge(&mut self, other: Outcome) {
         for (kind, n) in other.applied {
             *self.applied.entry(kind).or_default() += n;

@@ -260,25 +260,3 @@ pub async fn record_error(
         .await
         .map(|_| ())
 }
-
-/// The outbound message a status event is about: by wamid, else by the
-/// `biz_opaque_callback_data` we set to the message id.
-pub async fn find_by_wamid_or_id(
-    conn: &mut AsyncPgConnection,
-    wamid: &str,
-    callback: Option<&str>,
-) -> QueryResult<Option<Message>> {
-    if let Some(m) = messages::table
-        .filter(messages::wamid.eq(wamid))
-        .select(Message::as_select())
-        .first(conn)
-        .await
-        .optional()?
-    {
-        return Ok(Some(m));
-    }
-    let Some(id) = callback.and_then(|c| Uuid::parse_str(c.trim()).ok()) else {
-        return Ok(None);
-    };
-    Message::find(conn, id).await
-}

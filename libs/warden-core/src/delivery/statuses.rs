@@ -6,8 +6,9 @@
 //! effect (opt-out, undeliverable, marketing limit, pause campaigns).
 //!
 //! Runs inside the caller's transaction (one per webhook POST): [`StatusTargets::load`]
-//! finds every message a batch's statuses mention with one query, then [`apply`] applies
-//! each status in the order the platform sent them.
+//! finds every message a batch's statuses mention with one query, then [`apply_all`] applies
+//! them in the order the platform sent them (the statuses it leaves, each with
+//! [`apply_resolved`] in its place).
 
 use std::collections::HashMap;
 
@@ -46,7 +47,7 @@ impl StatusUpdate<'_> {
     }
 }
 
-/// What [`apply`] did with one status.
+/// What applying one status did.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum StatusApplied {
     /// Not about an outbound message of ours: acknowledged without effect.
@@ -132,22 +133,6 @@ impl StatusTargets {
         Ok(out)
     }
 
-    /// The customer of the outbound message a status is about (for conversation hints).
-    pub fn customer_of(&self, s: &StatusUpdate<'_>) -> Option<&str> {
-        self.find(s)
-            .map(|n| &self.rows[n])
-            .filter(|t| t.direction == "outbound")
-            .map(|t| t.customer_phone.as_str())
-    }
-
-    /// The outbound message a status is about.
-    pub fn message_of(&self, s: &StatusUpdate<'_>) -> Option<Uuid> {
-        self.find(s)
-            .map(|n| &self.rows[n])
-            .filter(|t| t.direction == "outbound")
-            .map(|t| t.id)
-    }
-
     /// By wamid first, else by `biz_opaque_callback_data` = message_id.
     fn find(&self, s: &StatusUpdate<'_>) -> Option<usize> {
         if !s.wamid.is_empty()
@@ -160,22 +145,7 @@ impl StatusTargets {
     }
 }
 
-/// Apply one status to the message it is about (see the module doc); retries follow
-/// `policy` (the dispatcher's bound and backoff), audit rows name `actor`.
-pub async fn apply(
-    c: &mut AsyncPgConnection,
-    s: &StatusUpdate<'_>,
-    targets: &mut StatusTargets,
-    policy: &RetryPolicy,
-    actor: &str,
-) -> QueryResult<StatusApplied> {
-    match resolve(s, targets) {
-        Some(resolved) => apply_resolved(c, s, resolved, targets, policy, actor).await,
-        None => Ok(StatusApplied::Ignored),
-    }
-}
-
-/// The outbound message a status is about, found as [`apply`] finds it.
+/// The outbound message a status is about, found by wamid, else by our message id.
 #[derive(Clone, Copy, Debug)]
 pub struct Resolved {
     n: usize,
@@ -236,11 +206,11 @@ impl StatusTargets {
 /// move forward through `sent`, `delivered` and `read` in it, all at once: their rows
 /// locked in one statement (in id order), each status taken in turn in memory by the rules
 /// of `outcomes::apply_status`, and each row written once in one statement, with its last
-/// state. That is the end state one `apply` per status reaches, in two round trips instead
-/// of two per status and one row version per message instead of one per status. A message
-/// with any other status in the POST (failed, or one without delivery meaning, which have
-/// consequences beyond the row) is left to [`apply_resolved`] in its place: every status of
-/// it, so its statuses keep their order.
+/// state. That is the end state one [`apply_resolved`] per status reaches, in two round
+/// trips instead of two per status and one row version per message instead of one per
+/// status. A message with any other status in the POST (failed, or one without delivery
+/// meaning, which have consequences beyond the row) is left to [`apply_resolved`] in its
+/// place: every status of it, so its statuses keep their order.
 pub async fn apply_all(
     c: &mut AsyncPgConnection,
     statuses: &[StatusUpdate<'_>],
@@ -429,7 +399,8 @@ impl FoldedColumns {
     }
 }
 
-/// Apply one status [`resolve`]d before (see [`apply`]).
+/// Apply one status [`resolve`]d before, to the message it is about (see the module doc);
+/// retries follow `policy` (the dispatcher's bound and backoff), audit rows name `actor`.
 pub async fn apply_resolved(
     c: &mut AsyncPgConnection,
     s: &StatusUpdate<'_>,

@@ -122,7 +122,7 @@ impl Core {
             now,
         );
         // Who holds the conversation, read in the same statement as the window.
-        let holder = super::held::from_columns(
+        let holder = super::conversation_holder::from_columns(
             row.holder.as_deref(),
             row.holder_since,
             row.holder_by,
@@ -130,7 +130,7 @@ impl Core {
             row.last_inbound_at,
             now,
         );
-        Ok(super::held::judge(
+        Ok(super::conversation_holder::judge(
             decision,
             &holder,
             category,

@@ -40,14 +40,14 @@ pub enum SendError {
         retry_after_secs: u64,
     },
     /// RecordFailed mode: refused by a rule that lifts by itself (`decision.retry_at`); the
-    /// message waits `scheduled` until then (`send::hold`).
+    /// message waits `scheduled` until then (`send::message_holds`).
     #[error("{}", .decision.human_explanation)]
     Held {
         message_id: Uuid,
         decision: Decision,
     },
     /// A new campaign recipient refused by the portfolio messaging limit: nothing was
-    /// recorded for it and the campaign is paused (`send::hold`).
+    /// recorded for it and the campaign is paused (`send::message_holds`).
     #[error("{}", .0.human_explanation)]
     CampaignPaused(Decision),
     /// The calling agent's guardrails refuse it (RATE_LIMITED or FORBIDDEN).

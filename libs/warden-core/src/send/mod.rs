@@ -23,8 +23,8 @@
 //! `queued`.
 //!
 //! The rest of the folder: what a send carries ([`kind`]) and how it fails ([`error`]),
-//! the decision's facts (`decide`), who holds the conversation (`held`), refusals that wait
-//! (`hold`), the content rules (`safety`), check_compliance (`check`), writing the row
+//! the decision's facts (`decide`), who holds the conversation (`conversation_holder`),
+//! refusals that wait (`message_holds`), the content rules (`safety`), check_compliance (`check`), writing the row
 //! (`record`) and publishing it (`publish`), the last look before the platform call
 //! ([`recheck`]), [`idempotency`] keys, agent [`guardrails`], who asked for a message
 //! ([`attribution`]) and the last refusal ([`refusals`]).
@@ -32,13 +32,13 @@
 pub mod attribution;
 pub mod batch;
 mod check;
+mod conversation_holder;
 mod decide;
 pub mod error;
 pub mod guardrails;
-mod held;
-mod hold;
 pub mod idempotency;
 pub mod kind;
+mod message_holds;
 mod publish;
 pub mod recheck;
 mod record;
@@ -488,8 +488,9 @@ impl Core {
             recent,
             now,
         );
-        // Read with the window: who holds the conversation (`held`).
-        let decision = held::apply(decision, conv.as_ref(), category, req.actor, now);
+        // Read with the window: who holds the conversation (`conversation_holder`).
+        let decision =
+            conversation_holder::apply(decision, conv.as_ref(), category, req.actor, now);
         Ok(Compliance {
             decision,
             last_inbound_at,
@@ -575,7 +576,7 @@ impl Core {
     /// A refusal, answered: to a tool, reported (with an audit row); for the scheduler and
     /// campaigns, recorded: a new campaign recipient at the portfolio limit pauses the
     /// campaign and records nothing, a rule that lifts by itself holds the message
-    /// (`send::hold`), any other ends it `failed`. Returns the error to answer; an error
+    /// (`send::message_holds`), any other ends it `failed`. Returns the error to answer; an error
     /// here is a failure to write it.
     async fn refused(
         &self,
@@ -618,7 +619,7 @@ impl Core {
                         .await?;
                     return Ok(SendError::CampaignPaused(decision));
                 }
-                // A rule that lifts by itself: the message waits (`send::hold`).
+                // A rule that lifts by itself: the message waits (`send::message_holds`).
                 if let Some(until) = decision.retry_at.filter(|_| decision.hold)
                     && (req.existing_message_id.is_some() || req.campaign_id.is_some())
                     && let Some(message_id) = self

@@ -157,8 +157,8 @@ pub async fn before_send(
         last_inbound_at: last_inbound,
         now,
     };
-    // Who holds the conversation now (`send::held`), read with the window.
-    let holder = super::held::from_columns(
+    // Who holds the conversation now (`send::conversation_holder`), read with the window.
+    let holder = super::conversation_holder::from_columns(
         holder.as_deref(),
         holder_since,
         holder_by,
@@ -169,7 +169,9 @@ pub async fn before_send(
     let sent_by = sent_by.unwrap_or_default();
     let category = content.category();
     let decision = match warden_rules::recheck::recheck(&input) {
-        Some(d) => Some(super::held::judge(d, &holder, category, &sent_by)),
+        Some(d) => Some(super::conversation_holder::judge(
+            d, &holder, category, &sent_by,
+        )),
         None => warden_rules::holder::refusal(&holder, category, &sent_by),
     };
     let Some(decision) = decision else {
@@ -269,7 +271,7 @@ async fn hold_queued(
             .execute(c)
             .await?;
             if moved > 0 {
-                crate::send::hold::note_hold(
+                crate::send::message_holds::note_hold(
                     c,
                     message_id,
                     &reason,

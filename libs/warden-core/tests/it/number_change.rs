@@ -8,7 +8,7 @@ use warden_core::customers::{OptScope, apply_opt_change, is_suppressed};
 use warden_rules::keywords::OptChange;
 use warden_rules::phone::canonicalize;
 use warden_store::PgPool;
-use warden_test_support::TestDatabase;
+use warden_store::testing::TestDatabase;
 
 const ACTOR: &str = "test";
 

@@ -11,7 +11,7 @@ use warden_core::templates::{
 };
 use warden_store::PgPool;
 use warden_store::schema::{audit_logs, templates};
-use warden_test_support::TestDatabase;
+use warden_store::testing::TestDatabase;
 
 const ACTOR: &str = "test";
 

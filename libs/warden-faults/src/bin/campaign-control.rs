@@ -1,4 +1,4 @@
-//! `campaign-control`: the issue-28 drill. Against a running stack (scheduler,
+//! `campaign-control`: the campaign-control drill (docs/faults.md). Against a running stack (scheduler,
 //! dispatchers, webhook, platform-sim), it spawns two `mcp-gateway` processes, schedules a
 //! campaign to `--recipients` customers of its own, and while the campaign sends makes 50
 //! pause / resume / cancel calls through the two gateways at random moments, with

@@ -938,7 +938,7 @@ enum Outcome {
     Violation(String),
 }
 
-/// The contract's error envelope, or why it is not one. Returns (code, message length).
+/// The tools' error envelope (docs/tools.md, "Errors"), or why it is not one. Returns (code, message length).
 fn envelope_code(env: &Value) -> Result<(String, usize), String> {
     let e = env
         .get("error")
@@ -1020,7 +1020,7 @@ fn check_response(resp: &Value, known_tool: bool) -> Outcome {
     match envelope_code(&env) {
         Ok((code, len)) => Outcome::Envelope(code, len),
         Err(why) => Outcome::Violation(format!(
-            "isError result is not the contract's envelope: {why}"
+            "isError result is not the tools' error envelope: {why}"
         )),
     }
 }
@@ -1288,7 +1288,7 @@ async fn run(opts: Opts) -> Result<bool> {
                             Err(_) => "(none)".into(),
                         };
                         s.violation(format!(
-                            "{key} {code}: error message has {len} characters, more than {LONG_MESSAGE} (the contract asks for one sentence)\n    request:  {}\n    response: {resp}",
+                            "{key} {code}: error message has {len} characters, more than {LONG_MESSAGE} (docs/tools.md: one line)\n    request:  {}\n    response: {resp}",
                             truncate(&line, EXAMPLE_CHARS)
                         ));
                     }

@@ -1,4 +1,4 @@
-//! Group D, account and cost: get_account_quality, estimate_cost, estimate_pricing,
+//! Account and cost: get_account_quality, estimate_cost, estimate_pricing,
 //! get_spend.
 
 use chrono::Utc;

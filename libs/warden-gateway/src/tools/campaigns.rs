@@ -1,6 +1,5 @@
-//! Group C, scheduling and campaigns: schedule_message, schedule_campaign,
-//! cancel_campaign, pause_campaign, resume_campaign (Pro+, addition), get_campaign
-//! (addition).
+//! Scheduling and campaigns: schedule_message, schedule_campaign, cancel_campaign,
+//! pause_campaign, resume_campaign (Pro+), get_campaign.
 
 use chrono::{DateTime, TimeDelta, Utc};
 use rmcp::model::{CallToolResult, JsonObject};
@@ -245,7 +244,7 @@ fn future_time(key: &str, at: DateTime<Utc>, now: DateTime<Utc>) -> ToolResult<D
     Ok(at)
 }
 
-/// A campaign use case's refusal in the contract's words.
+/// A campaign use case's refusal as the tool's error (docs/tools.md, "Errors").
 fn campaign_error(e: CampaignError) -> ToolError {
     match e {
         CampaignError::NotFound(id) => campaign_not_found(id),
@@ -279,7 +278,7 @@ fn campaign_error(e: CampaignError) -> ToolError {
     }
 }
 
-/// schedule_message's refusals in the contract's words.
+/// schedule_message's refusals as the tool's errors (docs/tools.md, "Errors").
 fn schedule_message_error(e: ScheduleMessageError) -> ToolError {
     match e {
         ScheduleMessageError::TemplateNotFound { name, locale } => ToolError::not_found(
@@ -303,7 +302,7 @@ fn schedule_message_error(e: ScheduleMessageError) -> ToolError {
     }
 }
 
-/// schedule_campaign's refusals in the contract's words.
+/// schedule_campaign's refusals as the tool's errors (docs/tools.md, "Errors").
 fn schedule_campaign_error(e: ScheduleCampaignError) -> ToolError {
     match e {
         ScheduleCampaignError::TemplateNotFound { name, locale } => ToolError::not_found(

@@ -11,7 +11,7 @@ use rmcp::model::{ClientCapabilities, ClientConfig, Implementation, ProtocolVers
 use rmcp::{ClientHandler, ClientLifecycleMode, ClientServiceExt, ServiceExt};
 use serde_json::{Value, json};
 
-/// name -> (required, optional), from the spec's tool sections plus the contract's additions.
+/// name -> (required, optional), as docs/tools.md lists each tool's parameters.
 fn spec() -> HashMap<&'static str, (Vec<&'static str>, Vec<&'static str>)> {
     HashMap::from([
         (

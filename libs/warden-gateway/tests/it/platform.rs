@@ -1,4 +1,4 @@
-//! Group D/E tools that call the platform (an in-process platform-sim): create_template,
+//! The tools that call the platform (an in-process platform-sim): create_template,
 //! sync_template_status, sync_webhooks, get_account_quality, and UPSTREAM_ERROR.
 
 use crate::common;

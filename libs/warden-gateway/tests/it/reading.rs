@@ -1,4 +1,4 @@
-//! Group A reads (and archive_chat, which list_conversations reflects): check_conversation,
+//! Reads (and archive_chat, which list_conversations reflects): check_conversation,
 //! get_customer_context, get_delivery_status, get_rate_limit, list_conversations,
 //! list_templates, estimate_cost, estimate_pricing.
 

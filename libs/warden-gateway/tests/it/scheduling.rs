@@ -1,4 +1,4 @@
-//! Group C: schedule_message, schedule_campaign, cancel/pause/resume_campaign,
+//! Scheduling and campaigns: schedule_message, schedule_campaign, cancel/pause/resume_campaign,
 //! get_campaign, and the tier gate.
 
 use crate::common;

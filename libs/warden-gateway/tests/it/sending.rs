@@ -1,4 +1,4 @@
-//! v1 and group B sends through the one send path: check_compliance, send_message,
+//! Sends through the one send path: check_compliance, send_message,
 //! send_template, reply_customer, retry_failed_messages, explain_error; the frequency cap
 //! under concurrency; NATS absent; database down.
 

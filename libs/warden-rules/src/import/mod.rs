@@ -11,7 +11,7 @@
 //! is line 1. Bad rows are reported and the caller skips them; only a missing or wrong
 //! header, or a read failure, concerns the whole file ([`ImportError`]).
 //!
-//! Choices the contract leaves open:
+//! The rules for what the file format leaves open:
 //! - an empty `engagement_score` (or a missing/null one in JSON) is `0.0`; any finite
 //!   number `>= 0` is accepted (no upper bound, scores are the operator's scale);
 //! - an empty opt-in value is an error, not a default: importing consent must be explicit;

@@ -23,7 +23,7 @@ pub struct FrequencyLimit {
 }
 
 impl FrequencyLimit {
-    /// The contract's default marketing cap: 2 per rolling 24 h.
+    /// The default marketing cap: 2 per rolling 24 h.
     pub fn default_marketing() -> Self {
         Self {
             policy_id: None,

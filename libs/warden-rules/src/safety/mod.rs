@@ -88,19 +88,6 @@ pub fn duplicate_guards(policies: &PolicySet, category: Category) -> Vec<(&str, 
         .collect()
 }
 
-/// The longest window of any enabled `duplicate_guard` (how far back to look), if any.
-pub fn longest_duplicate_window(policies: &PolicySet) -> Option<TimeDelta> {
-    policies
-        .policies()
-        .iter()
-        .filter(|p| p.enabled())
-        .filter_map(|p| match p.rule() {
-            Rule::DuplicateGuard(g) => Some(g.window),
-            _ => None,
-        })
-        .max()
-}
-
 /// The refusal of a duplicate: names the policy and the earlier message.
 pub fn duplicate_refusal(policy_id: &str, window: TimeDelta, earlier: &str) -> ContentRefusal {
     ContentRefusal {

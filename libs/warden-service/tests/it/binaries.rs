@@ -5,8 +5,9 @@ use std::path::PathBuf;
 use std::process::{Child, Command, Output, Stdio};
 use std::time::Duration;
 
+use warden_store::testing::TestDatabase;
 use warden_test_support::platform::APP_SECRET;
-use warden_test_support::{TestDatabase, binary as bin, free_port, procs, repo_path};
+use warden_test_support::{binary as bin, free_port, procs, repo_path};
 
 fn policies() -> PathBuf {
     repo_path("policies/default.yaml")

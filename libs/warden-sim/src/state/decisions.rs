@@ -100,12 +100,6 @@ impl Sim {
         }
     }
 
-    /// [`Sim::schedule_approval_in`] the first number's account.
-    pub fn schedule_approval(self: &Arc<Self>, name: String, language: String) {
-        let waba_id = self.first_waba().to_owned();
-        self.schedule_approval_in(waba_id, name, language);
-    }
-
     /// Approves the account's template after the configured delay, unless something
     /// decided it meanwhile (a manual REJECTED must stand).
     pub fn schedule_approval_in(self: &Arc<Self>, waba_id: String, name: String, language: String) {

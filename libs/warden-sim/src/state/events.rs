@@ -71,11 +71,6 @@ impl Sim {
         (wamid, true)
     }
 
-    /// [`Sim::user_preference_to`] the first number.
-    pub fn user_preference(&self, wa_id: String, value: String, timestamp: Option<i64>) -> bool {
-        self.user_preference_to(self.numbers.first(), wa_id, value, timestamp)
-    }
-
     /// Queues a `user_preferences` webhook (`value`: stop or resume) to `number`.
     pub fn user_preference_to(
         &self,
@@ -117,16 +112,6 @@ impl Sim {
     /// The first number's quality, tier and throughput.
     pub fn phone(&self) -> PhoneState {
         self.numbers.first().phone()
-    }
-
-    /// [`Sim::set_quality_of`] the first number.
-    pub fn set_quality(
-        &self,
-        quality_rating: Option<String>,
-        tier: Option<String>,
-        event: Option<String>,
-    ) -> PhoneState {
-        self.set_quality_of(self.numbers.first(), quality_rating, tier, event)
     }
 
     /// Changes a number's quality/tier and queues its `phone_number_quality_update`

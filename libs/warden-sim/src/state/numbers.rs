@@ -209,11 +209,6 @@ impl Numbers {
         out
     }
 
-    /// True when some number accepts this token.
-    pub fn knows_token(&self, token: &str) -> bool {
-        self.list.iter().any(|n| n.spec.access_token == token)
-    }
-
     /// The served ids, for an error naming the choices.
     pub fn ids(&self) -> String {
         let ids: Vec<&str> = self.list.iter().map(Number::id).collect();

@@ -1,8 +1,8 @@
 //! The batch's decision of one recipient, pure: the facts read for the whole chunk
 //! ([`super::facts`]) in, a [`Decision`] out. It calls the single path's own functions in
 //! the single path's order — [`decide`] with the platform hold counted
-//! ([`counting_platform_hold`]), the conversation holder (`send::held`), the content rules' answer, the
-//! number's protection, the portfolio messaging limit — so the two paths cannot drift:
+//! ([`counting_platform_hold`]), the conversation holder (`send::conversation_holder`), the
+//! content rules' answer, the number's protection, the portfolio messaging limit — so the two paths cannot drift:
 //! the only difference is where the facts came from (one query per chunk instead of one
 //! per recipient).
 
@@ -50,9 +50,10 @@ pub(super) fn compliance(
         recent.0,
         now,
     );
-    // Read with the window: who holds the conversation (`send::held`, CONVERSATION_HELD).
+    // Read with the window: who holds the conversation (`send::conversation_holder`,
+    // CONVERSATION_HELD).
     (
-        crate::send::held::apply(decision, facts.conversation, category, actor, now),
+        crate::send::conversation_holder::apply(decision, facts.conversation, category, actor, now),
         last_inbound_at,
     )
 }

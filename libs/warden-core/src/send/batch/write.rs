@@ -244,12 +244,12 @@ async fn accepted(
     Ok(())
 }
 
-/// Why each held message waits (`send::hold::note_hold`), audited `message_held`.
+/// Why each held message waits (`send::message_holds::note_hold`), audited `message_held`.
 async fn held(c: &mut AsyncPgConnection, actor: &str, rows: &[Write<'_>]) -> QueryResult<()> {
     let held: Vec<(Uuid, String, DateTime<Utc>)> = rows
         .iter()
         .filter_map(|w| match &w.row {
-            Row::Held(d, until) => Some((w.id, crate::send::hold::hold_reason(d), *until)),
+            Row::Held(d, until) => Some((w.id, crate::send::message_holds::hold_reason(d), *until)),
             _ => None,
         })
         .collect();

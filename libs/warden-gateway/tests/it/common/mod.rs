@@ -448,7 +448,7 @@ impl Drop for Harness {
     }
 }
 
-/// The contract's envelope: structuredContent present, the same JSON as the one text block;
+/// The tools' envelope (docs/tools.md): structuredContent present, the same JSON as the one text block;
 /// on error `{"error": {code, message, suggested_action}}` with non-empty strings.
 pub fn check_envelope(name: &str, res: &CallToolResult) {
     let sc = res

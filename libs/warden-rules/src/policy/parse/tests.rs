@@ -1,4 +1,4 @@
-//! The file format: the contract's and the acceptance run's files, every refusal, lenient
+//! The file format: the documented example and another file, every refusal, lenient
 //! spellings and the JSON round trip.
 
 use super::*;
@@ -30,8 +30,8 @@ policies:
     enabled: true
 "#;
 
-/// acceptance/warden_acc/policy.py: policy_yaml()
-const ACC_MAIN: &str = r#"# Policies for the acceptance run (written by acceptance/warden_acc/policy.py).
+/// Another file, as an end-to-end run writes one.
+const ACC_MAIN: &str = r#"# Policies for an end-to-end run.
 version: 1
 policies:
   - id: acc_marketing_cap
