@@ -102,17 +102,15 @@ impl Core {
     }
 
     /// [`Core::admit`] for message `id` (ours or a customer's): its number must be in
-    /// reach. One indexed read, and none for an unlimited caller.
+    /// reach. Returns the stored key of that number (one indexed read).
     pub async fn admit_message(
         &self,
         conn: &mut diesel_async::AsyncPgConnection,
         id: uuid::Uuid,
-    ) -> Result<(), CoreError> {
-        if !self.reach.is_limited() {
-            return Ok(());
-        }
+    ) -> Result<String, CoreError> {
         let key = crate::customers::consent::sender_of_message(conn, id).await?;
-        self.admit(format_args!("message with id {id}"), [key.as_str()])
+        self.admit(format_args!("message with id {id}"), [key.as_str()])?;
+        Ok(key)
     }
 
     /// [`Core::admit`] for a customer's media `media_id` (get_media): a limited caller

@@ -10,11 +10,14 @@ use warden_store::schema::messages;
 
 use crate::{Core, CoreError};
 
-/// (customer, direction, wamid) of a message row.
-async fn lookup(core: &Core, id: Uuid) -> Result<(String, String, Option<String>), CoreError> {
+/// (customer, direction, wamid) of a message row, and the stored key of its number.
+async fn lookup(
+    core: &Core,
+    id: Uuid,
+) -> Result<((String, String, Option<String>), String), CoreError> {
     let mut conn = core.pg().get().await?;
-    core.admit_message(&mut conn, id).await?;
-    messages::table
+    let sender = core.admit_message(&mut conn, id).await?;
+    let row = messages::table
         .find(id)
         .select((
             messages::customer_phone,
@@ -24,7 +27,8 @@ async fn lookup(core: &Core, id: Uuid) -> Result<(String, String, Option<String>
         .first(&mut conn)
         .await
         .optional()?
-        .ok_or_else(|| CoreError::NotFound(format!("there is no message with id {id}")))
+        .ok_or_else(|| CoreError::NotFound(format!("there is no message with id {id}")))?;
+    Ok((row, sender))
 }
 
 impl Core {
@@ -32,7 +36,7 @@ impl Core {
     /// `phone`, to quote it. A message of another customer, or one the platform has not
     /// numbered yet (still queued), cannot be quoted.
     pub async fn quoted_wamid(&self, id: Uuid, phone: &PhoneNumber) -> Result<String, CoreError> {
-        let (customer, _, wamid) = lookup(self, id).await?;
+        let ((customer, _, wamid), _) = lookup(self, id).await?;
         if customer != phone.digits() {
             return Err(CoreError::InvalidArgument(format!(
                 "reply_to: message {id} belongs to another customer's conversation"
@@ -45,9 +49,13 @@ impl Core {
         })
     }
 
-    /// The customer and wamid of inbound message `id`, to react to it.
-    pub async fn reaction_target(&self, id: Uuid) -> Result<(PhoneNumber, String), CoreError> {
-        let (customer, direction, wamid) = lookup(self, id).await?;
+    /// The customer and wamid of inbound message `id`, to react to it, and the stored key
+    /// of the number it arrived at (the reaction goes out from it).
+    pub async fn reaction_target(
+        &self,
+        id: Uuid,
+    ) -> Result<(PhoneNumber, String, String), CoreError> {
+        let ((customer, direction, wamid), sender) = lookup(self, id).await?;
         if direction != "inbound" {
             return Err(CoreError::InvalidArgument(format!(
                 "message_id: {id} is a message we sent; reactions go to the customer's (inbound) messages"
@@ -58,6 +66,6 @@ impl Core {
         let wamid = wamid.ok_or_else(|| {
             CoreError::InvalidArgument(format!("message_id: {id} has no platform id"))
         })?;
-        Ok((phone, wamid))
+        Ok((phone, wamid, sender))
     }
 }

@@ -20,6 +20,8 @@ pub struct ReadTarget {
     /// What the platform knows the message by.
     pub wamid: String,
     pub customer_phone: String,
+    /// The stored key of the number it arrived at (the receipt goes out from it).
+    pub sender: String,
 }
 
 impl Core {
@@ -27,7 +29,7 @@ impl Core {
     /// is one of ours (only a customer's message can be marked read).
     pub async fn read_target(&self, id: Uuid) -> Result<ReadTarget, CoreError> {
         let mut c = self.pg().get().await?;
-        self.admit_message(&mut c, id).await?;
+        let sender = self.admit_message(&mut c, id).await?;
         let row: Option<(String, Option<String>, String)> = messages::table
             .filter(messages::id.eq(id))
             .select((
@@ -51,6 +53,7 @@ impl Core {
                 "message_id {id} has no platform id to mark read"
             ))),
             Some((_, Some(wamid), customer_phone)) => Ok(ReadTarget {
+                sender,
                 message_id: id,
                 wamid,
                 customer_phone,

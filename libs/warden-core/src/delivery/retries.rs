@@ -80,10 +80,8 @@ pub async fn retry_failed(
         match core.admit_message(&mut conn, id).await {
             // Outside the caller's reach: answered as a message that does not exist.
             Err(CoreError::NotFound(_)) => None,
-            other => {
-                other?;
-                Message::find(&mut conn, id).await?
-            }
+            Err(other) => return Err(other),
+            Ok(_) => Message::find(&mut conn, id).await?,
         }
     };
     let Some(m) = message else {

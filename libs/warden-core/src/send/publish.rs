@@ -42,12 +42,9 @@ impl Core {
         };
         let published = self.publish_with(outgoing, AckWait::Behind).await;
         // A new outbound message shows in the history and takes the customer out of the inbox.
-        let sender = self
-            .sender_keys(req.sender.as_deref())
-            .ok()
-            .map(|k| k.sender);
+        let sender = self.keys_for(req).sender;
         self.hint(
-            [(req.phone.digits(), sender.as_deref())],
+            [(req.phone.digits(), Some(sender.as_str()))],
             warden_stream::HintKind::Status,
         )
         .await;

@@ -349,19 +349,18 @@ impl Gateway {
         let a: Input<MarkReadIn> = parse(args)?;
         let id = a.message_id.0;
         let typing = a.typing_indicator.is_some_and(|f| f.0);
-        let target = self.core().read_target(id).await?;
+        let core = self.core();
+        let target = core.read_target(id).await?;
         let receipt = ReadReceipt::new(target.wamid, typing);
         // Read on the number it arrived at, by an agent allowed to use it.
-        let core = self.core();
-        let key = core.message_sender(id).await?;
-        let platform = self.platform_of(&key);
+        let platform = self.platform_of(&target.sender);
         if let Err(e) = platform.mark_read(&receipt).await {
             return Err(self.upstream_error("mark the message read", &e).await);
         }
         self.core().record_read(id).await?;
         Ok(MarkReadOut {
             message_id: id.to_string(),
-            from: core.sender_id_of_key(&key).to_string(),
+            from: core.sender_id_of_key(&target.sender).to_string(),
             status: "read".into(),
             typing_indicator: typing,
         })

@@ -415,13 +415,13 @@ impl Gateway {
         }
         let emoji = opt_string(&a.emoji).unwrap_or_default();
         warden_rules::rich::check_emoji(&emoji).map_err(rich_error)?;
-        let (phone, wamid) = self.core().reaction_target(id).await?;
+        let (phone, wamid, sender) = self.core().reaction_target(id).await?;
         let reaction = Reaction {
             message_id: wamid,
             emoji,
         };
         // A reaction goes out from the number the message was sent from or to.
-        let on = OnChannel::from_sender(self.core().message_sender(id).await?);
+        let on = OnChannel::from_sender(sender);
         self.send_rich(phone, &on, RichBody::Reaction(reaction), None, key)
             .await
     }
