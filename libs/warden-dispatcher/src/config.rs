@@ -80,9 +80,10 @@ impl DispatcherConfig {
             .max(self.dispatch.platform_timeout + LEASE_MARGIN)
     }
 
-    /// How dead claims are settled (see [`crate::plan::UnknownOutcome`]).
-    pub fn unknown_outcome(&self) -> crate::plan::UnknownOutcome {
-        crate::plan::UnknownOutcome {
+    /// How dead claims are settled: the rule lives in the core
+    /// (`warden_core::delivery::next_step`), these settings parametrise it.
+    pub fn unknown_outcome(&self) -> warden_core::delivery::UnknownOutcome {
+        warden_core::delivery::UnknownOutcome {
             settle: self.dispatch.unknown_settle,
             max_wait: self.dispatch.unknown_max_wait,
         }

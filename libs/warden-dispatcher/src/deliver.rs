@@ -32,12 +32,12 @@ use warden_store::PgPool;
 use warden_stream::{DeliveryStream, HintKind, Hints};
 
 use crate::body::{self, Stored};
-use crate::claim::Claimer;
+use crate::claimer::Claimer;
 use crate::config::DispatcherConfig;
+use crate::failures::{self, Failure};
 use crate::metrics::{FAILED, HALTS, HELD, IN_FLIGHT, PLATFORM_LATENCY, RETRIES, SENT, SKIPPED};
 use crate::pacing::Pacing;
-use crate::plan::{self, Failure};
-use crate::unknown::{self, Event};
+use crate::unknown_events::{self, Event};
 
 /// Written as the actor of audit rows.
 pub const ACTOR: &str = "dispatcher";
@@ -320,7 +320,14 @@ async fn decide(ctx: &Ctx, row: DeliveryRow) -> Verdict {
         Plan::Hold(delay, reason) => ctx.held(reason, delay),
         Plan::Done(reason) => ctx.skipped(reason),
         Plan::CancelledCampaign => {
-            fail(ctx, &row, &plan::cancelled_campaign(), &SideEffect::None, 0).await
+            fail(
+                ctx,
+                &row,
+                &failures::cancelled_campaign(),
+                &SideEffect::None,
+                0,
+            )
+            .await
         }
     }
 }
@@ -338,7 +345,7 @@ async fn note_unknown(ctx: &Ctx, row: &DeliveryRow, planned: &Plan) {
                 .await
                 .map(|adopted| {
                     if adopted {
-                        unknown::record(
+                        unknown_events::record(
                             Event::Held,
                             id,
                             ACTOR,
@@ -352,7 +359,7 @@ async fn note_unknown(ctx: &Ctx, row: &DeliveryRow, planned: &Plan) {
         {
             delivery::clear_resolved(&ctx.pg, id).await.map(|cleared| {
                 if cleared {
-                    unknown::record(Event::ResolvedByWebhook, id, ACTOR, row.status_str());
+                    unknown_events::record(Event::ResolvedByWebhook, id, ACTOR, row.status_str());
                 }
             })
         }
@@ -370,7 +377,7 @@ async fn resend_dead_claim(ctx: &Ctx, mut row: DeliveryRow, why: Why) -> Verdict
         .await
     {
         Ok(true) => {
-            unknown::record(Event::Resent(why), row.id, ACTOR, "stream message");
+            unknown_events::record(Event::Resent(why), row.id, ACTOR, "stream message");
             // What the release wrote; no need to read the row back.
             row.status = Some(MessageStatus::Queued);
             row.lease_until = None;
@@ -409,7 +416,7 @@ async fn redecide_without_sending(ctx: &Ctx, id: Uuid) -> Verdict {
                     fail(
                         ctx,
                         &fresh,
-                        &plan::cancelled_campaign(),
+                        &failures::cancelled_campaign(),
                         &SideEffect::None,
                         0,
                     )
@@ -503,7 +510,7 @@ async fn send(ctx: &Ctx, row: DeliveryRow) -> Verdict {
             return fail(
                 ctx,
                 &row,
-                &plan::bad_content(&reason.to_string()),
+                &failures::bad_content(&reason.to_string()),
                 &SideEffect::None,
                 0,
             )
@@ -640,7 +647,7 @@ async fn failed_call(ctx: &Ctx, row: &DeliveryRow, attempt: i32, err: PlatformEr
         Some(code) => ctx.explain(code).await,
         None => None,
     };
-    let failure = plan::classify(&err, explained.as_ref());
+    let failure = failures::classify(&err, explained.as_ref());
     // What happens next is the consequence's (warden_core::delivery::platform_errors), the same as
     // for a status webhook reporting this error.
     if failure.consequence.retry {
@@ -689,7 +696,7 @@ async fn retry(
     if f.outcome_unknown {
         // The platform may have it (a timeout, a connection cut mid-request): settle it as
         // a dead claim, held for its status webhook and resent only on evidence that it
-        // never arrived (warden_core::delivery::plan).
+        // never arrived (warden_core::delivery::next_step).
         let ended = persist("end lease", || {
             delivery::end_lease(&ctx.pg, row.id, &cfg.owner)
         })
@@ -700,7 +707,7 @@ async fn retry(
                 ctx.stats.retried.fetch_add(1, Ordering::Relaxed);
                 tracing::Span::current().record("outcome", "unknown");
                 tracing::info!(code = f.code, error = %err, attempt, "platform call without a complete answer");
-                unknown::record(
+                unknown_events::record(
                     Event::Held,
                     row.id,
                     ACTOR,

@@ -17,14 +17,14 @@
 
 mod body;
 pub mod capacity;
-mod claim;
+mod claimer;
 mod config;
 mod deliver;
+mod failures;
 mod metrics;
 mod pacing;
-mod plan;
 pub mod sweep;
-mod unknown;
+mod unknown_events;
 
 use std::future::Future;
 use std::sync::Arc;
@@ -89,7 +89,7 @@ pub async fn start(
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> anyhow::Result<Dispatcher> {
     metrics::touch();
-    unknown::touch();
+    unknown_events::touch();
     let stream = deps
         .stream
         .clone()

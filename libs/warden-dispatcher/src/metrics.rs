@@ -118,7 +118,7 @@ pub static PLATFORM_LATENCY: LazyLock<HistogramVec> = LazyLock::new(|| {
 });
 
 /// Register everything so a scrape shows the names before the first message (the unknown
-/// outcomes' series: `unknown::touch`).
+/// outcomes' series: `unknown_events::touch`).
 pub fn touch() {
     LazyLock::force(&SENT);
     LazyLock::force(&FAILED);

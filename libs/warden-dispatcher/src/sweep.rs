@@ -4,12 +4,12 @@
 //! row; if that message is gone (acknowledged by a stale delivery, or lost with its
 //! stream), or nobody ever comes back to it, the row would stay `sending` for good. Every
 //! replica runs this sweep every DISPATCH_SWEEP_INTERVAL; each step
-//! (`warden_core::delivery::sweep`) locks the rows it takes (`FOR UPDATE SKIP LOCKED`),
+//! (`warden_core::delivery::stale_claims`) locks the rows it takes (`FOR UPDATE SKIP LOCKED`),
 //! so several replicas never take the same row. It:
 //!
 //! 1. marks `sending` rows whose lease ended as unknown outcomes (`held`, counted once);
 //! 2. clears the mark of rows that moved on meanwhile (`resolved_by_webhook`);
-//! 3. applies the dispatcher's own rule (`warden_core::delivery::plan`) to marked rows,
+//! 3. applies the dispatcher's own rule (`warden_core::delivery::next_step`) to marked rows,
 //!    and for those it resends: back to `queued` (audited) and published again under a
 //!    new de-duplication id, so a dispatcher claims and sends it like any queued message.
 //!    A publish that fails leaves a queued row the scheduler's relay republishes.
@@ -23,14 +23,16 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use warden_core::delivery::sweep::{adopt_expired, held_now, release_settled, resolve_moved};
+use warden_core::delivery::stale_claims::{
+    adopt_expired, held_now, release_settled, resolve_moved,
+};
 use warden_core::delivery::{DeliveryError, UnknownOutcome, Why};
 use warden_store::PgPool;
 use warden_stream::DeliveryStream;
 
 use crate::config::DispatcherConfig;
 use crate::metrics::{SWEEPS, UNKNOWN_HELD, UNKNOWN_OLDEST};
-use crate::unknown::{self, Event};
+use crate::unknown_events::{self, Event};
 
 /// Rows each step takes per run (the next run takes the rest).
 const BATCH: i64 = 500;
@@ -73,7 +75,7 @@ impl Sweep {
     ) -> Result<SweepReport, DeliveryError> {
         let mut report = SweepReport::default();
         for id in adopt_expired(pg, BATCH).await? {
-            unknown::record(
+            unknown_events::record(
                 Event::Held,
                 id,
                 ACTOR,
@@ -83,12 +85,12 @@ impl Sweep {
         }
         for (id, status) in resolve_moved(pg, BATCH).await? {
             let status = status.map_or("unknown", |s| s.as_str());
-            unknown::record(Event::ResolvedByWebhook, id, ACTOR, status);
+            unknown_events::record(Event::ResolvedByWebhook, id, ACTOR, status);
             report.resolved += 1;
         }
         let released = release_settled(pg, self.unknown, self.grace, BATCH, ACTOR).await?;
         for (job, why) in &released {
-            unknown::record(
+            unknown_events::record(
                 Event::Resent(*why),
                 job.message_id,
                 ACTOR,

@@ -7,7 +7,7 @@
 //!   window is closed (it opens a conversation). Free-form messages need an open window
 //!   and never count; a template inside an open window does not count either.
 //! - **Per-user marketing limit** (platform error 131049): no marketing to that customer
-//!   for 24 h after the platform answered 131049 ([`marketing_hold`]).
+//!   for 24 h after the platform answered 131049 ([`marketing_limit_refusal`]).
 //!
 //! Pure: the caller loads the facts (the limit, how many customers were reached, when the
 //! customer was held) and passes `now`.
@@ -129,7 +129,7 @@ pub fn messaging_limit_refusal(
 /// The platform answered 131049 (per-user marketing limit) for this customer at
 /// `limited_at`: no marketing for 24 h, then one attempt. `None` once the 24 h are over or
 /// for other categories.
-pub fn marketing_hold(
+pub fn marketing_limit_refusal(
     category: Category,
     limited_at: Option<DateTime<Utc>>,
     now: DateTime<Utc>,
@@ -215,12 +215,12 @@ mod tests {
     #[test]
     fn hold_lasts_24_hours_and_only_for_marketing() {
         let at = t(0);
-        let d = marketing_hold(Category::Marketing, Some(at), t(3600)).unwrap();
+        let d = marketing_limit_refusal(Category::Marketing, Some(at), t(3600)).unwrap();
         assert!(d.human_explanation.contains("131049"));
         assert_eq!(d.retry_at, Some(at + WINDOW));
-        assert!(marketing_hold(Category::Utility, Some(at), t(3600)).is_none());
-        assert!(marketing_hold(Category::Marketing, None, t(3600)).is_none());
-        assert!(marketing_hold(Category::Marketing, Some(at), at + WINDOW).is_none());
+        assert!(marketing_limit_refusal(Category::Utility, Some(at), t(3600)).is_none());
+        assert!(marketing_limit_refusal(Category::Marketing, None, t(3600)).is_none());
+        assert!(marketing_limit_refusal(Category::Marketing, Some(at), at + WINDOW).is_none());
     }
 
     proptest! {

@@ -314,7 +314,7 @@ async fn send_page(
     // for the stream's acks (the marks follow). Failures are left to the relay.
     if s.config().batch_publish
         && !unpublished.is_empty()
-        && let Err(e) = outbox::hand_off_accepted(s.core(), &unpublished).await
+        && let Err(e) = outbox::publish_accepted(s.core(), &unpublished).await
     {
         tracing::warn!(campaign_id = %plan.campaign_id, error = %e, "page publish failed; the relay publishes later");
     }

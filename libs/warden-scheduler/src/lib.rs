@@ -37,7 +37,7 @@
 //!    de-duplication ids).
 //!
 //! Campaign recipients are recorded chunk by chunk by `Core::send_batch` and published page by page
-//! ([`Config::batch_publish`], `warden_core::delivery::outbox::hand_off_accepted`); scheduled
+//! ([`Config::batch_publish`], `warden_core::delivery::outbox::publish_accepted`); scheduled
 //! messages are published by `Core::send` itself.
 
 mod campaigns;

@@ -1,5 +1,5 @@
 //! The publish relay: queued messages whose publish never happened (NATS was down when
-//! they were accepted, or a campaign chunk's hand-off never completed) or was lost (still
+//! they were accepted, or a campaign chunk's publish batch never completed) or was lost (still
 //! queued, but no longer in the stream), published again through
 //! `warden_core::delivery::outbox`.
 //!
@@ -18,8 +18,8 @@
 use std::time::{Duration, Instant};
 
 use chrono::{DateTime, TimeDelta, Utc};
-use warden_core::delivery::handoffs;
 use warden_core::delivery::outbox::{self, Backlog, Pending};
+use warden_core::delivery::publish_batches;
 
 use crate::error::PhaseError;
 use crate::{Scheduler, TickReport, metrics};
@@ -56,22 +56,22 @@ pub(crate) async fn run(s: &Scheduler, report: &mut TickReport) -> Result<(), Ph
             report.more_work = true;
         }
     }
-    // 2. Campaign chunks whose hand-off never completed: their still-queued messages go out
-    //    under their first ids (the stream drops what it already has), then the hand-offs
+    // 2. Campaign chunks whose publish batch never completed: their still-queued messages go
+    //    out under their first ids (the stream drops what it already has), then the batches
     //    close.
-    let (handoffs, rows) = handoffs::overdue(pg, min_age, limit).await?;
-    if !handoffs.is_empty() {
+    let (batches, rows) = publish_batches::overdue(pg, min_age, limit).await?;
+    if !batches.is_empty() {
         let n = rows.len();
         let published = publish(s, rows).await;
         report.relay_published += published;
         if published < n {
             return Ok(());
         }
-        handoffs::close(pg, &handoffs).await?;
+        publish_batches::close(pg, &batches).await?;
         tracing::info!(
-            handoffs = handoffs.len(),
+            publish_batches = batches.len(),
             published,
-            "relay published the messages of campaign hand-offs the stream never acknowledged"
+            "relay published the messages of campaign publish batches the stream never acknowledged"
         );
         if n as i64 >= limit {
             report.more_work = true;

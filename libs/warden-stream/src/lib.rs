@@ -164,7 +164,7 @@ impl DeliveryStream {
         dedupe_id: &str,
         trace: &HashMap<String, String>,
     ) -> Result<PublishOutcome, StreamError> {
-        self.hand_off(job, dedupe_id, trace)
+        self.publish_pending(job, dedupe_id, trace)
             .await?
             .acknowledged()
             .await
@@ -173,7 +173,7 @@ impl DeliveryStream {
     /// [`DeliveryStream::publish_as`] without waiting for the stream: the job is handed to the
     /// client (written to NATS in order with everything published before it), and the
     /// returned [`PendingAck`] resolves when the stream has stored it.
-    pub async fn hand_off(
+    pub async fn publish_pending(
         &self,
         job: &DeliveryJob,
         dedupe_id: &str,
@@ -226,7 +226,7 @@ pub struct PublishOutcome {
     pub duplicate: bool,
 }
 
-/// How long a publish may wait for the stream (hand-off, then acknowledgement).
+/// How long a publish may wait for the stream (handing over, then acknowledgement).
 const ACK_WAIT: Duration = Duration::from_secs(5);
 
 fn publish_error(subject: &str, reason: String) -> StreamError {

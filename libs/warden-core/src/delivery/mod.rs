@@ -4,16 +4,19 @@
 //! after a failure that is known not to have delivered (or an unknown outcome after a
 //! settle period), so redeliveries and crashes never produce a second send.
 //!
-//! - [`plan`]: the pure rule — what a stream message for this row calls for (send, hold,
-//!   done, resend an unknown outcome).
+//! - [`next_step`]: the pure rule — what a stream message for this row calls for (send,
+//!   hold, done, resend an unknown outcome).
 //! - [`claim`]: `queued -> sending` for many rows in one statement (`SKIP LOCKED`).
 //! - [`record`]: the platform's answer — sent, requeued for a retry, failed (with the
 //!   consequence `crate::delivery::platform_errors` decides).
-//! - [`unknown`]: an unknown outcome (a timeout, a dead claim): held, resolved, released.
-//! - [`sweep`]: the same rule applied to rows no stream message drives any more.
+//! - [`unknown_outcome`]: one row's unknown outcome (a timeout, a dead claim): held,
+//!   resolved, released.
+//! - [`stale_claims`]: the same rule applied, in bulk, to `sending` rows whose claim's lease
+//!   ran out and that no stream message drives any more (the dispatcher's sweep).
 //!
 //! Around that life, in this folder: the [`outbox`] (accepted rows still to reach the
-//! stream, for the relay), status webhooks ([`statuses`]) and the one forward-only status
+//! stream, for the relay), campaign chunks' [`publish_batches`] (published, not yet
+//! acknowledged), status webhooks ([`statuses`]) and the one forward-only status
 //! move ([`outcomes`]), what a platform error does ([`platform_errors`]) and means
 //! ([`knowledge`], the error knowledge base), the platform's events as kept
 //! ([`platform_events`]), sync_webhooks' repairs ([`reconcile`]), retry_failed_messages
@@ -32,28 +35,28 @@ macro_rules! campaign_holds_queued {
     };
 }
 
-/// SQL: the message `m` is in a campaign chunk's open hand-off (`handoffs`).
-macro_rules! in_open_handoff {
+/// SQL: the message `m` is in a campaign chunk's open publish batch (`publish_batches`).
+macro_rules! in_open_publish_batch {
     () => {
         "EXISTS (SELECT 1 FROM message_handoffs h WHERE m.id = ANY (h.message_ids))"
     };
 }
 
 pub mod claim;
-pub mod handoffs;
 pub mod knowledge;
+pub mod next_step;
 pub mod outbox;
 pub mod outcomes;
-pub mod plan;
 pub mod platform_errors;
 pub mod platform_events;
+pub mod publish_batches;
 pub mod reconcile;
 pub mod record;
 pub mod retries;
+pub mod stale_claims;
 pub mod statuses;
-pub mod sweep;
 pub mod tracking;
-pub mod unknown;
+pub mod unknown_outcome;
 
 use std::convert::Infallible;
 
@@ -69,9 +72,9 @@ use warden_store::{DbError, PgPool};
 use crate::sql::{Cached, OptionalRow};
 
 pub use claim::{Claimed, claim_many};
-pub use plan::{Plan, UnknownOutcome, Why, plan};
+pub use next_step::{Plan, UnknownOutcome, Why, plan};
 pub use record::{Failed, Sent, record_failed, record_sent, requeue};
-pub use unknown::{adopt_dead_claim, clear_resolved, end_lease, release_dead_claim};
+pub use unknown_outcome::{adopt_dead_claim, clear_resolved, end_lease, release_dead_claim};
 
 /// A delivery write or read failed; classified once by the store.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

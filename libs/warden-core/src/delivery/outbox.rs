@@ -99,7 +99,7 @@ pub async fn backlog(pg: &PgPool, which: Backlog, limit: i64) -> Result<Vec<Pend
                    AND m.published_at < $2
                    AND (m.next_attempt_at IS NULL OR m.next_attempt_at <= now())
                    AND NOT ",
-                in_open_handoff!()
+                in_open_publish_batch!()
             ),
             "m.published_at",
         ),
@@ -145,13 +145,13 @@ pub async fn held(
 }
 
 /// Hand the given accepted messages (those still `queued`: never published, or recorded
-/// with their mark in a chunk's open hand-off, [`super::handoffs`]) to the stream under
+/// with their mark in a chunk's open publish batch, [`super::publish_batches`]) to the stream under
 /// their first publish's de-duplication id, as [`Core::send`] hands its one: the call
 /// returns once NATS has them all (in order), and a task reads their acknowledgements,
-/// then writes the published marks ([`Marks`]) or closes the hand-offs. Stops at the first
+/// then writes the published marks ([`Marks`]) or closes the publish batches. Stops at the first
 /// message NATS does not take (the rest waits for the relay). Returns how many were
 /// handed over.
-pub async fn hand_off_accepted(core: &Core, ids: &[Uuid]) -> Result<usize, CoreError> {
+pub async fn publish_accepted(core: &Core, ids: &[Uuid]) -> Result<usize, CoreError> {
     let Some(stream) = core.stream() else {
         return Ok(0);
     };
@@ -180,14 +180,14 @@ pub async fn hand_off_accepted(core: &Core, ids: &[Uuid]) -> Result<usize, CoreE
     }
     let mut handed = Vec::with_capacity(rows.len());
     for mut row in rows {
-        // A mark written with the row: its hand-off is open, this is its first publish.
-        let in_handoff = row.published_at.take().is_some();
+        // A mark written with the row: its publish batch is open, this is its first publish.
+        let in_batch = row.published_at.take().is_some();
         let (id, retry_count) = (row.id, row.retry_count);
         let (job, dedupe_id, trace) = job_of(row);
-        match stream.hand_off(&job, &dedupe_id, &trace).await {
+        match stream.publish_pending(&job, &dedupe_id, &trace).await {
             Ok(pending) => {
-                core.marks().handed_off();
-                handed.push((id, retry_count, in_handoff, pending));
+                core.marks().add_pending();
+                handed.push((id, retry_count, in_batch, pending));
             }
             Err(err) => {
                 tracing::warn!(message_id = %id, error = %err, "publish failed; message stays queued for the relay");
@@ -199,11 +199,11 @@ pub async fn hand_off_accepted(core: &Core, ids: &[Uuid]) -> Result<usize, CoreE
     let core = core.clone();
     tokio::spawn(async move {
         let acknowledged: Vec<Uuid> = futures::stream::iter(handed)
-            .map(|(id, retry_count, in_handoff, pending)| {
+            .map(|(id, retry_count, in_batch, pending)| {
                 let core = &core;
                 async move {
                     match pending.acknowledged().await {
-                        Ok(_) if in_handoff => Some(id),
+                        Ok(_) if in_batch => Some(id),
                         Ok(_) => {
                             core.marks().mark(core.pg(), id, retry_count);
                             None
@@ -221,8 +221,8 @@ pub async fn hand_off_accepted(core: &Core, ids: &[Uuid]) -> Result<usize, CoreE
             .collect()
             .await;
         if !acknowledged.is_empty() {
-            if let Err(err) = close_handoffs(core.pg(), &acknowledged).await {
-                tracing::warn!(messages = acknowledged.len(), error = %err, "hand-offs not closed; the relay publishes their messages again");
+            if let Err(err) = close_publish_batches(core.pg(), &acknowledged).await {
+                tracing::warn!(messages = acknowledged.len(), error = %err, "publish batches not closed; the relay publishes their messages again");
             }
             core.marks().no_mark(acknowledged.len());
         }
@@ -230,9 +230,9 @@ pub async fn hand_off_accepted(core: &Core, ids: &[Uuid]) -> Result<usize, CoreE
     Ok(count)
 }
 
-/// Delete the hand-offs ([`super::handoffs`]) whose every message is among `acknowledged`.
-async fn close_handoffs(pg: &PgPool, acknowledged: &[Uuid]) -> Result<usize, CoreError> {
-    db::execute(pg, "handoffs_close_acknowledged", || {
+/// Delete the publish batches ([`super::publish_batches`]) whose every message is among `acknowledged`.
+async fn close_publish_batches(pg: &PgPool, acknowledged: &[Uuid]) -> Result<usize, CoreError> {
+    db::execute(pg, "publish_batches_close_acknowledged", || {
         diesel::sql_query(
             "DELETE FROM message_handoffs
               WHERE message_ids && $1::uuid[] AND message_ids <@ $1::uuid[]",
@@ -334,7 +334,7 @@ pub(crate) struct Marks {
 
 impl Marks {
     /// A message was handed to NATS: its mark (or its failure) is still to come.
-    pub(crate) fn handed_off(&self) {
+    pub(crate) fn add_pending(&self) {
         self.in_flight.fetch_add(1, Ordering::AcqRel);
     }
 
@@ -356,7 +356,7 @@ impl Marks {
     }
 
     /// `n` handed-over messages with no mark to write: not acknowledged by the stream,
-    /// or their hand-off is settled otherwise ([`super::handoffs`]).
+    /// or their publish batch is settled otherwise ([`super::publish_batches`]).
     pub(crate) fn no_mark(&self, n: usize) {
         Settle {
             in_flight: Arc::clone(&self.in_flight),

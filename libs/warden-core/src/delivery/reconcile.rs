@@ -1,4 +1,4 @@
-//! sync_webhooks' repairs of message state, for when webhook events or hand-offs were lost:
+//! sync_webhooks' repairs of message state, for when webhook events or publishes were lost:
 //! sends stuck mid-delivery whose platform acceptance is on record are settled as sent,
 //! and accepted messages whose publish was lost are found for re-publishing. Sends with an
 //! unknown outcome are never settled blindly: their status webhook settles them.

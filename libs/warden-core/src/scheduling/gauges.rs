@@ -29,7 +29,7 @@ pub async fn due_scheduled(pg: &PgPool) -> Result<i64, CoreError> {
     .await
 }
 
-/// Queued messages never published, and those of campaign chunks' hand-offs the stream
+/// Queued messages never published, and those of campaign chunks' publish batches the stream
 /// has not acknowledged yet (the relay's backlog).
 pub async fn unpublished(pg: &PgPool) -> Result<i64, CoreError> {
     count(

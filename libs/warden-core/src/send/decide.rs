@@ -146,12 +146,12 @@ pub(super) fn decide(
     if matches!(
         decision.reason_code,
         ReasonCode::FrequencyCapExceeded | ReasonCode::Ok | ReasonCode::PolicyRestriction
-    ) && let Some(hold) = warden_rules::platform_limits::marketing_hold(
+    ) && let Some(refusal) = warden_rules::platform_limits::marketing_limit_refusal(
         category,
         customer.and_then(|c| c.marketing_limited_at),
         now,
     ) {
-        return hold;
+        return refusal;
     }
     decision
 }

@@ -105,7 +105,10 @@ impl Core {
             channel: out.channel.to_string(),
             attempt: 1,
         };
-        let pending = match stream.hand_off(&job, &out.dedupe_id, out.trace).await {
+        let pending = match stream
+            .publish_pending(&job, &out.dedupe_id, out.trace)
+            .await
+        {
             Ok(pending) => pending,
             Err(err) => {
                 self.publish_failed(message_id, &err).await;
@@ -113,7 +116,7 @@ impl Core {
             }
         };
         if matches!(wait, AckWait::Behind) {
-            self.marks().handed_off();
+            self.marks().add_pending();
         }
         let core = self.clone();
         let settle = async move {

@@ -177,11 +177,13 @@ pub async fn before_send(
     let Some(decision) = decision else {
         // A marketing message queued before the platform answered 131049 for its customer
         // waits out the 24 h instead of drawing another 131049 (`platform_limits`).
-        if let Some(hold) =
-            warden_rules::platform_limits::marketing_hold(category, marketing_limited_at, now)
-        {
-            hold_queued(&mut conn, message_id, &hold, actor).await?;
-            return Ok(Recheck::Refused(hold));
+        if let Some(refusal) = warden_rules::platform_limits::marketing_limit_refusal(
+            category,
+            marketing_limited_at,
+            now,
+        ) {
+            hold_queued(&mut conn, message_id, &refusal, actor).await?;
+            return Ok(Recheck::Refused(refusal));
         }
         return Ok(Recheck::Send);
     };

@@ -90,7 +90,7 @@ async fn a_campaign_of_thousands_counts_exactly_and_completes() {
         .count("SELECT count(*) AS n FROM customers WHERE NOT ('churned' = ANY(tags)) AND NOT opt_in_marketing")
         .await;
     assert_eq!(h.count(&q).await, opted_out);
-    // The chunks' published marks follow their hand-offs.
+    // The chunks' published marks follow their publish batches.
     h.core.flush_publishes().await;
     let q = format!(
         "SELECT count(*) AS n FROM messages WHERE campaign_id = '{id}' AND status = 'queued'
@@ -98,7 +98,7 @@ async fn a_campaign_of_thousands_counts_exactly_and_completes() {
          AND content->'template'->'variables' = '[\"20%\"]'::jsonb"
     );
     assert_eq!(h.count(&q).await, enqueued_expected);
-    // Every chunk's hand-off closed with its acks.
+    // Every chunk's publish batch closed with its acks.
     assert_eq!(
         h.count("SELECT count(*) AS n FROM message_handoffs").await,
         0

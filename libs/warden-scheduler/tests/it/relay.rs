@@ -48,7 +48,7 @@ async fn sends_accepted_while_nats_was_down_are_all_published_later() {
     // The audience is everyone: the 700 and the scheduled message's customer.
     assert_eq!(h.campaign_row(campaign).await.enqueued_count, 701);
     assert_eq!(h.message_row(scheduled).await.status, "queued");
-    // Never published: no mark, or (the campaign's) in a hand-off the stream never
+    // Never published: no mark, or (the campaign's) in a publish batch the stream never
     // acknowledged.
     let unpublished = "SELECT count(*) AS n FROM messages m WHERE status = 'queued'
         AND (published_at IS NULL
@@ -60,7 +60,7 @@ async fn sends_accepted_while_nats_was_down_are_all_published_later() {
         )
         .await,
         1,
-        "the scheduled message has no mark; the campaign's are in their hand-offs"
+        "the scheduled message has no mark; the campaign's are in their publish batches"
     );
     assert_eq!(h.stream_messages().await, 0);
 
@@ -78,7 +78,7 @@ async fn sends_accepted_while_nats_was_down_are_all_published_later() {
     assert_eq!(
         h.count("SELECT count(*) AS n FROM message_handoffs").await,
         0,
-        "hand-offs closed"
+        "publish batches closed"
     );
     assert_eq!(published, 702);
     assert_eq!(h.stream_messages().await, 702);
@@ -94,9 +94,9 @@ async fn sends_accepted_while_nats_was_down_are_all_published_later() {
     online.tick().await.expect("tick");
     assert_eq!(warden_scheduler::metrics::RELAY_BACKLOG.get(), 0);
 
-    // A hand-off left open although the stream took its messages (the process died
+    // A publish batch left open although the stream took its messages (the process died
     // before it read the acks): the relay publishes them again under their first ids, the
-    // stream keeps one copy of each, and the hand-off closes.
+    // stream keeps one copy of each, and the batch closes.
     h.exec(&format!(
         "INSERT INTO message_handoffs (message_ids, created_at)
          SELECT array_agg(id), now() - interval '1 hour' FROM messages

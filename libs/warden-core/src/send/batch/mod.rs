@@ -432,7 +432,7 @@ impl Core {
         let published = if accepted.is_empty() {
             true
         } else {
-            match crate::delivery::outbox::hand_off_accepted(self, &accepted).await {
+            match crate::delivery::outbox::publish_accepted(self, &accepted).await {
                 Ok(n) => n == accepted.len(),
                 Err(e) => {
                     tracing::warn!(error = %e, "batch publish failed; the relay publishes later");

@@ -4,8 +4,8 @@
 //! asked for them, the numbers they go out from, the frequency counts, the portfolio
 //! reach, the holds and the audit rows — the same rows the single path writes one message
 //! at a time (`send::record`, `Core::record_refusal`, `Core::record_hold`). The accepted
-//! messages are written with their published mark, in an open hand-off
-//! (`delivery::handoffs`). The campaign's counters follow the rows (the counter trigger,
+//! messages are written with their published mark, in an open publish batch
+//! (`delivery::publish_batches`). The campaign's counters follow the rows (the counter trigger,
 //! at commit).
 
 use chrono::{DateTime, Utc};
@@ -182,13 +182,13 @@ pub(super) async fn write(
         .await?;
     }
     accepted(c, shared, rows, now).await?;
-    // The accepted ones' marks are written above; the stream's acks close the hand-off.
+    // The accepted ones' marks are written above; the stream's acks close the publish batch.
     let handed: Vec<Uuid> = rows
         .iter()
         .filter(|w| matches!(w.row, Row::Accepted { .. }))
         .map(|w| w.id)
         .collect();
-    crate::delivery::handoffs::open(c, &handed).await?;
+    crate::delivery::publish_batches::open(c, &handed).await?;
     held(c, shared.actor, rows).await?;
     refused(c, shared.actor, rows).await
 }

@@ -156,7 +156,7 @@ impl Harness {
     }
 
     /// Messages currently held by this test's stream.
-    /// The stream's message count once every hand-off of the test's cores is acknowledged.
+    /// The stream's message count once every publish of the test's cores is acknowledged.
     pub async fn stream_messages(&self) -> u64 {
         self.core.flush_publishes().await;
         let stream = self.core.stream().expect("stream");

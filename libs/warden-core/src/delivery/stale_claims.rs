@@ -1,4 +1,5 @@
-//! The unknown-outcome sweep's steps: nothing stays `sending` without an owner. Each step
+//! The unknown-outcome sweep's steps over stale claims (`sending` rows whose lease ran out):
+//! nothing stays `sending` without an owner. Each step
 //! locks the rows it takes (`FOR UPDATE SKIP LOCKED`), so several replicas sweeping at
 //! once never take the same row; each takes at most `batch` rows (the next run takes the
 //! rest). The dispatcher runs them every DISPATCH_SWEEP_INTERVAL, counts and publishes.
@@ -16,7 +17,7 @@ use warden_store::PgPool;
 use warden_store::tx::{Abort, transact};
 use warden_stream::DeliveryJob;
 
-use super::plan::{self, Plan, UnknownOutcome, Why};
+use super::next_step::{self, Plan, UnknownOutcome, Why};
 use super::{DeliveryError, DeliveryRow, ROW_COLUMNS};
 use crate::sql::{Cached, millis};
 
@@ -83,7 +84,7 @@ pub async fn resolve_moved(
         .collect())
 }
 
-/// Step 3: marked rows whose settle period passed, judged by [`plan::plan`]; those it
+/// Step 3: marked rows whose settle period passed, judged by [`next_step::plan`]; those it
 /// resends go back to `queued` (audited as `actor`, `published_at` set: the caller
 /// publishes them under a new de-duplication id), in one transaction. Webhook evidence
 /// counts only once it is `grace` old: by then a live stream message for the row would
@@ -118,7 +119,7 @@ pub async fn release_settled(
             let mut out = Vec::new();
             for mut row in rows {
                 row.webhooks_through = row.webhooks_through.map(|w| w - grace);
-                let Plan::Resend(why) = plan::plan(&row, unknown) else {
+                let Plan::Resend(why) = next_step::plan(&row, unknown) else {
                     continue;
                 };
                 let attempt: Attempt = diesel::sql_query(
@@ -132,7 +133,7 @@ pub async fn release_settled(
                 .bind::<SqlUuid, _>(row.id)
                 .get_result(c)
                 .await?;
-                super::unknown::audit_resend(c, row.id, settle, why, actor).await?;
+                super::unknown_outcome::audit_resend(c, row.id, settle, why, actor).await?;
                 out.push((
                     DeliveryJob {
                         message_id: row.id,

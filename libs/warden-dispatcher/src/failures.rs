@@ -8,10 +8,6 @@ use warden_core::delivery::platform_errors::{self, Consequence};
 use warden_platform::PlatformError;
 use warden_store::models::Handling;
 
-/// The rule for a stream message's row lives in the core (`warden_core::delivery::plan`);
-/// the dispatcher's settings name how dead claims are settled with it.
-pub use warden_core::delivery::UnknownOutcome;
-
 /// How a failed platform call is handled.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Failure {

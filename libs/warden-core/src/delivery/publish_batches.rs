@@ -1,17 +1,19 @@
-//! Campaign chunks' hand-offs to the delivery stream.
+//! Campaign chunks' publish batches: a chunk's accepted messages published to the delivery
+//! stream and not yet all acknowledged.
 //!
 //! A chunk's accepted messages are written `queued` with their published mark already set
 //! (writing every row a second time after the stream's ack was a third of a fan-out's
-//! database work), and their ids go into one `message_handoffs` row in the chunk's
-//! transaction. After the commit the messages are handed to NATS under their own ids
-//! (the first publish's de-duplication id); once the stream has acknowledged every one of
-//! them the hand-off row is deleted. A row still open after the relay's minimum age (the
-//! process died between commit and hand-off, NATS refused, an ack never came) is the
-//! relay's: it publishes the row's still-queued messages under the same ids (the stream's
-//! duplicate window drops any it already has) and deletes it.
+//! database work), and their ids go into one publish batch row in the chunk's transaction
+//! (table `message_handoffs`: the table kept its first name, the schema is unchanged).
+//! After the commit the messages are published to NATS under their own ids (the first
+//! publish's de-duplication id); once the stream has acknowledged every one of them the
+//! batch row is deleted. A row still open after the relay's minimum age (the process died
+//! between commit and publish, NATS refused, an ack never came) is the relay's: it
+//! publishes the row's still-queued messages under the same ids (the stream's duplicate
+//! window drops any it already has) and deletes it.
 //!
-//! So "never published" is a NULL published mark or an open hand-off, and a message of an
-//! open hand-off is not "lost" whatever its mark says.
+//! So "never published" is a NULL published mark or an open publish batch, and a message of
+//! an open publish batch is not "lost" whatever its mark says.
 
 use std::time::Duration;
 
@@ -24,7 +26,7 @@ use warden_store::PgPool;
 use super::outbox::Pending;
 use crate::{CoreError, db};
 
-/// Open the hand-off of `ids` (inside the transaction that writes them).
+/// Open the publish batch of `ids` (inside the transaction that writes them).
 pub(crate) async fn open(c: &mut AsyncPgConnection, ids: &[Uuid]) -> QueryResult<()> {
     if ids.is_empty() {
         return Ok(());
@@ -42,8 +44,8 @@ struct Due {
     id: i64,
 }
 
-/// Hand-offs open for at least `min_age`, oldest first, about `limit` messages' worth
-/// (at least one hand-off): their ids and their messages still to publish (queued, not
+/// Publish batches open for at least `min_age`, oldest first, about `limit` messages'
+/// worth (at least one batch): their ids and their messages still to publish (queued, not
 /// held by a paused or cancelled campaign), as never published. Never writes.
 pub async fn overdue(
     pg: &PgPool,
@@ -86,10 +88,10 @@ pub async fn overdue(
     Ok((ids, rows))
 }
 
-/// Delete the hand-offs `ids` (their messages are published, or no longer the stream's
+/// Delete the publish batches `ids` (their messages are published, or no longer the stream's
 /// business).
 pub async fn close(pg: &PgPool, ids: &[i64]) -> Result<usize, CoreError> {
-    db::execute(pg, "handoffs_close", || {
+    db::execute(pg, "publish_batches_close", || {
         diesel::sql_query("DELETE FROM message_handoffs WHERE id = ANY($1)")
             .into_boxed()
             .bind::<Array<BigInt>, _>(ids.to_vec())

@@ -1,6 +1,6 @@
 //! Unknown outcomes: a platform call that timed out or was cut, or a claim whose
 //! dispatcher died. Such a row stays `sending` (the platform may have the message, and
-//! has no idempotency key), held for its status webhook; [`super::plan`] decides when it
+//! has no idempotency key), held for its status webhook; [`super::next_step`] decides when it
 //! is resent, and [`release_dead_claim`] puts it back to `queued`, audited.
 
 use std::time::Duration;
@@ -13,7 +13,7 @@ use warden_store::PgPool;
 use warden_store::tx::{Abort, transact};
 
 use super::DeliveryError;
-use super::plan::Why;
+use super::next_step::Why;
 use crate::sql::millis;
 
 /// A call whose outcome is unknown (timeout, connection cut mid-request): end `owner`'s

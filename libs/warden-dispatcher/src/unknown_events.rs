@@ -1,6 +1,6 @@
 //! Every step of an unknown outcome, counted and logged in one place (a send whose call
 //! timed out, or whose dispatcher died holding the claim). The rule itself is
-//! `warden_core::delivery::plan`; the dispatcher applies it to the stream messages it
+//! `warden_core::delivery::next_step`; the dispatcher applies it to the stream messages it
 //! holds and [`crate::sweep`] to rows no stream message drives any more.
 
 use uuid::Uuid;

@@ -1,6 +1,6 @@
 //! The pure rule of delivery: what to do with a stream message given its row. No I/O
-//! here, so the rule is unit-tested; [`super::sweep`] applies the same rule to rows no
-//! stream message drives any more.
+//! here, so the rule is unit-tested; [`super::stale_claims`] applies the same rule to rows
+//! no stream message drives any more.
 
 use std::time::Duration;
 
