@@ -3,7 +3,7 @@
 //! guard at its window's edge (injectable clock), the recipient allowlist by phone and by
 //! tag, and the content filter on a caption and on a template's URL parameter.
 
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use chrono::{DateTime, TimeDelta, Utc};
@@ -11,15 +11,14 @@ use diesel::prelude::*;
 use diesel_async::RunQueryDsl;
 use serde_json::json;
 use warden_core::send::idempotency::IdempotencyKey;
-use warden_core::{
-    Core, Dependencies, RefusalMode, SendError, SendKind, SendRequest, TemplateSend, conversations,
-};
+use warden_core::{RefusalMode, SendError, SendKind, SendRequest, TemplateSend, conversations};
 use warden_rules::compliance::ReasonCode;
 use warden_rules::kinds::{ContentKind, MessageType};
 use warden_rules::phone::{PhoneNumber, canonicalize};
 use warden_rules::safety::idempotency::fingerprint;
 use warden_store::schema::{customers, idempotency_keys, messages, templates};
-use warden_store::testing::TestDatabase;
+
+use crate::common::TestCore;
 
 const POLICIES: &str = r#"
 version: 1
@@ -39,44 +38,18 @@ policies:
     link_domains: [example.com]
 "#;
 
-struct Harness {
-    core: Core,
-    clock: Arc<Mutex<Option<DateTime<Utc>>>>,
-    _db: TestDatabase,
+async fn harness(policies: &str) -> TestCore {
+    TestCore::builder()
+        .pool_size(24)
+        .policies_yaml(policies)
+        .stream_if_up()
+        .settable_clock()
+        .build()
+        .await
 }
 
-async fn harness(policies: &str) -> Harness {
-    warden_telemetry::install_crypto_provider();
-    let db = TestDatabase::create();
-    let mut settings = db.settings.clone();
-    settings.delivery_stream = format!("T_{}", uuid::Uuid::new_v4().simple()).to_uppercase();
-    let policies = warden_rules::policy::PolicySet::from_yaml(policies).unwrap();
-    let pg = warden_test_support::migrated_pool(&db, 24).await;
-    let stream = warden_stream::DeliveryStream::connect(&settings).await.ok();
-    let deps = Dependencies {
-        settings: Arc::new(settings),
-        pg,
-        redis: None,
-        stream,
-        policies: Arc::new(policies),
-    };
-    let clock: Arc<Mutex<Option<DateTime<Utc>>>> = Arc::new(Mutex::new(None));
-    let read = Arc::clone(&clock);
-    let core = Core::new(deps, "test").with_clock(Arc::new(move || {
-        read.lock().unwrap().unwrap_or_else(Utc::now)
-    }));
-    Harness {
-        core,
-        clock,
-        _db: db,
-    }
-}
-
-impl Harness {
-    fn set_clock(&self, at: DateTime<Utc>) {
-        *self.clock.lock().unwrap() = Some(at);
-    }
-
+// This module's own steps, on the crate's harness.
+impl TestCore {
     async fn open_window(&self, p: &PhoneNumber) {
         let mut conn = self.core.pg().get().await.unwrap();
         warden_core::customers::ensure(&mut conn, p).await.unwrap();

@@ -6,9 +6,6 @@
 //! decision for every recipient and the same rows. And single sends to the same customers
 //! racing the batch never pass the frequency cap together.
 
-use std::sync::Arc;
-use std::time::Duration;
-
 use chrono::{DateTime, TimeDelta, Timelike, Utc};
 use diesel::prelude::*;
 use diesel::sql_types::{Text, Timestamptz, Uuid as SqlUuid};
@@ -17,12 +14,13 @@ use proptest::prelude::*;
 use uuid::Uuid;
 use warden_core::campaigns::fanout::RecipientPlan;
 use warden_core::send::batch::{BatchOutcome, Previewed};
-use warden_core::{Core, Dependencies, SendError, SendKind, SendRequest, TemplateSend};
+use warden_core::{Core, SendError, SendKind, SendRequest, TemplateSend};
 use warden_rules::kinds::MessageType;
 use warden_rules::phone::{PhoneNumber, canonicalize};
 use warden_rules::policy::PolicySet;
 use warden_store::schema::templates;
-use warden_store::testing::TestDatabase;
+
+use crate::common::TestCore;
 
 /// One customer of a random population.
 #[derive(Debug, Clone)]
@@ -179,30 +177,15 @@ fn plan() -> RecipientPlan {
     }
 }
 
-struct Db {
-    core: Core,
-    _db: TestDatabase,
-}
-
 /// A database holding `world`, judged at `now`.
-async fn build(world: &World, now: DateTime<Utc>) -> Db {
-    warden_telemetry::install_crypto_provider();
-    let db = TestDatabase::create();
-    let settings = db.settings.clone();
-    warden_store::prepare(&settings.database, vec![])
-        .await
-        .unwrap();
-    let pg = warden_store::connect(&settings.database, 8, Duration::from_secs(5))
-        .await
-        .unwrap();
-    let deps = Dependencies {
-        settings: Arc::new(settings),
-        pg,
-        redis: None,
-        stream: None,
-        policies: Arc::new(policies(now, world.quiet_now)),
-    };
-    let core = Core::new(deps, "test").with_clock(Arc::new(move || now));
+async fn build(world: &World, now: DateTime<Utc>) -> TestCore {
+    let h = TestCore::builder()
+        .pool_size(8)
+        .policies(policies(now, world.quiet_now))
+        .clock_at(now)
+        .build()
+        .await;
+    let core = &h.core;
     let category = if world.marketing {
         "marketing"
     } else {
@@ -335,7 +318,7 @@ async fn build(world: &World, now: DateTime<Utc>) -> Db {
             .unwrap()
         );
     }
-    Db { core, _db: db }
+    h
 }
 
 /// What one recipient came to, comparably across the two paths.

@@ -7,19 +7,15 @@ use warden_core::customers::privacy::forget;
 use warden_core::customers::{OptScope, apply_opt_change, is_suppressed};
 use warden_rules::keywords::OptChange;
 use warden_rules::phone::canonicalize;
-use warden_store::PgPool;
-use warden_store::testing::TestDatabase;
+
+use crate::common::TestCore;
 
 const ACTOR: &str = "test";
 
-async fn pool(db: &TestDatabase) -> PgPool {
-    warden_test_support::migrated_pool(db, 4).await
-}
-
 #[tokio::test]
 async fn the_new_number_of_a_forgotten_customer_stays_suppressed() {
-    let db = TestDatabase::create();
-    let pg = pool(&db).await;
+    let h = TestCore::builder().pool_size(4).build().await;
+    let pg = h.pg().clone();
     let old = canonicalize("+6281100000001").unwrap();
     let new = canonicalize("+6281100000002").unwrap();
     let untouched = canonicalize("+6281100000003").unwrap();

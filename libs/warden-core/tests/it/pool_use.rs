@@ -3,27 +3,16 @@
 //! and 16 concurrent calls all answer. Holding one connection while waiting for a second
 //! starved the pool under concurrency (32 HTTP clients timed out).
 
-use std::sync::Arc;
-
 use chrono::Utc;
-use warden_core::{Core, Dependencies};
 use warden_rules::kinds::MessageType;
 use warden_rules::phone::canonicalize;
-use warden_store::testing::TestDatabase;
+
+use crate::common::TestCore;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn read_use_cases_answer_with_a_pool_of_one_connection() {
-    warden_telemetry::install_crypto_provider();
-    let db = TestDatabase::create();
-    let pg = warden_test_support::migrated_pool(&db, 1).await;
-    let deps = Dependencies {
-        settings: Arc::new(db.settings.clone()),
-        pg,
-        redis: None,
-        stream: None,
-        policies: Arc::new(warden_rules::policy::PolicySet::default()),
-    };
-    let core = Core::new(deps, "test");
+    let h = TestCore::builder().pool_size(1).build().await;
+    let core = &h.core;
     let calls = (0..16).map(|i| {
         let core = core.clone();
         async move {

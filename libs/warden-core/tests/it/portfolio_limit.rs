@@ -3,43 +3,21 @@
 //! messages inside an open care window do not count, two concurrent sends at limit - 1
 //! never both pass, and the 24 h window rolls (rows back-dated).
 
-use std::sync::Arc;
-use std::time::Duration;
-
 use chrono::{TimeDelta, Utc};
 use diesel::prelude::*;
 use diesel_async::RunQueryDsl;
-use warden_core::{Core, Dependencies, SendError, SendKind, SendRequest, TemplateSend};
+use warden_core::{Core, SendError, SendKind, SendRequest, TemplateSend};
 use warden_rules::compliance::ReasonCode;
 use warden_rules::kinds::MessageType;
 use warden_rules::phone::{PhoneNumber, canonicalize};
 use warden_rules::platform_limits::MessagingLimit;
 use warden_store::schema::templates;
-use warden_store::testing::TestDatabase;
 
-struct Harness {
-    core: Core,
-    _db: TestDatabase,
-}
+use crate::common::TestCore;
 
-async fn harness() -> Harness {
-    warden_telemetry::install_crypto_provider();
-    let db = TestDatabase::create();
-    let settings = db.settings.clone();
-    warden_store::prepare(&settings.database, vec![])
-        .await
-        .unwrap();
-    let pg = warden_store::connect(&settings.database, 12, Duration::from_secs(5))
-        .await
-        .unwrap();
-    let deps = Dependencies {
-        settings: Arc::new(settings),
-        pg,
-        redis: None,
-        stream: None,
-        policies: Arc::new(warden_rules::policy::PolicySet::default()),
-    };
-    let core = Core::new(deps, "test");
+async fn harness() -> TestCore {
+    let h = TestCore::builder().build().await;
+    let core = &h.core;
     let mut conn = core.pg().get().await.unwrap();
     diesel::insert_into(templates::table)
         .values((
@@ -53,7 +31,7 @@ async fn harness() -> Harness {
         .await
         .unwrap();
     drop(conn);
-    Harness { core, _db: db }
+    h
 }
 
 fn phone(i: u64) -> PhoneNumber {
@@ -88,11 +66,6 @@ async fn set_limit(core: &Core, tier: &str) {
         .await
         .unwrap()
     );
-}
-
-async fn exec(core: &Core, sql: &str) {
-    let mut conn = core.pg().get().await.unwrap();
-    diesel::sql_query(sql).execute(&mut conn).await.unwrap();
 }
 
 fn refused_by_limit(result: Result<warden_core::Accepted, SendError>) -> warden_rules::Decision {
@@ -134,21 +107,17 @@ async fn single_sends_stop_exactly_at_the_limit() {
     // A customer already reached in the last 24 h does not count again.
     h.core.send(template(&second)).await.unwrap();
     // A template inside an open care window is not business-initiated.
-    exec(
-        &h.core,
-        &format!(
-            "INSERT INTO conversations (customer_phone, channel, last_inbound_at, window_expires_at)
+    h.sql(&format!(
+        "INSERT INTO conversations (customer_phone, channel, last_inbound_at, window_expires_at)
              VALUES ('{}', 'whatsapp', now() - interval '1 hour', now() + interval '23 hours')",
-            fourth.digits()
-        ),
-    )
+        fourth.digits()
+    ))
     .await;
     h.core.send(template(&fourth)).await.unwrap();
     let fifth = phone(5);
     refused_by_limit(h.core.send(template(&fifth)).await);
     // The window rolls: the first customer was reached more than 24 h ago.
-    exec(
-        &h.core,
+    h.sql(
         &format!(
             "UPDATE portfolio_reach SET reached_at = now() - interval '24 hours 1 minute' WHERE customer_phone = '{}'",
             first.digits()
@@ -170,8 +139,7 @@ async fn two_concurrent_sends_at_limit_minus_one_never_both_pass() {
     let h = harness().await;
     set_limit(&h.core, "TIER_250").await;
     // 249 customers reached (back-filled, as earlier sends would have left them).
-    exec(
-        &h.core,
+    h.sql(
         "INSERT INTO portfolio_reach (customer_phone, reached_at, message_id)
          SELECT '6289' || lpad(i::text, 8, '0'), now() - interval '1 hour', gen_random_uuid()
          FROM generate_series(1, 249) AS i",
@@ -180,11 +148,8 @@ async fn two_concurrent_sends_at_limit_minus_one_never_both_pass() {
     for round in 0..5 {
         if round > 0 {
             // Back to 249 for the next round.
-            exec(
-                &h.core,
-                "DELETE FROM portfolio_reach WHERE customer_phone NOT LIKE '6289%'",
-            )
-            .await;
+            h.sql("DELETE FROM portfolio_reach WHERE customer_phone NOT LIKE '6289%'")
+                .await;
         }
         let (a, b) = (phone(10 + round * 2), phone(11 + round * 2));
         let (ra, rb) = tokio::join!(h.core.send(template(&a)), h.core.send(template(&b)));

@@ -3,9 +3,6 @@
 //! window state, the template list's case-insensitive filters, retry_failed_messages' one
 //! message (requeued, or skipped with its reason) and the rate card's DEFAULT fallback.
 
-use std::sync::Arc;
-use std::time::Duration;
-
 use chrono::{SubsecRound, TimeDelta, Utc};
 use diesel::prelude::*;
 use diesel_async::RunQueryDsl;
@@ -18,83 +15,34 @@ use warden_core::delivery::retries::{RetryOutcome, retry_failed};
 use warden_core::delivery::tracking::message_status;
 use warden_core::templates::list::TemplateFilters;
 use warden_core::{
-    Core, Dependencies, RefusalMode, SendError, SendKind, SendRequest, TemplateSend, conversations,
-    customers, templates,
+    RefusalMode, SendError, SendKind, SendRequest, TemplateSend, conversations, customers,
+    templates,
 };
 use warden_rules::kinds::{Category, MessageType};
 use warden_rules::phone::{PhoneNumber, canonicalize};
 use warden_store::schema::{audit_logs, conversation_pricing, messages};
-use warden_store::testing::TestDatabase;
+
+use crate::common::TestCore;
 
 const ACTOR: &str = "read-models-test";
 
-struct Harness {
-    core: Core,
-    _db: TestDatabase,
-    stream_name: String,
-}
-
-impl Drop for Harness {
-    fn drop(&mut self) {
-        if let Some(stream) = self.core.stream().cloned() {
-            let name = self.stream_name.clone();
-            let _ = futures::executor::block_on(async move {
-                tokio::time::timeout(
-                    Duration::from_secs(2),
-                    stream.jetstream.delete_stream(&name),
-                )
-                .await
-            });
-        }
-    }
-}
-
 /// A core on a fresh database (migrated and seeded: error knowledge base, built-in rate
 /// card), Redis and a stream of its own, and an APPROVED utility template `order`.
-async fn harness() -> Harness {
-    warden_telemetry::install_crypto_provider();
-    let db = TestDatabase::create();
-    let mut settings = db.settings.clone();
-    let stream_name = format!("T_{}", Uuid::new_v4().simple()).to_uppercase();
-    settings.delivery_stream = stream_name.clone();
-    warden_store::prepare(&settings.database, vec![])
-        .await
-        .unwrap();
-    let pg = warden_store::connect(&settings.database, 8, Duration::from_secs(5))
-        .await
-        .unwrap();
-    let redis = warden_core::deps::connect_redis(&settings.redis, Duration::from_millis(100))
-        .await
-        .ok();
-    let stream = warden_stream::DeliveryStream::connect(&settings)
-        .await
-        .expect("NATS with JetStream (scripts/services.sh starts it)");
-    let deps = Dependencies {
-        settings: Arc::new(settings),
-        pg,
-        redis,
-        stream: Some(stream),
-        policies: Arc::new(
-            warden_rules::policy::PolicySet::from_yaml(warden_test_support::POLICIES).unwrap(),
-        ),
-    };
-    let h = Harness {
-        core: Core::new(deps, ACTOR),
-        _db: db,
-        stream_name,
-    };
-    sql(
-        &h,
+async fn harness() -> TestCore {
+    let h = TestCore::builder()
+        .pool_size(8)
+        .test_policies()
+        .redis()
+        .stream()
+        .actor(ACTOR)
+        .build()
+        .await;
+    h.sql(
         "INSERT INTO templates (name, locale, category, status, body_text)
          VALUES ('order', 'en', 'utility', 'APPROVED', 'Order {{1}}')",
     )
     .await;
     h
-}
-
-async fn sql(h: &Harness, statement: &str) {
-    let mut c = h.core.pg().get().await.unwrap();
-    diesel::sql_query(statement).execute(&mut c).await.unwrap();
 }
 
 fn phone() -> PhoneNumber {
@@ -103,7 +51,7 @@ fn phone() -> PhoneNumber {
 }
 
 /// An accepted (queued) utility template message to `to`.
-async fn send_order(h: &Harness, to: &PhoneNumber) -> Uuid {
+async fn send_order(h: &TestCore, to: &PhoneNumber) -> Uuid {
     let req = SendRequest::from_tool(
         to.clone(),
         "whatsapp",
@@ -120,7 +68,7 @@ async fn send_order(h: &Harness, to: &PhoneNumber) -> Uuid {
 }
 
 /// The platform's failure `code` recorded on `id` as a status webhook records it.
-async fn fail(h: &Harness, id: Uuid, code: i32) -> ErrorInfo {
+async fn fail(h: &TestCore, id: Uuid, code: i32) -> ErrorInfo {
     let mut c = h.core.pg().get().await.unwrap();
     let info = ErrorInfo::from(&knowledge::explain(&mut c, code).await.unwrap());
     assert!(
@@ -138,7 +86,7 @@ async fn fail(h: &Harness, id: Uuid, code: i32) -> ErrorInfo {
     info
 }
 
-async fn row_status(h: &Harness, id: Uuid) -> (String, i32, Option<i32>) {
+async fn row_status(h: &TestCore, id: Uuid) -> (String, i32, Option<i32>) {
     let mut c = h.core.pg().get().await.unwrap();
     messages::table
         .find(id)
@@ -177,10 +125,9 @@ async fn a_failed_message_reports_its_error_explained() {
 
     // Only the code stored: the knowledge base explains it.
     let bare = send_order(&h, &p).await;
-    sql(
-        &h,
-        &format!("UPDATE messages SET status = 'failed', error_code = 131000 WHERE id = '{bare}'"),
-    )
+    h.sql(&format!(
+        "UPDATE messages SET status = 'failed', error_code = 131000 WHERE id = '{bare}'"
+    ))
     .await;
     let error = message_status(&h.core, bare)
         .await
@@ -197,13 +144,10 @@ async fn a_failed_message_reports_its_error_explained() {
     );
 
     // Stored with its explanation but no action: the fallback action.
-    sql(
-        &h,
-        &format!(
-            "UPDATE messages SET error_category = 'recipient', error_explanation = 'Gone.',
+    h.sql(&format!(
+        "UPDATE messages SET error_category = 'recipient', error_explanation = 'Gone.',
                     error_can_retry = NULL, error_suggested_action = NULL WHERE id = '{bare}'"
-        ),
-    )
+    ))
     .await;
     let error = message_status(&h.core, bare)
         .await
@@ -226,10 +170,9 @@ async fn a_failed_message_reports_its_error_explained() {
 
     // A dispatcher's claim reads queued; no error while not failed; priced once reported.
     let claimed = send_order(&h, &p).await;
-    sql(
-        &h,
-        &format!("UPDATE messages SET status = 'sending' WHERE id = '{claimed}'"),
-    )
+    h.sql(&format!(
+        "UPDATE messages SET status = 'sending' WHERE id = '{claimed}'"
+    ))
     .await;
     {
         let mut c = h.core.pg().get().await.unwrap();
@@ -356,8 +299,7 @@ struct IdRow {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn templates_filter_case_insensitively_with_a_total() {
     let h = harness().await;
-    sql(
-        &h,
+    h.sql(
         "INSERT INTO templates (name, locale, category, status, body_text, pending_category, pending_category_at)
          VALUES ('alpha', 'en', 'Utility', 'approved', 'A', NULL, NULL),
                 ('alpha', 'pt_BR', 'utility', 'APPROVED', 'A', NULL, NULL),
@@ -447,10 +389,9 @@ async fn retry_requeues_a_retryable_failure_and_skips_the_rest_with_their_reason
     let no_code = send_order(&h, &p).await;
     fail(&h, retryable, 131000).await;
     let info = fail(&h, permanent, 131026).await;
-    sql(
-        &h,
-        &format!("UPDATE messages SET status = 'failed' WHERE id = '{no_code}'"),
-    )
+    h.sql(&format!(
+        "UPDATE messages SET status = 'failed' WHERE id = '{no_code}'"
+    ))
     .await;
 
     let outcome = retry_failed(&h.core, retryable, ACTOR).await.unwrap();
@@ -500,10 +441,9 @@ async fn retry_requeues_a_retryable_failure_and_skips_the_rest_with_their_reason
             "the failure carries no platform error code, so the error knowledge base cannot call it retryable (error 0 is not retryable); send a new message instead".into()
         )
     );
-    sql(
-        &h,
-        &format!("UPDATE messages SET status = 'sending' WHERE id = '{still_queued}'"),
-    )
+    h.sql(&format!(
+        "UPDATE messages SET status = 'sending' WHERE id = '{still_queued}'"
+    ))
     .await;
     assert_eq!(
         retry_failed(&h.core, still_queued, ACTOR).await.unwrap(),
@@ -568,8 +508,7 @@ async fn rate_lookup_falls_back_to_default() {
     assert_eq!(own.currency, "USD");
 
     // No rate of its own (or only one not in force yet): the DEFAULT row.
-    sql(
-        &h,
+    h.sql(
         "INSERT INTO conversation_pricing
                 (country, conversation_type, cost_e4, currency, pricing_category, pricing_model_version, effective_date)
          VALUES ('ZZ', 'marketing', 1, 'USD', 'marketing', 'future', current_date + 30)",

@@ -1,13 +1,11 @@
 //! The compliance core against real Postgres, Redis and NATS: the cap under concurrency,
 //! opt-outs, care windows, Redis outages, NATS outages, dispatch-time refusals.
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use chrono::{TimeDelta, Utc};
 use diesel::prelude::*;
 use diesel_async::RunQueryDsl;
-use warden_core::Dependencies;
 use warden_core::customers::{self, OptScope};
 use warden_core::{
     Core, RefusalMode, SendError, SendKind, SendRequest, TemplateSend, conversations,
@@ -16,70 +14,18 @@ use warden_rules::keywords::OptChange;
 use warden_rules::kinds::MessageType;
 use warden_rules::phone::{PhoneNumber, canonicalize};
 use warden_store::schema::{audit_logs, messages, templates};
-use warden_store::testing::TestDatabase;
 
-struct Harness {
-    core: Core,
-    _db: TestDatabase,
-    stream_name: Option<String>,
-}
+use crate::common::TestCore;
 
-impl Drop for Harness {
-    fn drop(&mut self) {
-        if let (Some(name), Some(stream)) = (self.stream_name.clone(), self.core.stream().cloned())
-        {
-            let _ = futures::executor::block_on(async move {
-                tokio::time::timeout(
-                    Duration::from_secs(2),
-                    stream.jetstream.delete_stream(&name),
-                )
-                .await
-            });
-        }
-    }
-}
-
-async fn harness(with_nats: bool, redis_addr: Option<&str>) -> Harness {
-    warden_telemetry::install_crypto_provider();
-    let db = TestDatabase::create();
-    let mut settings = db.settings.clone();
-    let stream_name = format!("T_{}", uuid::Uuid::new_v4().simple()).to_uppercase();
-    settings.delivery_stream = stream_name.clone();
-    if let Some(addr) = redis_addr {
-        settings.redis.addr = addr.to_string();
-    }
-    let policies =
-        warden_rules::policy::PolicySet::from_yaml(warden_test_support::POLICIES).unwrap();
-    warden_store::prepare(&settings.database, vec![])
-        .await
-        .unwrap();
-    let pg = warden_store::connect(&settings.database, 12, Duration::from_secs(5))
-        .await
-        .unwrap();
-    let redis = warden_core::deps::connect_redis(&settings.redis, Duration::from_millis(100))
-        .await
-        .ok();
-    let stream = if with_nats {
-        Some(
-            warden_stream::DeliveryStream::connect(&settings)
-                .await
-                .unwrap(),
-        )
-    } else {
-        None
+/// A core under the tests' policy file with Redis (when it answers) and, `with_nats`, a
+/// stream of its own; `redis_addr`: a private Redis instead of the shared one.
+async fn harness(with_nats: bool, redis_addr: Option<&str>) -> TestCore {
+    let b = TestCore::builder().test_policies();
+    let b = match redis_addr {
+        Some(addr) => b.redis_at(addr),
+        None => b.redis(),
     };
-    let deps = Dependencies {
-        settings: Arc::new(settings),
-        pg,
-        redis,
-        stream,
-        policies: Arc::new(policies),
-    };
-    Harness {
-        core: Core::new(deps, "test"),
-        _db: db,
-        stream_name: with_nats.then_some(stream_name),
-    }
+    if with_nats { b.stream() } else { b }.build().await
 }
 
 fn phone() -> PhoneNumber {

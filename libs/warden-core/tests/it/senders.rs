@@ -4,24 +4,21 @@
 //! decided on the one send path.
 
 use std::collections::HashMap;
-use std::sync::Arc;
-use std::time::Duration;
 
 use chrono::{TimeDelta, Utc};
 use diesel::prelude::*;
 use diesel_async::RunQueryDsl;
 use warden_core::campaigns::fanout::recipients::{RecipientPlan, sender_for};
 use warden_core::customers::{self, OptScope};
-use warden_core::{
-    Core, CoreError, Dependencies, SendError, SendKind, SendRequest, TemplateSend, conversations,
-};
+use warden_core::{Core, CoreError, SendError, SendKind, SendRequest, TemplateSend, conversations};
 use warden_rules::compliance::ReasonCode;
 use warden_rules::keywords::OptChange;
 use warden_rules::kinds::MessageType;
 use warden_rules::phone::{PhoneNumber, canonicalize};
 use warden_settings::Senders;
 use warden_store::schema::{message_senders, templates};
-use warden_store::testing::TestDatabase;
+
+use crate::common::TestCore;
 
 const CAP: &str = "version: 1
 policies:
@@ -31,11 +28,6 @@ policies:
     max: 2
     window: 24h
 ";
-
-struct Harness {
-    core: Core,
-    _db: TestDatabase,
-}
 
 fn example_senders() -> Senders {
     let env: HashMap<&str, &str> = [
@@ -52,25 +44,13 @@ fn example_senders() -> Senders {
     .unwrap()
 }
 
-async fn harness() -> Harness {
-    warden_telemetry::install_crypto_provider();
-    let db = TestDatabase::create();
-    let mut settings = db.settings.clone();
-    settings.senders_file = Some(example_senders());
-    warden_store::prepare(&settings.database, vec![])
-        .await
-        .unwrap();
-    let pg = warden_store::connect(&settings.database, 12, Duration::from_secs(5))
-        .await
-        .unwrap();
-    let deps = Dependencies {
-        settings: Arc::new(settings),
-        pg,
-        redis: None,
-        stream: None,
-        policies: Arc::new(warden_rules::policy::PolicySet::from_yaml(CAP).unwrap()),
-    };
-    let core = Core::new(deps, "test");
+async fn harness() -> TestCore {
+    let h = TestCore::builder()
+        .senders(example_senders())
+        .policies_yaml(CAP)
+        .build()
+        .await;
+    let core = &h.core;
     let mut conn = core.pg().get().await.unwrap();
     // Each business has its own copy of both templates (templates belong to a business).
     let businesses: Vec<String> = core
@@ -99,7 +79,7 @@ async fn harness() -> Harness {
             .unwrap();
     }
     drop(conn);
-    Harness { core, _db: db }
+    h
 }
 
 fn phone() -> PhoneNumber {
@@ -438,7 +418,7 @@ async fn a_protected_number_sends_no_marketing_until_resumed() {
 /// A template sent to `p` from `from`, then the platform's answer `effect` applied to it (as
 /// the dispatcher would); returns how many campaigns that paused.
 async fn platform_effect_on_a_send(
-    h: &Harness,
+    h: &TestCore,
     p: &PhoneNumber,
     from: &str,
     effect: warden_core::delivery::platform_errors::SideEffect,

@@ -11,13 +11,10 @@ use warden_core::templates::{
 };
 use warden_store::PgPool;
 use warden_store::schema::{audit_logs, templates};
-use warden_store::testing::TestDatabase;
+
+use crate::common::TestCore;
 
 const ACTOR: &str = "test";
-
-async fn pool(db: &TestDatabase) -> PgPool {
-    warden_test_support::migrated_pool(db, 4).await
-}
 
 fn live(name: &str, language: &str, status: &str) -> PlatformTemplate {
     PlatformTemplate {
@@ -83,8 +80,8 @@ async fn audits(pg: &PgPool, action: &str) -> i64 {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn webhooks_and_sync_share_one_locale_rule_and_one_ordering_rule() {
-    let db = TestDatabase::create();
-    let pg = pool(&db).await;
+    let h = TestCore::builder().pool_size(4).build().await;
+    let pg = h.pg().clone();
     {
         let mut c = pg.get().await.unwrap();
         diesel::sql_query(
@@ -167,8 +164,8 @@ async fn webhooks_and_sync_share_one_locale_rule_and_one_ordering_rule() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_live_read_imports_a_template_stored_nowhere_once() {
-    let db = TestDatabase::create();
-    let pg = pool(&db).await;
+    let h = TestCore::builder().pool_size(4).build().await;
+    let pg = h.pg().clone();
     let report = live("welcome", "id", "APPROVED");
     let first = sync_from_platform(
         &pg,
