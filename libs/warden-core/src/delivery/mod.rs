@@ -15,8 +15,7 @@
 //! Around that life, in this folder: the [`outbox`] (accepted rows still to reach the
 //! stream, for the relay), status webhooks ([`statuses`]) and the one forward-only status
 //! move ([`outcomes`]), what a platform error does ([`platform_errors`]) and means
-//! ([`knowledge`], the error knowledge base), the platform's events as kept
-//! ([`platform_events`]), sync_webhooks' repairs ([`reconcile`]), retry_failed_messages
+//! ([`knowledge`], the error knowledge base), sync_webhooks' repairs ([`reconcile`]), retry_failed_messages
 //! and its audit ([`retries`]) and get_delivery_status ([`tracking`]).
 //!
 //! The dispatcher crate keeps the stream, the rate limits, the platform call and the
@@ -46,7 +45,6 @@ pub mod outbox;
 pub mod outcomes;
 pub mod plan;
 pub mod platform_errors;
-pub mod platform_events;
 pub mod reconcile;
 pub mod record;
 pub mod retries;
