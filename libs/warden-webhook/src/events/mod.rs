@@ -21,6 +21,9 @@ use chrono::{DateTime, Utc};
 use serde::Deserialize;
 use serde_json::Value;
 use warden_platform::webhook::{Change, ErrorDetail, MessagesValue, Metadata};
+// The unit tests name the types of the events' fields.
+#[cfg(test)]
+use {warden_core::conversations::inbound::NoWindow, warden_rules::keywords::OptChange};
 
 mod account;
 mod inbound;
@@ -42,6 +45,10 @@ pub use templates::TemplateEvent;
 
 /// Longest identifier (wamid, template name, ...) kept as is; longer ones are not real.
 pub const MAX_ID_LEN: usize = 256;
+/// Keys longer than this are shortened to `<prefix>:h:<sha256>` (btree entries are bounded).
+const MAX_KEY_LEN: usize = 200;
+/// Unix seconds before which a timestamp is treated as missing (2000-01-01).
+const MIN_SANE_TS: i64 = 946_684_800;
 
 /// What kind of event, as counted in `warden_webhook_events_total{kind}`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

@@ -4,10 +4,7 @@
 use chrono::{DateTime, Utc};
 use serde_json::Value;
 
-/// Keys longer than this are shortened to `<prefix>:h:<sha256>` (btree entries are bounded).
-const MAX_KEY_LEN: usize = 200;
-/// Unix seconds before which a timestamp is treated as missing (2000-01-01).
-const MIN_SANE_TS: i64 = 946_684_800;
+use super::{MAX_KEY_LEN, MIN_SANE_TS};
 
 /// The time of an event: its own timestamp, never in the future, `now` when missing or absurd.
 pub fn event_time(ts: i64, now: DateTime<Utc>) -> DateTime<Utc> {
