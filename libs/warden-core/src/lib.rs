@@ -18,8 +18,11 @@
 //! - [`campaigns`]: campaign state and control, creation, the fan-out.
 //! - [`scheduling`]: scheduled messages (recorded, coming due), the scheduler's gauges.
 //! - [`delivery`]: a message's delivery life (claim, record, sweep, unknown outcomes),
-//!   the outbox, status webhooks and outcomes, platform errors and events, the error
-//!   knowledge base, reconcile, retries, a message's delivery status.
+//!   the outbox, status webhooks and outcomes, platform errors, the error knowledge base,
+//!   reconcile, retries, a message's delivery status.
+//! - [`platform_events`]: what each of the platform's webhook events does, one module per
+//!   family (inbound messages, statuses, templates, account and quality, opt-outs, shared
+//!   numbers), applied in the webhook's transaction; each event applied once.
 //! - [`account`]: the business account's limits and costs: portfolio messaging limit,
 //!   throughput, per-message pricing, the rate card.
 //! - [`agents`]: remote agents, their keys, scopes and guardrail settings.
@@ -39,6 +42,7 @@ mod db;
 pub mod delivery;
 pub mod deps;
 pub mod operators;
+pub mod platform_events;
 pub mod policy_file;
 pub mod reach;
 pub mod reports;

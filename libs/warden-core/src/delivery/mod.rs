@@ -18,8 +18,7 @@
 //! stream, for the relay), campaign chunks' [`publish_batches`] (published, not yet
 //! acknowledged), status webhooks ([`statuses`]) and the one forward-only status
 //! move ([`outcomes`]), what a platform error does ([`platform_errors`]) and means
-//! ([`knowledge`], the error knowledge base), the platform's events as kept
-//! ([`platform_events`]), sync_webhooks' repairs ([`reconcile`]), retry_failed_messages
+//! ([`knowledge`], the error knowledge base), sync_webhooks' repairs ([`reconcile`]), retry_failed_messages
 //! and its audit ([`retries`]) and get_delivery_status ([`tracking`]).
 //!
 //! The dispatcher crate keeps the stream, the rate limits, the platform call and the
@@ -48,7 +47,6 @@ pub mod next_step;
 pub mod outbox;
 pub mod outcomes;
 pub mod platform_errors;
-pub mod platform_events;
 pub mod publish_batches;
 pub mod reconcile;
 pub mod record;

@@ -17,7 +17,9 @@ use chrono::{DateTime, Utc};
 use serde_json::Value;
 use warden_rules::phone::PhoneNumber;
 
-use super::{MAX_ID_LEN, clean, clean_json, clip, value_int, value_text};
+use warden_platform::webhook::Metadata;
+
+use super::{Builder, EventBody, MAX_ID_LEN, clean, clean_json, clip, value_int, value_text};
 
 pub const FIELD_ECHOES: &str = "smb_message_echoes";
 pub const FIELD_HANDOVERS: &str = "messaging_handovers";
@@ -37,23 +39,8 @@ pub struct EchoEvent {
     pub at: DateTime<Utc>,
 }
 
-/// Who owns a thread now, as a handover says it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Handover {
-    /// Passed to us: the agents hold it.
-    Passed,
-    /// Taken from us: another app holds it.
-    Taken,
-}
-
-impl Handover {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Handover::Passed => "control_passed",
-            Handover::Taken => "control_taken",
-        }
-    }
-}
+/// Who owns a thread now (the core's rule reads it as it is).
+pub use warden_core::platform_events::shared_numbers::Handover;
 
 /// A `messaging_handovers` notification.
 #[derive(Debug, Clone)]
@@ -256,6 +243,35 @@ fn standby(value: &Value, fingerprint: &str, now: DateTime<Utc>) -> Vec<Parsed> 
         out.push(Parsed::Skip("standby_without_items", String::new()));
     }
     out
+}
+
+impl Builder<'_> {
+    /// Echoes, handovers and standby copies of a shared number (`shared_numbers`), routed
+    /// by their `metadata.phone_number_id` like messages.
+    pub(super) fn shared_number(
+        &mut self,
+        field: &str,
+        value: &Value,
+        fp: &str,
+        now: DateTime<Utc>,
+    ) {
+        let metadata: Option<Metadata> = value
+            .get("metadata")
+            .and_then(|m| serde_json::from_value(m.clone()).ok());
+        if self.foreign(metadata.as_ref()) {
+            self.out.foreign += 1;
+            return;
+        }
+        self.set_number(metadata.as_ref());
+        for parsed in parse(field, value, fp, now) {
+            match parsed {
+                Parsed::Echo(key, e) => self.push(key, EventBody::Echo(e)),
+                Parsed::Handover(key, h) => self.push(key, EventBody::Handover(h)),
+                Parsed::Standby(key, s) => self.push(key, EventBody::Standby(s)),
+                Parsed::Skip(reason, detail) => self.skip(reason, detail),
+            }
+        }
+    }
 }
 
 #[cfg(test)]

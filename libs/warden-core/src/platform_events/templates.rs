@@ -1,14 +1,48 @@
 //! Template status events: what each platform event means for the stored template, stored
-//! through `warden_core::templates::record_status_event` (the one template-status upsert),
-//! and the platform's other template changes (category, quality).
+//! through `crate::templates::record_status_event` (the one template-status upsert),
+//! and the platform's other template changes (category, quality: `crate::templates::changes`).
 
+use chrono::{DateTime, Utc};
 use diesel::QueryResult;
 use diesel_async::AsyncPgConnection;
-use warden_core::templates::{StatusChange, StatusEvent};
 
-use super::ACTOR;
-use crate::events::{TemplateChange, TemplateChangeEvent, TemplateEvent};
-use warden_core::templates::changes::{self, CategoryChange};
+use crate::templates::changes::{self, CategoryChange};
+use crate::templates::{StatusChange, StatusEvent};
+
+/// A template review decision (`message_template_status_update`).
+#[derive(Clone, Debug)]
+pub struct TemplateReview<'a> {
+    pub name: &'a str,
+    pub language: &'a str,
+    /// Upper case: APPROVED, REJECTED, PAUSED, ...
+    pub event: &'a str,
+    pub template_id: &'a str,
+    pub reason: Option<&'a str>,
+    /// Lower case: marketing, utility, authentication.
+    pub category: Option<&'a str>,
+    /// When the platform decided it: applied by this time, never arrival order.
+    pub at: DateTime<Utc>,
+}
+
+/// A template change other than its status.
+#[derive(Clone, Debug)]
+pub struct TemplateChanged<'a> {
+    pub name: &'a str,
+    pub language: &'a str,
+    pub change: TemplateChange<'a>,
+}
+
+#[derive(Clone, Debug)]
+pub enum TemplateChange<'a> {
+    /// Lower-case categories. `effective_at` None: already in effect.
+    Category {
+        new_category: &'a str,
+        previous_category: Option<&'a str>,
+        effective_at: Option<DateTime<Utc>>,
+    },
+    /// The platform's quality score (GREEN, YELLOW, RED, UNKNOWN).
+    Quality { score: &'a str },
+}
 
 /// The template status an event leaves, and what happens to the stored reason.
 enum TemplateMove<'a> {
@@ -20,9 +54,9 @@ enum TemplateMove<'a> {
     Note,
 }
 
-fn template_move(t: &TemplateEvent) -> TemplateMove<'_> {
-    let reason = t.reason.as_deref();
-    match t.event.as_str() {
+fn template_move<'a>(t: &TemplateReview<'a>) -> TemplateMove<'a> {
+    let reason = t.reason;
+    match t.event {
         "APPROVED" | "REINSTATED" => TemplateMove::Set("APPROVED", Some(None)),
         "REJECTED" => TemplateMove::Set("REJECTED", Some(reason)),
         "UNARCHIVED" => TemplateMove::Unarchive,
@@ -35,37 +69,38 @@ fn template_move(t: &TemplateEvent) -> TemplateMove<'_> {
 /// Store a template status event of the business stored as `business` through the core's
 /// one template-status upsert (by the event's own time, one locale rule) inside the
 /// caller's transaction. Returns whether a stored template changed.
-pub(super) async fn apply_template(
+pub async fn apply_status(
     c: &mut AsyncPgConnection,
     business: &str,
-    t: &TemplateEvent,
+    t: &TemplateReview<'_>,
+    actor: &str,
 ) -> QueryResult<bool> {
     let (status, reason, only_from) = match template_move(t) {
         TemplateMove::Set(status, reason) => (Some(status), reason, None),
         TemplateMove::Unarchive => (Some("APPROVED"), None, Some("ARCHIVED")),
         TemplateMove::Note => (None, None, None),
     };
-    let platform_id = Some(t.template_id.as_str()).filter(|id| !id.is_empty() && *id != "0");
-    let locales = [t.language.as_str()];
+    let platform_id = Some(t.template_id).filter(|id| !id.is_empty() && *id != "0");
+    let locales = [t.language];
     let event = StatusEvent {
-        event: &t.event,
-        language: &t.language,
-        reported_reason: t.reason.as_deref(),
-        reported_template_id: &t.template_id,
+        event: t.event,
+        language: t.language,
+        reported_reason: t.reason,
+        reported_template_id: t.template_id,
         change: StatusChange {
             business,
-            name: &t.name,
+            name: t.name,
             locales: &locales,
             status,
             reason,
-            category: t.category.as_deref(),
+            category: t.category,
             platform_id,
             body_text: None,
             only_from,
             at: t.at,
         },
     };
-    let changed = warden_core::templates::record_status_event(c, &event, ACTOR).await?;
+    let changed = crate::templates::record_status_event(c, &event, actor).await?;
     if changed.is_empty() {
         tracing::info!(
             template = %t.name,
@@ -80,14 +115,15 @@ pub(super) async fn apply_template(
 }
 
 /// A template of the business stored as `business` whose category or quality the platform
-/// changed (`warden_core::templates::changes`).
-pub(super) async fn apply_template_change(
+/// changed.
+pub async fn apply_change(
     c: &mut AsyncPgConnection,
     business: &str,
-    t: &TemplateChangeEvent,
+    t: &TemplateChanged<'_>,
+    actor: &str,
 ) -> QueryResult<bool> {
-    let now = chrono::Utc::now();
-    let n = match &t.change {
+    let now = Utc::now();
+    let n = match t.change {
         TemplateChange::Category {
             new_category,
             previous_category,
@@ -95,16 +131,16 @@ pub(super) async fn apply_template_change(
         } => {
             let change = CategoryChange {
                 business,
-                name: &t.name,
-                language: &t.language,
+                name: t.name,
+                language: t.language,
                 new_category,
-                previous_category: previous_category.as_deref(),
-                effective_at: *effective_at,
+                previous_category,
+                effective_at,
             };
-            changes::apply_category(c, &change, now, ACTOR).await?
+            changes::apply_category(c, &change, now, actor).await?
         }
-        TemplateChange::Quality { score, .. } => {
-            changes::apply_quality(c, business, &t.name, &t.language, score, now).await?
+        TemplateChange::Quality { score } => {
+            changes::apply_quality(c, business, t.name, t.language, score, now).await?
         }
     };
     if n == 0 {
@@ -120,16 +156,16 @@ mod tests {
 
     #[test]
     fn template_events_map_to_statuses() {
-        let t = |event: &str, reason: Option<&str>| TemplateEvent {
-            name: "n".into(),
-            language: "en".into(),
-            event: event.into(),
-            template_id: "1".into(),
-            reason: reason.map(String::from),
+        let t = |event: &'static str, reason: Option<&'static str>| TemplateReview {
+            name: "n",
+            language: "en",
+            event,
+            template_id: "1",
+            reason,
             category: None,
-            at: chrono::Utc::now(),
+            at: Utc::now(),
         };
-        let set = |e: &TemplateEvent| match template_move(e) {
+        let set = |e: &TemplateReview| match template_move(e) {
             TemplateMove::Set(s, r) => Some((s.to_string(), r.map(|r| r.map(String::from)))),
             _ => None,
         };
