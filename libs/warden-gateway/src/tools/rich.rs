@@ -327,8 +327,8 @@ impl Gateway {
         )?;
         let url = opt_string(&a.url);
         let display_text = opt_string(&a.display_text);
-        // Each kind's parameters into the platform's action keys. A parameter of another
-        // kind is passed on (emptied) so the rules refuse it by name.
+        // Each kind's parameters into the platform's action keys. Some parameters of
+        // another kind are passed on (as given, or emptied) so the rules refuse them by name.
         let action = match kind {
             InteractiveType::Buttons => ActionFields {
                 buttons: Some(
