@@ -96,60 +96,68 @@ fn interactive(sim: &Sim, i: &Value) -> Result<(), Refusal> {
     let action = i
         .get("action")
         .ok_or_else(|| Refusal::new(400, 131008, "interactive.action is required"))?;
+    // One arm per interactive type, each checking its own action.
     match i.get("type").and_then(Value::as_str) {
-        Some("button") => {
-            let buttons = action.get("buttons").and_then(Value::as_array);
-            let buttons = buttons.map(Vec::as_slice).unwrap_or(&[]);
-            if buttons.is_empty() || buttons.len() > 3 {
-                return Err(bad(format!(
-                    "buttons: {} given, 1 to 3 allowed",
-                    buttons.len()
-                )));
-            }
-            let mut ids = Vec::new();
-            for b in buttons {
-                let reply = b.get("reply").unwrap_or(&Value::Null);
-                text(reply, "title", 20, "button title")?;
-                text(reply, "id", 256, "button id")?;
-                let id = reply.get("id").and_then(Value::as_str).unwrap_or("");
-                if ids.contains(&id) {
-                    return Err(bad("button ids must be unique"));
-                }
-                ids.push(id);
-            }
+        Some("button") => button_action(action),
+        Some("list") => list_action(action),
+        Some("cta_url") => cta_url_action(action),
+        Some(other) => Err(bad(format!("interactive type {other:?} is not supported"))),
+        None => Err(Refusal::new(400, 131008, "interactive.type is required")),
+    }
+}
+
+fn button_action(action: &Value) -> Result<(), Refusal> {
+    let buttons = action.get("buttons").and_then(Value::as_array);
+    let buttons = buttons.map(Vec::as_slice).unwrap_or(&[]);
+    if buttons.is_empty() || buttons.len() > 3 {
+        return Err(bad(format!(
+            "buttons: {} given, 1 to 3 allowed",
+            buttons.len()
+        )));
+    }
+    let mut ids = Vec::new();
+    for b in buttons {
+        let reply = b.get("reply").unwrap_or(&Value::Null);
+        text(reply, "title", 20, "button title")?;
+        text(reply, "id", 256, "button id")?;
+        let id = reply.get("id").and_then(Value::as_str).unwrap_or("");
+        if ids.contains(&id) {
+            return Err(bad("button ids must be unique"));
         }
-        Some("list") => {
-            text(action, "button", 20, "action.button")?;
-            let sections = action.get("sections").and_then(Value::as_array);
-            let sections = sections.map(Vec::as_slice).unwrap_or(&[]);
-            let mut rows = 0;
-            for s in sections {
-                optional(s, "title", 24, "section title")?;
-                for r in s
-                    .get("rows")
-                    .and_then(Value::as_array)
-                    .map(Vec::as_slice)
-                    .unwrap_or(&[])
-                {
-                    rows += 1;
-                    text(r, "id", 200, "row id")?;
-                    text(r, "title", 24, "row title")?;
-                    optional(r, "description", 72, "row description")?;
-                }
-            }
-            if sections.is_empty() || rows == 0 || rows > 10 {
-                return Err(bad(format!("list: {rows} rows given, 1 to 10 allowed")));
-            }
-        }
-        Some("cta_url") => {
-            let p = action.get("parameters").unwrap_or(&Value::Null);
-            text(p, "display_text", 20, "display_text")?;
-            text(p, "url", 2000, "url")?;
-        }
-        Some(other) => return Err(bad(format!("interactive type {other:?} is not supported"))),
-        None => return Err(Refusal::new(400, 131008, "interactive.type is required")),
+        ids.push(id);
     }
     Ok(())
+}
+
+fn list_action(action: &Value) -> Result<(), Refusal> {
+    text(action, "button", 20, "action.button")?;
+    let sections = action.get("sections").and_then(Value::as_array);
+    let sections = sections.map(Vec::as_slice).unwrap_or(&[]);
+    let mut rows = 0;
+    for s in sections {
+        optional(s, "title", 24, "section title")?;
+        for r in s
+            .get("rows")
+            .and_then(Value::as_array)
+            .map(Vec::as_slice)
+            .unwrap_or(&[])
+        {
+            rows += 1;
+            text(r, "id", 200, "row id")?;
+            text(r, "title", 24, "row title")?;
+            optional(r, "description", 72, "row description")?;
+        }
+    }
+    if sections.is_empty() || rows == 0 || rows > 10 {
+        return Err(bad(format!("list: {rows} rows given, 1 to 10 allowed")));
+    }
+    Ok(())
+}
+
+fn cta_url_action(action: &Value) -> Result<(), Refusal> {
+    let p = action.get("parameters").unwrap_or(&Value::Null);
+    text(p, "display_text", 20, "display_text")?;
+    text(p, "url", 2000, "url")
 }
 
 fn coordinate(l: &Value, key: &str, max: f64) -> Result<(), Refusal> {

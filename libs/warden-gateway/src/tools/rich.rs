@@ -12,8 +12,9 @@ use uuid::Uuid;
 use warden_core::SendKind;
 use warden_rules::phone::PhoneNumber;
 use warden_rules::rich::{
-    Action, CtaParameters, Header, Interactive, InteractiveType, Location, MediaObject, MediaType,
-    Reaction, Reply, ReplyButton, RichBody, RichError, RichMessage, Section, TextObject,
+    ActionFields, CtaParameters, Header, Interactive, InteractiveFields, InteractiveType, Location,
+    MediaObject, MediaType, Reaction, Reply, ReplyButton, RichBody, RichError, RichMessage,
+    Section, TextObject,
 };
 
 use serde::Deserialize;
@@ -264,12 +265,14 @@ fn interactive_header(a: &SendInteractiveIn) -> ToolResult<Option<Header>> {
 }
 
 impl Gateway {
-    /// Quote, validate, send: the one path of every rich tool.
+    /// Quote, validate, send: the one path of every rich tool. `body` is `Err` when the
+    /// parameters broke a rule already while making it: refused here, with the other
+    /// limits, so an unknown `reply_to` is reported first either way.
     async fn send_rich(
         &self,
         phone: PhoneNumber,
         on: &OnChannel,
-        body: RichBody,
+        body: Result<RichBody, RichError>,
         reply_to: Option<Uuid>,
         key: Option<warden_core::send::idempotency::IdempotencyKey>,
     ) -> ToolResult<SendOut> {
@@ -277,6 +280,7 @@ impl Gateway {
             Some(id) => Some(self.core().quoted_wamid(id, &phone).await?),
             None => None,
         };
+        let body = body.map_err(rich_error)?;
         let message = RichMessage { body, context };
         message.validate().map_err(rich_error)?;
         self.send_free_form(phone, on, SendKind::Rich(message), self.actor(), key)
@@ -298,7 +302,7 @@ impl Gateway {
         self.send_rich(
             phone,
             &a.on,
-            RichBody::Media(media_type, object),
+            Ok(RichBody::Media(media_type, object)),
             reply_to,
             key,
         )
@@ -323,8 +327,10 @@ impl Gateway {
         )?;
         let url = opt_string(&a.url);
         let display_text = opt_string(&a.display_text);
+        // Each kind's parameters into the platform's action keys. Some parameters of
+        // another kind are passed on (as given, or emptied) so the rules refuse them by name.
         let action = match kind {
-            InteractiveType::Buttons => Action {
+            InteractiveType::Buttons => ActionFields {
                 buttons: Some(
                     buttons
                         .unwrap_or_default()
@@ -340,15 +346,15 @@ impl Gateway {
                 ),
                 sections: sections.map(|_| Vec::new()),
                 button: opt_string(&a.button_label),
-                ..Action::default()
+                ..ActionFields::default()
             },
-            InteractiveType::List => Action {
+            InteractiveType::List => ActionFields {
                 button: opt_string(&a.button_label),
                 sections: Some(sections.unwrap_or_default()),
                 buttons: buttons.map(|_| Vec::new()),
-                ..Action::default()
+                ..ActionFields::default()
             },
-            InteractiveType::CtaUrl => Action {
+            InteractiveType::CtaUrl => ActionFields {
                 name: Some("cta_url".into()),
                 parameters: match (display_text, url) {
                     (Some(display_text), Some(url)) => Some(CtaParameters { display_text, url }),
@@ -370,18 +376,18 @@ impl Gateway {
                 button: opt_string(&a.button_label),
             },
         };
-        let interactive = Interactive {
+        let interactive = Interactive::try_from(InteractiveFields {
             kind,
             header: interactive_header(&a)?,
             body: TextObject { text: body },
             footer: opt_string(&a.footer).map(|text| TextObject { text }),
             action,
-        };
+        });
         let reply_to = a.reply_to.map(|id| id.0);
         self.send_rich(
             phone,
             &a.on,
-            RichBody::Interactive(Box::new(interactive)),
+            interactive.map(|i| RichBody::Interactive(Box::new(i))),
             reply_to,
             key,
         )
@@ -399,8 +405,14 @@ impl Gateway {
             address: opt_string(&a.address),
         };
         let reply_to = a.reply_to.map(|id| id.0);
-        self.send_rich(phone, &a.on, RichBody::Location(location), reply_to, key)
-            .await
+        self.send_rich(
+            phone,
+            &a.on,
+            Ok(RichBody::Location(location)),
+            reply_to,
+            key,
+        )
+        .await
     }
 
     async fn react_to_message_impl(&self, args: JsonObject) -> ToolResult<SendOut> {
@@ -422,7 +434,7 @@ impl Gateway {
         };
         // A reaction goes out from the number the message was sent from or to.
         let on = OnChannel::from_sender(sender);
-        self.send_rich(phone, &on, RichBody::Reaction(reaction), None, key)
+        self.send_rich(phone, &on, Ok(RichBody::Reaction(reaction)), None, key)
             .await
     }
 }

@@ -243,26 +243,22 @@ fn rich() -> impl Strategy<Value = RichMessage> {
     )
         .prop_map(|(body, titles, footer)| {
             RichBody::Interactive(Box::new(Interactive {
-                kind: InteractiveType::Buttons,
                 header: None,
                 body: TextObject { text: body },
                 footer: footer.map(|text| TextObject { text }),
-                action: Action {
-                    buttons: Some(
-                        titles
-                            .into_iter()
-                            .enumerate()
-                            .map(|(i, title)| ReplyButton {
-                                kind: "reply".into(),
-                                reply: Reply {
-                                    id: format!("id{i}"),
-                                    title,
-                                },
-                            })
-                            .collect(),
-                    ),
-                    ..Action::default()
-                },
+                action: Action::Buttons(ButtonsAction {
+                    buttons: titles
+                        .into_iter()
+                        .enumerate()
+                        .map(|(i, title)| ReplyButton {
+                            kind: "reply".into(),
+                            reply: Reply {
+                                id: format!("id{i}"),
+                                title,
+                            },
+                        })
+                        .collect(),
+                }),
             }))
         });
     let list = (
@@ -272,7 +268,6 @@ fn rich() -> impl Strategy<Value = RichMessage> {
     )
         .prop_map(|(header, button, rows)| {
             RichBody::Interactive(Box::new(Interactive {
-                kind: InteractiveType::List,
                 header: Some(Header {
                     kind: "text".into(),
                     text: Some(header),
@@ -284,9 +279,9 @@ fn rich() -> impl Strategy<Value = RichMessage> {
                     text: "Choose".into(),
                 },
                 footer: None,
-                action: Action {
-                    button: Some(button),
-                    sections: Some(vec![Section {
+                action: Action::List(ListAction {
+                    button,
+                    sections: vec![Section {
                         title: None,
                         rows: rows
                             .into_iter()
@@ -297,11 +292,25 @@ fn rich() -> impl Strategy<Value = RichMessage> {
                                 description,
                             })
                             .collect(),
-                    }]),
-                    ..Action::default()
-                },
+                    }],
+                }),
             }))
         });
+    let cta_url = (label(1024), label(20), "[a-z0-9/]{1,40}", any::<bool>()).prop_map(
+        |(body, display_text, path, with_footer)| {
+            RichBody::Interactive(Box::new(Interactive {
+                header: None,
+                body: TextObject { text: body },
+                footer: with_footer.then(|| TextObject { text: "f".into() }),
+                action: Action::CtaUrl(CtaUrlAction {
+                    parameters: CtaParameters {
+                        display_text,
+                        url: format!("https://shop.example/{path}"),
+                    },
+                }),
+            }))
+        },
+    );
     // Micro-degrees (what a GPS gives): decimal text that parses back exactly.
     let location = (
         -90_000_000i64..=90_000_000,
@@ -327,7 +336,7 @@ fn rich() -> impl Strategy<Value = RichMessage> {
             })
         });
     (
-        prop_oneof![media, buttons, list, location, reaction],
+        prop_oneof![media, buttons, list, cta_url, location, reaction],
         proptest::option::of("wamid\\.[A-Za-z0-9]{4,30}"),
     )
         .prop_map(|(body, context)| RichMessage { body, context })
@@ -360,4 +369,25 @@ proptest! {
     fn arbitrary_json_never_panics(kind in proptest::sample::select(RICH_TYPES.to_vec()), s in ".{0,40}", n in any::<i64>()) {
         let _ = RichMessage::from_json(&json!({"type": kind, kind: {"text": s, "id": n, "rows": [s]}}));
     }
+}
+
+#[test]
+#[ignore]
+fn gen_golden() {
+    let inputs: Vec<Value> =
+        serde_json::from_str(&std::fs::read_to_string("/tmp/rich/inputs.json").unwrap()).unwrap();
+    let out: Vec<Value> = inputs
+        .into_iter()
+        .map(|i| match RichMessage::from_json(&i) {
+            Ok(m) => json!({"in": i, "out": serde_json::to_string(&m.to_json()).unwrap()}),
+            Err(e) => json!({"in": i, "err": e.to_string()}),
+        })
+        .collect();
+    let mut s = String::from("[\n");
+    for (n, o) in out.iter().enumerate() {
+        s.push_str(&serde_json::to_string(o).unwrap());
+        s.push_str(if n + 1 < out.len() { ",\n" } else { "\n" });
+    }
+    s.push_str("]\n");
+    std::fs::write("/tmp/rich/golden.json", s).unwrap();
 }

@@ -1,0 +1,76 @@
+//! An `interactive` object as written, before its action is known to fit its kind.
+//!
+//! The platform's `action` is one object whose keys depend on the message's `type`, so it
+//! is read as every key any kind uses, each optional, and then taken apart by the kind
+//! ([`super::Action`]). Both readers go through it: a stored or scheduled body
+//! ([`crate::rich::RichMessage::from_json`]) and send_interactive's parameters. Its serde
+//! shape is the stored and sent JSON: changing a name or an order here changes both.
+//! The structs keep the names of those they replaced, `Interactive` and `Action`, because
+//! serde's errors name them ("expected struct Action") and callers see those errors; they
+//! are exported as `InteractiveFields` and `ActionFields`.
+
+use serde::{Deserialize, Serialize};
+
+use super::{CtaParameters, Header, InteractiveType, ReplyButton, Section, TextObject};
+use crate::rich::{RichError, err};
+
+/// The platform's `interactive` object as written (`InteractiveFields` outside this file).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Interactive {
+    /// `button`, `list` or `cta_url`.
+    #[serde(rename = "type")]
+    pub kind: InteractiveType,
+    /// Optional header.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub header: Option<Header>,
+    /// The body text (required).
+    pub body: TextObject,
+    /// Optional footer.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub footer: Option<TextObject>,
+    /// Buttons, rows or the CTA.
+    pub action: Action,
+}
+
+/// The `action` as written: every key of every kind, each optional (`ActionFields` outside
+/// this file).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Action {
+    /// Reply buttons (`button`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub buttons: Option<Vec<ReplyButton>>,
+    /// The list's button label (`list`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub button: Option<String>,
+    /// The list's sections (`list`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sections: Option<Vec<Section>>,
+    /// `cta_url`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    /// The CTA's text and url (`cta_url`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parameters: Option<CtaParameters>,
+}
+
+impl Action {
+    /// After a kind took its own keys: refuses the first one left, named as
+    /// send_interactive names it.
+    pub(super) fn refuse_rest(&self) -> Result<(), RichError> {
+        let left = [
+            (self.buttons.is_some(), "buttons"),
+            (self.sections.is_some(), "sections"),
+            (self.button.is_some(), "button_label"),
+            (self.name.is_some() || self.parameters.is_some(), "url"),
+        ];
+        match left.into_iter().find(|(present, _)| *present) {
+            Some((_, field)) => Err(err(
+                field,
+                "does not belong to this kind of interactive message",
+            )),
+            None => Ok(()),
+        }
+    }
+}

@@ -1,0 +1,259 @@
+//! The platform's `interactive` object: what every kind shares (header, body, footer) and
+//! its [`Action`], one variant per kind.
+//!
+//! A kind is one file of this folder: a struct holding exactly the `action` fields it
+//! sends, how it is taken from an action as written ([`ActionFields`]) and written back,
+//! and its own `validate`. A new kind (a Flow, a product list, ...) is such a file, a
+//! variant of [`Action`] and of [`InteractiveType`], and the match arms the compiler then
+//! asks for (docs/architecture.md, "Where new things go").
+
+use serde::{Deserialize, Serialize, Serializer};
+
+use super::{
+    MAX_BODY_CHARS, MAX_FOOTER_CHARS, MAX_HEADER_CHARS, MediaType, RichError, err, shown, text,
+};
+use crate::text::TextKind;
+
+mod buttons;
+mod cta_url;
+mod fields;
+mod list;
+
+pub use buttons::{ButtonsAction, Reply, ReplyButton};
+pub use cta_url::{CtaParameters, CtaUrlAction};
+pub use fields::{Action as ActionFields, Interactive as InteractiveFields};
+pub use list::{ListAction, Row, Section};
+
+/// The three interactive kinds of `send_interactive`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum InteractiveType {
+    /// Up to three reply buttons.
+    #[serde(rename = "button")]
+    Buttons,
+    /// A list of rows behind a button.
+    #[serde(rename = "list")]
+    List,
+    /// One call-to-action URL button.
+    #[serde(rename = "cta_url")]
+    CtaUrl,
+}
+
+impl InteractiveType {
+    /// Tool spelling: `buttons|list|cta_url` (`button` also accepted).
+    pub fn parse(s: &str) -> Result<Self, RichError> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "buttons" | "button" => Ok(Self::Buttons),
+            "list" => Ok(Self::List),
+            "cta_url" => Ok(Self::CtaUrl),
+            _ => Err(err(
+                "kind",
+                format!("is {}; use buttons, list or cta_url", shown(s)),
+            )),
+        }
+    }
+
+    /// The platform's `type`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Buttons => "button",
+            Self::List => "list",
+            Self::CtaUrl => "cta_url",
+        }
+    }
+
+    /// Whether the platform takes an image, video or document header with this kind (a
+    /// list's header is text only).
+    pub fn takes_media_header(self) -> bool {
+        !matches!(self, Self::List)
+    }
+}
+
+/// `{"text": ...}`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TextObject {
+    /// The text.
+    pub text: String,
+}
+
+/// An interactive header: text, or a media object of its `type`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Header {
+    /// `text`, `image`, `video` or `document`.
+    #[serde(rename = "type")]
+    pub kind: String,
+    /// For `text`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub text: Option<String>,
+    /// For `image`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub image: Option<super::MediaObject>,
+    /// For `video`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub video: Option<super::MediaObject>,
+    /// For `document`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub document: Option<super::MediaObject>,
+}
+
+impl Header {
+    fn validate(&self, kind: InteractiveType) -> Result<(), RichError> {
+        let h = self;
+        match (h.kind.as_str(), &h.text, &h.image, &h.video, &h.document) {
+            ("text", Some(t), None, None, None) => {
+                text("header", t, MAX_HEADER_CHARS, TextKind::Plain)?
+            }
+            ("image", None, Some(m), None, None) => m.validate(MediaType::Image)?,
+            ("video", None, None, Some(m), None) => m.validate(MediaType::Video)?,
+            ("document", None, None, None, Some(m)) => m.validate(MediaType::Document)?,
+            _ => {
+                return Err(err(
+                    "header",
+                    "must be {\"type\":\"text\",\"text\":...} or a media header whose type names its one media object",
+                ));
+            }
+        }
+        if !kind.takes_media_header() && h.kind != "text" {
+            return Err(err(
+                "header",
+                format!("of a {} message must be text", kind.as_str()),
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// The parts every kind has, checked before its action (in this order, which decides
+/// which fault a body breaking several rules is refused for).
+fn check_shared(
+    kind: InteractiveType,
+    header: Option<&Header>,
+    body: &TextObject,
+    footer: Option<&TextObject>,
+) -> Result<(), RichError> {
+    text("body", &body.text, MAX_BODY_CHARS, TextKind::FreeText)?;
+    if let Some(footer) = footer {
+        text("footer", &footer.text, MAX_FOOTER_CHARS, TextKind::FreeText)?;
+    }
+    match header {
+        Some(h) => h.validate(kind),
+        None => Ok(()),
+    }
+}
+
+/// The `action` of an interactive message: one variant per kind, each holding exactly
+/// the fields that kind sends.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Action {
+    /// `button`: up to three reply buttons.
+    Buttons(ButtonsAction),
+    /// `list`: rows behind a button.
+    List(ListAction),
+    /// `cta_url`: one URL button.
+    CtaUrl(CtaUrlAction),
+}
+
+impl Action {
+    /// The interactive `type` this action makes.
+    pub fn kind(&self) -> InteractiveType {
+        match self {
+            Self::Buttons(_) => InteractiveType::Buttons,
+            Self::List(_) => InteractiveType::List,
+            Self::CtaUrl(_) => InteractiveType::CtaUrl,
+        }
+    }
+
+    fn validate(&self) -> Result<(), RichError> {
+        match self {
+            Self::Buttons(a) => a.validate(),
+            Self::List(a) => a.validate(),
+            Self::CtaUrl(a) => a.validate(),
+        }
+    }
+
+    /// `kind`'s action from the fields as written; a field of another kind is refused.
+    fn from_fields(kind: InteractiveType, fields: ActionFields) -> Result<Self, RichError> {
+        Ok(match kind {
+            InteractiveType::Buttons => Self::Buttons(ButtonsAction::from_fields(fields)?),
+            InteractiveType::List => Self::List(ListAction::from_fields(fields)?),
+            InteractiveType::CtaUrl => Self::CtaUrl(CtaUrlAction::from_fields(fields)?),
+        })
+    }
+
+    /// The fields as the platform reads them (and as they are stored).
+    fn to_fields(&self) -> ActionFields {
+        match self {
+            Self::Buttons(a) => a.to_fields(),
+            Self::List(a) => a.to_fields(),
+            Self::CtaUrl(a) => a.to_fields(),
+        }
+    }
+}
+
+/// The platform's `interactive` object. Read it with [`Interactive::try_from`] an
+/// [`InteractiveFields`] (which [`super::RichMessage::from_json`] does); it serialises to
+/// the platform's shape, its `type` given by its action.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Interactive {
+    /// Optional header.
+    pub header: Option<Header>,
+    /// The body text (required).
+    pub body: TextObject,
+    /// Optional footer.
+    pub footer: Option<TextObject>,
+    /// Buttons, rows or the CTA.
+    pub action: Action,
+}
+
+impl Interactive {
+    /// `button`, `list` or `cta_url`.
+    pub fn kind(&self) -> InteractiveType {
+        self.action.kind()
+    }
+
+    pub(super) fn validate(&self) -> Result<(), RichError> {
+        check_shared(
+            self.kind(),
+            self.header.as_ref(),
+            &self.body,
+            self.footer.as_ref(),
+        )?;
+        self.action.validate()
+    }
+}
+
+impl TryFrom<InteractiveFields> for Interactive {
+    type Error = RichError;
+
+    /// Refuses an action field of another kind, or a missing one the kind needs. The
+    /// shared parts are checked first, as `validate` does, so a body breaking several
+    /// rules is refused for the same one whichever step finds it.
+    fn try_from(f: InteractiveFields) -> Result<Self, RichError> {
+        check_shared(f.kind, f.header.as_ref(), &f.body, f.footer.as_ref())?;
+        Ok(Interactive {
+            action: Action::from_fields(f.kind, f.action)?,
+            header: f.header,
+            body: f.body,
+            footer: f.footer,
+        })
+    }
+}
+
+impl Serialize for Interactive {
+    /// Through [`InteractiveFields`], so the JSON is exactly the platform's shape (and
+    /// what rows stored before the typed action hold).
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        InteractiveFields {
+            kind: self.kind(),
+            header: self.header.clone(),
+            body: self.body.clone(),
+            footer: self.footer.clone(),
+            action: self.action.to_fields(),
+        }
+        .serialize(s)
+    }
+}
+
+#[cfg(test)]
+mod tests;
