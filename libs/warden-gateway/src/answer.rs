@@ -1,4 +1,4 @@
-//! Small helpers shared by the tools.
+//! A tool's answer ([`finish`]) and how answers write times ([`ts`]).
 
 use chrono::{DateTime, SecondsFormat, Utc};
 use serde::Serialize;
@@ -15,7 +15,8 @@ pub fn opt_ts(t: Option<DateTime<Utc>>) -> Option<String> {
 }
 
 /// A tool's answer: the object in `structuredContent` plus the same JSON as one text block,
-/// or the error envelope with `isError: true`.
+/// or the error envelope with `isError: true`. `tool` is the name the call was made by
+/// (the handler's `ToolName`), so a tool's name is written only where its router entry is.
 pub fn finish<T: Serialize>(tool: &str, result: ToolResult<T>) -> rmcp::model::CallToolResult {
     match result.and_then(|v| {
         serde_json::to_value(v).map_err(|e| {
@@ -35,50 +36,5 @@ pub fn finish<T: Serialize>(tool: &str, result: ToolResult<T>) -> rmcp::model::C
             tracing::info!(tool, code = %err.code, detail = %err.message, "tool call refused");
             err.into_result()
         }
-    }
-}
-
-/// Categories and types are stored and reported in lower case.
-pub fn lower(s: &str) -> String {
-    s.trim().to_ascii_lowercase()
-}
-
-/// Whole number bounds check with a clear message.
-pub fn bounded(key: &str, value: i64, min: i64, max: i64, hint: &str) -> ToolResult<i64> {
-    if value < min || value > max {
-        return Err(ToolError::invalid(
-            format!("The parameter `{key}` must be between {min} and {max}, got {value}."),
-            format!("Pass `{key}` {hint}."),
-        ));
-    }
-    Ok(value)
-}
-
-/// `value` of parameter `key` has at most `max` characters; `action` says what to pass.
-pub fn check_len(key: &str, value: &str, max: usize, action: &str) -> ToolResult<()> {
-    let n = value.chars().count();
-    if n > max {
-        return Err(ToolError::invalid(
-            format!("The parameter `{key}` has {n} characters; at most {max} are allowed."),
-            action,
-        ));
-    }
-    Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn lengths() {
-        assert!(check_len("k", &"a".repeat(512), 512, "x").is_ok());
-        let e = check_len("k", &"a".repeat(513), 512, "x").unwrap_err();
-        assert_eq!(e.code, "INVALID_ARGUMENT");
-        assert!(
-            e.message.contains("513 characters; at most 512"),
-            "{}",
-            e.message
-        );
     }
 }
