@@ -1,5 +1,8 @@
 //! Scheduling and campaigns: schedule_message, schedule_campaign, cancel_campaign,
-//! pause_campaign, resume_campaign (Pro+), get_campaign.
+//! pause_campaign, resume_campaign (Pro+), get_campaign. The tools and their parameters are
+//! here; what they do in [`scheduling`] (the two schedule tools), [`checks`] (a campaign's
+//! arguments, shared with preview_campaign), [`control`] (a stored campaign), [`errors`] and
+//! [`cost`].
 
 mod checks;
 mod control;
@@ -9,7 +12,6 @@ mod scheduling;
 
 pub(crate) use checks::CheckedCampaign;
 
-use crate::answer::finish;
 
 use chrono::TimeDelta;
 use rmcp::handler::server::tool::ToolName;
@@ -19,6 +21,7 @@ use rmcp::{tool, tool_router};
 use schemars::JsonSchema;
 use serde::Deserialize;
 
+use crate::answer::finish;
 use crate::gateway::Gateway;
 use crate::input::fields::{Customer, Id, Json, Text, Timestamp};
 use crate::input::shared::{Keyed, OnChannel, SenderName};
