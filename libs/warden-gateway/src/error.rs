@@ -9,7 +9,7 @@ use warden_platform::PlatformError;
 use warden_rules::compliance::Decision;
 use warden_store::DbError;
 
-use crate::text::{detail, echo, no_template_message};
+use crate::quoting::{detail, echo, no_template_message};
 
 /// Every code but the compliance refusals, which carry the decision's own reason code
 /// (docs/tools.md, Errors).

@@ -7,19 +7,28 @@
 //! calls through `warden_platform::PlatformClient`. Nothing here writes to stdout: it
 //! belongs to the protocol (logs go to stderr through `warden_telemetry`).
 
+mod answer;
 pub mod auth;
 pub mod caller;
 pub mod error;
 mod gateway;
 pub mod http;
 mod input;
+mod quoting;
 mod resources;
 pub mod schema;
 mod server;
 mod subscriptions;
-mod text;
 mod tools;
-mod util;
+
+/// The old paths `tools/rich.rs` imports by (that file is being changed elsewhere at the same
+/// time): drop these once it imports from [`answer`] and [`quoting`].
+mod util {
+    pub(crate) use crate::answer::finish;
+}
+mod text {
+    pub(crate) use crate::quoting::detail;
+}
 
 pub use gateway::Gateway;
 

@@ -2,6 +2,7 @@
 
 use std::sync::Arc;
 
+use rmcp::handler::server::router::tool::ToolRouter;
 use rmcp::handler::server::tool::ToolCallContext;
 #[allow(deprecated)]
 use rmcp::model::{
@@ -61,22 +62,26 @@ impl Gateway {
                 hints,
             }),
             subscriptions,
-            tool_router: Arc::new(
-                Self::send_tools()
-                    + Self::rich_tools()
-                    + Self::media_tools()
-                    + Self::conversation_tools()
-                    + Self::customer_tools()
-                    + Self::delivery_tools()
-                    + Self::template_tools()
-                    + Self::campaign_tools()
-                    + Self::account_tools()
-                    + Self::sender_tools()
-                    + Self::holder_tools()
-                    + Self::preview_tools(),
-            ),
+            tool_router: Arc::new(Self::all_tools()),
             local,
         })
+    }
+
+    /// Every tool, each module's router combined: what `tools/list` serves (filtered by the
+    /// caller's scopes) and what the scope table is checked against.
+    pub(crate) fn all_tools() -> ToolRouter<Gateway> {
+        Self::send_tools()
+            + Self::rich_tools()
+            + Self::media_tools()
+            + Self::conversation_tools()
+            + Self::customer_tools()
+            + Self::delivery_tools()
+            + Self::template_tools()
+            + Self::campaign_tools()
+            + Self::account_tools()
+            + Self::sender_tools()
+            + Self::holder_tools()
+            + Self::preview_tools()
     }
 
     /// The caller of this request: the one the HTTP transport attached, else the local one.

@@ -11,7 +11,7 @@
 use serde_json::{Value, json};
 
 use crate::template_spec::{
-    ButtonKind, HeaderFormat, ParameterFormat, TemplateSpec, is_param_name, named_params,
+    Button, ButtonKind, HeaderFormat, ParameterFormat, TemplateSpec, is_param_name, named_params,
 };
 use crate::templates::{TemplateError, parse_variables, validate_variables};
 use crate::text::{TextKind, check};
@@ -158,200 +158,278 @@ pub fn resolve(
     variables: &[String],
     components: &[Value],
 ) -> Result<Vec<Value>, ParamError> {
-    let mut header: Option<&Value> = None;
-    let mut body: Option<&Value> = None;
-    let mut buttons: Vec<(usize, &Value)> = Vec::new();
-    for (i, c) in components.iter().enumerate() {
-        let ty = c
-            .get("type")
-            .and_then(Value::as_str)
-            .ok_or_else(|| {
-                perr(format!(
-                    "components[{i}] needs a \"type\": header, body or button"
-                ))
-            })?
-            .to_ascii_lowercase();
-        let slot = match ty.as_str() {
-            "header" => &mut header,
-            "body" => &mut body,
-            "button" | "buttons" => {
-                let index = match c.get("index") {
-                    Some(Value::Number(n)) => n.as_u64().map(|n| n as usize),
-                    Some(Value::String(s)) => s.trim().parse().ok(),
-                    _ => None,
-                }
+    // The platform's order: header, body, then the buttons by index.
+    let mut given = Given::sort(components)?;
+    let mut out = Vec::new();
+    out.extend(resolve_header(spec, given.header)?);
+    out.extend(resolve_body(spec, variables, given.body)?);
+    given.buttons.sort_by_key(|(i, _)| *i);
+    check_button_sub_types(spec, &given.buttons)?;
+    for (index, b) in spec.buttons.iter().enumerate() {
+        let c = given
+            .buttons
+            .iter()
+            .find(|(i, _)| *i == index)
+            .map(|(_, c)| *c);
+        if let Some(param) = button_parameter(index, b, c)? {
+            out.push(json!({
+                "type": "button",
+                "sub_type": b.kind.sub_type(),
+                "index": index.to_string(),
+                "parameters": [param],
+            }));
+        }
+    }
+    Ok(out)
+}
+
+/// The caller's components by slot: at most one header and one body, buttons by index.
+struct Given<'a> {
+    header: Option<&'a Value>,
+    body: Option<&'a Value>,
+    buttons: Vec<(usize, &'a Value)>,
+}
+
+impl<'a> Given<'a> {
+    fn sort(components: &'a [Value]) -> Result<Given<'a>, ParamError> {
+        let mut given = Given {
+            header: None,
+            body: None,
+            buttons: Vec::new(),
+        };
+        for (i, c) in components.iter().enumerate() {
+            let ty = c
+                .get("type")
+                .and_then(Value::as_str)
                 .ok_or_else(|| {
                     perr(format!(
-                        "components[{i}] (a button) needs its \"index\", 0 for the first button"
+                        "components[{i}] needs a \"type\": header, body or button"
                     ))
-                })?;
-                if buttons.iter().any(|(j, _)| *j == index) {
-                    return Err(perr(format!("components give button index {index} twice")));
+                })?
+                .to_ascii_lowercase();
+            let slot = match ty.as_str() {
+                "header" => &mut given.header,
+                "body" => &mut given.body,
+                "button" | "buttons" => {
+                    let index = button_index(i, c)?;
+                    if given.buttons.iter().any(|(j, _)| *j == index) {
+                        return Err(perr(format!("components give button index {index} twice")));
+                    }
+                    given.buttons.push((index, c));
+                    continue;
                 }
-                buttons.push((index, c));
-                continue;
+                other => {
+                    return Err(perr(format!(
+                        "components[{i}] has type {other:?}; use header, body or button"
+                    )));
+                }
+            };
+            if slot.is_some() {
+                return Err(perr(format!("components give the {ty} twice")));
             }
-            other => {
+            *slot = Some(c);
+        }
+        Ok(given)
+    }
+}
+
+/// The `index` of button component `i` (a number or a numeric string).
+fn button_index(i: usize, c: &Value) -> Result<usize, ParamError> {
+    match c.get("index") {
+        Some(Value::Number(n)) => n.as_u64().map(|n| n as usize),
+        Some(Value::String(s)) => s.trim().parse().ok(),
+        _ => None,
+    }
+    .ok_or_else(|| {
+        perr(format!(
+            "components[{i}] (a button) needs its \"index\", 0 for the first button"
+        ))
+    })
+}
+
+/// The header component to send, if the template's header takes a parameter.
+fn resolve_header(spec: &TemplateSpec, given: Option<&Value>) -> Result<Option<Value>, ParamError> {
+    match (spec.header.as_ref(), given) {
+        (None, Some(_)) => Err(perr(
+            "the template has no header, so components may not hold a header parameter",
+        )),
+        (Some(h), given) => match h.format {
+            HeaderFormat::Text => text_header(spec, given),
+            format => media_header(format, given).map(Some),
+        },
+        (None, None) => Ok(None),
+    }
+}
+
+/// A text header: one text parameter when its text has a variable (named as in the
+/// template when the template names its parameters), none otherwise.
+fn text_header(spec: &TemplateSpec, given: Option<&Value>) -> Result<Option<Value>, ParamError> {
+    match (spec.header_variable(), given) {
+        (None, Some(_)) => Err(perr(
+            "the template's header text has no variable, so it takes no header parameter",
+        )),
+        (Some(name), Some(c)) => {
+            let ps = parameters(c, "the header")?;
+            if ps.len() != 1 {
                 return Err(perr(format!(
-                    "components[{i}] has type {other:?}; use header, body or button"
+                    "the template's header has 1 variable, so the header takes exactly 1 parameter, but {} were given",
+                    ps.len()
                 )));
             }
-        };
-        if slot.is_some() {
-            return Err(perr(format!("components give the {ty} twice")));
-        }
-        *slot = Some(c);
-    }
-    let mut out = Vec::new();
-
-    // Header.
-    match (spec.header.as_ref(), header) {
-        (None, Some(_)) => {
-            return Err(perr(
-                "the template has no header, so components may not hold a header parameter",
-            ));
-        }
-        (Some(h), given) => match h.format {
-            HeaderFormat::Text => match (spec.header_variable(), given) {
-                (None, Some(_)) => {
-                    return Err(perr(
-                        "the template's header text has no variable, so it takes no header parameter",
-                    ));
-                }
-                (Some(name), Some(c)) => {
-                    let ps = parameters(c, "the header")?;
-                    if ps.len() != 1 {
-                        return Err(perr(format!(
-                            "the template's header has 1 variable, so the header takes exactly 1 parameter, but {} were given",
-                            ps.len()
-                        )));
-                    }
-                    let value = text_param(&ps[0], "the header parameter")?;
-                    let mut p = json!({"type": "text", "text": value});
-                    if let Some(name) = name {
-                        let given_name = ps[0].get("parameter_name").and_then(Value::as_str);
-                        if given_name != Some(name.as_str()) {
-                            return Err(perr(format!(
-                                "the header parameter must be named {name:?} (parameter_name), as in the template"
-                            )));
-                        }
-                        p["parameter_name"] = json!(name);
-                    }
-                    out.push(json!({"type": "header", "parameters": [p]}));
-                }
-                (Some(_), None) => {
-                    return Err(perr(
-                        "the template's header has a variable: add {\"type\": \"header\", \"parameters\": [{\"type\": \"text\", \"text\": \"...\"}]} to components",
-                    ));
-                }
-                (None, None) => {}
-            },
-            format => {
-                let want = format.parameter_type();
-                let Some(c) = given else {
+            let value = text_param(&ps[0], "the header parameter")?;
+            let mut p = json!({"type": "text", "text": value});
+            if let Some(name) = name {
+                let given_name = ps[0].get("parameter_name").and_then(Value::as_str);
+                if given_name != Some(name.as_str()) {
                     return Err(perr(format!(
-                        "the template's header is {}: add {{\"type\": \"header\", \"parameters\": [{{\"type\": \"{want}\", \"{want}\": {{\"link\": \"https://...\"}}}}]}} to components",
-                        format.as_upper()
-                    )));
-                };
-                let ps = parameters(c, "the header")?;
-                if ps.len() != 1 {
-                    return Err(perr(format!(
-                        "the header takes exactly 1 {want} parameter, but {} were given",
-                        ps.len()
+                        "the header parameter must be named {name:?} (parameter_name), as in the template"
                     )));
                 }
-                out.push(json!({"type": "header", "parameters": [header_media(&ps[0], format)?]}));
+                p["parameter_name"] = json!(name);
             }
-        },
-        (None, None) => {}
+            Ok(Some(json!({"type": "header", "parameters": [p]})))
+        }
+        (Some(_), None) => Err(perr(
+            "the template's header has a variable: add {\"type\": \"header\", \"parameters\": [{\"type\": \"text\", \"text\": \"...\"}]} to components",
+        )),
+        (None, None) => Ok(None),
     }
+}
 
-    // Body.
+/// A media header (image, video, document): exactly one parameter of its type.
+fn media_header(format: HeaderFormat, given: Option<&Value>) -> Result<Value, ParamError> {
+    let want = format.parameter_type();
+    let Some(c) = given else {
+        return Err(perr(format!(
+            "the template's header is {}: add {{\"type\": \"header\", \"parameters\": [{{\"type\": \"{want}\", \"{want}\": {{\"link\": \"https://...\"}}}}]}} to components",
+            format.as_upper()
+        )));
+    };
+    let ps = parameters(c, "the header")?;
+    if ps.len() != 1 {
+        return Err(perr(format!(
+            "the header takes exactly 1 {want} parameter, but {} were given",
+            ps.len()
+        )));
+    }
+    Ok(json!({"type": "header", "parameters": [header_media(&ps[0], format)?]}))
+}
+
+/// The body component to send, if the body takes values: from `variables` or from the
+/// caller's body component (never both), as the template's parameter format wants them.
+fn resolve_body(
+    spec: &TemplateSpec,
+    variables: &[String],
+    body: Option<&Value>,
+) -> Result<Option<Value>, ParamError> {
     if body.is_some() && !variables.is_empty() {
         return Err(perr(
             "give the body's values either in variables or in a body component, not both",
         ));
     }
-    let (positional, named): (Vec<String>, Vec<(String, String)>) = match body {
+    let (positional, named) = match body {
         None => (variables.to_vec(), Vec::new()),
-        Some(c) => {
-            let ps = parameters(c, "the body")?;
-            let mut pos = Vec::new();
-            let mut named = Vec::new();
-            for (i, p) in ps.iter().enumerate() {
-                let value = text_param(p, &format!("body parameter {}", i + 1))?;
-                match p.get("parameter_name").and_then(Value::as_str) {
-                    Some(n) => named.push((n.to_owned(), value)),
-                    None => pos.push(value),
-                }
-            }
-            if !pos.is_empty() && !named.is_empty() {
-                return Err(perr(
-                    "body parameters are either all named (parameter_name) or all positional",
-                ));
-            }
-            (pos, named)
-        }
+        Some(c) => body_values(c)?,
     };
     match spec.parameter_format {
-        ParameterFormat::Positional => {
-            if !named.is_empty() {
-                return Err(perr(
-                    "the template uses positional parameters ({{1}}, {{2}}, ...), so pass variables as a JSON array, not named values",
-                ));
-            }
-            validate_variables(&spec.body, &positional).map_err(|e| perr(e.to_string()))?;
-            if !positional.is_empty() {
-                let ps: Vec<Value> = positional
-                    .iter()
-                    .map(|v| json!({"type": "text", "text": v}))
-                    .collect();
-                out.push(json!({"type": "body", "parameters": ps}));
-            }
-        }
-        ParameterFormat::Named => {
-            let wanted = named_params(&spec.body);
-            if !positional.is_empty() {
-                return Err(perr(format!(
-                    "the template uses named parameters ({}), so pass variables as a JSON object keyed by those names",
-                    wanted
-                        .iter()
-                        .map(|n| format!("{{{{{n}}}}}"))
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                )));
-            }
-            for (i, (n, _)) in named.iter().enumerate() {
-                if named[..i].iter().any(|(m, _)| m == n) {
-                    return Err(perr(format!("variable {n:?} is given twice")));
-                }
-                if !wanted.contains(n) {
-                    return Err(perr(format!("the template has no parameter {{{{{n}}}}}")));
-                }
-                if let Err(e) = check(&named[i].1, TextKind::TemplateParameter) {
-                    return Err(perr(format!("variable {n} {e}")));
-                }
-            }
-            if let Some(missing) = wanted.iter().find(|w| !named.iter().any(|(n, _)| n == *w)) {
-                return Err(perr(format!(
-                    "variable {missing:?} is missing; the template's body uses {{{{{missing}}}}}"
-                )));
-            }
-            if !named.is_empty() {
-                // In the template's order, so the same values always make the same body.
-                let ordered: Vec<(String, String)> = wanted
-                    .iter()
-                    .filter_map(|w| named.iter().find(|(n, _)| n == w).cloned())
-                    .collect();
-                out.push(named_body_component(&ordered));
-            }
+        ParameterFormat::Positional => positional_body(spec, &positional, &named),
+        ParameterFormat::Named => named_body(spec, &positional, &named),
+    }
+}
+
+/// A body component's values: positional, or named by `parameter_name` (not a mix).
+#[allow(clippy::type_complexity)] // the two shapes a body's values come in
+fn body_values(c: &Value) -> Result<(Vec<String>, Vec<(String, String)>), ParamError> {
+    let ps = parameters(c, "the body")?;
+    let mut pos = Vec::new();
+    let mut named = Vec::new();
+    for (i, p) in ps.iter().enumerate() {
+        let value = text_param(p, &format!("body parameter {}", i + 1))?;
+        match p.get("parameter_name").and_then(Value::as_str) {
+            Some(n) => named.push((n.to_owned(), value)),
+            None => pos.push(value),
         }
     }
+    if !pos.is_empty() && !named.is_empty() {
+        return Err(perr(
+            "body parameters are either all named (parameter_name) or all positional",
+        ));
+    }
+    Ok((pos, named))
+}
 
-    // Buttons.
-    buttons.sort_by_key(|(i, _)| *i);
-    for (index, c) in &buttons {
+/// A `{{1}}`, `{{2}}` body: one value per placeholder, in order.
+fn positional_body(
+    spec: &TemplateSpec,
+    positional: &[String],
+    named: &[(String, String)],
+) -> Result<Option<Value>, ParamError> {
+    if !named.is_empty() {
+        return Err(perr(
+            "the template uses positional parameters ({{1}}, {{2}}, ...), so pass variables as a JSON array, not named values",
+        ));
+    }
+    validate_variables(&spec.body, positional).map_err(|e| perr(e.to_string()))?;
+    if positional.is_empty() {
+        return Ok(None);
+    }
+    let ps: Vec<Value> = positional
+        .iter()
+        .map(|v| json!({"type": "text", "text": v}))
+        .collect();
+    Ok(Some(json!({"type": "body", "parameters": ps})))
+}
+
+/// A `{{name}}` body: every name once, none the template lacks, none missing.
+fn named_body(
+    spec: &TemplateSpec,
+    positional: &[String],
+    named: &[(String, String)],
+) -> Result<Option<Value>, ParamError> {
+    let wanted = named_params(&spec.body);
+    if !positional.is_empty() {
+        return Err(perr(format!(
+            "the template uses named parameters ({}), so pass variables as a JSON object keyed by those names",
+            wanted
+                .iter()
+                .map(|n| format!("{{{{{n}}}}}"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        )));
+    }
+    for (i, (n, _)) in named.iter().enumerate() {
+        if named[..i].iter().any(|(m, _)| m == n) {
+            return Err(perr(format!("variable {n:?} is given twice")));
+        }
+        if !wanted.contains(n) {
+            return Err(perr(format!("the template has no parameter {{{{{n}}}}}")));
+        }
+        if let Err(e) = check(&named[i].1, TextKind::TemplateParameter) {
+            return Err(perr(format!("variable {n} {e}")));
+        }
+    }
+    if let Some(missing) = wanted.iter().find(|w| !named.iter().any(|(n, _)| n == *w)) {
+        return Err(perr(format!(
+            "variable {missing:?} is missing; the template's body uses {{{{{missing}}}}}"
+        )));
+    }
+    if named.is_empty() {
+        return Ok(None);
+    }
+    // In the template's order, so the same values always make the same body.
+    let ordered: Vec<(String, String)> = wanted
+        .iter()
+        .filter_map(|w| named.iter().find(|(n, _)| n == w).cloned())
+        .collect();
+    Ok(Some(named_body_component(&ordered)))
+}
+
+/// Every button component names a button of the template, by its sub_type.
+fn check_button_sub_types(
+    spec: &TemplateSpec,
+    buttons: &[(usize, &Value)],
+) -> Result<(), ParamError> {
+    for (index, c) in buttons {
         let Some(b) = spec.buttons.get(*index) else {
             return Err(perr(format!(
                 "components name button index {index}, but the template has {} button(s)",
@@ -371,100 +449,102 @@ pub fn resolve(
             )));
         }
     }
-    for (index, b) in spec.buttons.iter().enumerate() {
-        let given = buttons.iter().find(|(i, _)| *i == index).map(|(_, c)| *c);
-        let what = format!("button {index} ({})", b.kind.as_upper());
-        let param = match b.kind {
-            ButtonKind::Url if b.has_url_variable() => {
-                let c = given.ok_or_else(|| {
-                    perr(format!(
-                        "{what} has a URL ending in {{{{1}}}}: add {{\"type\": \"button\", \"sub_type\": \"url\", \"index\": \"{index}\", \"parameters\": [{{\"type\": \"text\", \"text\": \"...\"}}]}} to components"
-                    ))
-                })?;
-                let ps = parameters(c, &what)?;
-                if ps.len() != 1 {
-                    return Err(perr(format!(
-                        "{what} takes exactly 1 text parameter (the URL suffix), but {} were given",
-                        ps.len()
-                    )));
-                }
-                json!({"type": "text", "text": text_param(&ps[0], &format!("{what}'s parameter"))?})
-            }
-            ButtonKind::Otp => {
-                let c = given.ok_or_else(|| {
-                    perr(format!(
-                        "{what} needs the code: add {{\"type\": \"button\", \"sub_type\": \"url\", \"index\": \"{index}\", \"parameters\": [{{\"type\": \"text\", \"text\": \"<code>\"}}]}} to components"
-                    ))
-                })?;
-                let ps = parameters(c, &what)?;
-                if ps.len() != 1 {
-                    return Err(perr(format!(
-                        "{what} takes exactly 1 text parameter (the code), but {} were given",
-                        ps.len()
-                    )));
-                }
-                json!({"type": "text", "text": text_param(&ps[0], &format!("{what}'s parameter"))?})
-            }
-            ButtonKind::CopyCode => {
-                let c = given.ok_or_else(|| {
-                    perr(format!(
-                        "{what} needs the code to copy: add {{\"type\": \"button\", \"sub_type\": \"copy_code\", \"index\": \"{index}\", \"parameters\": [{{\"type\": \"coupon_code\", \"coupon_code\": \"...\"}}]}} to components"
-                    ))
-                })?;
-                let ps = parameters(c, &what)?;
-                let code = match ps {
-                    [p] if p.get("type").and_then(Value::as_str) == Some("coupon_code") => {
-                        p.get("coupon_code").and_then(Value::as_str).unwrap_or("")
-                    }
-                    _ => {
-                        return Err(perr(format!(
-                            "{what} takes exactly 1 parameter {{\"type\": \"coupon_code\", \"coupon_code\": \"...\"}}"
-                        )));
-                    }
-                };
-                if code.trim().is_empty()
-                    || code.chars().count() > crate::template_spec::MAX_COPY_CODE_CHARS
+    Ok(())
+}
+
+/// Button `index`'s parameter to send, from its component `given`; None for a button that
+/// takes none (a fixed URL or number, a quick reply left to its default payload).
+fn button_parameter(
+    index: usize,
+    b: &Button,
+    given: Option<&Value>,
+) -> Result<Option<Value>, ParamError> {
+    let what = format!("button {index} ({})", b.kind.as_upper());
+    let param = match b.kind {
+        ButtonKind::Url if b.has_url_variable() => {
+            let c = given.ok_or_else(|| {
+                perr(format!(
+                    "{what} has a URL ending in {{{{1}}}}: add {{\"type\": \"button\", \"sub_type\": \"url\", \"index\": \"{index}\", \"parameters\": [{{\"type\": \"text\", \"text\": \"...\"}}]}} to components"
+                ))
+            })?;
+            single_text(c, &what, "the URL suffix")?
+        }
+        ButtonKind::Otp => {
+            let c = given.ok_or_else(|| {
+                perr(format!(
+                    "{what} needs the code: add {{\"type\": \"button\", \"sub_type\": \"url\", \"index\": \"{index}\", \"parameters\": [{{\"type\": \"text\", \"text\": \"<code>\"}}]}} to components"
+                ))
+            })?;
+            single_text(c, &what, "the code")?
+        }
+        ButtonKind::CopyCode => {
+            let c = given.ok_or_else(|| {
+                perr(format!(
+                    "{what} needs the code to copy: add {{\"type\": \"button\", \"sub_type\": \"copy_code\", \"index\": \"{index}\", \"parameters\": [{{\"type\": \"coupon_code\", \"coupon_code\": \"...\"}}]}} to components"
+                ))
+            })?;
+            coupon_code(c, &what)?
+        }
+        ButtonKind::QuickReply => {
+            let Some(c) = given else { return Ok(None) };
+            let ps = parameters(c, &what)?;
+            match ps {
+                [p] if p.get("type").and_then(Value::as_str) == Some("payload")
+                    && p.get("payload").and_then(Value::as_str).is_some() =>
                 {
+                    json!({"type": "payload", "payload": p["payload"]})
+                }
+                _ => {
                     return Err(perr(format!(
-                        "{what}'s coupon_code must be 1 to {} characters",
-                        crate::template_spec::MAX_COPY_CODE_CHARS
+                        "{what} takes exactly 1 parameter {{\"type\": \"payload\", \"payload\": \"...\"}}"
                     )));
                 }
-                json!({"type": "coupon_code", "coupon_code": code})
             }
-            ButtonKind::QuickReply => {
-                let Some(c) = given else { continue };
-                let ps = parameters(c, &what)?;
-                match ps {
-                    [p] if p.get("type").and_then(Value::as_str) == Some("payload")
-                        && p.get("payload").and_then(Value::as_str).is_some() =>
-                    {
-                        json!({"type": "payload", "payload": p["payload"]})
-                    }
-                    _ => {
-                        return Err(perr(format!(
-                            "{what} takes exactly 1 parameter {{\"type\": \"payload\", \"payload\": \"...\"}}"
-                        )));
-                    }
-                }
+        }
+        ButtonKind::Url | ButtonKind::PhoneNumber => {
+            if given.is_some() {
+                return Err(perr(format!(
+                    "{what} takes no parameter (its URL or number is fixed)"
+                )));
             }
-            ButtonKind::Url | ButtonKind::PhoneNumber => {
-                if given.is_some() {
-                    return Err(perr(format!(
-                        "{what} takes no parameter (its URL or number is fixed)"
-                    )));
-                }
-                continue;
-            }
-        };
-        out.push(json!({
-            "type": "button",
-            "sub_type": b.kind.sub_type(),
-            "index": index.to_string(),
-            "parameters": [param],
-        }));
+            return Ok(None);
+        }
+    };
+    Ok(Some(param))
+}
+
+/// A URL or OTP button's one text parameter (`what_it_is`: what the text stands for).
+fn single_text(c: &Value, what: &str, what_it_is: &str) -> Result<Value, ParamError> {
+    let ps = parameters(c, what)?;
+    if ps.len() != 1 {
+        return Err(perr(format!(
+            "{what} takes exactly 1 text parameter ({what_it_is}), but {} were given",
+            ps.len()
+        )));
     }
-    Ok(out)
+    Ok(json!({"type": "text", "text": text_param(&ps[0], &format!("{what}'s parameter"))?}))
+}
+
+/// A copy-code button's one coupon_code parameter, within the platform's length.
+fn coupon_code(c: &Value, what: &str) -> Result<Value, ParamError> {
+    let ps = parameters(c, what)?;
+    let code = match ps {
+        [p] if p.get("type").and_then(Value::as_str) == Some("coupon_code") => {
+            p.get("coupon_code").and_then(Value::as_str).unwrap_or("")
+        }
+        _ => {
+            return Err(perr(format!(
+                "{what} takes exactly 1 parameter {{\"type\": \"coupon_code\", \"coupon_code\": \"...\"}}"
+            )));
+        }
+    };
+    if code.trim().is_empty() || code.chars().count() > crate::template_spec::MAX_COPY_CODE_CHARS {
+        return Err(perr(format!(
+            "{what}'s coupon_code must be 1 to {} characters",
+            crate::template_spec::MAX_COPY_CODE_CHARS
+        )));
+    }
+    Ok(json!({"type": "coupon_code", "coupon_code": code}))
 }
 
 #[cfg(test)]

@@ -151,6 +151,8 @@ async fn send_message(
     }
 }
 
+/// One send as the platform answers it: the recipient, then the body's own checks, then
+/// the number's limits and faults ([`Sim::accept_send`]), in the platform's order.
 fn handle_send(sim: &Sim, number: &Number, send: SendRequest) -> Result<SendResponse, Refusal> {
     if send.messaging_product != "whatsapp" {
         return Err(Refusal::new(
@@ -159,35 +161,7 @@ fn handle_send(sim: &Sim, number: &Number, send: SendRequest) -> Result<SendResp
             "The parameter messaging_product is required and must be 'whatsapp'",
         ));
     }
-    // `to` wins when both are given; else `recipient`, a BSUID or parent BSUID the
-    // platform must know.
-    let to_digits = digits(&send.to);
-    let to_digits = match send.recipient.as_deref().map(str::trim) {
-        _ if !to_digits.is_empty() => to_digits,
-        Some(r) if !r.is_empty() => {
-            if !crate::users::is_bsuid(r) {
-                return Err(Refusal::new(
-                    400,
-                    100,
-                    format!("Invalid parameter: recipient {r:?} is not a business-scoped user ID"),
-                ));
-            }
-            match sim.users.get(r) {
-                // A parent BSUID reaches the user's own BSUID on this number.
-                Some(u) => u.user_id.unwrap_or_else(|| r.to_owned()),
-                None => {
-                    return Err(Refusal::new(
-                        400,
-                        131026,
-                        format!(
-                            "Message undeliverable: recipient {r} is not a WhatsApp user known to this business"
-                        ),
-                    ));
-                }
-            }
-        }
-        _ => return Err(Refusal::new(400, 100, "The parameter to is required")),
-    };
+    let to_digits = recipient_digits(sim, &send)?;
     let kind = if send.kind.is_empty() {
         "text"
     } else {
@@ -195,82 +169,10 @@ fn handle_send(sim: &Sim, number: &Number, send: SendRequest) -> Result<SendResp
     };
     let (category, billable): (&str, bool) = match kind {
         "text" => {
-            let body = send.text.as_ref().map(|t| t.body.as_str()).unwrap_or("");
-            if body.is_empty() {
-                return Err(Refusal::new(
-                    400,
-                    100,
-                    "The parameter text['body'] is required",
-                ));
-            }
-            if body.chars().count() > MAX_TEXT_BODY {
-                return Err(Refusal::new(
-                    400,
-                    100,
-                    format!("text['body'] is longer than {MAX_TEXT_BODY} characters"),
-                ));
-            }
+            check_text_body(&send)?;
             ("service", false)
         }
-        "template" => {
-            let Some(tm) = send.template.as_ref() else {
-                return Err(Refusal::new(400, 100, "The parameter template is required"));
-            };
-            if tm.name.is_empty() || tm.language.code.is_empty() {
-                return Err(Refusal::new(
-                    400,
-                    100,
-                    "template['name'] and template['language']['code'] are required",
-                ));
-            }
-            // Only the templates of the sending number's account.
-            let templates = sim
-                .registry(number.waba_id())
-                .unwrap_or(&sim.templates)
-                .read()
-                .unwrap_or_else(|p| p.into_inner());
-            let Some(t) = templates.get(&tm.name, &tm.language.code) else {
-                return Err(Refusal::new(
-                    404,
-                    132001,
-                    format!(
-                        "template name ({}) does not exist in {}",
-                        tm.name, tm.language.code
-                    ),
-                ));
-            };
-            match t.status.as_str() {
-                "APPROVED" => {}
-                "PAUSED" => {
-                    return Err(Refusal::new(
-                        400,
-                        132015,
-                        format!("template {} is paused", t.name),
-                    ));
-                }
-                "DISABLED" => {
-                    return Err(Refusal::new(
-                        400,
-                        132016,
-                        format!("template {} is disabled", t.name),
-                    ));
-                }
-                other => {
-                    return Err(Refusal::new(
-                        404,
-                        132001,
-                        format!(
-                            "template name ({}) does not exist in {} (status {other})",
-                            t.name, t.language
-                        ),
-                    ));
-                }
-            }
-            if let Err((code, details)) = t.check_send(tm) {
-                return Err(Refusal::new(400, code, details));
-            }
-            (t.pricing_category(), true)
-        }
+        "template" => (template_category(sim, number, &send)?, true),
         // Every other kind is checked like the platform does (131051, 131009, 131052).
         other => {
             crate::bodies::check(sim, other, &send.other)?;
@@ -304,6 +206,122 @@ fn handle_send(sim: &Sim, number: &Number, send: SendRequest) -> Result<SendResp
             message_status: Some("accepted".to_owned()),
         }],
     })
+}
+
+/// Whom a send goes to: `to` wins when both are given; else `recipient`, a BSUID or parent
+/// BSUID the platform must know.
+fn recipient_digits(sim: &Sim, send: &SendRequest) -> Result<String, Refusal> {
+    let to_digits = digits(&send.to);
+    match send.recipient.as_deref().map(str::trim) {
+        _ if !to_digits.is_empty() => Ok(to_digits),
+        Some(r) if !r.is_empty() => {
+            if !crate::users::is_bsuid(r) {
+                return Err(Refusal::new(
+                    400,
+                    100,
+                    format!("Invalid parameter: recipient {r:?} is not a business-scoped user ID"),
+                ));
+            }
+            match sim.users.get(r) {
+                // A parent BSUID reaches the user's own BSUID on this number.
+                Some(u) => Ok(u.user_id.unwrap_or_else(|| r.to_owned())),
+                None => Err(Refusal::new(
+                    400,
+                    131026,
+                    format!(
+                        "Message undeliverable: recipient {r} is not a WhatsApp user known to this business"
+                    ),
+                )),
+            }
+        }
+        _ => Err(Refusal::new(400, 100, "The parameter to is required")),
+    }
+}
+
+/// A text send has a body of 1 to [`MAX_TEXT_BODY`] characters.
+fn check_text_body(send: &SendRequest) -> Result<(), Refusal> {
+    let body = send.text.as_ref().map(|t| t.body.as_str()).unwrap_or("");
+    if body.is_empty() {
+        return Err(Refusal::new(
+            400,
+            100,
+            "The parameter text['body'] is required",
+        ));
+    }
+    if body.chars().count() > MAX_TEXT_BODY {
+        return Err(Refusal::new(
+            400,
+            100,
+            format!("text['body'] is longer than {MAX_TEXT_BODY} characters"),
+        ));
+    }
+    Ok(())
+}
+
+/// A template send names an APPROVED template of the sending number's account and fills
+/// it as the template asks; its pricing category.
+fn template_category(
+    sim: &Sim,
+    number: &Number,
+    send: &SendRequest,
+) -> Result<&'static str, Refusal> {
+    let Some(tm) = send.template.as_ref() else {
+        return Err(Refusal::new(400, 100, "The parameter template is required"));
+    };
+    if tm.name.is_empty() || tm.language.code.is_empty() {
+        return Err(Refusal::new(
+            400,
+            100,
+            "template['name'] and template['language']['code'] are required",
+        ));
+    }
+    // Only the templates of the sending number's account.
+    let templates = sim
+        .registry(number.waba_id())
+        .unwrap_or(&sim.templates)
+        .read()
+        .unwrap_or_else(|p| p.into_inner());
+    let Some(t) = templates.get(&tm.name, &tm.language.code) else {
+        return Err(Refusal::new(
+            404,
+            132001,
+            format!(
+                "template name ({}) does not exist in {}",
+                tm.name, tm.language.code
+            ),
+        ));
+    };
+    match t.status.as_str() {
+        "APPROVED" => {}
+        "PAUSED" => {
+            return Err(Refusal::new(
+                400,
+                132015,
+                format!("template {} is paused", t.name),
+            ));
+        }
+        "DISABLED" => {
+            return Err(Refusal::new(
+                400,
+                132016,
+                format!("template {} is disabled", t.name),
+            ));
+        }
+        other => {
+            return Err(Refusal::new(
+                404,
+                132001,
+                format!(
+                    "template name ({}) does not exist in {} (status {other})",
+                    t.name, t.language
+                ),
+            ));
+        }
+    }
+    if let Err((code, details)) = t.check_send(tm) {
+        return Err(Refusal::new(400, code, details));
+    }
+    Ok(t.pricing_category())
 }
 
 // ---------------------------------------------------------------- control

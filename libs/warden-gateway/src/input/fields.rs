@@ -15,7 +15,7 @@ use warden_rules::phone::PhoneNumber;
 
 use super::parsers::parse_phone;
 use super::{PARAM, lift, refuse};
-use crate::text::{detail, echo};
+use crate::quoting::{detail, echo};
 
 /// One JSON scalar as given, or what else it was.
 enum Scalar {

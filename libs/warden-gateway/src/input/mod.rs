@@ -31,6 +31,7 @@ macro_rules! schema_of {
     };
 }
 
+pub(crate) mod checks;
 pub(crate) mod fields;
 pub(crate) mod parsers;
 pub(crate) mod shared;
@@ -43,11 +44,11 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 use crate::error::{ToolError, ToolResult};
-use crate::text::detail;
+use crate::quoting::detail;
 
 /// Stands for the parameter's name in a field type's error; [`parse`] writes the name in
 /// (a field type does not know which parameter it is). Invisible characters around it, so
-/// no caller's value (quoted with [`crate::text::echo`], which escapes them) can contain it.
+/// no caller's value (quoted with [`crate::quoting::echo`], which escapes them) can contain it.
 pub(crate) const PARAM: &str = "\u{2063}PARAM\u{2063}";
 /// Separates the message from the suggested action inside a serde error.
 const SEP: char = '\u{2064}';

@@ -2,7 +2,7 @@
 //! shared by several field types: language codes and customer identifiers.
 
 use crate::error::{ToolError, ToolResult};
-use crate::text::{detail, echo};
+use crate::quoting::{detail, echo};
 
 /// The longest language code taken (`zh_Hant_TW` has 10 characters).
 pub const MAX_LANGUAGE_CHARS: usize = 16;

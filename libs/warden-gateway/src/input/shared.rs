@@ -10,7 +10,7 @@ use super::fields::Text;
 use super::refuse;
 use crate::error::{ToolError, ToolResult};
 use crate::input::parsers::check_language;
-use crate::text::{echo, kind_message};
+use crate::quoting::{echo, kind_message};
 
 /// `channel`: absent means `whatsapp`, the only channel; any case.
 #[derive(Clone, Copy, Debug)]

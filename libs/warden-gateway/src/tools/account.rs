@@ -2,6 +2,7 @@
 //! get_spend.
 
 use chrono::Utc;
+use rmcp::handler::server::tool::ToolName;
 use rmcp::model::{CallToolResult, JsonObject};
 use rmcp::{tool, tool_router};
 use warden_core::delivery::reconcile::SyncReport;
@@ -12,16 +13,17 @@ use warden_store::models::PricingEntry;
 use schemars::JsonSchema;
 use serde::Deserialize;
 
+use crate::answer::{finish, ts};
 use crate::error::{ToolError, ToolResult};
 use crate::gateway::Gateway;
+use crate::input::checks::bounded;
 use crate::input::fields::{Text, Timestamp, Whole, opt_string, opt_whole};
 use crate::input::shared::SenderName;
 use crate::input::{Input, parse};
+use crate::quoting::{echo, kind_message};
 use crate::schema::{self, *};
-use crate::text::{echo, kind_message};
 use crate::tools::platform_template;
 use crate::tools::senders::sender_arg;
-use crate::util::{bounded, finish, ts};
 
 /// The most messages one estimate covers.
 const MAX_QUANTITY: i64 = 1_000_000_000;
@@ -66,7 +68,6 @@ pub struct AccountQualityIn {
 #[tool_router(router = account_tools, vis = "pub(crate)")]
 impl Gateway {
     #[tool(
-        name = "get_account_quality",
         description = "Read the business account's standing live from the platform (not cached): quality_rating (GREEN, \
 YELLOW, RED), quality_tier, the messaging limit tier and current_limit (unique customers reached by business-initiated \
 messages per rolling 24 hours, shared by every number), and messaging_limit: how many of them were used (Warden refuses \
@@ -77,15 +78,11 @@ message explains its code), UNAVAILABLE (the platform cannot be reached: retry l
         output_schema = schema::output::<AccountQualityOut>(),
         annotations(read_only_hint = true, open_world_hint = true)
     )]
-    async fn get_account_quality(&self, args: JsonObject) -> CallToolResult {
-        finish(
-            "get_account_quality",
-            self.get_account_quality_impl(args).await,
-        )
+    async fn get_account_quality(&self, tool: ToolName, args: JsonObject) -> CallToolResult {
+        finish(&tool.0, self.get_account_quality_impl(args).await)
     }
 
     #[tool(
-        name = "estimate_cost",
         description = "Estimate what sending quantity messages of a type to one country costs, from the stored rate card (no \
 platform call). Unknown countries use the DEFAULT rates (rate_country says which row was used). Returns \
 cost_per_conversation and total_estimated_cost as decimal strings with 4 places, currency, pricing_category and \
@@ -95,12 +92,11 @@ positive whole number), UNAVAILABLE.",
         output_schema = schema::output::<CostOut>(),
         annotations(read_only_hint = true, open_world_hint = false)
     )]
-    async fn estimate_cost(&self, args: JsonObject) -> CallToolResult {
-        finish("estimate_cost", self.estimate_cost_impl(args).await)
+    async fn estimate_cost(&self, tool: ToolName, args: JsonObject) -> CallToolResult {
+        finish(&tool.0, self.estimate_cost_impl(args).await)
     }
 
     #[tool(
-        name = "estimate_pricing",
         description = "Look up the price of one conversation of a type in a country from the stored rate card (no platform \
 call). Unknown countries use the DEFAULT rates (country then reads DEFAULT). Returns country, conversation_type, \
 cost_per_conversation (a number), currency, pricing_category and effective_date (YYYY-MM-DD). Errors: INVALID_ARGUMENT \
@@ -109,12 +105,11 @@ cost_per_conversation (a number), currency, pricing_category and effective_date 
         output_schema = schema::output::<PricingOut>(),
         annotations(read_only_hint = true, open_world_hint = false)
     )]
-    async fn estimate_pricing(&self, args: JsonObject) -> CallToolResult {
-        finish("estimate_pricing", self.estimate_pricing_impl(args).await)
+    async fn estimate_pricing(&self, tool: ToolName, args: JsonObject) -> CallToolResult {
+        finish(&tool.0, self.estimate_pricing_impl(args).await)
     }
 
     #[tool(
-        name = "get_spend",
         description = "What the business's messages cost over a period: Warden's estimate from the rate card beside \
 the actual cost the platform reported in its status webhooks (per-message pricing), in total and by category. \
 Covers outbound messages accepted from since (default 30 days before until) to until (default now). No platform \
@@ -125,12 +120,11 @@ INVALID_ARGUMENT (a timestamp that is not RFC 3339, since not before until, a pe
         output_schema = schema::output::<SpendOut>(),
         annotations(read_only_hint = true, open_world_hint = false)
     )]
-    async fn get_spend(&self, args: JsonObject) -> CallToolResult {
-        finish("get_spend", self.get_spend_impl(args).await)
+    async fn get_spend(&self, tool: ToolName, args: JsonObject) -> CallToolResult {
+        finish(&tool.0, self.get_spend_impl(args).await)
     }
 
     #[tool(
-        name = "sync_webhooks",
         description = "Manual, idempotent recovery when webhook events may have been missed: re-reads every local template's \
 status from the platform, settles sends stuck mid-delivery whose platform acceptance is on record, and re-publishes \
 accepted messages whose hand-off to delivery was lost. Returns template_synced (statuses re-read), messages_reconciled \
@@ -140,8 +134,8 @@ status webhook will settle; they are never blindly resent). Errors: UNAVAILABLE 
         output_schema = schema::output::<SyncWebhooksOut>(),
         annotations(read_only_hint = false, destructive_hint = false, idempotent_hint = true, open_world_hint = true)
     )]
-    async fn sync_webhooks(&self, _args: JsonObject) -> CallToolResult {
-        finish("sync_webhooks", self.sync_webhooks_impl().await)
+    async fn sync_webhooks(&self, tool: ToolName, _args: JsonObject) -> CallToolResult {
+        finish(&tool.0, self.sync_webhooks_impl().await)
     }
 
     async fn sync_webhooks_impl(&self) -> ToolResult<SyncWebhooksOut> {

@@ -3,16 +3,17 @@
 //! The reads are `warden_core::conversations`; history and inbox results are its structs, as
 //! the MCP resources serve them.
 
+use rmcp::handler::server::tool::ToolName;
 use rmcp::model::{CallToolResult, JsonObject};
 use rmcp::{tool, tool_router};
 use schemars::JsonSchema;
 use serde::Deserialize;
 
+use crate::answer::finish;
 use crate::error::{ToolError, ToolResult, code};
 use crate::gateway::Gateway;
 use crate::input::{Input, parse};
 use crate::schema::{self, *};
-use crate::util::finish;
 use chrono::Utc;
 use serde::Serialize;
 use warden_core::conversations::archive::ArchiveError;
@@ -22,12 +23,13 @@ use warden_platform::receipt::ReadReceipt;
 use warden_rules::compliance::Decision;
 use warden_rules::kinds::MessageType;
 
+use crate::answer::{opt_ts, ts};
+use crate::input::checks::{bounded, lower};
 use crate::input::fields::{Customer, Flag, Id, Text, Whole, opt_string, opt_whole};
 use crate::input::shared::OnChannel;
-use crate::text::echo;
+use crate::quoting::echo;
 use crate::tools::customers::CustomerIn;
 use crate::tools::page;
-use crate::util::{bounded, lower, opt_ts, ts};
 
 #[derive(Deserialize, JsonSchema)]
 pub struct ListConversationsIn {
@@ -97,7 +99,6 @@ pub struct MarkReadOut {
 #[tool_router(router = conversation_tools, vis = "pub(crate)")]
 impl Gateway {
     #[tool(
-        name = "check_conversation",
         description = "Read a customer's conversation state: whether the 24-hour care window is open, seconds left, when it \
 closes, last inbound/outbound times, and whether marketing and utility templates could be sent now (\"eligible\" or the \
 reason, e.g. user_opted_out). A customer who never wrote is a normal answer (window_open false, time_remaining_secs 0, \
@@ -109,15 +110,11 @@ the database. Errors: INVALID_ARGUMENT (bad phone or channel, unknown from), UNA
         output_schema = schema::output::<ConversationOut>(),
         annotations(read_only_hint = true, open_world_hint = false)
     )]
-    async fn check_conversation(&self, args: JsonObject) -> CallToolResult {
-        finish(
-            "check_conversation",
-            self.check_conversation_impl(args).await,
-        )
+    async fn check_conversation(&self, tool: ToolName, args: JsonObject) -> CallToolResult {
+        finish(&tool.0, self.check_conversation_impl(args).await)
     }
 
     #[tool(
-        name = "list_conversations",
         description = "List conversations page by page (archived ones are left out). status_filter: open (care window open), \
 closed, expiring_soon (open and closing within 2 hours: reply before it closes), or empty for all. Returns conversations \
 (id, customer_id, from: the number it is with, window state, timestamps; every number's without `from`), total (all matches), limit and offset; page with offset += limit while \
@@ -126,15 +123,11 @@ offset < total. Errors: INVALID_ARGUMENT (unknown status_filter, limit outside 1
         output_schema = schema::output::<ConversationsPage>(),
         annotations(read_only_hint = true, open_world_hint = false)
     )]
-    async fn list_conversations(&self, args: JsonObject) -> CallToolResult {
-        finish(
-            "list_conversations",
-            self.list_conversations_impl(args).await,
-        )
+    async fn list_conversations(&self, tool: ToolName, args: JsonObject) -> CallToolResult {
+        finish(&tool.0, self.list_conversations_impl(args).await)
     }
 
     #[tool(
-        name = "list_inbox",
         description = "List the customers waiting for an answer: those whose latest message is theirs (no outbound message \
 accepted since). Most urgent first: open care windows closing soonest, then closed ones. Each item: customer_id, \
 last_inbound_at, last_inbound_text, unanswered_count, window_open, time_remaining_secs, holder {kind, since, by, until} (skip \
@@ -145,12 +138,11 @@ or send_template (closed). Errors: INVALID_ARGUMENT (limit outside 1..500, negat
         output_schema = schema::output::<InboxPage>(),
         annotations(read_only_hint = true, open_world_hint = false)
     )]
-    async fn list_inbox(&self, args: JsonObject) -> CallToolResult {
-        crate::util::finish("list_inbox", self.inbox_impl(args).await)
+    async fn list_inbox(&self, tool: ToolName, args: JsonObject) -> CallToolResult {
+        finish(&tool.0, self.inbox_impl(args).await)
     }
 
     #[tool(
-        name = "get_conversation_history",
         description = "Read what a customer and we wrote, newest first, both directions: message_id, wamid, direction \
 (inbound = the customer), type (text, image, video, audio, document, sticker, location, contacts, interactive, button, \
 reaction, order, system, unsupported, edit, revoke, template), text (body, caption or chosen button/list title; the edited \
@@ -163,12 +155,11 @@ a UUID), NOT_FOUND (before is not a message of this customer), UNAVAILABLE.",
         output_schema = schema::output::<HistoryPage>(),
         annotations(read_only_hint = true, open_world_hint = false)
     )]
-    async fn get_conversation_history(&self, args: JsonObject) -> CallToolResult {
-        crate::util::finish("get_conversation_history", self.history_impl(args).await)
+    async fn get_conversation_history(&self, tool: ToolName, args: JsonObject) -> CallToolResult {
+        finish(&tool.0, self.history_impl(args).await)
     }
 
     #[tool(
-        name = "mark_as_read",
         description = "Tell the customer their message was read (blue ticks; the platform also marks their earlier \
 messages read), optionally with a \"typing…\" indicator while you prepare the answer (typing_indicator: true; it shows up to \
 25 s or until your reply). The message's status becomes read. Returns {message_id, status: \"read\"}. Errors: \
@@ -178,12 +169,11 @@ refused), UNAVAILABLE.",
         output_schema = schema::output::<MarkReadOut>(),
         annotations(read_only_hint = false, destructive_hint = false, idempotent_hint = true, open_world_hint = true)
     )]
-    async fn mark_as_read(&self, args: JsonObject) -> CallToolResult {
-        crate::util::finish("mark_as_read", self.mark_read_impl(args).await)
+    async fn mark_as_read(&self, tool: ToolName, args: JsonObject) -> CallToolResult {
+        finish(&tool.0, self.mark_read_impl(args).await)
     }
 
     #[tool(
-        name = "archive_chat",
         description = "Archive a conversation whose care window is closed (or never opened), so it leaves list_conversations. \
 A new message from the customer brings it back. Returns conversation_id, status \"archived\" and from_type (its \
 conversation type). Errors: CONVERSATION_ACTIVE (the window is still open: reply first or wait until it closes; \
@@ -192,8 +182,8 @@ check_conversation tells when), NOT_FOUND (unknown conversation_id), INVALID_ARG
         output_schema = schema::output::<ArchiveOut>(),
         annotations(read_only_hint = false, destructive_hint = false, idempotent_hint = true, open_world_hint = false)
     )]
-    async fn archive_chat(&self, args: JsonObject) -> CallToolResult {
-        finish("archive_chat", self.archive_chat_impl(args).await)
+    async fn archive_chat(&self, tool: ToolName, args: JsonObject) -> CallToolResult {
+        finish(&tool.0, self.archive_chat_impl(args).await)
     }
 }
 

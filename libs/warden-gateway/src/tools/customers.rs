@@ -1,23 +1,24 @@
 //! What is known of a customer before writing to them: get_customer_context (consent, tags,
 //! window, eligibility) and check_frequency_cap.
 
+use rmcp::handler::server::tool::ToolName;
 use rmcp::model::{CallToolResult, JsonObject};
 use rmcp::{tool, tool_router};
 use schemars::JsonSchema;
 use serde::Deserialize;
 
+use crate::answer::finish;
 use crate::error::ToolResult;
 use crate::gateway::Gateway;
 use crate::input::{Input, parse};
 use crate::schema::{self, *};
-use crate::util::finish;
 use chrono::Utc;
 use warden_rules::compliance::Decision;
 use warden_rules::kinds::MessageType;
 
+use crate::answer::{opt_ts, ts};
 use crate::input::fields::Customer;
 use crate::input::shared::OnChannel;
-use crate::util::{opt_ts, ts};
 
 #[derive(Deserialize, JsonSchema)]
 pub struct CustomerIn {
@@ -30,7 +31,6 @@ pub struct CustomerIn {
 #[tool_router(router = customer_tools, vis = "pub(crate)")]
 impl Gateway {
     #[tool(
-        name = "get_customer_context",
         description = "Everything needed to decide how to contact a customer, in one read: consent (opt_in marketing/utility), \
 tags, engagement_score, last_interaction, the conversation window, and eligibility for marketing, utility and service \
 (free-form) messages, each {eligible, reason_code when not}. A dry run: nothing is written, not even an audit row. Unknown \
@@ -40,15 +40,11 @@ the answer names: its conversation, its business's consent. Errors: INVALID_ARGU
         output_schema = schema::output::<CustomerContextOut>(),
         annotations(read_only_hint = true, open_world_hint = false)
     )]
-    async fn get_customer_context(&self, args: JsonObject) -> CallToolResult {
-        finish(
-            "get_customer_context",
-            self.get_customer_context_impl(args).await,
-        )
+    async fn get_customer_context(&self, tool: ToolName, args: JsonObject) -> CallToolResult {
+        finish(&tool.0, self.get_customer_context_impl(args).await)
     }
 
     #[tool(
-        name = "check_frequency_cap",
         description = "Tell whether the customer has reached the marketing frequency cap (messages per rolling window set by \
 policy). Returns is_capped; when capped also reason, suggested_action and reset_hint (when the next marketing message can \
 go); reason and suggested_action are empty when not capped. Use it before send_template with a marketing template or after \
@@ -57,11 +53,8 @@ FREQUENCY_CAP_EXCEEDED. Errors: INVALID_ARGUMENT (bad phone or channel), UNAVAIL
         output_schema = schema::output::<FrequencyOut>(),
         annotations(read_only_hint = true, open_world_hint = false)
     )]
-    async fn check_frequency_cap(&self, args: JsonObject) -> CallToolResult {
-        finish(
-            "check_frequency_cap",
-            self.check_frequency_cap_impl(args).await,
-        )
+    async fn check_frequency_cap(&self, tool: ToolName, args: JsonObject) -> CallToolResult {
+        finish(&tool.0, self.check_frequency_cap_impl(args).await)
     }
 }
 

@@ -1,24 +1,25 @@
 //! Following a message after it was accepted: get_delivery_status, retry_failed_messages,
 //! explain_error (the platform's error codes) and get_rate_limit (the pace of delivery).
 
+use rmcp::handler::server::tool::ToolName;
 use rmcp::model::{CallToolResult, JsonObject};
 use rmcp::{tool, tool_router};
 use schemars::JsonSchema;
 use serde::Deserialize;
 
+use crate::answer::finish;
 use crate::error::{ToolError, ToolResult, code};
 use crate::gateway::Gateway;
 use crate::input::{Input, parse};
 use crate::schema::{self, *};
-use crate::util::finish;
 use serde_json::Value;
 use uuid::Uuid;
 use warden_core::delivery::retries::RetryOutcome;
 
+use crate::answer::{opt_ts, ts};
 use crate::input::fields::{Id, Json, Text};
 use crate::input::shared::OnChannel;
-use crate::text::{ECHO_CHARS, echo, shorten};
-use crate::util::{opt_ts, ts};
+use crate::quoting::{ECHO_CHARS, echo, shorten};
 
 #[derive(Deserialize, JsonSchema)]
 pub struct MessageIdIn {
@@ -44,7 +45,6 @@ const MAX_RETRY_IDS: usize = 100;
 #[tool_router(router = delivery_tools, vis = "pub(crate)")]
 impl Gateway {
     #[tool(
-        name = "get_delivery_status",
         description = "Track a message by the message_id a send returned: status (scheduled, queued, sent, delivered, read or \
 failed), retry_count, timestamps; when failed an error object with the platform code, category, can_retry, explanation and \
 suggested_action (retry_failed_messages re-queues retryable failures). Errors: INVALID_ARGUMENT (not a UUID), NOT_FOUND \
@@ -53,15 +53,11 @@ suggested_action (retry_failed_messages re-queues retryable failures). Errors: I
         output_schema = schema::output::<DeliveryOut>(),
         annotations(read_only_hint = true, open_world_hint = false)
     )]
-    async fn get_delivery_status(&self, args: JsonObject) -> CallToolResult {
-        finish(
-            "get_delivery_status",
-            self.get_delivery_status_impl(args).await,
-        )
+    async fn get_delivery_status(&self, tool: ToolName, args: JsonObject) -> CallToolResult {
+        finish(&tool.0, self.get_delivery_status_impl(args).await)
     }
 
     #[tool(
-        name = "retry_failed_messages",
         description = "Re-queue failed messages. For each id: only failed messages are considered; failures the error \
 knowledge base marks as not retryable (e.g. the number is not on the platform) are skipped with a reason naming the \
 error code; compliance is re-run now (opt-outs, window, cap, policies) and a refusal skips the message; the rest are \
@@ -71,15 +67,11 @@ skipped}]}; skipped is not an error. Errors: INVALID_ARGUMENT (message_ids is no
         output_schema = schema::output::<RetryOut>(),
         annotations(read_only_hint = false, destructive_hint = false, idempotent_hint = false, open_world_hint = true)
     )]
-    async fn retry_failed_messages(&self, args: JsonObject) -> CallToolResult {
-        finish(
-            "retry_failed_messages",
-            self.retry_failed_messages_impl(args).await,
-        )
+    async fn retry_failed_messages(&self, tool: ToolName, args: JsonObject) -> CallToolResult {
+        finish(&tool.0, self.retry_failed_messages_impl(args).await)
     }
 
     #[tool(
-        name = "explain_error",
         description = "Explain a platform error code (for example from get_delivery_status): its category, whether a retry can \
 succeed (can_retry), a plain explanation and what to do. Codes Warden does not know get a cautious fallback (known false). \
 Errors: INVALID_ARGUMENT (code is not a number).",
@@ -87,12 +79,11 @@ Errors: INVALID_ARGUMENT (code is not a number).",
         output_schema = schema::output::<ExplainOut>(),
         annotations(read_only_hint = true, open_world_hint = false)
     )]
-    async fn explain_error(&self, args: JsonObject) -> CallToolResult {
-        finish("explain_error", self.explain_error_impl(args).await)
+    async fn explain_error(&self, tool: ToolName, args: JsonObject) -> CallToolResult {
+        finish(&tool.0, self.explain_error_impl(args).await)
     }
 
     #[tool(
-        name = "get_rate_limit",
         description = "Read the channel's shared send rate limiter (a token bucket in messages per second): capacity_mps, \
 tokens_remaining, tokens_used and when it last changed. Useful before a burst of sends; sends are never refused by it, \
 only paced. Errors: INVALID_ARGUMENT (bad channel), UNAVAILABLE (the cache is down; sending still works).",
@@ -100,8 +91,8 @@ only paced. Errors: INVALID_ARGUMENT (bad channel), UNAVAILABLE (the cache is do
         output_schema = schema::output::<RateLimitOut>(),
         annotations(read_only_hint = true, open_world_hint = false)
     )]
-    async fn get_rate_limit(&self, args: JsonObject) -> CallToolResult {
-        finish("get_rate_limit", self.get_rate_limit_impl(args).await)
+    async fn get_rate_limit(&self, tool: ToolName, args: JsonObject) -> CallToolResult {
+        finish(&tool.0, self.get_rate_limit_impl(args).await)
     }
 }
 

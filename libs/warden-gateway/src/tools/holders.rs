@@ -4,6 +4,7 @@
 //! number under the platform's conversation routing, calls thread control with that
 //! number's own client first: a refusal there changes nothing.
 
+use rmcp::handler::server::tool::ToolName;
 use rmcp::model::{CallToolResult, JsonObject};
 use rmcp::{tool, tool_router};
 use schemars::JsonSchema;
@@ -12,14 +13,14 @@ use warden_core::conversations::holder::{HandOffTo, HolderMoved, HolderView};
 use warden_platform::thread_control::{ControlPass, ThreadAction, ThreadControlRequest};
 use warden_rules::phone::PhoneNumber;
 
+use crate::answer::finish;
 use crate::error::{ToolError, ToolResult};
 use crate::gateway::Gateway;
 use crate::input::fields::{Customer, Text};
 use crate::input::shared::OnChannel;
 use crate::input::{Input, parse};
+use crate::quoting::echo;
 use crate::schema;
-use crate::text::echo;
-use crate::util::finish;
 
 /// The longest note a hand-off carries (the platform hands at most 2,000 characters on).
 const MAX_NOTE: usize = 2000;
@@ -27,7 +28,6 @@ const MAX_NOTE: usize = 2000;
 #[tool_router(router = holder_tools, vis = "pub(crate)")]
 impl Gateway {
     #[tool(
-        name = "hand_off_conversation",
         description = "Hand a conversation over when it needs someone else: to a person (to: \"human\"; holder human \
 until an operator releases it) or to the platform's own AI agent (to: \"platform_agent\"; holder other_app). From then on \
 agents' replies, free-form messages and marketing templates to this customer are refused CONVERSATION_HELD (utility and \
@@ -40,12 +40,11 @@ pass: nothing changed), FORBIDDEN, UNAVAILABLE.",
         output_schema = schema::output::<HolderMovedOut>(),
         annotations(read_only_hint = false, destructive_hint = false, idempotent_hint = true, open_world_hint = true)
     )]
-    async fn hand_off_conversation(&self, args: JsonObject) -> CallToolResult {
-        finish("hand_off_conversation", self.hand_off_impl(args).await)
+    async fn hand_off_conversation(&self, tool: ToolName, args: JsonObject) -> CallToolResult {
+        finish(&tool.0, self.hand_off_impl(args).await)
     }
 
     #[tool(
-        name = "release_conversation",
         description = "Give a held conversation back to the agents (holder agents): after a hand-off, an operator's \
 takeover, or a thread another app held. On a number under the platform's conversation routing the thread is released \
 with thread control (the platform then routes the customer's next message by its entry point). Returns from, \
@@ -56,8 +55,8 @@ INVALID_ARGUMENT (bad customer_id, unknown from), UPSTREAM_ERROR (the platform r
         output_schema = schema::output::<HolderMovedOut>(),
         annotations(read_only_hint = false, destructive_hint = false, idempotent_hint = true, open_world_hint = true)
     )]
-    async fn release_conversation(&self, args: JsonObject) -> CallToolResult {
-        finish("release_conversation", self.release_impl(args).await)
+    async fn release_conversation(&self, tool: ToolName, args: JsonObject) -> CallToolResult {
+        finish(&tool.0, self.release_impl(args).await)
     }
 }
 

@@ -3,6 +3,7 @@
 
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
+use rmcp::handler::server::tool::ToolName;
 use rmcp::model::{CallToolResult, ContentBlock, JsonObject, ResourceContents};
 use rmcp::{tool, tool_router};
 use schemars::JsonSchema;
@@ -12,6 +13,7 @@ use warden_platform::media::{DownloadError, sha256_hex};
 
 use serde::Deserialize;
 
+use crate::answer::finish;
 use crate::error::{ToolError, ToolResult, code};
 use crate::gateway::Gateway;
 use crate::input::fields::{Text, opt_string};
@@ -20,7 +22,6 @@ use crate::input::{Input, parse};
 use crate::schema;
 use crate::tools::rich::rich_error;
 use crate::tools::senders::sender_arg;
-use crate::util::finish;
 
 /// The longest media id taken.
 const MAX_MEDIA_ID_CHARS: usize = 256;
@@ -71,7 +72,6 @@ pub struct MediaOut {
 #[tool_router(router = media_tools, vis = "pub(crate)")]
 impl Gateway {
     #[tool(
-        name = "upload_media",
         description = "Upload a file (base64 data) to the platform and get a media_id to use with send_media. The \
 platform's type and size limits are checked first. Returns media_id, mime_type and size. Errors: INVALID_ARGUMENT (bad \
 base64, a type the platform does not take, or over its size limit: the message names the limit), UPSTREAM_ERROR (the \
@@ -80,12 +80,11 @@ platform refused), UNAVAILABLE.",
         output_schema = schema::output::<UploadMediaOut>(),
         annotations(read_only_hint = false, destructive_hint = false, idempotent_hint = false, open_world_hint = true)
     )]
-    async fn upload_media(&self, args: JsonObject) -> CallToolResult {
-        finish("upload_media", self.upload_media_impl(args).await)
+    async fn upload_media(&self, tool: ToolName, args: JsonObject) -> CallToolResult {
+        finish(&tool.0, self.upload_media_impl(args).await)
     }
 
     #[tool(
-        name = "get_media",
         description = "Fetch a customer's media by media_id: returns media_id, mime_type, sha256 and file_size, plus the \
 bytes as an image content block (images), an audio block (audio) or an embedded resource blob (anything else). The \
 checksum is verified. Errors: INVALID_ARGUMENT (larger than MEDIA_MAX_BYTES, default 5 MiB: nothing is downloaded past \
@@ -94,14 +93,14 @@ the limit), NOT_FOUND (the platform has no such media), UPSTREAM_ERROR (download
         output_schema = schema::output::<MediaOut>(),
         annotations(read_only_hint = true, open_world_hint = true)
     )]
-    async fn get_media(&self, args: JsonObject) -> CallToolResult {
+    async fn get_media(&self, tool: ToolName, args: JsonObject) -> CallToolResult {
         match self.get_media_impl(args).await {
             Ok((out, block)) => {
-                let mut result = finish("get_media", Ok(out));
+                let mut result = finish(&tool.0, Ok(out));
                 result.content.push(block);
                 result
             }
-            Err(e) => finish::<MediaOut>("get_media", Err(e)),
+            Err(e) => finish::<MediaOut>(&tool.0, Err(e)),
         }
     }
 }
@@ -137,7 +136,7 @@ impl Gateway {
     async fn get_media_impl(&self, args: JsonObject) -> ToolResult<(MediaOut, ContentBlock)> {
         let a: Input<GetMediaIn> = parse(args)?;
         let id = a.media_id.0.clone();
-        crate::util::check_len(
+        crate::input::checks::check_len(
             "media_id",
             &id,
             MAX_MEDIA_ID_CHARS,

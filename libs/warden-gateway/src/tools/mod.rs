@@ -47,11 +47,11 @@ use warden_platform::{PlatformError, TemplateInfo};
 use crate::error::upstream;
 use crate::error::{ToolError, ToolResult};
 use crate::gateway::Gateway;
+use crate::input::checks::bounded;
 use crate::input::fields::{Customer, Json, Text, Whole, opt_whole};
 use crate::input::shared::OnChannel;
+use crate::quoting::kind_message;
 use crate::schema::SendOut;
-use crate::text::kind_message;
-use crate::util::bounded;
 
 impl Gateway {
     /// A free-form (service) message from a tool through the one send path

@@ -3,57 +3,80 @@
 //! the same decisions (`warden_core::campaigns::preview`, the batched send path with
 //! nothing written). schedule_campaign answers the same numbers as `preview`.
 
+use std::sync::Arc;
+
 use chrono::{TimeDelta, Utc};
+use rmcp::handler::server::tool::ToolName;
 use rmcp::model::{CallToolResult, JsonObject};
 use rmcp::{tool, tool_router};
-use schemars::JsonSchema;
-use serde::Deserialize;
 use serde_json::Value;
 use uuid::Uuid;
 use warden_core::campaigns::fanout::RecipientPlan;
 use warden_rules::audience::AudienceFilter;
 
+use crate::answer::finish;
 use crate::error::{ToolError, ToolResult};
 use crate::gateway::Gateway;
-use crate::input::fields::{Json, Text};
-use crate::input::shared::SenderName;
 use crate::input::{Input, parse};
 use crate::schema::{self, CampaignPreviewOut};
 use crate::tools::campaigns::{CheckedCampaign, ScheduleCampaignIn};
-use crate::util::finish;
 
-/// The arguments of schedule_campaign except deliver_at (the preview is of now). The
-/// published schema; the handler reads them as [`ScheduleCampaignIn`], checked the same way.
-#[derive(Deserialize, JsonSchema)]
-#[allow(dead_code)] // read through ScheduleCampaignIn
-pub struct PreviewCampaignIn {
-    /// A name for the campaign.
-    pub name: Text,
-    /// "broadcast", "marketing" or "utility".
-    #[serde(rename = "type")]
-    pub campaign_type: Text,
-    /// Name of an APPROVED template (see list_templates); at most 512 characters.
-    #[schemars(length(max = 512))]
-    pub template_name: Text,
-    /// The template's language code such as "en", "id" or "pt_BR"; default "en".
-    #[schemars(extend("default" = "en"))]
-    pub locale: Option<Text>,
-    /// JSON object (as a string) keyed by placeholder number, e.g. "{\"1\": \"friend\"}", or by parameter name for a named template.
-    pub variables: Option<Json>,
-    /// JSON array (as a string) of template components in the platform's shape (media header, buttons), as schedule_campaign takes them.
-    pub components: Option<Json>,
-    /// JSON object (as a string) choosing recipients: include_tags, exclude_tags, customer_ids, opt_in, active_within_days; "{}" or omitted means every known customer.
-    pub audience_filter: Option<Json>,
-    /// The business number it would go out from (a sender id or phone_number_id). Give `from` or `senders`, not both.
-    pub from: Option<SenderName>,
-    /// JSON array (as a string) of sender ids of ONE business to spread it over.
-    pub senders: Option<Json>,
+/// preview_campaign's inputSchema, made from schedule_campaign's (whose struct,
+/// [`ScheduleCampaignIn`], the handler reads): the same parameters but `deliver_at` (a
+/// preview is of now) and `idempotency_key` (it writes nothing), with [`PREVIEW_WORDING`].
+fn preview_input() -> Arc<JsonObject> {
+    let mut input = Arc::unwrap_or_clone(schema::input::<ScheduleCampaignIn>());
+    for key in NOT_TAKEN {
+        if let Some(Value::Object(properties)) = input.get_mut("properties") {
+            properties.remove(key);
+        }
+        if let Some(Value::Array(required)) = input.get_mut("required") {
+            required.retain(|r| r != key);
+        }
+    }
+    for (key, description) in PREVIEW_WORDING {
+        let property = input
+            .get_mut("properties")
+            .and_then(|p| p.get_mut(*key))
+            .and_then(Value::as_object_mut)
+            .unwrap_or_else(|| panic!("schedule_campaign has no parameter `{key}`"));
+        property.insert("description".into(), Value::from(*description));
+    }
+    Arc::new(input)
 }
+
+/// schedule_campaign's parameters a preview refuses.
+const NOT_TAKEN: [&str; 2] = ["deliver_at", "idempotency_key"];
+
+/// The parameters preview_campaign describes in its own words (what the campaign *would*
+/// do, without schedule_campaign's details); the others read as schedule_campaign's.
+const PREVIEW_WORDING: &[(&str, &str)] = &[
+    ("name", "A name for the campaign."),
+    (
+        "variables",
+        "JSON object (as a string) keyed by placeholder number, e.g. \"{\\\"1\\\": \\\"friend\\\"}\", or by parameter name for a named template.",
+    ),
+    (
+        "components",
+        "JSON array (as a string) of template components in the platform's shape (media header, buttons), as schedule_campaign takes them.",
+    ),
+    (
+        "audience_filter",
+        "JSON object (as a string) choosing recipients: include_tags, exclude_tags, customer_ids, opt_in, active_within_days; \"{}\" or omitted means every known customer.",
+    ),
+    (
+        "from",
+        "The business number it would go out from (a sender id or phone_number_id). Give `from` or `senders`, not both.",
+    ),
+    (
+        "senders",
+        "JSON array (as a string) of sender ids of ONE business to spread it over.",
+    ),
+];
 
 #[tool_router(router = preview_tools, vis = "pub(crate)")]
 impl Gateway {
     #[tool(
-        name = "preview_campaign",
         description = "Pro tier. What a campaign would do if it ran now, with nothing written: the arguments of \
 schedule_campaign except deliver_at, judged by the same rules the real run applies to each recipient (opt-outs, the \
 care window, frequency caps, quiet hours, tags, countries, who holds the conversation, the portfolio messaging limit). \
@@ -62,19 +85,19 @@ by_country {CC: {recipients, estimated_cost}} (the recipients that would be sent
 installed rate card; null currency when none), estimated_duration_secs (would_send at the senders' throughput). \
 Errors: INVALID_ARGUMENT (as schedule_campaign; deliver_at is not taken), TEMPLATE_NOT_APPROVED, NOT_FOUND (no such \
 template), FEATURE_NOT_AVAILABLE (tier oss), FORBIDDEN, UNAVAILABLE.",
-        input_schema = schema::input::<PreviewCampaignIn>(),
+        input_schema = preview_input(),
         output_schema = schema::output::<CampaignPreviewOut>(),
         annotations(read_only_hint = true, open_world_hint = false)
     )]
-    async fn preview_campaign(&self, args: JsonObject) -> CallToolResult {
-        finish("preview_campaign", self.preview_campaign_impl(args).await)
+    async fn preview_campaign(&self, tool: ToolName, args: JsonObject) -> CallToolResult {
+        finish(&tool.0, self.preview_campaign_impl(args).await)
     }
 }
 
 impl Gateway {
     async fn preview_campaign_impl(&self, mut args: JsonObject) -> ToolResult<CampaignPreviewOut> {
         self.require_pro("preview_campaign")?;
-        for key in ["deliver_at", "idempotency_key"] {
+        for key in NOT_TAKEN {
             if args.contains_key(key) {
                 return Err(ToolError::invalid(
                     format!("preview_campaign takes no `{key}`: it judges the campaign as of now."),

@@ -1,16 +1,17 @@
 //! Sending text and templates: check_compliance (the dry run), send_message, send_template
 //! and reply_customer. Each goes through the one send path, `warden_core::Core::send_keyed`.
 
+use rmcp::handler::server::tool::ToolName;
 use rmcp::model::{CallToolResult, JsonObject};
 use rmcp::{tool, tool_router};
 use schemars::JsonSchema;
 use serde::Deserialize;
 
+use crate::answer::finish;
 use crate::error::{ToolError, ToolResult, code};
 use crate::gateway::Gateway;
 use crate::input::{Input, parse};
 use crate::schema::{self, *};
-use crate::util::finish;
 use chrono::Utc;
 use warden_core::{RefusalMode, SendError, SendKind, SendRequest, TemplateSend};
 use warden_rules::compliance::ReasonCode;
@@ -19,7 +20,7 @@ use warden_rules::template_params::Variables;
 
 use crate::input::fields::{Customer, Json, Text};
 use crate::input::shared::{Keyed, OnChannel, template_locale};
-use crate::text::detail;
+use crate::quoting::detail;
 use crate::tools::{check_text, check_variables, components_of, parse_message_type};
 
 #[derive(Deserialize, JsonSchema)]
@@ -84,7 +85,6 @@ pub struct ReplyCustomerIn {
 #[tool_router(router = send_tools, vis = "pub(crate)")]
 impl Gateway {
     #[tool(
-        name = "check_compliance",
         description = "Decide whether a planned outbound message to a customer is allowed right now, without sending anything. \
 Use it before send_message, send_template or reply_customer. Returns allowed, reason_code (OK when allowed; otherwise \
 TEMPLATE_REQUIRED = the 24-hour care window is closed so free-form text needs a template, USER_OPTED_OUT, \
@@ -95,12 +95,11 @@ Errors: INVALID_ARGUMENT (bad phone, message_type or channel: fix and retry), UN
         output_schema = schema::output::<ComplianceOut>(),
         annotations(read_only_hint = true, open_world_hint = false)
     )]
-    async fn check_compliance(&self, args: JsonObject) -> CallToolResult {
-        finish("check_compliance", self.check_compliance_impl(args).await)
+    async fn check_compliance(&self, tool: ToolName, args: JsonObject) -> CallToolResult {
+        finish(&tool.0, self.check_compliance_impl(args).await)
     }
 
     #[tool(
-        name = "send_message",
         description = "Send a free-form text message. Allowed only while the customer's 24-hour care window is open (they wrote \
 within the last 24 hours). Runs compliance and policies, records the message and queues it for delivery. Returns status \
 \"queued\" and the message_id (track it with get_delivery_status). Errors: TEMPLATE_REQUIRED (window closed: use \
@@ -111,12 +110,11 @@ written; retry shortly).",
         output_schema = schema::output::<SendOut>(),
         annotations(read_only_hint = false, destructive_hint = false, idempotent_hint = false, open_world_hint = true)
     )]
-    async fn send_message(&self, args: JsonObject) -> CallToolResult {
-        finish("send_message", self.send_message_impl(args).await)
+    async fn send_message(&self, tool: ToolName, args: JsonObject) -> CallToolResult {
+        finish(&tool.0, self.send_message_impl(args).await)
     }
 
     #[tool(
-        name = "send_template",
         description = "Send an APPROVED message template (works outside the care window). Give variables as a JSON array with one \
 value per {{n}} placeholder (a named template: a JSON object keyed by name). A template with a media or variable header \
 or with URL/copy-code/OTP buttons also takes components (the platform's header/body/button parameters). Runs compliance (opt-outs, the marketing frequency cap, policies) by the template's category, \
@@ -128,12 +126,11 @@ check_frequency_cap tells when), POLICY_RESTRICTION, UNAVAILABLE (retry shortly)
         output_schema = schema::output::<SendOut>(),
         annotations(read_only_hint = false, destructive_hint = false, idempotent_hint = false, open_world_hint = true)
     )]
-    async fn send_template(&self, args: JsonObject) -> CallToolResult {
-        finish("send_template", self.send_template_impl(args).await)
+    async fn send_template(&self, tool: ToolName, args: JsonObject) -> CallToolResult {
+        finish(&tool.0, self.send_template_impl(args).await)
     }
 
     #[tool(
-        name = "reply_customer",
         description = "Reply to a customer with free-form text inside their open 24-hour care window (they wrote within the \
 last 24 hours). Goes through the same compliance, policy and send chain as every send. Returns status \"queued\" and \
 message_id. Errors: WINDOW_CLOSED (the window is closed: use send_template with an approved template instead), \
@@ -143,8 +140,8 @@ parameter), UNAVAILABLE (nothing was written; retry shortly).",
         output_schema = schema::output::<SendOut>(),
         annotations(read_only_hint = false, destructive_hint = false, idempotent_hint = false, open_world_hint = true)
     )]
-    async fn reply_customer(&self, args: JsonObject) -> CallToolResult {
-        finish("reply_customer", self.reply_customer_impl(args).await)
+    async fn reply_customer(&self, tool: ToolName, args: JsonObject) -> CallToolResult {
+        finish(&tool.0, self.reply_customer_impl(args).await)
     }
 }
 

@@ -8,27 +8,27 @@
 //! by id is checked by the core (`warden_core::reach`: NOT_FOUND outside them).
 
 use chrono::Utc;
+use rmcp::handler::server::tool::ToolName;
 use rmcp::model::{CallToolRequestParams, CallToolResult, JsonObject};
 use rmcp::{tool, tool_router};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::answer::{finish, opt_ts, ts};
 use crate::caller::Caller;
 use crate::error::{ToolError, ToolResult, code};
 use crate::gateway::Gateway;
 use crate::input::shared::SenderName;
 use crate::input::{Input, parse};
+use crate::quoting::echo;
 use crate::schema::{
     self, MessagingLimitOut, NoParams, ProtectionOut, SenderOut, SendersOut, ThroughputOut,
 };
-use crate::text::echo;
-use crate::util::{finish, opt_ts, ts};
 
 #[tool_router(router = sender_tools, vis = "pub(crate)")]
 impl Gateway {
     #[tool(
-        name = "list_senders",
         description = "List the business numbers (senders) this deployment sends from, each with what Warden knows of it: \
 id (what `from` takes), phone_number_id, display_phone_number, waba_id (one business: numbers sharing it share consent, \
 frequency caps and templates), portfolio_id, default (the number used without `from`), quality_rating (RED while the \
@@ -39,12 +39,11 @@ what Warden stored: no platform call, never a token or a secret. Errors: UNAVAIL
         output_schema = schema::output::<SendersOut>(),
         annotations(read_only_hint = true, open_world_hint = false)
     )]
-    async fn list_senders(&self, _args: JsonObject) -> CallToolResult {
-        finish("list_senders", self.list_senders_impl().await)
+    async fn list_senders(&self, tool: ToolName, _args: JsonObject) -> CallToolResult {
+        finish(&tool.0, self.list_senders_impl().await)
     }
 
     #[tool(
-        name = "resume_sender",
         description = "Let a protected number send marketing again. A number is protected (list_senders shows \
 `protection`) when the platform flagged its quality RED or answered one of its messages with a halt-class error \
 (131048 spam rate limit, 131031 account locked, 368 policy block): its marketing is refused and its campaigns pause \
@@ -56,8 +55,8 @@ agent's senders), UNAVAILABLE.",
         output_schema = schema::output::<ResumeSenderOut>(),
         annotations(read_only_hint = false, destructive_hint = false, idempotent_hint = true, open_world_hint = false)
     )]
-    async fn resume_sender(&self, args: JsonObject) -> CallToolResult {
-        finish("resume_sender", self.resume_sender_impl(args).await)
+    async fn resume_sender(&self, tool: ToolName, args: JsonObject) -> CallToolResult {
+        finish(&tool.0, self.resume_sender_impl(args).await)
     }
 }
 

@@ -1,16 +1,17 @@
 //! Message templates: list_templates (the local copies), create_template (submitted to the
 //! platform for approval) and sync_template_status (the platform's current verdict).
 
+use rmcp::handler::server::tool::ToolName;
 use rmcp::model::{CallToolResult, JsonObject};
 use rmcp::{tool, tool_router};
 use schemars::JsonSchema;
 use serde::Deserialize;
 
+use crate::answer::finish;
 use crate::error::{ToolError, ToolResult, code};
 use crate::gateway::Gateway;
 use crate::input::{Input, parse};
 use crate::schema::{self, *};
-use crate::util::finish;
 use chrono::Utc;
 use warden_core::templates::{Submitted, SyncSource};
 use warden_platform::template::CreateTemplateRequest;
@@ -19,13 +20,13 @@ use warden_rules::template_spec::{
     ParameterFormat, SpecError, TemplateSpec, parse_buttons, parse_header,
 };
 
+use crate::input::checks::{check_len, lower};
 use crate::input::fields::{Json, Text, Whole, opt_string};
 use crate::input::parsers::{MAX_LANGUAGE_CHARS, check_language};
 use crate::input::shared::{SenderName, template_locale};
-use crate::text::{detail, echo, kind_message};
+use crate::quoting::{detail, echo, kind_message};
 use crate::tools::senders::sender_arg;
 use crate::tools::{page, platform_template, template_name_arg};
-use crate::util::{check_len, lower};
 
 /// The longest status or category filter taken (the longest real value has 14 letters).
 const MAX_FILTER_CHARS: usize = 32;
@@ -102,7 +103,6 @@ pub struct CreateTemplateIn {
 #[tool_router(router = template_tools, vis = "pub(crate)")]
 impl Gateway {
     #[tool(
-        name = "list_templates",
         description = "List the locally stored message templates page by page, optionally filtered by status (APPROVED, \
 PENDING, REJECTED), category (marketing, utility, authentication) and locale; filters are case-insensitive. Use it to find \
 an APPROVED template for send_template or schedule_campaign. Returns templates (name, locale, category, status, body_text \
@@ -112,12 +112,11 @@ UNAVAILABLE.",
         output_schema = schema::output::<TemplatesPage>(),
         annotations(read_only_hint = true, open_world_hint = false)
     )]
-    async fn list_templates(&self, args: JsonObject) -> CallToolResult {
-        finish("list_templates", self.list_templates_impl(args).await)
+    async fn list_templates(&self, tool: ToolName, args: JsonObject) -> CallToolResult {
+        finish(&tool.0, self.list_templates_impl(args).await)
     }
 
     #[tool(
-        name = "create_template",
         description = "Submit a new message template to the platform for approval. Validated locally first: name (lower-case \
 letters, digits, underscores, at most 512), category (UTILITY, MARKETING, AUTHENTICATION), language code, body_text (at \
 most 1024 characters, placeholders {{1}}, {{2}}, ... without gaps, or {{first_name}} names with parameter_format named), \
@@ -131,12 +130,11 @@ code), UNAVAILABLE.",
         output_schema = schema::output::<CreateTemplateOut>(),
         annotations(read_only_hint = false, destructive_hint = false, idempotent_hint = false, open_world_hint = true)
     )]
-    async fn create_template(&self, args: JsonObject) -> CallToolResult {
-        finish("create_template", self.create_template_impl(args).await)
+    async fn create_template(&self, tool: ToolName, args: JsonObject) -> CallToolResult {
+        finish(&tool.0, self.create_template_impl(args).await)
     }
 
     #[tool(
-        name = "sync_template_status",
         description = "Ask the platform, live, for a template's current status and update the local record (the recovery \
 path when an approval webhook was missed). Returns template_name, locale, status (APPROVED, PENDING, REJECTED, ...), \
 category and previous_status; when REJECTED also the platform's reason and a suggested_action. Also imports a template \
@@ -147,11 +145,8 @@ refused; the message explains its code), UNAVAILABLE (platform or database unrea
         output_schema = schema::output::<SyncTemplateOut>(),
         annotations(read_only_hint = false, destructive_hint = false, idempotent_hint = true, open_world_hint = true)
     )]
-    async fn sync_template_status(&self, args: JsonObject) -> CallToolResult {
-        finish(
-            "sync_template_status",
-            self.sync_template_status_impl(args).await,
-        )
+    async fn sync_template_status(&self, tool: ToolName, args: JsonObject) -> CallToolResult {
+        finish(&tool.0, self.sync_template_status_impl(args).await)
     }
 }
 
