@@ -12,7 +12,6 @@ mod scheduling;
 
 pub(crate) use checks::CheckedCampaign;
 
-
 use chrono::TimeDelta;
 use rmcp::handler::server::tool::ToolName;
 use rmcp::model::{CallToolResult, JsonObject};
