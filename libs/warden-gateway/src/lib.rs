@@ -21,15 +21,6 @@ mod server;
 mod subscriptions;
 mod tools;
 
-/// The old paths `tools/rich.rs` imports by (that file is being changed elsewhere at the same
-/// time): drop these once it imports from [`answer`] and [`quoting`].
-mod util {
-    pub(crate) use crate::answer::finish;
-}
-mod text {
-    pub(crate) use crate::quoting::detail;
-}
-
 pub use gateway::Gateway;
 
 /// The scope a tool needs (docs/remote-agents.md, Scopes); unknown tools need `admin`.

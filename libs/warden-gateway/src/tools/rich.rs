@@ -5,6 +5,7 @@
 //! message: it is free-form, so it needs the care window (else TEMPLATE_REQUIRED), and
 //! opt-outs and policies apply. `reply_to` quotes an earlier message by our message_id.
 
+use rmcp::handler::server::tool::ToolName;
 use rmcp::model::{CallToolResult, JsonObject};
 use rmcp::{tool, tool_router};
 use schemars::JsonSchema;
@@ -19,13 +20,13 @@ use warden_rules::rich::{
 
 use serde::Deserialize;
 
+use crate::answer::finish;
 use crate::error::{ToolError, ToolResult};
 use crate::gateway::Gateway;
 use crate::input::fields::{Customer, Decimal, Id, Json, Text, opt_string};
 use crate::input::shared::{Keyed, OnChannel};
 use crate::input::{Input, parse};
 use crate::schema::{self, SendOut};
-use crate::util::finish;
 
 #[derive(Deserialize, JsonSchema)]
 pub struct SendMediaIn {
@@ -115,7 +116,6 @@ pub struct ReactIn {
 #[tool_router(router = rich_tools, vis = "pub(crate)")]
 impl Gateway {
     #[tool(
-        name = "send_media",
         description = "Send an image, video, audio, document or sticker to a customer inside their open 24-hour care window, \
 by public link or by a media_id from upload_media (exactly one). Goes through the same compliance and policy checks as every \
 send. Returns status \"queued\" and message_id; delivery is reported by get_delivery_status. Errors: TEMPLATE_REQUIRED (care window closed: only templates may be sent), USER_OPTED_OUT, POLICY_RESTRICTION, \
@@ -124,12 +124,11 @@ INVALID_ARGUMENT (names the parameter and the limit), NOT_FOUND (reply_to or mes
         output_schema = schema::output::<SendOut>(),
         annotations(read_only_hint = false, destructive_hint = false, idempotent_hint = false, open_world_hint = true)
     )]
-    async fn send_media(&self, args: JsonObject) -> CallToolResult {
-        finish("send_media", self.send_media_impl(args).await)
+    async fn send_media(&self, tool: ToolName, args: JsonObject) -> CallToolResult {
+        finish(&tool.0, self.send_media_impl(args).await)
     }
 
     #[tool(
-        name = "send_interactive",
         description = "Send an interactive message inside the customer's open care window: up to 3 reply buttons \
 (kind buttons), a list of up to 10 rows behind a button (kind list), or one call-to-action URL button (kind cta_url). \
 The customer's choice comes back as an inbound message. Returns status \"queued\" and message_id. Errors: TEMPLATE_REQUIRED (care window closed: only templates may be sent), USER_OPTED_OUT, POLICY_RESTRICTION, \
@@ -138,12 +137,11 @@ INVALID_ARGUMENT (names the parameter and the limit), NOT_FOUND (reply_to or mes
         output_schema = schema::output::<SendOut>(),
         annotations(read_only_hint = false, destructive_hint = false, idempotent_hint = false, open_world_hint = true)
     )]
-    async fn send_interactive(&self, args: JsonObject) -> CallToolResult {
-        finish("send_interactive", self.send_interactive_impl(args).await)
+    async fn send_interactive(&self, tool: ToolName, args: JsonObject) -> CallToolResult {
+        finish(&tool.0, self.send_interactive_impl(args).await)
     }
 
     #[tool(
-        name = "send_location",
         description = "Send a location pin (latitude, longitude, optional name and address) inside the customer's open \
 care window. Returns status \"queued\" and message_id. Errors: TEMPLATE_REQUIRED (care window closed: only templates may be sent), USER_OPTED_OUT, POLICY_RESTRICTION, \
 INVALID_ARGUMENT (names the parameter and the limit), NOT_FOUND (reply_to or message_id names no message), UNAVAILABLE.",
@@ -151,12 +149,11 @@ INVALID_ARGUMENT (names the parameter and the limit), NOT_FOUND (reply_to or mes
         output_schema = schema::output::<SendOut>(),
         annotations(read_only_hint = false, destructive_hint = false, idempotent_hint = false, open_world_hint = true)
     )]
-    async fn send_location(&self, args: JsonObject) -> CallToolResult {
-        finish("send_location", self.send_location_impl(args).await)
+    async fn send_location(&self, tool: ToolName, args: JsonObject) -> CallToolResult {
+        finish(&tool.0, self.send_location_impl(args).await)
     }
 
     #[tool(
-        name = "react_to_message",
         description = "React with an emoji to a customer's message (by its message_id); an empty emoji removes the \
 reaction. Needs the customer's open care window like any free-form message. Returns status \"queued\" and message_id \
 of the reaction. Errors: TEMPLATE_REQUIRED (care window closed: only templates may be sent), USER_OPTED_OUT, POLICY_RESTRICTION, \
@@ -165,15 +162,15 @@ INVALID_ARGUMENT (names the parameter and the limit), NOT_FOUND (reply_to or mes
         output_schema = schema::output::<SendOut>(),
         annotations(read_only_hint = false, destructive_hint = false, idempotent_hint = true, open_world_hint = true)
     )]
-    async fn react_to_message(&self, args: JsonObject) -> CallToolResult {
-        finish("react_to_message", self.react_to_message_impl(args).await)
+    async fn react_to_message(&self, tool: ToolName, args: JsonObject) -> CallToolResult {
+        finish(&tool.0, self.react_to_message_impl(args).await)
     }
 }
 
 /// A rule broken: INVALID_ARGUMENT naming the field and the limit.
 pub(crate) fn rich_error(e: RichError) -> ToolError {
     ToolError::invalid(
-        format!("The parameter {}.", crate::text::detail(e)),
+        format!("The parameter {}.", crate::quoting::detail(e)),
         "Fix that parameter to fit the platform's limit and call again.",
     )
 }
