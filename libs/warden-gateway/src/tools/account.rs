@@ -127,7 +127,7 @@ INVALID_ARGUMENT (a timestamp that is not RFC 3339, since not before until, a pe
     #[tool(
         description = "Manual, idempotent recovery when webhook events may have been missed: re-reads every local template's \
 status from the platform, settles sends stuck mid-delivery whose platform acceptance is on record, and re-publishes \
-accepted messages whose hand-off to delivery was lost. Returns template_synced (statuses re-read), messages_reconciled \
+accepted messages whose publication to delivery was lost. Returns template_synced (statuses re-read), messages_reconciled \
 (messages actually settled by this call), messages_awaiting_status (sends with an unknown outcome that the platform's \
 status webhook will settle; they are never blindly resent). Errors: UNAVAILABLE (database down).",
         input_schema = schema::input::<NoParams>(),
