@@ -4,7 +4,6 @@ use std::collections::HashSet;
 
 use serde::{Deserialize, Serialize};
 
-use super::ActionFields;
 use crate::rich::{MAX_BUTTON_ID_CHARS, MAX_BUTTON_TITLE_CHARS, MAX_BUTTONS, RichError, err, text};
 use crate::text::TextKind;
 
@@ -37,20 +36,6 @@ pub struct ButtonsAction {
 }
 
 impl ButtonsAction {
-    pub(super) fn from_fields(mut f: ActionFields) -> Result<Self, RichError> {
-        // None given reads as none at all, which `validate` refuses by their count.
-        let buttons = f.buttons.take().unwrap_or_default();
-        f.refuse_rest()?;
-        Ok(Self { buttons })
-    }
-
-    pub(super) fn to_fields(&self) -> ActionFields {
-        ActionFields {
-            buttons: Some(self.buttons.clone()),
-            ..ActionFields::default()
-        }
-    }
-
     pub(super) fn validate(&self) -> Result<(), RichError> {
         let buttons = &self.buttons;
         if buttons.is_empty() || buttons.len() > MAX_BUTTONS {

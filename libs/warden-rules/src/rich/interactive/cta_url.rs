@@ -2,8 +2,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::ActionFields;
-use crate::rich::{MAX_BUTTON_TITLE_CHARS, RichError, err, text, url};
+use crate::rich::{MAX_BUTTON_TITLE_CHARS, RichError, text, url};
 use crate::text::TextKind;
 
 /// A CTA URL button's parameters.
@@ -25,28 +24,9 @@ pub struct CtaUrlAction {
 }
 
 /// The action `name` of a CTA URL button.
-const NAME: &str = "cta_url";
+pub(super) const NAME: &str = "cta_url";
 
 impl CtaUrlAction {
-    pub(super) fn from_fields(mut f: ActionFields) -> Result<Self, RichError> {
-        let (name, parameters) = (f.name.take(), f.parameters.take());
-        f.refuse_rest()?;
-        if name.as_deref() != Some(NAME) {
-            return Err(err("action.name", "must be \"cta_url\""));
-        }
-        let parameters =
-            parameters.ok_or_else(|| err("url", "and `display_text` are required for cta_url"))?;
-        Ok(Self { parameters })
-    }
-
-    pub(super) fn to_fields(&self) -> ActionFields {
-        ActionFields {
-            name: Some(NAME.into()),
-            parameters: Some(self.parameters.clone()),
-            ..ActionFields::default()
-        }
-    }
-
     pub(super) fn validate(&self) -> Result<(), RichError> {
         let p = &self.parameters;
         text(

@@ -11,7 +11,11 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{CtaParameters, Header, InteractiveType, ReplyButton, Section, TextObject};
+use super::cta_url::NAME as CTA_URL;
+use super::{
+    ButtonsAction, CtaParameters, CtaUrlAction, Header, InteractiveType, ListAction, ReplyButton,
+    Section, TextObject,
+};
 use crate::rich::{RichError, err};
 
 /// The platform's `interactive` object as written (`InteractiveFields` outside this file).
@@ -71,6 +75,64 @@ impl Action {
                 "does not belong to this kind of interactive message",
             )),
             None => Ok(()),
+        }
+    }
+}
+
+// Each kind taken from the action as written and written back: beside the form it reads,
+// so the kinds' own files never need the form.
+impl ButtonsAction {
+    pub(super) fn from_fields(mut f: Action) -> Result<Self, RichError> {
+        // None given reads as none at all, which `validate` refuses by their count.
+        let buttons = f.buttons.take().unwrap_or_default();
+        f.refuse_rest()?;
+        Ok(Self { buttons })
+    }
+
+    pub(super) fn to_fields(&self) -> Action {
+        Action {
+            buttons: Some(self.buttons.clone()),
+            ..Action::default()
+        }
+    }
+}
+
+impl ListAction {
+    pub(super) fn from_fields(mut f: Action) -> Result<Self, RichError> {
+        let (button, sections) = (f.button.take(), f.sections.take());
+        f.refuse_rest()?;
+        let button = button.ok_or_else(|| err("button_label", "is required for a list"))?;
+        // None given reads as none at all, which `validate` refuses by their count.
+        let sections = sections.unwrap_or_default();
+        Ok(Self { button, sections })
+    }
+
+    pub(super) fn to_fields(&self) -> Action {
+        Action {
+            button: Some(self.button.clone()),
+            sections: Some(self.sections.clone()),
+            ..Action::default()
+        }
+    }
+}
+
+impl CtaUrlAction {
+    pub(super) fn from_fields(mut f: Action) -> Result<Self, RichError> {
+        let (name, parameters) = (f.name.take(), f.parameters.take());
+        f.refuse_rest()?;
+        if name.as_deref() != Some(CTA_URL) {
+            return Err(err("action.name", "must be \"cta_url\""));
+        }
+        let parameters =
+            parameters.ok_or_else(|| err("url", "and `display_text` are required for cta_url"))?;
+        Ok(Self { parameters })
+    }
+
+    pub(super) fn to_fields(&self) -> Action {
+        Action {
+            name: Some(CTA_URL.into()),
+            parameters: Some(self.parameters.clone()),
+            ..Action::default()
         }
     }
 }

@@ -4,7 +4,6 @@ use std::collections::HashSet;
 
 use serde::{Deserialize, Serialize};
 
-use super::ActionFields;
 use crate::rich::{
     MAX_BUTTON_TITLE_CHARS, MAX_LIST_ROWS, MAX_ROW_DESCRIPTION_CHARS, MAX_ROW_ID_CHARS,
     MAX_ROW_TITLE_CHARS, MAX_SECTIONS, RichError, err, text,
@@ -45,23 +44,6 @@ pub struct ListAction {
 }
 
 impl ListAction {
-    pub(super) fn from_fields(mut f: ActionFields) -> Result<Self, RichError> {
-        let (button, sections) = (f.button.take(), f.sections.take());
-        f.refuse_rest()?;
-        let button = button.ok_or_else(|| err("button_label", "is required for a list"))?;
-        // None given reads as none at all, which `validate` refuses by their count.
-        let sections = sections.unwrap_or_default();
-        Ok(Self { button, sections })
-    }
-
-    pub(super) fn to_fields(&self) -> ActionFields {
-        ActionFields {
-            button: Some(self.button.clone()),
-            sections: Some(self.sections.clone()),
-            ..ActionFields::default()
-        }
-    }
-
     pub(super) fn validate(&self) -> Result<(), RichError> {
         text(
             "button_label",
