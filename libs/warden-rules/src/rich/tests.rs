@@ -370,24 +370,3 @@ proptest! {
         let _ = RichMessage::from_json(&json!({"type": kind, kind: {"text": s, "id": n, "rows": [s]}}));
     }
 }
-
-#[test]
-#[ignore]
-fn gen_golden() {
-    let inputs: Vec<Value> =
-        serde_json::from_str(&std::fs::read_to_string("/tmp/rich/inputs.json").unwrap()).unwrap();
-    let out: Vec<Value> = inputs
-        .into_iter()
-        .map(|i| match RichMessage::from_json(&i) {
-            Ok(m) => json!({"in": i, "out": serde_json::to_string(&m.to_json()).unwrap()}),
-            Err(e) => json!({"in": i, "err": e.to_string()}),
-        })
-        .collect();
-    let mut s = String::from("[\n");
-    for (n, o) in out.iter().enumerate() {
-        s.push_str(&serde_json::to_string(o).unwrap());
-        s.push_str(if n + 1 < out.len() { ",\n" } else { "\n" });
-    }
-    s.push_str("]\n");
-    std::fs::write("/tmp/rich/golden.json", s).unwrap();
-}
