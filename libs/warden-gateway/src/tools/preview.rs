@@ -90,13 +90,17 @@ template), FEATURE_NOT_AVAILABLE (tier oss), FORBIDDEN, UNAVAILABLE.",
         annotations(read_only_hint = true, open_world_hint = false)
     )]
     async fn preview_campaign(&self, tool: ToolName, args: JsonObject) -> CallToolResult {
-        finish(&tool.0, self.preview_campaign_impl(args).await)
+        finish(&tool.0, self.preview_campaign_impl(&tool.0, args).await)
     }
 }
 
 impl Gateway {
-    async fn preview_campaign_impl(&self, mut args: JsonObject) -> ToolResult<CampaignPreviewOut> {
-        self.require_pro("preview_campaign")?;
+    async fn preview_campaign_impl(
+        &self,
+        tool: &str,
+        mut args: JsonObject,
+    ) -> ToolResult<CampaignPreviewOut> {
+        self.require_pro(tool)?;
         for key in NOT_TAKEN {
             if args.contains_key(key) {
                 return Err(ToolError::invalid(

@@ -330,7 +330,7 @@ async fn campaign_tools_need_tier_pro() {
         let e = h.err("FEATURE_NOT_AVAILABLE", tool, args).await;
         let m = e["message"].as_str().unwrap();
         assert!(
-            m.contains("pro") && m.contains("oss") && m.contains("upgrade"),
+            m.starts_with(tool) && m.contains("pro") && m.contains("oss") && m.contains("upgrade"),
             "{m}"
         );
     }

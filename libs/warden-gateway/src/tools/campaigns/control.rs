@@ -19,9 +19,10 @@ use super::*;
 impl Gateway {
     pub(super) async fn cancel_campaign_impl(
         &self,
+        tool: &str,
         args: JsonObject,
     ) -> ToolResult<CancelCampaignOut> {
-        self.require_pro("cancel_campaign")?;
+        self.require_pro(tool)?;
         let a: Input<CancelCampaignIn> = parse(args)?;
         let id = a.campaign_id.0;
         let reason = opt_string(&a.reason);
@@ -48,9 +49,10 @@ impl Gateway {
 
     pub(super) async fn pause_campaign_impl(
         &self,
+        tool: &str,
         args: JsonObject,
     ) -> ToolResult<CampaignMoveOut> {
-        self.require_pro("pause_campaign")?;
+        self.require_pro(tool)?;
         let a: Input<CampaignIdIn> = parse(args)?;
         let id = a.campaign_id.0;
         let before = self
@@ -73,9 +75,10 @@ impl Gateway {
 
     pub(super) async fn resume_campaign_impl(
         &self,
+        tool: &str,
         args: JsonObject,
     ) -> ToolResult<CampaignMoveOut> {
-        self.require_pro("resume_campaign")?;
+        self.require_pro(tool)?;
         let a: Input<CampaignIdIn> = parse(args)?;
         let id = a.campaign_id.0;
         let before = self

@@ -138,7 +138,7 @@ sender, senders of different businesses, both from and senders), UNAVAILABLE.",
         annotations(read_only_hint = false, destructive_hint = false, idempotent_hint = false, open_world_hint = false)
     )]
     async fn schedule_campaign(&self, tool: ToolName, args: JsonObject) -> CallToolResult {
-        finish(&tool.0, self.schedule_campaign_impl(args).await)
+        finish(&tool.0, self.schedule_campaign_impl(&tool.0, args).await)
     }
 
     #[tool(
@@ -151,7 +151,7 @@ do), NOT_FOUND (unknown campaign_id), FEATURE_NOT_AVAILABLE (tier oss), INVALID_
         annotations(read_only_hint = false, destructive_hint = true, idempotent_hint = false, open_world_hint = false)
     )]
     async fn cancel_campaign(&self, tool: ToolName, args: JsonObject) -> CallToolResult {
-        finish(&tool.0, self.cancel_campaign_impl(args).await)
+        finish(&tool.0, self.cancel_campaign_impl(&tool.0, args).await)
     }
 
     #[tool(
@@ -164,7 +164,7 @@ finished: check get_campaign), NOT_FOUND, FEATURE_NOT_AVAILABLE (tier oss), INVA
         annotations(read_only_hint = false, destructive_hint = false, idempotent_hint = false, open_world_hint = false)
     )]
     async fn pause_campaign(&self, tool: ToolName, args: JsonObject) -> CallToolResult {
-        finish(&tool.0, self.pause_campaign_impl(args).await)
+        finish(&tool.0, self.pause_campaign_impl(&tool.0, args).await)
     }
 
     #[tool(
@@ -177,7 +177,7 @@ INVALID_ARGUMENT (not a UUID), UNAVAILABLE.",
         annotations(read_only_hint = false, destructive_hint = false, idempotent_hint = false, open_world_hint = false)
     )]
     async fn resume_campaign(&self, tool: ToolName, args: JsonObject) -> CallToolResult {
-        finish(&tool.0, self.resume_campaign_impl(args).await)
+        finish(&tool.0, self.resume_campaign_impl(&tool.0, args).await)
     }
 
     #[tool(

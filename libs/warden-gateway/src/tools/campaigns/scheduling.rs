@@ -129,9 +129,10 @@ impl Gateway {
 
     pub(super) async fn schedule_campaign_impl(
         &self,
+        tool: &str,
         args: JsonObject,
     ) -> ToolResult<ScheduleCampaignOut> {
-        self.require_pro("schedule_campaign")?;
+        self.require_pro(tool)?;
         let a: Input<ScheduleCampaignIn> = parse(args)?;
         let key = a.idempotency(&a.keyed, "schedule_campaign", self.actor())?;
         let deliver_at = future_time("deliver_at", a.deliver_at.0, Utc::now())?;
