@@ -23,6 +23,8 @@
 //! - [`platform_events`]: what each of the platform's webhook events does, one module per
 //!   family (inbound messages, statuses, templates, account and quality, opt-outs, shared
 //!   numbers), applied in the webhook's transaction; each event applied once.
+//! - [`flows`]: the tokens of flow messages sent, customers' flow submissions, and
+//!   get_flow_responses.
 //! - [`account`]: the business account's limits and costs: portfolio messaging limit,
 //!   throughput, per-message pricing, the rate card.
 //! - [`agents`]: remote agents, their keys, scopes and guardrail settings.
@@ -41,6 +43,7 @@ pub mod customers;
 mod db;
 pub mod delivery;
 pub mod deps;
+pub mod flows;
 pub mod operators;
 pub mod platform_events;
 pub mod policy_file;

@@ -82,6 +82,7 @@ impl Gateway {
             + Self::sender_tools()
             + Self::holder_tools()
             + Self::preview_tools()
+            + Self::flow_tools()
     }
 
     /// The caller of this request: the one the HTTP transport attached, else the local one.

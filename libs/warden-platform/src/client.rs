@@ -203,7 +203,7 @@ impl PlatformClient {
         Ok(url)
     }
 
-    async fn collect_pages<T: DeserializeOwned>(
+    pub(crate) async fn collect_pages<T: DeserializeOwned>(
         &self,
         first: Url,
     ) -> Result<Vec<T>, PlatformError> {

@@ -6,6 +6,7 @@
 pub mod account;
 pub mod client;
 pub mod error;
+pub mod flows;
 pub mod lenient;
 pub mod media;
 pub mod message;

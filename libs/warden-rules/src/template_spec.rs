@@ -154,6 +154,8 @@ pub enum ButtonKind {
     CopyCode,
     /// One-time password (AUTHENTICATION templates only).
     Otp,
+    /// Opens a Flow (`crate::template_flow`).
+    Flow,
 }
 
 impl ButtonKind {
@@ -165,6 +167,7 @@ impl ButtonKind {
             Self::PhoneNumber => "PHONE_NUMBER",
             Self::CopyCode => "COPY_CODE",
             Self::Otp => "OTP",
+            Self::Flow => "FLOW",
         }
     }
 
@@ -176,6 +179,7 @@ impl ButtonKind {
             Self::Url | Self::Otp => "url",
             Self::PhoneNumber => "phone_number",
             Self::CopyCode => "copy_code",
+            Self::Flow => "flow",
         }
     }
 
@@ -186,6 +190,7 @@ impl ButtonKind {
             "PHONE_NUMBER" => Self::PhoneNumber,
             "COPY_CODE" => Self::CopyCode,
             "OTP" => Self::Otp,
+            "FLOW" => Self::Flow,
             _ => return None,
         })
     }
@@ -206,6 +211,8 @@ pub struct Button {
     pub example: Option<String>,
     /// OTP buttons: COPY_CODE, ONE_TAP or ZERO_TAP.
     pub otp_type: Option<String>,
+    /// FLOW buttons: the flow it opens and how.
+    pub flow: Option<crate::template_flow::FlowButton>,
 }
 
 impl Button {
@@ -295,21 +302,22 @@ pub fn parse_buttons(value: &Value) -> Result<Vec<Button>, SpecError> {
                 if !matches!(
                     key.as_str(),
                     "type" | "text" | "url" | "phone_number" | "example" | "otp_type"
-                ) {
+                ) && !crate::template_flow::FLOW_KEYS.contains(&key.as_str())
+                {
                     return Err(err(&field, format!("has an unknown key {key:?}")));
                 }
             }
             let raw = str_field(o, "type", &field)?.ok_or_else(|| {
                 err(
                     format!("{field}.type"),
-                    "is required: QUICK_REPLY, URL, PHONE_NUMBER, COPY_CODE or OTP",
+                    "is required: QUICK_REPLY, URL, PHONE_NUMBER, COPY_CODE, OTP or FLOW",
                 )
             })?;
             let kind = ButtonKind::parse(raw).ok_or_else(|| {
                 err(
                     format!("{field}.type"),
                     format!(
-                        "must be QUICK_REPLY, URL, PHONE_NUMBER, COPY_CODE or OTP, not {raw:?}"
+                        "must be QUICK_REPLY, URL, PHONE_NUMBER, COPY_CODE, OTP or FLOW, not {raw:?}"
                     ),
                 )
             })?;
@@ -327,6 +335,7 @@ pub fn parse_buttons(value: &Value) -> Result<Vec<Button>, SpecError> {
                 phone_number: str_field(o, "phone_number", &field)?.map(str::to_owned),
                 example,
                 otp_type: str_field(o, "otp_type", &field)?.map(str::to_owned),
+                flow: crate::template_flow::read(o, kind == ButtonKind::Flow, &field)?,
             })
         })
         .collect()
@@ -519,6 +528,7 @@ impl TemplateSpec {
             (ButtonKind::PhoneNumber, MAX_PHONE_BUTTONS),
             (ButtonKind::CopyCode, MAX_COPY_CODE_BUTTONS),
             (ButtonKind::Otp, 1),
+            (ButtonKind::Flow, crate::template_flow::MAX_FLOW_BUTTONS),
         ] {
             let n = count(kind);
             if n > max {
@@ -638,6 +648,7 @@ impl TemplateSpec {
                         ));
                     }
                 }
+                ButtonKind::Flow => x.flow.clone().unwrap_or_default().validate(&field)?,
                 ButtonKind::QuickReply => {}
             }
         }
@@ -708,6 +719,9 @@ impl TemplateSpec {
                     }
                     if let Some(t) = &b.otp_type {
                         o["otp_type"] = json!(t.to_ascii_uppercase());
+                    }
+                    if let Some(f) = &b.flow {
+                        f.write(&mut o);
                     }
                     o
                 })

@@ -101,6 +101,7 @@ fn interactive(sim: &Sim, i: &Value) -> Result<(), Refusal> {
         Some("button") => button_action(action),
         Some("list") => list_action(action),
         Some("cta_url") => cta_url_action(action),
+        Some("flow") => crate::flows::flow_action(sim, action),
         Some(other) => Err(bad(format!("interactive type {other:?} is not supported"))),
         None => Err(Refusal::new(400, 131008, "interactive.type is required")),
     }

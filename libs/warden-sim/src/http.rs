@@ -44,6 +44,7 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
                 .route("/{id}/message_templates", web::post().to(create_template))
                 .route("/{id}/message_templates", web::get().to(list_templates))
                 .route("/{id}/phone_numbers", web::get().to(phone_numbers))
+                .route("/{id}/flows", web::get().to(crate::flows::list_flows))
                 .route("/{id}/media", web::post().to(crate::media::upload))
                 .route(
                     "/{id}/thread_control",
@@ -76,6 +77,11 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
                 )
                 .route("/media", web::post().to(crate::media::sim_store))
                 .route("/echo", web::post().to(crate::routing::sim_echo))
+                .route("/flows", web::post().to(crate::flows::sim_flows))
+                .route(
+                    "/flow_response",
+                    web::post().to(crate::flows::sim_flow_response),
+                )
                 .route("/handover", web::post().to(crate::routing::sim_handover))
                 .route("/standby", web::post().to(crate::routing::sim_standby))
                 .route(
@@ -189,6 +195,7 @@ fn handle_send(sim: &Sim, number: &Number, send: SendRequest) -> Result<SendResp
             .template
             .as_ref()
             .and_then(|t| serde_json::to_value(t).ok()),
+        interactive: send.other.get("interactive").cloned(),
         kind,
     })?;
     Ok(SendResponse {

@@ -20,6 +20,7 @@
 mod account;
 pub mod bodies;
 pub mod config;
+pub mod flows;
 pub mod http;
 pub mod limits;
 pub mod listen;

@@ -65,6 +65,9 @@ pub struct MessageStat {
     /// The `template` object of the latest template send, as received (tests check the body).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub template: Option<serde_json::Value>,
+    /// The `interactive` object of the latest interactive send, as received.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub interactive: Option<serde_json::Value>,
     /// The send's `type` (text, template, image, interactive, ...), of the latest send.
     #[serde(rename = "type")]
     pub kind: String,
@@ -110,6 +113,8 @@ pub struct Accepted<'a> {
     pub billable: bool,
     /// The template object of a template send.
     pub template: Option<serde_json::Value>,
+    /// The interactive object of an interactive send.
+    pub interactive: Option<serde_json::Value>,
     /// The send's `type`.
     pub kind: &'a str,
 }
@@ -142,6 +147,8 @@ pub struct Sim {
     pub users: crate::users::Users,
     /// Thread control on a shared number (`thread_control`, answered by `crate::routing`).
     pub routing: thread_control::Routing,
+    /// The registered flows (`crate::flows`).
+    pub flows: crate::flows::Flows,
     /// Runtime for timers, so they outlive the HTTP worker that scheduled them.
     runtime: tokio::runtime::Handle,
 }
@@ -178,6 +185,7 @@ impl Sim {
             media: media::MediaStore::default(),
             users: crate::users::Users::default(),
             routing: thread_control::Routing::default(),
+            flows: crate::flows::Flows::default(),
             runtime,
         };
         for (i, waba) in sim.numbers.wabas().into_iter().enumerate() {
@@ -320,6 +328,7 @@ impl Sim {
                         m.count += 1;
                         m.wamid.clone_from(&wamid);
                         m.template.clone_from(&a.template);
+                        m.interactive.clone_from(&a.interactive);
                         a.kind.clone_into(&mut m.kind);
                         a.number.id().clone_into(&mut m.phone_number_id);
                         true
@@ -333,6 +342,7 @@ impl Sim {
                                 recipient: a.to_digits.clone(),
                                 phone_number_id: a.number.id().to_owned(),
                                 template: a.template.clone(),
+                                interactive: a.interactive.clone(),
                                 kind: a.kind.to_owned(),
                             },
                         );

@@ -80,8 +80,13 @@ pub(crate) async fn create_template(
         .filter(|c| !c.kind.eq_ignore_ascii_case("body"))
         .cloned()
         .collect();
-    if let Err(problem) = check_components(&extra) {
-        return invalid(problem.to_string());
+    match check_components(&extra) {
+        Ok(()) => {}
+        // A FLOW button's field, named as the platform does for a value out of its rules.
+        Err(crate::templates::ComponentError::Button(b)) => {
+            return refusal(Refusal::new(400, 131009, b));
+        }
+        Err(problem) => return invalid(problem.to_string()),
     }
     let template = {
         let mut reg = registry.write().unwrap_or_else(|p| p.into_inner());

@@ -176,6 +176,8 @@ pub enum ComponentError {
     TooManyButtons,
     #[error("component type {kind:?} is not supported")]
     UnknownType { kind: String },
+    #[error("{0}")]
+    Button(String),
 }
 
 #[derive(Deserialize)]
@@ -360,6 +362,14 @@ pub fn check_components(components: &[TemplateComponent]) -> Result<(), Componen
                 if buttons.len() > 10 || count("URL") > 2 || count("PHONE_NUMBER") > 1 {
                     return Err(ComponentError::TooManyButtons);
                 }
+                if count("FLOW") > 1 {
+                    return Err(ComponentError::Button("at most 1 FLOW button".into()));
+                }
+                for (i, b) in buttons.iter().enumerate() {
+                    if b["type"].as_str() == Some("FLOW") {
+                        crate::flows::check_flow_button(i, b).map_err(ComponentError::Button)?;
+                    }
+                }
             }
             other => {
                 return Err(ComponentError::UnknownType {
@@ -498,6 +508,16 @@ impl Template {
                 _ => None,
             };
             let given = button_at(&tm.components, i);
+            // A FLOW button's parameter is optional; given, it is one `action`.
+            if kind == "FLOW"
+                && let Some(c) = given
+                && !matches!(c.parameters.as_slice(), [p] if param_is(p, "action"))
+            {
+                return Err((
+                    VALUE,
+                    format!("button {i}: a FLOW button takes one action parameter"),
+                ));
+            }
             match (want, given) {
                 (Some(want), Some(c)) => match c.parameters.as_slice() {
                     [p] if param_is(p, want) => {}

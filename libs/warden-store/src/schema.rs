@@ -435,3 +435,24 @@ diesel::table! {
         source -> Text,
     }
 }
+
+// Flows: the token of each flow message sent, and each customer's submission (the answers
+// stay in the message's content).
+diesel::table! {
+    flow_sends (message_id) {
+        message_id -> Uuid,
+        flow_token -> Text,
+        created_at -> Timestamptz,
+    }
+}
+
+diesel::table! {
+    flow_responses (message_id) {
+        message_id -> Uuid,
+        sender_id -> Text,
+        flow_token -> Nullable<Text>,
+        context_wamid -> Nullable<Text>,
+        flow_message_id -> Nullable<Uuid>,
+        received_at -> Timestamptz,
+    }
+}

@@ -1,7 +1,7 @@
 //! Tool-call latency over stdio: spawns the built `mcp-gateway` as an agent host would,
 //! speaks newline-delimited JSON-RPC to it, and times `check_compliance`, an accepted
-//! `send_template` and an accepted `send_message` (row committed, message handed to the
-//! stream) call by call, after 50 untimed calls of each; the JSON line also carries the
+//! `send_template`, an accepted `send_message` and an accepted `send_interactive` of a Flow
+//! (row committed, message handed to the stream) call by call, after 50 untimed calls of each; the JSON line also carries the
 //! gateway's and this client's peak RSS (VmHWM, read before the gateway exits).
 //!
 //! Usage: stdio-bench GATEWAY_BINARY [CHECKS] [SENDS]. Uses the usual DB_*/REDIS_*/NATS
@@ -62,6 +62,13 @@ impl Session {
 /// Untimed calls of each send before the timed ones.
 const WARM_UP: usize = 50;
 
+/// A booking Flow to customer `i` of the flow set (a generated token each).
+fn flow_args(i: usize) -> Value {
+    json!({"to": format!("6284{:09}", i), "kind": "flow", "body": format!("Book table {i}"),
+           "flow_id": "1234567890", "flow_cta": "Book now", "screen": "BOOKING",
+           "data": {"party_size": 2}})
+}
+
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> anyhow::Result<()> {
     let mut args = std::env::args().skip(1);
@@ -110,15 +117,18 @@ async fn main() -> anyhow::Result<()> {
         .await?;
     // Customers who wrote a minute ago, so free-form replies are inside the care window. Plain
     // SQL over columns every schema version has: the same client measures older gateways too.
-    conn.batch_execute(&format!(
-        "INSERT INTO customers (phone, country) \
-         SELECT '6283' || lpad(i::text, 9, '0'), 'ID' FROM generate_series(0, {last}) i; \
-         INSERT INTO conversations (customer_phone, last_inbound_at, window_expires_at) \
-         SELECT '6283' || lpad(i::text, 9, '0'), now() - interval '1 minute', \
-                now() + interval '23 hours' FROM generate_series(0, {last}) i",
-        last = sends + WARM_UP - 1
-    ))
-    .await?;
+    // The flow sends get customers of their own (prefix 6284), in the window too.
+    for prefix in ["6283", "6284"] {
+        conn.batch_execute(&format!(
+            "INSERT INTO customers (phone, country) \
+             SELECT '{prefix}' || lpad(i::text, 9, '0'), 'ID' FROM generate_series(0, {last}) i; \
+             INSERT INTO conversations (customer_phone, last_inbound_at, window_expires_at) \
+             SELECT '{prefix}' || lpad(i::text, 9, '0'), now() - interval '1 minute', \
+                    now() + interval '23 hours' FROM generate_series(0, {last}) i",
+            last = sends + WARM_UP - 1
+        ))
+        .await?;
+    }
     drop(conn);
 
     for i in 0..100 {
@@ -148,6 +158,7 @@ async fn main() -> anyhow::Result<()> {
             json!({"to": format!("6283{:09}", i), "text": "warming up"}),
         )
         .await?;
+        s.call("send_interactive", flow_args(i)).await?;
     }
     let mut send_us = Vec::with_capacity(sends);
     for i in 0..sends {
@@ -170,6 +181,17 @@ async fn main() -> anyhow::Result<()> {
         reply_us.push(t.elapsed().as_secs_f64() * 1e6);
         anyhow::ensure!(
             r.pointer("/structuredContent/status") == Some(&json!("queued")),
+            "{r}"
+        );
+    }
+    let mut flow_us = Vec::with_capacity(sends);
+    for i in 0..sends {
+        let t = Instant::now();
+        let r = s.call("send_interactive", flow_args(i)).await?;
+        flow_us.push(t.elapsed().as_secs_f64() * 1e6);
+        anyhow::ensure!(
+            r.pointer("/structuredContent/status") == Some(&json!("queued"))
+                && r.pointer("/structuredContent/flow_token").is_some(),
             "{r}"
         );
     }
@@ -198,6 +220,7 @@ async fn main() -> anyhow::Result<()> {
             warden_bench::summarise("check_compliance over stdio", check_us),
             warden_bench::summarise("send_template accepted over stdio", send_us),
             warden_bench::summarise("send_message accepted over stdio (care window open)", reply_us),
+            warden_bench::summarise("send_interactive of a flow accepted over stdio (care window open)", flow_us),
             warden_bench::summarise("raw one-row commit on one connection", raw_us),
         ],
         "gateway_peak_rss_mib": gateway_rss,

@@ -39,6 +39,8 @@ pub const TYPES: &[&str] = &[
     "unsupported",
     "edit",
     "revoke",
+    // A customer's flow submission (an interactive `nfm_reply`).
+    "flow_response",
     // Outbound only: what we send besides the customer's types.
     "template",
 ];
@@ -81,6 +83,18 @@ pub struct InteractiveReply {
     pub description: Option<String>,
 }
 
+/// What a customer's flow submission says (its flow message is resolved by
+/// `conversations::view`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct FlowSubmission {
+    /// The token in the answers, when they carry one.
+    pub flow_token: Option<String>,
+    /// The answers: `response_json` parsed, else `{"raw": text}`.
+    pub response: Map<String, Value>,
+    /// `response_json` was not a JSON object.
+    pub parse_error: bool,
+}
+
 /// What an edit or a revoke does to an earlier message.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Amend {
@@ -111,6 +125,8 @@ pub struct Normalised {
     pub timestamp: Option<i64>,
     /// A "user changed number" system message: the customer's new number (as sent).
     pub new_number: Option<String>,
+    /// A flow submission (kind `flow_response`).
+    pub flow: Option<FlowSubmission>,
 }
 
 /// The normalised view of a stored message content. Pure; never fails.
@@ -144,6 +160,7 @@ pub fn normalise(content: &Value) -> Normalised {
         amends: None,
         timestamp: timestamp_of(obj.get("timestamp")),
         new_number: None,
+        flow: None,
     };
     match kind {
         "text" => n.text = long(part.get("body")),
@@ -171,8 +188,15 @@ pub fn normalise(content: &Value) -> Normalised {
                     description: long(r.get("description")),
                 });
             } else if let Some(flow) = part.get("nfm_reply").and_then(Value::as_object) {
-                // A flow's answer: the platform's summary text.
+                // A flow's answer: the platform's summary text, and the answers themselves.
+                n.kind = "flow_response";
                 n.text = long(flow.get("body"));
+                let s = warden_rules::rich::flow::read_submission(flow.get("response_json"));
+                n.flow = Some(FlowSubmission {
+                    flow_token: s.flow_token,
+                    response: s.response,
+                    parse_error: s.parse_error,
+                });
             }
         }
         "reaction" => {

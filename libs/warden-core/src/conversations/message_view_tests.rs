@@ -162,6 +162,26 @@ fn replies_to_buttons_and_lists() {
     ));
     assert_eq!(flow.text.as_deref(), Some("Sent"));
     assert!(flow.interactive.is_none());
+    assert_eq!(flow.kind, "flow_response");
+    let f = flow.flow.unwrap();
+    assert!(!f.parse_error);
+    assert!(f.response.is_empty());
+    let broken = normalise(&msg(
+        "interactive",
+        json!({"type": "nfm_reply",
+               "nfm_reply": {"name": "flow", "body": "Sent", "response_json": "{oops"}}),
+    ));
+    let f = broken.flow.unwrap();
+    assert!(f.parse_error);
+    assert_eq!(f.response["raw"], "{oops");
+    let answered = normalise(&msg(
+        "interactive",
+        json!({"type": "nfm_reply", "nfm_reply": {
+               "response_json": "{\"flow_token\":\"tok\",\"date\":\"2026-12-24\"}"}}),
+    ));
+    let f = answered.flow.unwrap();
+    assert_eq!(f.flow_token.as_deref(), Some("tok"));
+    assert_eq!(f.response["date"], "2026-12-24");
 }
 
 #[test]

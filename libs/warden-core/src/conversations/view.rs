@@ -20,6 +20,7 @@ use warden_store::schema::messages;
 use crate::CoreError;
 use crate::conversations::holder::HolderView;
 use crate::conversations::message_view::{Amend, InteractiveReply, Location, Media, normalise};
+use crate::flows::responses::FlowResponseView;
 use crate::senders::SenderRef;
 
 /// Statuses of rows that were never said (not yet due, or withdrawn): left out of history
@@ -69,7 +70,7 @@ pub struct HistoryMessage {
     /// `inbound` (from the customer) or `outbound` (ours).
     pub direction: String,
     /// text, image, video, audio, document, sticker, location, contacts, interactive, button,
-    /// reaction, order, system, unsupported, edit, revoke (and template for ours).
+    /// reaction, order, system, unsupported, edit, revoke, flow_response (and template for ours).
     #[serde(rename = "type")]
     pub kind: String,
     /// Body, caption, or the chosen button/list title; the edited text after an edit;
@@ -86,6 +87,9 @@ pub struct HistoryMessage {
     pub location: Option<Location>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub interactive: Option<InteractiveReply>,
+    /// A customer's flow submission (type flow_response): its token, answers and flow message.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub flow_response: Option<FlowResponseView>,
     /// The ad or post the customer came from, as the platform described it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub referral: Option<Value>,
@@ -136,6 +140,8 @@ pub struct InboxItem {
     pub last_inbound_at: String,
     /// The normalised text of their latest message (null for media without caption etc.).
     pub last_inbound_text: Option<String>,
+    /// The type of their latest message, as history names it (text, image, flow_response, ...).
+    pub last_inbound_kind: String,
     /// Their messages since our last outbound message.
     pub unanswered_count: i64,
     pub window_open: bool,
@@ -345,6 +351,14 @@ async fn render(
         .map(|m| m.id)
         .collect();
     let mut sent_by = crate::send::attribution::sent_by(c, &outbound).await?;
+    // Flow submissions: their token and flow message, resolved now.
+    let submissions: Vec<Uuid> = rows
+        .iter()
+        .zip(&views)
+        .filter(|(m, v)| v.flow.is_some() && m.direction == "inbound")
+        .map(|(m, _)| m.id)
+        .collect();
+    let mut flows = crate::flows::responses::resolved(c, &submissions).await?;
     let our_id = |w: &Option<String>| w.as_ref().and_then(|w| ids.get(w)).map(|id| id.to_string());
     Ok(rows
         .iter()
@@ -376,6 +390,21 @@ async fn render(
                 }),
                 location: if deleted { None } else { v.location },
                 interactive: v.interactive,
+                flow_response: v.flow.map(|f| {
+                    let (token, flow_message) = flows.remove(&m.id).unwrap_or_default();
+                    FlowResponseView {
+                        flow_token: token.or(f.flow_token),
+                        response: if m.redacted_at.is_some() {
+                            Default::default()
+                        } else {
+                            f.response
+                        },
+                        parse_error: f.parse_error && m.redacted_at.is_none(),
+                        flow_message_id: flow_message
+                            .map(|id| id.to_string())
+                            .or_else(|| our_id(&v.context_wamid)),
+                    }
+                }),
                 referral: v.referral,
                 edited,
                 deleted,
@@ -529,6 +558,7 @@ pub async fn inbox(
                 customer_id: r.customer_phone,
                 from: senders.id_of_key(&r.sender_id).to_string(),
                 last_inbound_at: rfc3339(wrote_at),
+                last_inbound_kind: latest.kind.to_string(),
                 last_inbound_text: latest.text,
                 unanswered_count: r.unanswered,
                 window_open: state.open,

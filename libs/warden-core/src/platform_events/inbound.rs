@@ -38,6 +38,8 @@ pub struct InboundMessage<'a> {
     pub content: &'a Value,
     /// A stop / resume keyword it carries.
     pub keyword: Option<OptChange>,
+    /// A flow submission it carries (`interactive.nfm_reply`).
+    pub flow: Option<super::flow_replies::FlowReply<'a>>,
 }
 
 /// Link the identifiers of every inbound message among `events` and store them all; returns
@@ -96,6 +98,13 @@ pub async fn record(
             effects
                 .windows
                 .insert((conv.customer_phone.clone(), conv.sender_id.clone()), conv);
+        }
+    }
+    // Flow submissions, indexed once their message rows exist.
+    for ((origin, m), key) in messages.iter().zip(&keys) {
+        if let Some(reply) = &m.flow {
+            let sender = origin.keys(ctx.senders).sender;
+            super::flow_replies::record(c, &sender, key, m, reply).await?;
         }
     }
     Ok(keys)

@@ -225,7 +225,9 @@ pub(crate) async fn insert_message(
         }
         SendKind::Text { .. } | SendKind::Rich(_) => (None, None),
     };
-    // The row, who asked for it and its number, in one round trip (pipelined, in order).
+    let content = req.kind.to_content();
+    // The row, who asked for it, its number and its flow token, in one round trip
+    // (pipelined, in order).
     let message = diesel::insert_into(messages::table)
         .values((
             messages::id.eq(message_id),
@@ -235,7 +237,7 @@ pub(crate) async fn insert_message(
             messages::message_type.eq(req.message_type.as_str()),
             messages::category.eq(category),
             messages::status.eq(status.as_str()),
-            messages::content.eq(req.kind.to_content()),
+            messages::content.eq(&content),
             messages::template_name.eq(template_name),
             messages::template_locale.eq(template_locale),
             messages::campaign_id.eq(req.campaign_id),
@@ -256,6 +258,7 @@ pub(crate) async fn insert_message(
             .execute(&mut { conn })
             .await
     };
-    futures::try_join!(message, actor, sender)?;
+    let flow = crate::flows::sends::record(conn, message_id, &content);
+    futures::try_join!(message, actor, sender, flow)?;
     Ok(1)
 }

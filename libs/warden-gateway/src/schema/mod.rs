@@ -9,6 +9,7 @@ mod conversations;
 mod cost;
 mod customers;
 mod delivery;
+mod flows;
 mod sending;
 mod templates;
 
@@ -29,6 +30,7 @@ pub use customers::{
 pub use delivery::{
     DeliveryOut, ErrorObj, ExplainOut, MessagePricingOut, RateLimitOut, RetryItem, RetryOut,
 };
+pub use flows::{FlowOut, FlowResponseOut, FlowResponsesOut, FlowsOut};
 pub use sending::{ComplianceOut, SendOut};
 pub use templates::{
     CategoryChangeItem, CreateTemplateOut, SyncTemplateOut, TemplateItem, TemplatesPage,

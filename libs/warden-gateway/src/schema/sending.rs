@@ -38,6 +38,11 @@ pub struct SendOut {
     /// nothing new was sent.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub replayed: bool,
+    /// A flow message (send_interactive kind flow, or a template with a FLOW button): the
+    /// flow_token it carries (the one given, else a generated one); the customer's answers
+    /// come back with it (get_flow_responses).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub flow_token: Option<String>,
 }
 
 impl SendOut {
@@ -56,6 +61,7 @@ impl SendOut {
             channel: channel.to_string(),
             from: accepted.from.clone(),
             replayed: accepted.replayed,
+            flow_token: None,
         }
     }
 }

@@ -16,6 +16,7 @@
 //! - [`senders`]: list_senders, and the senders an agent may use
 //! - [`holders`]: hand_off_conversation, release_conversation (who holds a conversation)
 //! - [`preview`]: preview_campaign, what a campaign would do now with nothing written
+//! - [`flows`]: get_flow_responses, list_flows, and the flow parameters of the send tools
 //!
 //! Adding a parameter: a field on the tool's input struct (its doc comment is the schema's
 //! description), read in the handler, listed under the tool in docs/tools.md.
@@ -25,6 +26,7 @@ pub(crate) mod campaigns;
 pub(crate) mod conversations;
 pub(crate) mod customers;
 pub(crate) mod delivery;
+pub(crate) mod flows;
 pub(crate) mod holders;
 pub(crate) mod media;
 pub(crate) mod preview;

@@ -12,6 +12,7 @@ use schemars::JsonSchema;
 use uuid::Uuid;
 use warden_core::SendKind;
 use warden_rules::phone::PhoneNumber;
+use warden_rules::rich::flow::Parameters;
 use warden_rules::rich::{
     ActionFields, CtaParameters, Header, Interactive, InteractiveFields, InteractiveType, Location,
     MediaObject, MediaType, Reaction, Reply, ReplyButton, RichBody, RichError, RichMessage,
@@ -27,6 +28,7 @@ use crate::input::fields::{Customer, Decimal, Id, Json, Text, opt_string};
 use crate::input::shared::{Keyed, OnChannel};
 use crate::input::{Input, parse};
 use crate::schema::{self, SendOut};
+use crate::tools::flows::FlowArgs;
 
 #[derive(Deserialize, JsonSchema)]
 pub struct SendMediaIn {
@@ -54,7 +56,7 @@ pub struct SendMediaIn {
 pub struct SendInteractiveIn {
     /// Recipient: phone number with country code (e.g. "+6281234567890") or BSUID (e.g. "US.13491208655302741918").
     pub to: Customer,
-    /// buttons (1 to 3 reply buttons), list (up to 10 rows behind a button) or cta_url (one URL button).
+    /// buttons (1 to 3 reply buttons), list (up to 10 rows behind a button), cta_url (one URL button) or flow (a button that opens a Flow: flow_id or flow_name, flow_cta, screen, ...).
     pub kind: Text,
     /// The message text, at most 1024 characters.
     pub body: Text,
@@ -74,6 +76,8 @@ pub struct SendInteractiveIn {
     pub header_media: Option<Json>,
     /// Footer text, at most 60 characters.
     pub footer: Option<Text>,
+    #[serde(flatten)]
+    pub flow: FlowArgs,
     #[serde(flatten)]
     pub on: OnChannel,
     /// message_id of an earlier message in this conversation to quote.
@@ -130,7 +134,8 @@ INVALID_ARGUMENT (names the parameter and the limit), NOT_FOUND (reply_to or mes
 
     #[tool(
         description = "Send an interactive message inside the customer's open care window: up to 3 reply buttons \
-(kind buttons), a list of up to 10 rows behind a button (kind list), or one call-to-action URL button (kind cta_url). \
+(kind buttons), a list of up to 10 rows behind a button (kind list), one call-to-action URL button (kind cta_url), \
+or a button that opens a Flow (kind flow; the result carries its flow_token, and get_flow_responses reads the answers). \
 The customer's choice comes back as an inbound message. Returns status \"queued\" and message_id. Errors: TEMPLATE_REQUIRED (care window closed: only templates may be sent), USER_OPTED_OUT, POLICY_RESTRICTION, \
 INVALID_ARGUMENT (names the parameter and the limit), NOT_FOUND (reply_to or message_id names no message), UNAVAILABLE.",
         input_schema = schema::input::<SendInteractiveIn>(),
@@ -324,6 +329,10 @@ impl Gateway {
         )?;
         let url = opt_string(&a.url);
         let display_text = opt_string(&a.display_text);
+        if kind != InteractiveType::Flow {
+            a.flow.refuse_for_other_kind()?;
+        }
+        let mut flow_token = None;
         // Each kind's parameters into the platform's action keys. Some parameters of
         // another kind are passed on (as given, or emptied) so the rules refuse them by name.
         let action = match kind {
@@ -354,7 +363,9 @@ impl Gateway {
             InteractiveType::CtaUrl => ActionFields {
                 name: Some("cta_url".into()),
                 parameters: match (display_text, url) {
-                    (Some(display_text), Some(url)) => Some(CtaParameters { display_text, url }),
+                    (Some(display_text), Some(url)) => {
+                        Some(Parameters::Cta(CtaParameters { display_text, url }))
+                    }
                     (None, _) => {
                         return Err(rich_error(RichError {
                             field: "display_text".into(),
@@ -372,6 +383,25 @@ impl Gateway {
                 sections: sections.map(|_| Vec::new()),
                 button: opt_string(&a.button_label),
             },
+            InteractiveType::Flow => {
+                if let Some(field) = [("url", &url), ("display_text", &display_text)]
+                    .into_iter()
+                    .find_map(|(f, v)| v.is_some().then_some(f))
+                {
+                    return Err(rich_error(RichError {
+                        field: field.into(),
+                        problem: "does not belong to this kind of interactive message".into(),
+                    }));
+                }
+                let (action, token) = a.flow.action()?;
+                flow_token = Some(token);
+                ActionFields {
+                    buttons: buttons.map(|_| Vec::new()),
+                    sections: sections.map(|_| Vec::new()),
+                    button: opt_string(&a.button_label),
+                    ..action
+                }
+            }
         };
         let interactive = Interactive::try_from(InteractiveFields {
             kind,
@@ -381,14 +411,19 @@ impl Gateway {
             action,
         });
         let reply_to = a.reply_to.map(|id| id.0);
-        self.send_rich(
-            phone,
-            &a.on,
-            interactive.map(|i| RichBody::Interactive(Box::new(i))),
-            reply_to,
-            key,
-        )
-        .await
+        let out = self
+            .send_rich(
+                phone,
+                &a.on,
+                interactive.map(|i| RichBody::Interactive(Box::new(i))),
+                reply_to,
+                key,
+            )
+            .await?;
+        match flow_token {
+            Some(token) => self.with_flow_token(out, token).await,
+            None => Ok(out),
+        }
     }
 
     async fn send_location_impl(&self, args: JsonObject) -> ToolResult<SendOut> {

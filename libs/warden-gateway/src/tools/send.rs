@@ -21,6 +21,7 @@ use warden_rules::template_params::Variables;
 use crate::input::fields::{Customer, Json, Text};
 use crate::input::shared::{Keyed, OnChannel, template_locale};
 use crate::quoting::detail;
+use crate::tools::flows::TemplateFlowArgs;
 use crate::tools::{check_text, check_variables, components_of, parse_message_type};
 
 #[derive(Deserialize, JsonSchema)]
@@ -64,6 +65,8 @@ pub struct SendTemplateIn {
     pub variables: Option<Json>,
     /// JSON array (as a string) of template components in the platform's shape, for a template with a media or variable header or with URL/copy-code/OTP buttons, e.g. "[{\"type\": \"header\", \"parameters\": [{\"type\": \"image\", \"image\": {\"link\": \"https://...\"}}]}, {\"type\": \"button\", \"sub_type\": \"url\", \"index\": \"0\", \"parameters\": [{\"type\": \"text\", \"text\": \"A1\"}]}]". Body values may be given here instead of in variables. Checked against the template's components (list_templates shows them).
     pub components: Option<Json>,
+    #[serde(flatten)]
+    pub flow: TemplateFlowArgs,
     #[serde(flatten)]
     pub on: OnChannel,
     #[serde(flatten)]
@@ -216,12 +219,15 @@ impl Gateway {
         let phone = self.resolve(&a.to).await?;
         let name = a.template_name.0.clone();
         let locale = template_locale(&a.locale, &a.language)?;
-        let (variables, components) = template_values(&a.variables, &a.components)?;
+        let (variables, mut components) = template_values(&a.variables, &a.components)?;
         let channel = a.on.channel();
         if warden_core::templates::impossible_name(&name) {
             // No template can have it: answer without asking the database.
             return Err(SendError::TemplateNotFound { name, locale }.into());
         }
+        let flow_token = self
+            .fill_flow_button(&a.flow, a.on.from(), &name, &locale, &mut components)
+            .await?;
         let accepted = self
             .core()
             .send_keyed(
@@ -244,7 +250,11 @@ impl Gateway {
                 key,
             )
             .await?;
-        Ok(SendOut::queued(&accepted, &phone, channel))
+        let out = SendOut::queued(&accepted, &phone, channel);
+        match flow_token {
+            Some(token) => self.with_flow_token(out, token).await,
+            None => Ok(out),
+        }
     }
 
     async fn reply_customer_impl(&self, args: JsonObject) -> ToolResult<SendOut> {

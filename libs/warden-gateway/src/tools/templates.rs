@@ -89,7 +89,7 @@ pub struct CreateTemplateIn {
     /// Footer text, at most 60 characters, no variables.
     #[schemars(length(max = 60))]
     pub footer: Option<Text>,
-    /// JSON array (as a string) of buttons, at most 10: {"type": "QUICK_REPLY", "text"}, {"type": "URL", "text", "url"} (url may end in {{1}}; at most 2), {"type": "PHONE_NUMBER", "text", "phone_number"} (at most 1), {"type": "COPY_CODE", "text", "example"}, {"type": "OTP", "otp_type"} (AUTHENTICATION only). Quick replies must sit together; button text at most 25 characters.
+    /// JSON array (as a string) of buttons, at most 10: {"type": "QUICK_REPLY", "text"}, {"type": "URL", "text", "url"} (url may end in {{1}}; at most 2), {"type": "PHONE_NUMBER", "text", "phone_number"} (at most 1), {"type": "COPY_CODE", "text", "example"}, {"type": "OTP", "otp_type"} (AUTHENTICATION only), {"type": "FLOW", "text", "flow_id" or "flow_name", "flow_action"?: "navigate"|"data_exchange", "navigate_screen"?} (opens a Flow; at most 1; send_template fills it with flow_token and flow_data). Quick replies must sit together; button text at most 25 characters.
     pub buttons: Option<Json>,
     /// "positional" ({{1}}, the default) or "named" ({{first_name}}: lower-case letters, digits and underscores).
     #[schemars(extend("default" = "positional"))]

@@ -23,7 +23,7 @@ fn spec() -> HashMap<&'static str, (Vec<&'static str>, Vec<&'static str>)> {
             "send_template",
             (
                 vec!["to", "template_name"],
-                vec!["locale", "variables", "channel"],
+                vec!["locale", "variables", "channel", "flow_token", "flow_data"],
             ),
         ),
         ("explain_error", (vec!["code"], vec![])),
@@ -150,9 +150,26 @@ fn spec() -> HashMap<&'static str, (Vec<&'static str>, Vec<&'static str>)> {
                     "footer",
                     "channel",
                     "reply_to",
+                    "flow_id",
+                    "flow_name",
+                    "flow_cta",
+                    "flow_token",
+                    "flow_action",
+                    "screen",
+                    "data",
+                    "mode",
                 ],
             ),
         ),
+        // Flows.
+        (
+            "get_flow_responses",
+            (
+                vec![],
+                vec!["flow_token", "customer_id", "message_id", "limit", "from"],
+            ),
+        ),
+        ("list_flows", (vec![], vec!["from"])),
         ("react_to_message", (vec!["message_id", "emoji"], vec![])),
         (
             "send_location",
@@ -174,6 +191,7 @@ const NUMBER_PARAMS: &[(&str, &str)] = &[
     ("get_conversation_history", "limit"),
     ("list_inbox", "limit"),
     ("list_inbox", "offset"),
+    ("get_flow_responses", "limit"),
     ("send_location", "latitude"),
     ("send_location", "longitude"),
 ];
@@ -200,6 +218,8 @@ const READ_ONLY: &[&str] = &[
     "get_campaign",
     "get_conversation_history",
     "list_inbox",
+    "get_flow_responses",
+    "list_flows",
 ];
 
 fn types_of(schema: &Value) -> BTreeSet<String> {

@@ -1,7 +1,8 @@
 //! Property test over the real entry paths: the same customer state and the same
 //! content get the same decision and reason code from check_compliance, send_message,
 //! reply_customer, send_template, schedule_message (at scheduling and at dispatch, as the
-//! scheduler builds the send), a campaign recipient (as the scheduler builds it),
+//! scheduler builds the send), send_interactive of a Flow (a free-form kind like the text),
+//! a campaign recipient (as the scheduler builds it),
 //! retry_failed_messages and the dispatcher's recheck, whatever `message_type` the caller
 //! gives, and that decision is the rule table's (`warden_test_support::rule_table`), with
 //! the conversation held by nobody else, a person or another app (`rule_table::held`). Every
@@ -33,12 +34,14 @@ enum Content {
     Authentication,
     /// A utility template that is PAUSED.
     Paused,
+    /// A free-form Flow message (send_interactive kind flow).
+    Flow,
 }
 
 impl Content {
     fn template(self) -> Option<&'static str> {
         match self {
-            Content::Text => None,
+            Content::Text | Content::Flow => None,
             Content::Marketing => Some("pt_marketing"),
             Content::Utility => Some("pt_utility"),
             Content::Authentication => Some("pt_authentication"),
@@ -47,13 +50,25 @@ impl Content {
     }
     fn category(self) -> &'static str {
         match self {
-            Content::Text => "service",
+            Content::Text | Content::Flow => "service",
             Content::Marketing => "marketing",
             Content::Utility | Content::Paused => "utility",
             Content::Authentication => "authentication",
         }
     }
+    /// Free-form: judged by the care window, whatever the caller calls it.
+    fn free_form(self) -> bool {
+        matches!(self, Content::Text | Content::Flow)
+    }
     fn json(self) -> Value {
+        if self == Content::Flow {
+            return json!({"type": "interactive", "interactive": {"type": "flow",
+                "body": {"text": "Book a table"},
+                "action": {"name": "flow", "parameters": {"flow_message_version": "3",
+                    "flow_token": "pt-flow", "flow_id": "1234", "flow_cta": "Book",
+                    "mode": "published", "flow_action": "navigate",
+                    "flow_action_payload": {"screen": "BOOKING"}}}}});
+        }
         match self.template() {
             None => json!({"type": "text", "text": {"body": "Your order shipped."}}),
             Some(name) => json!({"type": "template",
@@ -249,7 +264,7 @@ async fn one_case(
     // check_compliance: asked with the label that describes the content.
     if c != Content::Paused {
         let phone = customer(h, s, held).await;
-        let described = if c == Content::Text {
+        let described = if c.free_form() {
             "service"
         } else {
             c.category()
@@ -290,6 +305,26 @@ async fn one_case(
             };
             prop_assert_eq!(code_of(e, &v), reply, "reply_customer {} {}", ctx, v);
         }
+        Content::Flow => {
+            let phone = customer(h, s, held).await;
+            let (e, v) = h
+                .call(
+                    "send_interactive",
+                    json!({"to": phone, "kind": "flow", "body": "Book a table",
+                           "flow_id": "1234", "flow_cta": "Book", "screen": "BOOKING"}),
+                )
+                .await;
+            prop_assert_eq!(
+                code_of(e, &v),
+                expected,
+                "send_interactive flow {} {}",
+                ctx,
+                v
+            );
+            if !e {
+                prop_assert!(v["flow_token"].as_str().is_some(), "flow_token {}", v);
+            }
+        }
         _ => {
             let phone = customer(h, s, held).await;
             let (e, v) = h
@@ -304,7 +339,7 @@ async fn one_case(
 
     // schedule_message with the caller's label: opt-out is judged at scheduling (by the
     // content's category), the rest when the scheduler sends it.
-    if !(c == Content::Text && label == "template") {
+    if !(c.free_form() && label == "template") {
         let phone = customer(h, s, held).await;
         let deliver_at = (Utc::now() + TimeDelta::minutes(30)).to_rfc3339();
         let (e, v) = h
@@ -363,7 +398,7 @@ async fn one_case(
     }
 
     // A campaign recipient, as warden-scheduler's campaigns.rs builds it.
-    if c != Content::Text {
+    if !c.free_form() {
         let phone = customer(h, s, held).await;
         let result = core
             .send(SendRequest {
@@ -455,6 +490,7 @@ fn content() -> impl Strategy<Value = Content> {
         Just(Content::Utility),
         Just(Content::Authentication),
         Just(Content::Paused),
+        Just(Content::Flow),
     ]
 }
 

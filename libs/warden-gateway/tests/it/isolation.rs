@@ -35,6 +35,8 @@ struct BusinessB {
     failed: Uuid,
     campaign: String,
     conversation: Uuid,
+    /// The customer's flow submission to b1.
+    flow_reply: Uuid,
 }
 
 async fn seed_b(h: &Harness) -> BusinessB {
@@ -83,6 +85,28 @@ async fn seed_b(h: &Harness) -> BusinessB {
     };
     let inbound = id_of("wamid.B1").await;
     let image = id_of("wamid.B2").await;
+    let flow = json!({"from": customer, "id": "wamid.B4", "timestamp": Utc::now().timestamp().to_string(),
+                      "type": "interactive", "interactive": {"type": "nfm_reply", "nfm_reply": {
+                      "name": "flow", "body": "Sent",
+                      "response_json": json!({"flow_token": "b-token", "note": B_SECRET}).to_string()}}});
+    write("wamid.B4", "interactive", flow.clone()).await;
+    {
+        let mut c = h.conn().await;
+        warden_core::flows::submissions::record(
+            &mut c,
+            &warden_core::flows::submissions::Submission {
+                wamid: "wamid.B4",
+                sender: &keys.sender,
+                customer: key.digits(),
+                context_wamid: None,
+                response_json: flow.pointer("/interactive/nfm_reply/response_json"),
+                at: Utc::now(),
+            },
+        )
+        .await
+        .unwrap();
+    }
+    let flow_reply = id_of("wamid.B4").await;
     let sent = h
         .ok(
             "send_message",
@@ -122,6 +146,7 @@ async fn seed_b(h: &Harness) -> BusinessB {
         failed: Uuid::parse_str(&failed).unwrap(),
         campaign,
         conversation,
+        flow_reply,
     }
 }
 
@@ -310,6 +335,22 @@ fn classes() -> Vec<(&'static str, Class)> {
                 || json!({"conversation_id": Uuid::new_v4()}),
             ),
         ),
+        (
+            "get_flow_responses",
+            ById(
+                |b| json!({"message_id": b.flow_reply}),
+                || json!({"message_id": Uuid::new_v4()}),
+            ),
+        ),
+        // B's token and customer read as unknown ones: nothing.
+        (
+            "get_flow_responses",
+            Listing(json!({"flow_token": "b-token"})),
+        ),
+        (
+            "get_flow_responses",
+            Customer(|b| json!({"customer_id": b.customer})),
+        ),
         ("list_inbox", Listing(json!({}))),
         ("list_conversations", Listing(json!({}))),
         ("list_senders", Listing(json!({}))),
@@ -318,6 +359,7 @@ fn classes() -> Vec<(&'static str, Class)> {
         ("get_account_quality", Listing(json!({}))),
         ("get_rate_limit", Listing(json!({}))),
         ("explain_error", NoResource),
+        ("list_flows", NoResource),
         ("estimate_cost", NoResource),
         ("estimate_pricing", NoResource),
         ("preview_campaign", NoResource),
@@ -390,6 +432,7 @@ async fn an_agent_limited_to_a1_reaches_nothing_of_business_b_by_any_tool() {
         b.image.to_string(),
         b.failed.to_string(),
         b.campaign.clone(),
+        b.flow_reply.to_string(),
     ];
     let shows_b = |v: &Value| {
         let s = v.to_string();

@@ -12,6 +12,7 @@ mod catalogue;
 mod common;
 mod compliance_holes;
 mod compliance_paths;
+mod flows;
 mod holders;
 mod http_support;
 mod http_transport;

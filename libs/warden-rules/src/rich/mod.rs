@@ -18,6 +18,14 @@ pub use interactive::{
     Action, ActionFields, ButtonsAction, CtaParameters, CtaUrlAction, Header, Interactive,
     InteractiveFields, InteractiveType, ListAction, Reply, ReplyButton, Row, Section, TextObject,
 };
+/// The `flow` kind's parts and a customer's flow submission.
+pub mod flow {
+    pub use super::interactive::{
+        FLOW_ACTIONS, FLOW_MESSAGE_VERSION, FLOW_MODES, FlowAction, FlowActionPayload,
+        FlowParameters, MAX_FLOW_CTA_CHARS, MAX_FLOW_TOKEN_CHARS, Parameters, Submission,
+        check_data, check_token, is_emoji, read_submission,
+    };
+}
 pub use media::{MediaObject, MediaType};
 pub use upload::{KB, MB, check_upload, webp_is_animated};
 

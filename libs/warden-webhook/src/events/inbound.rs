@@ -31,6 +31,8 @@ pub struct InboundEvent {
     pub content: Value,
     /// A stop / resume keyword (whole text, or the text of a quick-reply button).
     pub keyword: Option<OptChange>,
+    /// A flow submission (`interactive.nfm_reply`).
+    pub flow: Option<super::FlowReplyEvent>,
 }
 
 impl Builder<'_> {
@@ -66,6 +68,7 @@ impl Builder<'_> {
         let at =
             warden_core::conversations::inbound::plausible_time(msg.timestamp, now).unwrap_or(now);
         let content = clean_json(serde_json::to_value(&msg).unwrap_or(Value::Null));
+        let flow = super::flows::flow_reply(&content);
         self.push(
             format!("msg:{wamid}"),
             EventBody::Inbound(InboundEvent {
@@ -81,6 +84,7 @@ impl Builder<'_> {
                 },
                 content,
                 keyword,
+                flow,
             }),
         );
     }

@@ -26,6 +26,7 @@ use warden_platform::webhook::{Change, ErrorDetail, MessagesValue, Metadata};
 use {warden_core::conversations::inbound::NoWindow, warden_rules::keywords::OptChange};
 
 mod account;
+mod flows;
 mod inbound;
 mod preferences;
 mod sanitize;
@@ -34,6 +35,7 @@ mod statuses;
 mod template_changes;
 mod templates;
 pub use account::QualityEvent;
+pub use flows::FlowReplyEvent;
 pub use inbound::InboundEvent;
 pub use preferences::PreferenceEvent;
 use sanitize::{bounded_key, sha256_hex, value_int, value_text};

@@ -7,6 +7,7 @@ mod bsuid;
 mod common;
 mod core_batch;
 mod events;
+mod flow_replies;
 mod fuzz;
 mod http;
 mod messaging_limit;

@@ -12,9 +12,10 @@
 use serde::{Deserialize, Serialize};
 
 use super::cta_url::NAME as CTA_URL;
+use super::flow::NAME as FLOW;
 use super::{
-    ButtonsAction, CtaParameters, CtaUrlAction, Header, InteractiveType, ListAction, ReplyButton,
-    Section, TextObject,
+    ButtonsAction, CtaParameters, CtaUrlAction, FlowAction, FlowParameters, Header,
+    InteractiveType, ListAction, ReplyButton, Section, TextObject,
 };
 use crate::rich::{RichError, err};
 
@@ -51,12 +52,47 @@ pub struct Action {
     /// The list's sections (`list`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sections: Option<Vec<Section>>,
-    /// `cta_url`.
+    /// `cta_url` or `flow`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub name: Option<String>,
-    /// The CTA's text and url (`cta_url`).
+    /// The CTA's text and url (`cta_url`), or which flow opens where (`flow`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub parameters: Option<CtaParameters>,
+    pub parameters: Option<Parameters>,
+}
+
+/// The action's `parameters`: one key, two kinds' shapes. Read by its keys (a flow's carry
+/// `flow_message_version`), so a CTA's errors read as they always did.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Parameters {
+    /// `cta_url`.
+    Cta(CtaParameters),
+    /// `flow`.
+    Flow(FlowParameters),
+}
+
+impl Serialize for Parameters {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self {
+            Self::Cta(p) => p.serialize(s),
+            Self::Flow(p) => p.serialize(s),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for Parameters {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        use serde::de::Error;
+        let v = serde_json::Value::deserialize(d)?;
+        if v.get("flow_message_version").is_some() {
+            serde_json::from_value(v)
+                .map(Self::Flow)
+                .map_err(D::Error::custom)
+        } else {
+            serde_json::from_value(v)
+                .map(Self::Cta)
+                .map_err(D::Error::custom)
+        }
+    }
 }
 
 impl Action {
@@ -67,6 +103,10 @@ impl Action {
             (self.buttons.is_some(), "buttons"),
             (self.sections.is_some(), "sections"),
             (self.button.is_some(), "button_label"),
+            (
+                matches!(self.parameters, Some(Parameters::Flow(_))),
+                "flow_cta",
+            ),
             (self.name.is_some() || self.parameters.is_some(), "url"),
         ];
         match left.into_iter().find(|(present, _)| *present) {
@@ -118,7 +158,16 @@ impl ListAction {
 
 impl CtaUrlAction {
     pub(super) fn from_fields(mut f: Action) -> Result<Self, RichError> {
-        let (name, parameters) = (f.name.take(), f.parameters.take());
+        let name = f.name.take();
+        let parameters = match f.parameters.take() {
+            Some(Parameters::Cta(p)) => Some(p),
+            // Left in place for `refuse_rest` to name.
+            flow @ Some(Parameters::Flow(_)) => {
+                f.parameters = flow;
+                None
+            }
+            None => None,
+        };
         f.refuse_rest()?;
         if name.as_deref() != Some(CTA_URL) {
             return Err(err("action.name", "must be \"cta_url\""));
@@ -131,7 +180,42 @@ impl CtaUrlAction {
     pub(super) fn to_fields(&self) -> Action {
         Action {
             name: Some(CTA_URL.into()),
-            parameters: Some(self.parameters.clone()),
+            parameters: Some(Parameters::Cta(self.parameters.clone())),
+            ..Action::default()
+        }
+    }
+}
+
+impl FlowAction {
+    pub(super) fn from_fields(mut f: Action) -> Result<Self, RichError> {
+        let name = f.name.take();
+        let parameters = match f.parameters.take() {
+            Some(Parameters::Flow(p)) => Some(p),
+            Some(Parameters::Cta(_)) => {
+                return Err(err(
+                    "url",
+                    "does not belong to this kind of interactive message",
+                ));
+            }
+            None => None,
+        };
+        f.refuse_rest()?;
+        if name.as_deref() != Some(FLOW) {
+            return Err(err("action.name", "must be \"flow\""));
+        }
+        let parameters = parameters.ok_or_else(|| {
+            err(
+                "flow_cta",
+                "and `flow_id` or `flow_name` are required for a flow",
+            )
+        })?;
+        Ok(Self { parameters })
+    }
+
+    pub(super) fn to_fields(&self) -> Action {
+        Action {
+            name: Some(FLOW.into()),
+            parameters: Some(Parameters::Flow(self.parameters.clone())),
             ..Action::default()
         }
     }

@@ -17,11 +17,17 @@ use crate::text::TextKind;
 mod buttons;
 mod cta_url;
 mod fields;
+mod flow;
 mod list;
 
 pub use buttons::{ButtonsAction, Reply, ReplyButton};
 pub use cta_url::{CtaParameters, CtaUrlAction};
-pub use fields::{Action as ActionFields, Interactive as InteractiveFields};
+pub use fields::{Action as ActionFields, Interactive as InteractiveFields, Parameters};
+pub use flow::{
+    FLOW_ACTIONS, FLOW_MESSAGE_VERSION, FLOW_MODES, FlowAction, FlowActionPayload, FlowParameters,
+    MAX_FLOW_CTA_CHARS, MAX_FLOW_TOKEN_CHARS, Submission, check_data, check_token, is_emoji,
+    read_submission,
+};
 pub use list::{ListAction, Row, Section};
 
 /// The three interactive kinds of `send_interactive`.
@@ -36,6 +42,9 @@ pub enum InteractiveType {
     /// One call-to-action URL button.
     #[serde(rename = "cta_url")]
     CtaUrl,
+    /// A button that opens a Flow.
+    #[serde(rename = "flow")]
+    Flow,
 }
 
 impl InteractiveType {
@@ -45,9 +54,10 @@ impl InteractiveType {
             "buttons" | "button" => Ok(Self::Buttons),
             "list" => Ok(Self::List),
             "cta_url" => Ok(Self::CtaUrl),
+            "flow" => Ok(Self::Flow),
             _ => Err(err(
                 "kind",
-                format!("is {}; use buttons, list or cta_url", shown(s)),
+                format!("is {}; use buttons, list, cta_url or flow", shown(s)),
             )),
         }
     }
@@ -58,13 +68,14 @@ impl InteractiveType {
             Self::Buttons => "button",
             Self::List => "list",
             Self::CtaUrl => "cta_url",
+            Self::Flow => "flow",
         }
     }
 
     /// Whether the platform takes an image, video or document header with this kind (a
     /// list's header is text only).
     pub fn takes_media_header(self) -> bool {
-        !matches!(self, Self::List)
+        !matches!(self, Self::List | Self::Flow)
     }
 }
 
@@ -152,6 +163,8 @@ pub enum Action {
     List(ListAction),
     /// `cta_url`: one URL button.
     CtaUrl(CtaUrlAction),
+    /// `flow`: a button that opens a Flow.
+    Flow(FlowAction),
 }
 
 impl Action {
@@ -161,6 +174,7 @@ impl Action {
             Self::Buttons(_) => InteractiveType::Buttons,
             Self::List(_) => InteractiveType::List,
             Self::CtaUrl(_) => InteractiveType::CtaUrl,
+            Self::Flow(_) => InteractiveType::Flow,
         }
     }
 
@@ -169,6 +183,7 @@ impl Action {
             Self::Buttons(a) => a.validate(),
             Self::List(a) => a.validate(),
             Self::CtaUrl(a) => a.validate(),
+            Self::Flow(a) => a.validate(),
         }
     }
 
@@ -178,6 +193,7 @@ impl Action {
             InteractiveType::Buttons => Self::Buttons(ButtonsAction::from_fields(fields)?),
             InteractiveType::List => Self::List(ListAction::from_fields(fields)?),
             InteractiveType::CtaUrl => Self::CtaUrl(CtaUrlAction::from_fields(fields)?),
+            InteractiveType::Flow => Self::Flow(FlowAction::from_fields(fields)?),
         })
     }
 
@@ -187,6 +203,7 @@ impl Action {
             Self::Buttons(a) => a.to_fields(),
             Self::List(a) => a.to_fields(),
             Self::CtaUrl(a) => a.to_fields(),
+            Self::Flow(a) => a.to_fields(),
         }
     }
 }

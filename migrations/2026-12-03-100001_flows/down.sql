@@ -1,0 +1,2 @@
+DROP TABLE IF EXISTS flow_responses;
+DROP TABLE IF EXISTS flow_sends;
