@@ -19,7 +19,7 @@ use warden_rules::rich::{ActionFields, RichError};
 use crate::answer::{finish, ts};
 use crate::error::{ToolError, ToolResult};
 use crate::gateway::Gateway;
-use crate::input::checks::bounded;
+use crate::input::checks::{bounded, check_len};
 use crate::input::fields::{Customer, Id, Json, Text, Whole, opt_string, opt_whole};
 use crate::input::shared::SenderName;
 use crate::input::{Input, parse};
@@ -308,8 +308,18 @@ impl Gateway {
             Some(from) => Some(core.sender_keys(Some(from))?.sender),
             None => None,
         };
+        let flow_token = opt_string(&a.flow_token);
+        if let Some(t) = &flow_token {
+            // No token is longer: refused before it reaches a query.
+            check_len(
+                "flow_token",
+                t,
+                warden_rules::rich::flow::MAX_FLOW_TOKEN_CHARS,
+                "Pass the flow_token a flow send returned (at most 256 characters).",
+            )?;
+        }
         let filter = Filter {
-            flow_token: opt_string(&a.flow_token),
+            flow_token,
             customer,
             message_id: a.message_id.map(|id| id.0),
             sender,

@@ -95,20 +95,20 @@ async fn any_flow_submission_is_stored_once_and_never_fails_the_webhook() {
                 }
                 let stored = h
                     .count(&format!(
-                        "SELECT count(*) FROM messages WHERE wamid = '{id}' AND direction = 'inbound'"
+                        "SELECT count(*) AS n FROM messages WHERE wamid = '{id}' AND direction = 'inbound'"
                     ))
                     .await;
                 prop_assert_eq!(stored, 1, "stored once: {}", body);
                 let indexed = h
                     .count(&format!(
-                        "SELECT count(*) FROM flow_responses r JOIN messages m ON m.id = r.message_id \
+                        "SELECT count(*) AS n FROM flow_responses r JOIN messages m ON m.id = r.message_id \
                          WHERE m.wamid = '{id}'"
                     ))
                     .await;
                 prop_assert_eq!(indexed, 1, "indexed once: {}", body);
                 let window = h
                     .count(&format!(
-                        "SELECT count(*) FROM conversations WHERE customer_phone = '{from}' \
+                        "SELECT count(*) AS n FROM conversations WHERE customer_phone = '{from}' \
                          AND window_expires_at > now()"
                     ))
                     .await;
@@ -116,7 +116,7 @@ async fn any_flow_submission_is_stored_once_and_never_fails_the_webhook() {
                 if context == Some("known") {
                     let linked = h
                         .count(&format!(
-                            "SELECT count(*) FROM flow_responses r JOIN messages m ON m.id = r.message_id \
+                            "SELECT count(*) AS n FROM flow_responses r JOIN messages m ON m.id = r.message_id \
                              JOIN messages f ON f.id = r.flow_message_id \
                              WHERE m.wamid = '{id}' AND f.wamid = '{known}'"
                         ))
