@@ -1,4 +1,4 @@
-//! Rich (non-template) message kinds: media, interactive, location, reaction.
+//! Rich (non-template) message kinds: media, interactive, location, reaction, contacts.
 //!
 //! The types are the platform's own `/messages` objects (`image`, `interactive`, ...), so
 //! a body an agent writes in the platform's shape is parsed, checked against the
@@ -11,12 +11,15 @@ use serde_json::{Map, Value, json};
 
 use crate::text::{TextKind, check};
 
+pub mod contacts;
 mod interactive;
 mod media;
 mod upload;
+pub use contacts::Contact;
 pub use interactive::{
-    Action, ActionFields, ButtonsAction, CtaParameters, CtaUrlAction, Header, Interactive,
-    InteractiveFields, InteractiveType, ListAction, Reply, ReplyButton, Row, Section, TextObject,
+    Action, ActionFields, ButtonsAction, CallPermissionAction, CtaParameters, CtaUrlAction, Header,
+    Interactive, InteractiveFields, InteractiveType, ListAction, LocationRequestAction, Reply,
+    ReplyButton, Row, Section, TextObject,
 };
 pub use media::{MediaObject, MediaType};
 pub use upload::{KB, MB, check_upload, webp_is_animated};
@@ -205,6 +208,8 @@ pub enum RichBody {
     Location(Location),
     /// An emoji on an earlier message.
     Reaction(Reaction),
+    /// Contact cards (`contacts`).
+    Contacts(Vec<Contact>),
 }
 
 /// A rich message: its body and, optionally, the wamid it quotes (`context.message_id`).
@@ -217,7 +222,7 @@ pub struct RichMessage {
 }
 
 /// The `type`s [`RichMessage`] covers.
-pub const RICH_TYPES: [&str; 8] = [
+pub const RICH_TYPES: [&str; 9] = [
     "image",
     "video",
     "audio",
@@ -226,6 +231,7 @@ pub const RICH_TYPES: [&str; 8] = [
     "interactive",
     "location",
     "reaction",
+    "contacts",
 ];
 
 impl RichMessage {
@@ -236,6 +242,7 @@ impl RichMessage {
             RichBody::Interactive(_) => "interactive",
             RichBody::Location(_) => "location",
             RichBody::Reaction(_) => "reaction",
+            RichBody::Contacts(_) => "contacts",
         }
     }
 
@@ -246,6 +253,7 @@ impl RichMessage {
             RichBody::Interactive(i) => i.validate(),
             RichBody::Location(l) => l.validate(),
             RichBody::Reaction(r) => r.validate(),
+            RichBody::Contacts(c) => contacts::validate(c),
         }?;
         if let Some(c) = &self.context {
             text("reply_to", c, MAX_URL_CHARS, TextKind::Plain)?;
@@ -261,6 +269,7 @@ impl RichMessage {
             RichBody::Interactive(i) => serde_json::to_value(i),
             RichBody::Location(l) => serde_json::to_value(l),
             RichBody::Reaction(r) => serde_json::to_value(r),
+            RichBody::Contacts(c) => serde_json::to_value(c),
         }
         .expect("plain data serialises");
         let kind = self.kind();
@@ -308,6 +317,7 @@ impl RichMessage {
             }
             "location" => RichBody::Location(parse(kind, inner)?),
             "reaction" => RichBody::Reaction(parse(kind, inner)?),
+            "contacts" => RichBody::Contacts(contacts::parse(inner, "contacts")?),
             other => match MediaType::parse(other) {
                 Ok(t) if t.as_str() == other => RichBody::Media(t, parse(kind, inner)?),
                 _ => {

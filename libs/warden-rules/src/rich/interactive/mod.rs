@@ -15,16 +15,20 @@ use super::{
 use crate::text::TextKind;
 
 mod buttons;
+mod call_permission;
 mod cta_url;
 mod fields;
 mod list;
+mod location_request;
 
 pub use buttons::{ButtonsAction, Reply, ReplyButton};
+pub use call_permission::CallPermissionAction;
 pub use cta_url::{CtaParameters, CtaUrlAction};
 pub use fields::{Action as ActionFields, Interactive as InteractiveFields};
 pub use list::{ListAction, Row, Section};
+pub use location_request::LocationRequestAction;
 
-/// The three interactive kinds of `send_interactive`.
+/// The interactive kinds of `send_interactive`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum InteractiveType {
     /// Up to three reply buttons.
@@ -36,6 +40,12 @@ pub enum InteractiveType {
     /// One call-to-action URL button.
     #[serde(rename = "cta_url")]
     CtaUrl,
+    /// The platform's "Send location" button.
+    #[serde(rename = "location_request_message")]
+    LocationRequest,
+    /// Asks the customer's permission to call them.
+    #[serde(rename = "call_permission_request")]
+    CallPermissionRequest,
 }
 
 impl InteractiveType {
@@ -45,9 +55,14 @@ impl InteractiveType {
             "buttons" | "button" => Ok(Self::Buttons),
             "list" => Ok(Self::List),
             "cta_url" => Ok(Self::CtaUrl),
+            "location_request" | "location_request_message" => Ok(Self::LocationRequest),
+            "call_permission_request" => Ok(Self::CallPermissionRequest),
             _ => Err(err(
                 "kind",
-                format!("is {}; use buttons, list or cta_url", shown(s)),
+                format!(
+                    "is {}; use buttons, list, cta_url, location_request or call_permission_request",
+                    shown(s)
+                ),
             )),
         }
     }
@@ -58,7 +73,23 @@ impl InteractiveType {
             Self::Buttons => "button",
             Self::List => "list",
             Self::CtaUrl => "cta_url",
+            Self::LocationRequest => "location_request_message",
+            Self::CallPermissionRequest => "call_permission_request",
         }
+    }
+
+    /// The kind as send_interactive names it.
+    pub fn tool_name(self) -> &'static str {
+        match self {
+            Self::Buttons => "buttons",
+            Self::LocationRequest => "location_request",
+            other => other.as_str(),
+        }
+    }
+
+    /// Kinds the platform shows with a body only: a header or a footer is refused.
+    pub fn body_only(self) -> bool {
+        matches!(self, Self::LocationRequest | Self::CallPermissionRequest)
     }
 
     /// Whether the platform takes an image, video or document header with this kind (a
@@ -133,6 +164,23 @@ fn check_shared(
     footer: Option<&TextObject>,
 ) -> Result<(), RichError> {
     text("body", &body.text, MAX_BODY_CHARS, TextKind::FreeText)?;
+    if kind.body_only() {
+        let only_body = |field: &str| {
+            err(
+                field,
+                format!(
+                    "is not part of a {} message: the platform shows only its body",
+                    kind.tool_name()
+                ),
+            )
+        };
+        if header.is_some() {
+            return Err(only_body("header"));
+        }
+        if footer.is_some() {
+            return Err(only_body("footer"));
+        }
+    }
     if let Some(footer) = footer {
         text("footer", &footer.text, MAX_FOOTER_CHARS, TextKind::FreeText)?;
     }
@@ -152,6 +200,10 @@ pub enum Action {
     List(ListAction),
     /// `cta_url`: one URL button.
     CtaUrl(CtaUrlAction),
+    /// `location_request_message`: the "Send location" button.
+    LocationRequest(LocationRequestAction),
+    /// `call_permission_request`: asks to call the customer.
+    CallPermissionRequest(CallPermissionAction),
 }
 
 impl Action {
@@ -161,6 +213,8 @@ impl Action {
             Self::Buttons(_) => InteractiveType::Buttons,
             Self::List(_) => InteractiveType::List,
             Self::CtaUrl(_) => InteractiveType::CtaUrl,
+            Self::LocationRequest(_) => InteractiveType::LocationRequest,
+            Self::CallPermissionRequest(_) => InteractiveType::CallPermissionRequest,
         }
     }
 
@@ -169,6 +223,8 @@ impl Action {
             Self::Buttons(a) => a.validate(),
             Self::List(a) => a.validate(),
             Self::CtaUrl(a) => a.validate(),
+            Self::LocationRequest(a) => a.validate(),
+            Self::CallPermissionRequest(a) => a.validate(),
         }
     }
 
@@ -178,6 +234,12 @@ impl Action {
             InteractiveType::Buttons => Self::Buttons(ButtonsAction::from_fields(fields)?),
             InteractiveType::List => Self::List(ListAction::from_fields(fields)?),
             InteractiveType::CtaUrl => Self::CtaUrl(CtaUrlAction::from_fields(fields)?),
+            InteractiveType::LocationRequest => {
+                Self::LocationRequest(LocationRequestAction::from_fields(fields)?)
+            }
+            InteractiveType::CallPermissionRequest => {
+                Self::CallPermissionRequest(CallPermissionAction::from_fields(fields)?)
+            }
         })
     }
 
@@ -187,6 +249,8 @@ impl Action {
             Self::Buttons(a) => a.to_fields(),
             Self::List(a) => a.to_fields(),
             Self::CtaUrl(a) => a.to_fields(),
+            Self::LocationRequest(a) => a.to_fields(),
+            Self::CallPermissionRequest(a) => a.to_fields(),
         }
     }
 }
