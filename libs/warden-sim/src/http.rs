@@ -79,6 +79,10 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
                 .route("/handover", web::post().to(crate::routing::sim_handover))
                 .route("/standby", web::post().to(crate::routing::sim_standby))
                 .route(
+                    "/call_permission",
+                    web::post().to(crate::calls::sim_call_permission),
+                )
+                .route(
                     "/thread_control",
                     web::post().to(crate::routing::sim_thread_control),
                 )
@@ -190,6 +194,10 @@ fn handle_send(sim: &Sim, number: &Number, send: SendRequest) -> Result<SendResp
             .as_ref()
             .and_then(|t| serde_json::to_value(t).ok()),
         kind,
+        body: match kind {
+            "text" | "template" => None,
+            other => send.other.get(other).cloned(),
+        },
     })?;
     Ok(SendResponse {
         messaging_product: "whatsapp".to_owned(),

@@ -19,7 +19,9 @@
 
 mod account;
 pub mod bodies;
+pub mod calls;
 pub mod config;
+pub mod contacts;
 pub mod http;
 pub mod limits;
 pub mod listen;

@@ -68,6 +68,10 @@ pub struct MessageStat {
     /// The send's `type` (text, template, image, interactive, ...), of the latest send.
     #[serde(rename = "type")]
     pub kind: String,
+    /// The kind's own object (`interactive`, `contacts`, `image`, ...) of the latest send
+    /// other than text and template, as received (tests check the body).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub body: Option<serde_json::Value>,
 }
 
 #[derive(Default)]
@@ -112,6 +116,8 @@ pub struct Accepted<'a> {
     pub template: Option<serde_json::Value>,
     /// The send's `type`.
     pub kind: &'a str,
+    /// The kind's own object of a send other than text and template, as received.
+    pub body: Option<serde_json::Value>,
 }
 
 /// The outcome of an accepted send.
@@ -321,6 +327,7 @@ impl Sim {
                         m.wamid.clone_from(&wamid);
                         m.template.clone_from(&a.template);
                         a.kind.clone_into(&mut m.kind);
+                        m.body.clone_from(&a.body);
                         a.number.id().clone_into(&mut m.phone_number_id);
                         true
                     }
@@ -334,6 +341,7 @@ impl Sim {
                                 phone_number_id: a.number.id().to_owned(),
                                 template: a.template.clone(),
                                 kind: a.kind.to_owned(),
+                                body: a.body.clone(),
                             },
                         );
                         false

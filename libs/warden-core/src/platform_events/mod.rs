@@ -5,6 +5,7 @@
 //!
 //! - [`inbound`]: customers' messages (identities linked, messages stored per number, the
 //!   care window; a changed number or BSUID; a STOP keyword).
+//! - [`calls`]: a customer's answer to a call permission request.
 //! - [`statuses`]: delivery statuses of outbound messages and what the platform charged.
 //! - [`templates`]: a template's review decisions and the platform's later changes.
 //! - [`account`]: display numbers, quality and messaging-limit updates (a flagged number's
@@ -23,6 +24,7 @@
 //! it; pricing and quality rows last, one statement each.
 
 pub mod account;
+pub mod calls;
 pub mod inbound;
 pub mod kept;
 pub mod opt_outs;

@@ -31,6 +31,8 @@ pub struct InboundEvent {
     pub content: Value,
     /// A stop / resume keyword (whole text, or the text of a quick-reply button).
     pub keyword: Option<OptChange>,
+    /// The answer to a call permission request it carries.
+    pub call_permission: Option<warden_core::calls::Reply>,
 }
 
 impl Builder<'_> {
@@ -56,6 +58,7 @@ impl Builder<'_> {
             return;
         };
         let keyword = keyword_of(&msg);
+        let call_permission = super::calls::reply_of(&msg);
         let message_type = clip(&clean(&msg.kind), 64);
         let window = warden_core::conversations::inbound::window_opened_at(
             &message_type,
@@ -81,6 +84,7 @@ impl Builder<'_> {
                 },
                 content,
                 keyword,
+                call_permission,
             }),
         );
     }

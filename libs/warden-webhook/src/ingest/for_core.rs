@@ -70,6 +70,7 @@ fn inbound_message(i: &InboundEvent) -> inbound::InboundMessage<'_> {
         message_type: &i.message_type,
         content: &i.content,
         keyword: i.keyword,
+        call_permission: i.call_permission.clone(),
     }
 }
 
