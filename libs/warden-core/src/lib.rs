@@ -27,6 +27,7 @@
 //!   get_flow_responses.
 //! - [`account`]: the business account's limits and costs: portfolio messaging limit,
 //!   throughput, per-message pricing, the rate card.
+//! - [`calls`]: a customer's permission to be called, and the guards on asking for it.
 //! - [`agents`]: remote agents, their keys, scopes and guardrail settings.
 //! - [`reach`]: what a caller limited to some senders may reach (one check for every
 //!   resource read by id).
@@ -37,6 +38,7 @@
 
 pub mod account;
 pub mod agents;
+pub mod calls;
 pub mod campaigns;
 pub mod conversations;
 pub mod customers;

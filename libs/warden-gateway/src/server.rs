@@ -72,6 +72,7 @@ impl Gateway {
     pub(crate) fn all_tools() -> ToolRouter<Gateway> {
         Self::send_tools()
             + Self::rich_tools()
+            + Self::contacts_tools()
             + Self::media_tools()
             + Self::conversation_tools()
             + Self::customer_tools()

@@ -13,6 +13,7 @@
 //! - [`message_status`]: a message's delivery status and how it moves forward.
 //! - [`policy`]: the business policy file (YAML) and its validation.
 //! - [`compliance`]: the decision itself and the frequency-cap status.
+//! - [`call_permission`]: a customer's permission to be called, and the requests' daily limit.
 //! - [`holder`]: who holds a conversation on a shared number, and what agents may send then.
 //! - [`platform_limits`]: the portfolio messaging limit and the 131049 marketing hold.
 //! - [`zones`]: a customer's time zone from their number's country (quiet hours).
@@ -36,6 +37,7 @@
 
 pub mod audience;
 pub mod bsuid;
+pub mod call_permission;
 pub mod campaign_status;
 pub mod compliance;
 pub mod errors;

@@ -102,6 +102,8 @@ fn interactive(sim: &Sim, i: &Value) -> Result<(), Refusal> {
         Some("list") => list_action(action),
         Some("cta_url") => cta_url_action(action),
         Some("flow") => crate::flows::flow_action(sim, action),
+        Some("location_request_message") => crate::calls::location_request_action(i, action),
+        Some("call_permission_request") => crate::calls::call_permission_action(i, action),
         Some(other) => Err(bad(format!("interactive type {other:?} is not supported"))),
         None => Err(Refusal::new(400, 131008, "interactive.type is required")),
     }
@@ -207,7 +209,7 @@ pub fn check(sim: &Sim, kind: &str, other: &Map<String, Value>) -> Result<(), Re
                 _ => Err(Refusal::new(400, 131008, "reaction.emoji is required")),
             }
         }
-        "contacts" => Ok(()),
+        "contacts" => crate::contacts::check(obj),
         media_kind => media(sim, media_kind, obj),
     }
 }

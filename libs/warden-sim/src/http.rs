@@ -85,6 +85,10 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
                 .route("/handover", web::post().to(crate::routing::sim_handover))
                 .route("/standby", web::post().to(crate::routing::sim_standby))
                 .route(
+                    "/call_permission",
+                    web::post().to(crate::calls::sim_call_permission),
+                )
+                .route(
                     "/thread_control",
                     web::post().to(crate::routing::sim_thread_control),
                 )
@@ -195,8 +199,11 @@ fn handle_send(sim: &Sim, number: &Number, send: SendRequest) -> Result<SendResp
             .template
             .as_ref()
             .and_then(|t| serde_json::to_value(t).ok()),
-        interactive: send.other.get("interactive").cloned(),
         kind,
+        body: match kind {
+            "text" | "template" => None,
+            other => send.other.get(other).cloned(),
+        },
     })?;
     Ok(SendResponse {
         messaging_product: "whatsapp".to_owned(),

@@ -19,8 +19,10 @@
 
 mod account;
 pub mod bodies;
+pub mod calls;
 pub mod config;
 pub mod flows;
+pub mod contacts;
 pub mod http;
 pub mod limits;
 pub mod listen;

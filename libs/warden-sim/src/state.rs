@@ -65,12 +65,13 @@ pub struct MessageStat {
     /// The `template` object of the latest template send, as received (tests check the body).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub template: Option<serde_json::Value>,
-    /// The `interactive` object of the latest interactive send, as received.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub interactive: Option<serde_json::Value>,
     /// The send's `type` (text, template, image, interactive, ...), of the latest send.
     #[serde(rename = "type")]
     pub kind: String,
+    /// The kind's own object (`interactive`, `contacts`, `image`, ...) of the latest send
+    /// other than text and template, as received (tests check the body).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub body: Option<serde_json::Value>,
 }
 
 #[derive(Default)]
@@ -113,10 +114,10 @@ pub struct Accepted<'a> {
     pub billable: bool,
     /// The template object of a template send.
     pub template: Option<serde_json::Value>,
-    /// The interactive object of an interactive send.
-    pub interactive: Option<serde_json::Value>,
     /// The send's `type`.
     pub kind: &'a str,
+    /// The kind's own object of a send other than text and template, as received.
+    pub body: Option<serde_json::Value>,
 }
 
 /// The outcome of an accepted send.
@@ -328,8 +329,8 @@ impl Sim {
                         m.count += 1;
                         m.wamid.clone_from(&wamid);
                         m.template.clone_from(&a.template);
-                        m.interactive.clone_from(&a.interactive);
                         a.kind.clone_into(&mut m.kind);
+                        m.body.clone_from(&a.body);
                         a.number.id().clone_into(&mut m.phone_number_id);
                         true
                     }
@@ -342,8 +343,8 @@ impl Sim {
                                 recipient: a.to_digits.clone(),
                                 phone_number_id: a.number.id().to_owned(),
                                 template: a.template.clone(),
-                                interactive: a.interactive.clone(),
                                 kind: a.kind.to_owned(),
+                                body: a.body.clone(),
                             },
                         );
                         false

@@ -127,6 +127,8 @@ pub struct Normalised {
     pub new_number: Option<String>,
     /// A flow submission (kind `flow_response`).
     pub flow: Option<FlowSubmission>,
+    /// A `contacts` message: its cards in the platform's shape (at most [`MAX_CONTACTS`]).
+    pub contacts: Option<Value>,
 }
 
 /// The normalised view of a stored message content. Pure; never fails.
@@ -161,6 +163,7 @@ pub fn normalise(content: &Value) -> Normalised {
         timestamp: timestamp_of(obj.get("timestamp")),
         new_number: None,
         flow: None,
+        contacts: None,
     };
     match kind {
         "text" => n.text = long(part.get("body")),
@@ -218,6 +221,7 @@ pub fn normalise(content: &Value) -> Normalised {
             }
         }
         "order" => n.text = long(part.get("text")),
+        "contacts" => n.contacts = contacts_of(obj.get("contacts")),
         "system" => {
             n.text = long(part.get("body"));
             let sys_type = str_of(part.get("type")).unwrap_or_default();
@@ -245,10 +249,26 @@ pub fn normalise(content: &Value) -> Normalised {
                 n.amends = Some((target, Amend::Revoke));
             }
         }
-        // contacts, template, unsupported: no text of their own.
+        // template, unsupported: no text of their own.
         _ => {}
     }
     n
+}
+
+/// The most cards a `contacts` message shows (the platform sends at most this many).
+pub const MAX_CONTACTS: usize = 10;
+
+/// A `contacts` message's cards as sent: the objects of its array, at most
+/// [`MAX_CONTACTS`]; nothing when it holds none.
+fn contacts_of(v: Option<&Value>) -> Option<Value> {
+    let cards: Vec<Value> = v?
+        .as_array()?
+        .iter()
+        .filter(|c| c.is_object())
+        .take(MAX_CONTACTS)
+        .cloned()
+        .collect();
+    (!cards.is_empty()).then_some(Value::Array(cards))
 }
 
 fn media_of(kind: &str, part: &Map<String, Value>) -> Media {

@@ -93,6 +93,10 @@ pub struct HistoryMessage {
     /// The ad or post the customer came from, as the platform described it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub referral: Option<Value>,
+    /// A `contacts` message: its contact cards in the platform's shape (`name`, `phones`,
+    /// `emails`, `urls`, `org`, `addresses`, `birthday`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub contacts: Option<Value>,
     /// The customer changed the text after sending it.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub edited: bool,
@@ -406,6 +410,7 @@ async fn render(
                     }
                 }),
                 referral: v.referral,
+                contacts: if deleted { None } else { v.contacts },
                 edited,
                 deleted,
                 redacted: m.redacted_at.is_some(),

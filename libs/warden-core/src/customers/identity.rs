@@ -474,6 +474,19 @@ const MOVES: &[&str] = &[
        opt_changed_at = GREATEST(business_consent.opt_changed_at, EXCLUDED.opt_changed_at)",
     "DELETE FROM business_consent WHERE customer_phone = $1",
     "UPDATE portfolio_bsuids SET customer_phone = $2 WHERE customer_phone = $1",
+    // One person's answers to a number's call permission requests: the newer one stands
+    // (as `calls::permission` keeps it); the requests they were sent count together.
+    "INSERT INTO call_permissions (sender_id, customer_phone, response, permanent, expires_at, \
+       source, replied_at, wamid, updated_at) \
+     SELECT sender_id, $2, response, permanent, expires_at, source, replied_at, wamid, updated_at \
+     FROM call_permissions WHERE customer_phone = $1 \
+     ON CONFLICT (sender_id, customer_phone) DO UPDATE SET response = EXCLUDED.response, \
+       permanent = EXCLUDED.permanent, expires_at = EXCLUDED.expires_at, \
+       source = EXCLUDED.source, replied_at = EXCLUDED.replied_at, wamid = EXCLUDED.wamid, \
+       updated_at = EXCLUDED.updated_at \
+     WHERE call_permissions.replied_at < EXCLUDED.replied_at",
+    "DELETE FROM call_permissions WHERE customer_phone = $1",
+    "UPDATE call_permission_requests SET customer_phone = $2 WHERE customer_phone = $1",
 ];
 
 struct Merged {

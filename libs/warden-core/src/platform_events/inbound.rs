@@ -40,6 +40,8 @@ pub struct InboundMessage<'a> {
     pub keyword: Option<OptChange>,
     /// A flow submission it carries (`interactive.nfm_reply`).
     pub flow: Option<super::flow_replies::FlowReply<'a>>,
+    /// The answer to a call permission request it carries (`call_permission_reply`).
+    pub call_permission: Option<crate::calls::Reply>,
 }
 
 /// Link the identifiers of every inbound message among `events` and store them all; returns
@@ -128,6 +130,9 @@ pub async fn apply(
     }
     if let Some(change) = m.keyword {
         opt_outs::stop_keyword(c, &keys.business, key, change, m.at, ctx.actor).await?;
+    }
+    if let Some(reply) = &m.call_permission {
+        super::calls::reply(c, &keys.sender, key, reply, (m.at, m.wamid), ctx.actor).await?;
     }
     Ok(())
 }

@@ -6,6 +6,7 @@
 //! - [`inbound`]: customers' messages (identities linked, messages stored per number, the
 //!   care window; a changed number or BSUID; a STOP keyword).
 //! - [`flow_replies`]: a customer's flow submission (indexed beside its message).
+//! - [`calls`]: a customer's answer to a call permission request.
 //! - [`statuses`]: delivery statuses of outbound messages and what the platform charged.
 //! - [`templates`]: a template's review decisions and the platform's later changes.
 //! - [`account`]: display numbers, quality and messaging-limit updates (a flagged number's
@@ -25,6 +26,7 @@
 
 pub mod account;
 pub mod flow_replies;
+pub mod calls;
 pub mod inbound;
 pub mod kept;
 pub mod opt_outs;

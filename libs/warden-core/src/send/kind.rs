@@ -52,6 +52,13 @@ impl SendKind {
         }
     }
 
+    /// An interactive call permission request (the send path's guard applies: `calls::guard`).
+    pub fn is_call_permission_request(&self) -> bool {
+        use warden_rules::rich::{InteractiveType, RichBody};
+        matches!(self, SendKind::Rich(m) if matches!(&m.body,
+            RichBody::Interactive(i) if i.kind() == InteractiveType::CallPermissionRequest))
+    }
+
     /// The `messages.content` JSON (the dispatcher builds the platform body from it).
     pub fn to_content(&self) -> Value {
         match self {

@@ -24,13 +24,15 @@
 //!
 //! The rest of the folder: what a send carries ([`kind`]) and how it fails ([`error`]),
 //! the decision's facts (`decide`), who holds the conversation (`conversation_holder`),
-//! refusals that wait (`message_holds`), the content rules (`safety`), check_compliance (`check`), writing the row
+//! refusals that wait (`message_holds`), the content rules (`safety`), the call permission
+//! request's guard (`call_permission`), check_compliance (`check`), writing the row
 //! (`record`) and publishing it (`publish`), the last look before the platform call
 //! ([`recheck`]), [`idempotency`] keys, agent [`guardrails`], who asked for a message
 //! ([`attribution`]) and the last refusal ([`refusals`]).
 
 pub mod attribution;
 pub mod batch;
+mod call_permission;
 mod check;
 mod conversation_holder;
 mod decide;
@@ -561,6 +563,10 @@ impl Core {
             )
             .await?
         {
+            return Ok(refusal);
+        }
+        // A call permission request: not while a grant is valid, at most two a day.
+        if let Some(refusal) = call_permission::guard(c, req, keys, message_id, now).await? {
             return Ok(refusal);
         }
         // A retry or a scheduled row coming due was counted when it was asked for.

@@ -29,6 +29,10 @@ pub struct ConversationOut {
     /// Who holds the conversation now: agents, human, other_app or idle (do not reply
     /// while a person or another app holds it).
     pub holder: warden_core::conversations::holder::HolderView,
+    /// Whether the customer lets this number call them: status granted, rejected or none
+    /// (no answer, or a temporary grant that ended), from their answer to a
+    /// call_permission_request.
+    pub call_permission: warden_core::calls::CallPermissionView,
 }
 
 #[derive(Serialize, JsonSchema)]

@@ -99,6 +99,10 @@ pub struct CustomerContextOut {
     pub conversation: ContextConversation,
     /// Who holds the conversation now: agents, human, other_app or idle.
     pub holder: warden_core::conversations::holder::HolderView,
+    /// Whether the customer lets the number `from` call them: status granted, rejected or
+    /// none (no answer, or a temporary grant that ended), from their answer to a
+    /// call_permission_request.
+    pub call_permission: warden_core::calls::CallPermissionView,
     pub eligibility: Eligibility,
     /// The most recent send refused for this customer (any policy, opt-out, window or
     /// cap), or null when none was.

@@ -213,6 +213,7 @@ impl Gateway {
             .await?;
         let ids = core.customer_identifiers(&phone).await?.into();
         let holder = core.holder(&phone, from).await?;
+        let call_permission = core.call_permission(&phone, from).await?;
         Ok(ConversationOut {
             customer_id: phone.digits().to_string(),
             ids,
@@ -229,6 +230,7 @@ impl Gateway {
             utility_eligibility: eligibility_word(&utility),
             archived: view.archived,
             holder,
+            call_permission,
         })
     }
 

@@ -112,6 +112,7 @@ impl Gateway {
             .await?;
         let ids = core.customer_identifiers(&phone).await?.into();
         let holder = core.holder(&phone, from).await?;
+        let call_permission = core.call_permission(&phone, from).await?;
         Ok(CustomerContextOut {
             customer_id: phone.digits().to_string(),
             ids,
@@ -134,6 +135,7 @@ impl Gateway {
                 window_expires: opt_ts(view.window_expires_at),
             },
             holder,
+            call_permission,
             eligibility: Eligibility {
                 marketing: eligible(marketing),
                 utility: eligible(utility),

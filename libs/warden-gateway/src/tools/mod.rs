@@ -3,6 +3,7 @@
 //! ([`crate::input`]):
 //! - [`send`]: check_compliance, send_message, send_template, reply_customer
 //! - [`rich`]: send_media, send_interactive, send_location, react_to_message
+//! - [`contacts`]: send_contacts
 //! - [`media`]: upload_media, get_media
 //! - [`conversations`]: check_conversation, list_conversations, list_inbox,
 //!   get_conversation_history, mark_as_read, archive_chat
@@ -23,6 +24,7 @@
 
 pub(crate) mod account;
 pub(crate) mod campaigns;
+pub(crate) mod contacts;
 pub(crate) mod conversations;
 pub(crate) mod customers;
 pub(crate) mod delivery;

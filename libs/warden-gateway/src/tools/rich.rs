@@ -14,9 +14,9 @@ use warden_core::SendKind;
 use warden_rules::phone::PhoneNumber;
 use warden_rules::rich::flow::Parameters;
 use warden_rules::rich::{
-    ActionFields, CtaParameters, Header, Interactive, InteractiveFields, InteractiveType, Location,
-    MediaObject, MediaType, Reaction, Reply, ReplyButton, RichBody, RichError, RichMessage,
-    Section, TextObject,
+    ActionFields, CallPermissionAction, CtaParameters, Header, Interactive, InteractiveFields,
+    InteractiveType, Location, LocationRequestAction, MediaObject, MediaType, Reaction, Reply,
+    ReplyButton, RichBody, RichError, RichMessage, Section, TextObject,
 };
 
 use serde::Deserialize;
@@ -56,7 +56,7 @@ pub struct SendMediaIn {
 pub struct SendInteractiveIn {
     /// Recipient: phone number with country code (e.g. "+6281234567890") or BSUID (e.g. "US.13491208655302741918").
     pub to: Customer,
-    /// buttons (1 to 3 reply buttons), list (up to 10 rows behind a button), cta_url (one URL button) or flow (a button that opens a Flow: flow_id or flow_name, flow_cta, screen, ...).
+    /// buttons (1 to 3 reply buttons), list (up to 10 rows behind a button), cta_url (one URL button), flow (a button that opens a Flow: flow_id or flow_name, flow_cta, screen, ...), location_request (the customer's "Send location" button; body only) or call_permission_request (asks permission to call the customer; body only; refused while a grant is valid and after 2 requests in 24 h).
     pub kind: Text,
     /// The message text, at most 1024 characters.
     pub body: Text,
@@ -135,9 +135,13 @@ INVALID_ARGUMENT (names the parameter and the limit), NOT_FOUND (reply_to or mes
     #[tool(
         description = "Send an interactive message inside the customer's open care window: up to 3 reply buttons \
 (kind buttons), a list of up to 10 rows behind a button (kind list), one call-to-action URL button (kind cta_url), \
-or a button that opens a Flow (kind flow; the result carries its flow_token, and get_flow_responses reads the answers). \
-The customer's choice comes back as an inbound message. Returns status \"queued\" and message_id. Errors: TEMPLATE_REQUIRED (care window closed: only templates may be sent), USER_OPTED_OUT, POLICY_RESTRICTION, \
-INVALID_ARGUMENT (names the parameter and the limit), NOT_FOUND (reply_to or message_id names no message), UNAVAILABLE.",
+or a button that opens a Flow (kind flow; the result carries its flow_token, and get_flow_responses reads the answers), \
+a request for the customer's location (kind location_request: body only; the answer is an inbound location), or a \
+request for permission to call them (kind call_permission_request: body only; the answer shows as call_permission in \
+get_customer_context). The customer's choice comes back as an inbound message. Returns status \"queued\" and message_id. \
+Errors: TEMPLATE_REQUIRED (care window closed: only templates may be sent), USER_OPTED_OUT, POLICY_RESTRICTION, \
+FREQUENCY_CAP_EXCEEDED (call_permission_request: 2 already sent to this customer from this number in 24 h), \
+INVALID_ARGUMENT (names the parameter and the limit; call_permission while a grant is valid), NOT_FOUND (reply_to or message_id names no message), UNAVAILABLE.",
         input_schema = schema::input::<SendInteractiveIn>(),
         output_schema = schema::output::<SendOut>(),
         annotations(read_only_hint = false, destructive_hint = false, idempotent_hint = false, open_world_hint = true)
@@ -270,7 +274,7 @@ impl Gateway {
     /// Quote, validate, send: the one path of every rich tool. `body` is `Err` when the
     /// parameters broke a rule already while making it: refused here, with the other
     /// limits, so an unknown `reply_to` is reported first either way.
-    async fn send_rich(
+    pub(crate) async fn send_rich(
         &self,
         phone: PhoneNumber,
         on: &OnChannel,
@@ -400,6 +404,26 @@ impl Gateway {
                     sections: sections.map(|_| Vec::new()),
                     button: opt_string(&a.button_label),
                     ..action
+                }
+            }
+            // Body-only kinds: their action is its name; another kind's parameters are
+            // passed on so the rules refuse them by name.
+            InteractiveType::LocationRequest | InteractiveType::CallPermissionRequest => {
+                ActionFields {
+                    name: Some(if kind == InteractiveType::LocationRequest {
+                        LocationRequestAction::NAME.into()
+                    } else {
+                        CallPermissionAction::NAME.into()
+                    }),
+                    parameters: (url.is_some() || display_text.is_some()).then(|| {
+                        Parameters::Cta(CtaParameters {
+                            display_text: display_text.unwrap_or_default(),
+                            url: url.unwrap_or_default(),
+                        })
+                    }),
+                    buttons: buttons.map(|_| Vec::new()),
+                    sections: sections.map(|_| Vec::new()),
+                    button: opt_string(&a.button_label),
                 }
             }
         };

@@ -50,6 +50,7 @@ const TABLE: &[(Scope, &[Entry])] = &[
             G::send_media_tool_attr,
             G::send_interactive_tool_attr,
             G::send_location_tool_attr,
+            G::send_contacts_tool_attr,
             G::reply_customer_tool_attr,
             G::react_to_message_tool_attr,
             G::mark_as_read_tool_attr,

@@ -179,6 +179,10 @@ fn spec() -> HashMap<&'static str, (Vec<&'static str>, Vec<&'static str>)> {
             ),
         ),
         ("get_media", (vec!["media_id"], vec![])),
+        (
+            "send_contacts",
+            (vec!["to", "contacts"], vec!["channel", "reply_to"]),
+        ),
     ])
 }
 
@@ -427,6 +431,7 @@ fn plausible(param: &str) -> &'static str {
         "message_id" | "campaign_id" | "conversation_id" => "00000000-0000-4000-8000-000000000000",
         "deliver_at" => "2099-01-01T00:00:00Z",
         "content" => "{\"type\":\"text\",\"text\":{\"body\":\"hi\"}}",
+        "contacts" => "[{\"name\":{\"formatted_name\":\"Ana\"}}]",
         "message_ids" => "[\"00000000-0000-4000-8000-000000000000\"]",
         "code" => "131047",
         "category" => "UTILITY",
@@ -512,7 +517,7 @@ async fn works_with_protocol_versions_2025_06_18_2025_11_25_and_2026_07_28() {
             info.server_info.clone().unwrap().name,
             "warden-gateway-test"
         );
-        assert_eq!(client.list_all_tools().await.unwrap().len(), 43);
+        assert_eq!(client.list_all_tools().await.unwrap().len(), 44);
         let res = client
             .call_tool(
                 rmcp::model::CallToolRequestParams::new("explain_error")
@@ -546,7 +551,7 @@ async fn works_with_protocol_versions_2025_06_18_2025_11_25_and_2026_07_28() {
         info.server_info.clone().unwrap().name,
         "warden-gateway-test"
     );
-    assert_eq!(client.list_all_tools().await.unwrap().len(), 43);
+    assert_eq!(client.list_all_tools().await.unwrap().len(), 44);
     let res = client
         .call_tool(
             rmcp::model::CallToolRequestParams::new("get_delivery_status")
@@ -584,6 +589,7 @@ fn valid(param: &str) -> String {
         "variables" => "[\"x\"]".into(),
         "audience_filter" => "{}".into(),
         "body_text" => "Hi {{1}}".into(),
+        "contacts" => "[{\"name\":{\"formatted_name\":\"Ana\"}}]".into(),
         _ => "some_value".into(),
     }
 }

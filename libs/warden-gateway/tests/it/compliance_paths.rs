@@ -1,8 +1,9 @@
 //! Property test over the real entry paths: the same customer state and the same
 //! content get the same decision and reason code from check_compliance, send_message,
 //! reply_customer, send_template, schedule_message (at scheduling and at dispatch, as the
-//! scheduler builds the send), send_interactive of a Flow (a free-form kind like the text),
-//! a campaign recipient (as the scheduler builds it),
+//! scheduler builds the send), send_interactive of a Flow, a location request and a call
+//! permission request and send_contacts (free-form kinds like the text), a campaign
+//! recipient (as the scheduler builds it),
 //! retry_failed_messages and the dispatcher's recheck, whatever `message_type` the caller
 //! gives, and that decision is the rule table's (`warden_test_support::rule_table`), with
 //! the conversation held by nobody else, a person or another app (`rule_table::held`). Every
@@ -241,6 +242,25 @@ fn code_of(is_error: bool, v: &Value) -> String {
     }
 }
 
+/// Free-form sends of the newer kinds, `to` filled in per case.
+fn free_form_kinds() -> [(&'static str, Value); 3] {
+    [
+        (
+            "send_interactive",
+            json!({"kind": "location_request", "body": "Where should we deliver?"}),
+        ),
+        (
+            "send_interactive",
+            json!({"kind": "call_permission_request", "body": "May we call you?"}),
+        ),
+        (
+            "send_contacts",
+            json!({"contacts": [{"name": {"formatted_name": "Support"},
+                                 "phones": [{"phone": "+62 811 000", "type": "WORK"}]}]}),
+        ),
+    ]
+}
+
 const LABELS: [&str; 5] = [
     "marketing",
     "utility",
@@ -304,6 +324,15 @@ async fn one_case(
                 expected
             };
             prop_assert_eq!(code_of(e, &v), reply, "reply_customer {} {}", ctx, v);
+            // The free-form kinds of every tool take the same path: a location request, a
+            // call permission request (no grant, none sent yet) and contact cards.
+            for (tool, args) in free_form_kinds() {
+                let phone = customer(h, s, held).await;
+                let mut args = args;
+                args["to"] = json!(phone);
+                let (e, v) = h.call(tool, args.clone()).await;
+                prop_assert_eq!(code_of(e, &v), expected, "{} {} {} {}", tool, args, ctx, v);
+            }
         }
         Content::Flow => {
             let phone = customer(h, s, held).await;

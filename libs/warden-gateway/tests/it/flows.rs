@@ -126,7 +126,7 @@ async fn a_flow_goes_out_and_its_answers_come_back() {
     let id = sent["message_id"].as_str().unwrap().to_string();
     let m = s.settled(&id).await;
     assert_ne!(m.status, "failed", "{m:?}");
-    let interactive = s.sim.stats().by_message[&id].interactive.clone().unwrap();
+    let interactive = s.sim.stats().by_message[&id].body.clone().unwrap();
     assert_eq!(
         interactive,
         json!({"type": "flow", "header": {"type": "text", "text": "Dinner"},

@@ -241,6 +241,11 @@ fn customer_tools(id: &str) -> Vec<(&'static str, &'static str, Value)> {
                    "buttons": [{"id": "y", "title": "Yes"}]}),
         ),
         (
+            "send_contacts",
+            "to",
+            json!({"to": id, "contacts": [{"name": {"formatted_name": "Ana"}}]}),
+        ),
+        (
             "send_location",
             "to",
             json!({"to": id, "latitude": -6.2, "longitude": 106.8}),

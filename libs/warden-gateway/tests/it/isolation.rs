@@ -265,6 +265,13 @@ fn classes() -> Vec<(&'static str, Class)> {
             ),
         ),
         (
+            "send_contacts",
+            ById(
+                |b| json!({"to": b.customer, "contacts": [{"name": {"formatted_name": "Ana"}}], "reply_to": b.inbound}),
+                || json!({"to": phone(), "contacts": [{"name": {"formatted_name": "Ana"}}], "reply_to": Uuid::new_v4()}),
+            ),
+        ),
+        (
             "send_interactive",
             ById(
                 |b| json!({"to": b.customer, "kind": "buttons", "body": "Pick", "buttons": [{"id": "y", "title": "Yes"}], "reply_to": b.inbound}),

@@ -7,6 +7,7 @@
 
 mod agent_safety;
 mod agents;
+mod calls;
 mod campaign_control;
 mod catalogue;
 mod common;

@@ -43,7 +43,7 @@ ALL_TOOLS = {
     "pause_campaign", "get_account_quality", "estimate_cost", "estimate_pricing",
     "create_template", "sync_webhooks", "archive_chat", "get_campaign", "resume_campaign",
     "get_conversation_history", "list_inbox", "mark_as_read",
-    "send_media", "upload_media", "send_interactive", "send_location", "react_to_message", "get_media",
+    "send_media", "upload_media", "send_interactive", "send_location", "send_contacts", "react_to_message", "get_media",
     "get_spend", "list_senders", "resume_sender",
     "hand_off_conversation", "release_conversation", "preview_campaign",
 }

@@ -1,4 +1,4 @@
-//! Rich (non-template) message kinds: media, interactive, location, reaction.
+//! Rich (non-template) message kinds: media, interactive, location, reaction, contacts.
 //!
 //! The types are the platform's own `/messages` objects (`image`, `interactive`, ...), so
 //! a body an agent writes in the platform's shape is parsed, checked against the
@@ -11,12 +11,15 @@ use serde_json::{Map, Value, json};
 
 use crate::text::{TextKind, check};
 
+pub mod contacts;
 mod interactive;
 mod media;
 mod upload;
+pub use contacts::Contact;
 pub use interactive::{
-    Action, ActionFields, ButtonsAction, CtaParameters, CtaUrlAction, Header, Interactive,
-    InteractiveFields, InteractiveType, ListAction, Reply, ReplyButton, Row, Section, TextObject,
+    Action, ActionFields, ButtonsAction, CallPermissionAction, CtaParameters, CtaUrlAction, Header,
+    Interactive, InteractiveFields, InteractiveType, ListAction, LocationRequestAction, Reply,
+    ReplyButton, Row, Section, TextObject,
 };
 /// The `flow` kind's parts and a customer's flow submission.
 pub mod flow {
@@ -213,6 +216,8 @@ pub enum RichBody {
     Location(Location),
     /// An emoji on an earlier message.
     Reaction(Reaction),
+    /// Contact cards (`contacts`).
+    Contacts(Vec<Contact>),
 }
 
 /// A rich message: its body and, optionally, the wamid it quotes (`context.message_id`).
@@ -225,7 +230,7 @@ pub struct RichMessage {
 }
 
 /// The `type`s [`RichMessage`] covers.
-pub const RICH_TYPES: [&str; 8] = [
+pub const RICH_TYPES: [&str; 9] = [
     "image",
     "video",
     "audio",
@@ -234,6 +239,7 @@ pub const RICH_TYPES: [&str; 8] = [
     "interactive",
     "location",
     "reaction",
+    "contacts",
 ];
 
 impl RichMessage {
@@ -244,6 +250,7 @@ impl RichMessage {
             RichBody::Interactive(_) => "interactive",
             RichBody::Location(_) => "location",
             RichBody::Reaction(_) => "reaction",
+            RichBody::Contacts(_) => "contacts",
         }
     }
 
@@ -254,6 +261,7 @@ impl RichMessage {
             RichBody::Interactive(i) => i.validate(),
             RichBody::Location(l) => l.validate(),
             RichBody::Reaction(r) => r.validate(),
+            RichBody::Contacts(c) => contacts::validate(c),
         }?;
         if let Some(c) = &self.context {
             text("reply_to", c, MAX_URL_CHARS, TextKind::Plain)?;
@@ -269,6 +277,7 @@ impl RichMessage {
             RichBody::Interactive(i) => serde_json::to_value(i),
             RichBody::Location(l) => serde_json::to_value(l),
             RichBody::Reaction(r) => serde_json::to_value(r),
+            RichBody::Contacts(c) => serde_json::to_value(c),
         }
         .expect("plain data serialises");
         let kind = self.kind();
@@ -316,6 +325,7 @@ impl RichMessage {
             }
             "location" => RichBody::Location(parse(kind, inner)?),
             "reaction" => RichBody::Reaction(parse(kind, inner)?),
+            "contacts" => RichBody::Contacts(contacts::parse(inner, "contacts")?),
             other => match MediaType::parse(other) {
                 Ok(t) if t.as_str() == other => RichBody::Media(t, parse(kind, inner)?),
                 _ => {

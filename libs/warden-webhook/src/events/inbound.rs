@@ -33,6 +33,8 @@ pub struct InboundEvent {
     pub keyword: Option<OptChange>,
     /// A flow submission (`interactive.nfm_reply`).
     pub flow: Option<super::FlowReplyEvent>,
+    /// The answer to a call permission request it carries.
+    pub call_permission: Option<warden_core::calls::Reply>,
 }
 
 impl Builder<'_> {
@@ -58,6 +60,7 @@ impl Builder<'_> {
             return;
         };
         let keyword = keyword_of(&msg);
+        let call_permission = super::calls::reply_of(&msg);
         let message_type = clip(&clean(&msg.kind), 64);
         let window = warden_core::conversations::inbound::window_opened_at(
             &message_type,
@@ -85,6 +88,7 @@ impl Builder<'_> {
                 content,
                 keyword,
                 flow,
+                call_permission,
             }),
         );
     }

@@ -27,6 +27,7 @@ use {warden_core::conversations::inbound::NoWindow, warden_rules::keywords::OptC
 
 mod account;
 mod flows;
+mod calls;
 mod inbound;
 mod preferences;
 mod sanitize;

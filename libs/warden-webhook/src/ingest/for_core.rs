@@ -77,6 +77,7 @@ fn inbound_message(i: &InboundEvent) -> inbound::InboundMessage<'_> {
                 response_json: f.response_json.as_ref(),
                 context_wamid: f.context_wamid.as_deref(),
             }),
+        call_permission: i.call_permission.clone(),
     }
 }
 

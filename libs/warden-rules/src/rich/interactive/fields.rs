@@ -14,8 +14,8 @@ use serde::{Deserialize, Serialize};
 use super::cta_url::NAME as CTA_URL;
 use super::flow::NAME as FLOW;
 use super::{
-    ButtonsAction, CtaParameters, CtaUrlAction, FlowAction, FlowParameters, Header,
-    InteractiveType, ListAction, ReplyButton, Section, TextObject,
+    ButtonsAction, CallPermissionAction, CtaParameters, CtaUrlAction, FlowAction, FlowParameters,
+    Header, InteractiveType, ListAction, LocationRequestAction, ReplyButton, Section, TextObject,
 };
 use crate::rich::{RichError, err};
 
@@ -218,5 +218,43 @@ impl FlowAction {
             parameters: Some(Parameters::Flow(self.parameters.clone())),
             ..Action::default()
         }
+    }
+}
+
+/// A kind whose action is only its `name`: takes the name, refuses any other key and a
+/// name other than `name`.
+fn name_only(mut f: Action, name: &str) -> Result<(), RichError> {
+    let given = f.name.take();
+    f.refuse_rest()?;
+    if given.as_deref() != Some(name) {
+        return Err(err("action.name", format!("must be \"{name}\"")));
+    }
+    Ok(())
+}
+
+fn named(name: &str) -> Action {
+    Action {
+        name: Some(name.into()),
+        ..Action::default()
+    }
+}
+
+impl LocationRequestAction {
+    pub(super) fn from_fields(f: Action) -> Result<Self, RichError> {
+        name_only(f, Self::NAME).map(|()| Self)
+    }
+
+    pub(super) fn to_fields(self) -> Action {
+        named(Self::NAME)
+    }
+}
+
+impl CallPermissionAction {
+    pub(super) fn from_fields(f: Action) -> Result<Self, RichError> {
+        name_only(f, Self::NAME).map(|()| Self)
+    }
+
+    pub(super) fn to_fields(self) -> Action {
+        named(Self::NAME)
     }
 }

@@ -15,12 +15,15 @@ use super::{
 use crate::text::TextKind;
 
 mod buttons;
+mod call_permission;
 mod cta_url;
 mod fields;
 mod flow;
 mod list;
+mod location_request;
 
 pub use buttons::{ButtonsAction, Reply, ReplyButton};
+pub use call_permission::CallPermissionAction;
 pub use cta_url::{CtaParameters, CtaUrlAction};
 pub use fields::{Action as ActionFields, Interactive as InteractiveFields, Parameters};
 pub use flow::{
@@ -29,8 +32,9 @@ pub use flow::{
     read_submission,
 };
 pub use list::{ListAction, Row, Section};
+pub use location_request::LocationRequestAction;
 
-/// The three interactive kinds of `send_interactive`.
+/// The interactive kinds of `send_interactive`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum InteractiveType {
     /// Up to three reply buttons.
@@ -45,6 +49,12 @@ pub enum InteractiveType {
     /// A button that opens a Flow.
     #[serde(rename = "flow")]
     Flow,
+    /// The platform's "Send location" button.
+    #[serde(rename = "location_request_message")]
+    LocationRequest,
+    /// Asks the customer's permission to call them.
+    #[serde(rename = "call_permission_request")]
+    CallPermissionRequest,
 }
 
 impl InteractiveType {
@@ -55,9 +65,14 @@ impl InteractiveType {
             "list" => Ok(Self::List),
             "cta_url" => Ok(Self::CtaUrl),
             "flow" => Ok(Self::Flow),
+            "location_request" | "location_request_message" => Ok(Self::LocationRequest),
+            "call_permission_request" => Ok(Self::CallPermissionRequest),
             _ => Err(err(
                 "kind",
-                format!("is {}; use buttons, list, cta_url or flow", shown(s)),
+                format!(
+                    "is {}; use buttons, list, cta_url, flow, location_request or call_permission_request",
+                    shown(s)
+                ),
             )),
         }
     }
@@ -69,7 +84,23 @@ impl InteractiveType {
             Self::List => "list",
             Self::CtaUrl => "cta_url",
             Self::Flow => "flow",
+            Self::LocationRequest => "location_request_message",
+            Self::CallPermissionRequest => "call_permission_request",
         }
+    }
+
+    /// The kind as send_interactive names it.
+    pub fn tool_name(self) -> &'static str {
+        match self {
+            Self::Buttons => "buttons",
+            Self::LocationRequest => "location_request",
+            other => other.as_str(),
+        }
+    }
+
+    /// Kinds the platform shows with a body only: a header or a footer is refused.
+    pub fn body_only(self) -> bool {
+        matches!(self, Self::LocationRequest | Self::CallPermissionRequest)
     }
 
     /// Whether the platform takes an image, video or document header with this kind (a
@@ -144,6 +175,23 @@ fn check_shared(
     footer: Option<&TextObject>,
 ) -> Result<(), RichError> {
     text("body", &body.text, MAX_BODY_CHARS, TextKind::FreeText)?;
+    if kind.body_only() {
+        let only_body = |field: &str| {
+            err(
+                field,
+                format!(
+                    "is not part of a {} message: the platform shows only its body",
+                    kind.tool_name()
+                ),
+            )
+        };
+        if header.is_some() {
+            return Err(only_body("header"));
+        }
+        if footer.is_some() {
+            return Err(only_body("footer"));
+        }
+    }
     if let Some(footer) = footer {
         text("footer", &footer.text, MAX_FOOTER_CHARS, TextKind::FreeText)?;
     }
@@ -165,6 +213,10 @@ pub enum Action {
     CtaUrl(CtaUrlAction),
     /// `flow`: a button that opens a Flow.
     Flow(FlowAction),
+    /// `location_request_message`: the "Send location" button.
+    LocationRequest(LocationRequestAction),
+    /// `call_permission_request`: asks to call the customer.
+    CallPermissionRequest(CallPermissionAction),
 }
 
 impl Action {
@@ -175,6 +227,8 @@ impl Action {
             Self::List(_) => InteractiveType::List,
             Self::CtaUrl(_) => InteractiveType::CtaUrl,
             Self::Flow(_) => InteractiveType::Flow,
+            Self::LocationRequest(_) => InteractiveType::LocationRequest,
+            Self::CallPermissionRequest(_) => InteractiveType::CallPermissionRequest,
         }
     }
 
@@ -184,6 +238,8 @@ impl Action {
             Self::List(a) => a.validate(),
             Self::CtaUrl(a) => a.validate(),
             Self::Flow(a) => a.validate(),
+            Self::LocationRequest(a) => a.validate(),
+            Self::CallPermissionRequest(a) => a.validate(),
         }
     }
 
@@ -194,6 +250,12 @@ impl Action {
             InteractiveType::List => Self::List(ListAction::from_fields(fields)?),
             InteractiveType::CtaUrl => Self::CtaUrl(CtaUrlAction::from_fields(fields)?),
             InteractiveType::Flow => Self::Flow(FlowAction::from_fields(fields)?),
+            InteractiveType::LocationRequest => {
+                Self::LocationRequest(LocationRequestAction::from_fields(fields)?)
+            }
+            InteractiveType::CallPermissionRequest => {
+                Self::CallPermissionRequest(CallPermissionAction::from_fields(fields)?)
+            }
         })
     }
 
@@ -204,6 +266,8 @@ impl Action {
             Self::List(a) => a.to_fields(),
             Self::CtaUrl(a) => a.to_fields(),
             Self::Flow(a) => a.to_fields(),
+            Self::LocationRequest(a) => a.to_fields(),
+            Self::CallPermissionRequest(a) => a.to_fields(),
         }
     }
 }

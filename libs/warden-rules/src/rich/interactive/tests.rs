@@ -214,6 +214,10 @@ fn legacy_validate(this: &InteractiveFields) -> Result<(), RichError> {
                 }
             }
         }
+        // Kinds added after the option bag: never generated for the comparison below.
+        InteractiveType::LocationRequest | InteractiveType::CallPermissionRequest => {
+            unreachable!("the option bag knew three kinds")
+        }
         InteractiveType::CtaUrl => {
             unused(a.buttons.is_some(), "buttons")?;
             unused(a.sections.is_some(), "sections")?;

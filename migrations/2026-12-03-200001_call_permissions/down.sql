@@ -1,0 +1,2 @@
+DROP TABLE IF EXISTS call_permission_requests;
+DROP TABLE IF EXISTS call_permissions;
