@@ -33,3 +33,4 @@ mod senders_platform;
 mod sending;
 mod start_elsewhere;
 mod template_components;
+mod template_formats;
