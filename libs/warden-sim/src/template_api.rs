@@ -60,8 +60,9 @@ pub(crate) async fn create_template(
         return invalid(problem);
     }
     // An authentication template's body is the platform's own.
-    let preset = (category == "AUTHENTICATION" && formats::otp_button(&create.components).is_some())
-        .then_some(formats::AUTH_BODY);
+    let preset = (category == "AUTHENTICATION"
+        && formats::otp_button(&create.components).is_some())
+    .then_some(formats::AUTH_BODY);
     let Some(text) = create
         .body_text()
         .or(preset)

@@ -202,9 +202,9 @@ fn plan_for(format: u8) -> RecipientPlan {
 
 /// The stored components of a template of `format` (None: body only).
 fn components_of(format: u8) -> Option<serde_json::Value> {
+    use serde_json::json;
     use warden_rules::template_spec::formats::carousel::parse_cards;
     use warden_rules::template_spec::formats::offer::parse_offer;
-    use serde_json::json;
     use warden_rules::template_spec::{TemplateFormat, TemplateSpec, parse_buttons};
     let card = json!({"header": {"format": "IMAGE", "example": "4::h"},
                       "buttons": [{"type": "QUICK_REPLY", "text": "More"}]});
@@ -591,7 +591,10 @@ async fn carousel_and_offer_campaigns_reach_the_single_paths_decisions() {
         })
         .await;
         assert!(seen.contains(&Seen::Sent), "some are sent: {seen:?}");
-        assert!(seen.iter().any(|s| matches!(s, Seen::Refused(..))), "some are refused: {seen:?}");
+        assert!(
+            seen.iter().any(|s| matches!(s, Seen::Refused(..))),
+            "some are refused: {seen:?}"
+        );
     }
 }
 

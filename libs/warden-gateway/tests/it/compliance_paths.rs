@@ -80,7 +80,8 @@ impl Content {
     }
     /// send_template's arguments for this content to `phone`.
     fn send_args(self, phone: &str) -> Value {
-        let mut a = json!({"to": phone, "template_name": self.template().unwrap(), "variables": ["Ana"]});
+        let mut a =
+            json!({"to": phone, "template_name": self.template().unwrap(), "variables": ["Ana"]});
         match self {
             Content::Carousel => a["cards"] = json!(cards().to_string()),
             Content::Offer => {
@@ -144,7 +145,9 @@ fn format_template(c: Content) -> (Value, &'static str) {
         Content::Carousel => (
             TemplateSpec {
                 body: "Hello {{1}}".into(),
-                format: TemplateFormat::Carousel(parse_cards(&json!([card.clone(), card])).unwrap()),
+                format: TemplateFormat::Carousel(
+                    parse_cards(&json!([card.clone(), card])).unwrap(),
+                ),
                 ..Default::default()
             },
             TemplateCategory::Marketing,
@@ -387,9 +390,7 @@ async fn one_case(
         }
         _ => {
             let phone = customer(h, s, held).await;
-            let (e, v) = h
-                .call("send_template", c.send_args(&phone))
-                .await;
+            let (e, v) = h.call("send_template", c.send_args(&phone)).await;
             prop_assert_eq!(code_of(e, &v), expected, "send_template {} {}", ctx, v);
         }
     }
@@ -573,7 +574,8 @@ async fn every_entry_path_gives_the_rule_tables_decision_whatever_the_label() {
         use warden_store::schema::templates;
         let name = c.template().unwrap();
         let (components, body) = format_template(c);
-        h.insert_template(name, "en", category, "APPROVED", body).await;
+        h.insert_template(name, "en", category, "APPROVED", body)
+            .await;
         let mut conn = h.conn().await;
         diesel::update(templates::table.filter(templates::name.eq(name)))
             .set((

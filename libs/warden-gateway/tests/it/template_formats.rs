@@ -90,7 +90,13 @@ fn send_cards() -> Value {
 async fn a_carousel_is_created_approved_and_sent_and_every_broken_rule_is_named() {
     let s = Stack::start(|_| {}).await;
     // Refused before the platform sees them.
-    refused(&s, "create_template", carousel_args("c1", json!([card("IMAGE")])), "cards").await;
+    refused(
+        &s,
+        "create_template",
+        carousel_args("c1", json!([card("IMAGE")])),
+        "cards",
+    )
+    .await;
     refused(
         &s,
         "create_template",
@@ -99,7 +105,8 @@ async fn a_carousel_is_created_approved_and_sent_and_every_broken_rule_is_named(
     )
     .await;
     let mut phone_button = card("IMAGE");
-    phone_button["buttons"][0] = json!({"type": "PHONE_NUMBER", "text": "Call", "phone_number": "+15550100"});
+    phone_button["buttons"][0] =
+        json!({"type": "PHONE_NUMBER", "text": "Call", "phone_number": "+15550100"});
     refused(
         &s,
         "create_template",
@@ -113,11 +120,19 @@ async fn a_carousel_is_created_approved_and_sent_and_every_broken_rule_is_named(
     assert_eq!(s.sim.stats().total_sends, 0);
 
     let c = s
-        .ok("create_template", carousel_args("picks", json!([card("IMAGE"), card("IMAGE")])))
+        .ok(
+            "create_template",
+            carousel_args("picks", json!([card("IMAGE"), card("IMAGE")])),
+        )
         .await;
-    assert_eq!((c["status"].as_str(), c["category"].as_str()), (Some("PENDING"), Some("MARKETING")));
+    assert_eq!(
+        (c["status"].as_str(), c["category"].as_str()),
+        (Some("PENDING"), Some("MARKETING"))
+    );
     approve(&s, "picks").await;
-    let listed = s.ok("list_templates", json!({"status_filter": "APPROVED"})).await;
+    let listed = s
+        .ok("list_templates", json!({"status_filter": "APPROVED"}))
+        .await;
     let t = &listed["templates"][0];
     assert_eq!(t["components"][1]["type"], "CAROUSEL", "{t}");
     assert_eq!(t["components"][1]["cards"].as_array().unwrap().len(), 2);
@@ -134,7 +149,13 @@ async fn a_carousel_is_created_approved_and_sent_and_every_broken_rule_is_named(
     let mut no_media = send_cards();
     no_media[1].as_object_mut().unwrap().remove("header");
     refused(&s, "send_template", args(Some(no_media)), "cards[1]").await;
-    refused(&s, "send_template", args(Some(json!([send_cards()[0]]))), "cards").await;
+    refused(
+        &s,
+        "send_template",
+        args(Some(json!([send_cards()[0]]))),
+        "cards",
+    )
+    .await;
     let mut with_code = args(Some(send_cards()));
     with_code["code"] = json!("123456");
     refused(&s, "send_template", with_code, "code").await;
@@ -192,7 +213,8 @@ async fn a_limited_time_offer_needs_its_expiry_in_the_future() {
     long["limited_time_offer"] = json!("{\"text\": \"This offer ends very soon\"}");
     refused(&s, "create_template", long, "limited_time_offer.text").await;
     let mut no_code = offer_args("flash");
-    no_code["buttons"] = json!(json!([{"type": "URL", "text": "Shop", "url": "https://shop.example"}]).to_string());
+    no_code["buttons"] =
+        json!(json!([{"type": "URL", "text": "Shop", "url": "https://shop.example"}]).to_string());
     refused(&s, "create_template", no_code, "buttons").await;
     let mut utility = offer_args("flash");
     utility["category"] = json!("UTILITY");
@@ -256,8 +278,20 @@ async fn an_authentication_code_goes_to_a_phone_number_only() {
         a.as_object_mut().unwrap().remove(key);
         a
     };
-    refused(&s, "create_template", without("package_name"), "package_name").await;
-    refused(&s, "create_template", without("signature_hash"), "signature_hash").await;
+    refused(
+        &s,
+        "create_template",
+        without("package_name"),
+        "package_name",
+    )
+    .await;
+    refused(
+        &s,
+        "create_template",
+        without("signature_hash"),
+        "signature_hash",
+    )
+    .await;
     let mut bad_hash = auth_args("login_code");
     bad_hash["signature_hash"] = json!("short");
     refused(&s, "create_template", bad_hash, "signature_hash").await;
@@ -312,14 +346,20 @@ async fn an_authentication_code_goes_to_a_phone_number_only() {
     let mut to_bsuid = send(Some("493021"));
     to_bsuid["to"] = json!(b);
     let e = refused(&s, "send_template", to_bsuid, "`to`").await;
-    assert!(e["message"].as_str().unwrap().contains("AUTHENTICATION"), "{e}");
+    assert!(
+        e["message"].as_str().unwrap().contains("AUTHENTICATION"),
+        "{e}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn campaigns_of_a_carousel_and_an_offer_take_one_parameter_set() {
     let s = Stack::start(|_| {}).await;
-    s.ok("create_template", carousel_args("picks", json!([card("IMAGE"), card("IMAGE")])))
-        .await;
+    s.ok(
+        "create_template",
+        carousel_args("picks", json!([card("IMAGE"), card("IMAGE")])),
+    )
+    .await;
     approve(&s, "picks").await;
     let deliver_at = (Utc::now() + TimeDelta::hours(2)).to_rfc3339();
     let campaign = |cards: Value| {
@@ -329,7 +369,13 @@ async fn campaigns_of_a_carousel_and_an_offer_take_one_parameter_set() {
     };
     let mut broken = send_cards();
     broken[0]["header"] = json!({"link": "ftp://x"});
-    refused(&s, "schedule_campaign", campaign(broken.clone()), "cards[0]").await;
+    refused(
+        &s,
+        "schedule_campaign",
+        campaign(broken.clone()),
+        "cards[0]",
+    )
+    .await;
     let preview = |cards: Value| {
         let mut a = campaign(cards);
         a.as_object_mut().unwrap().remove("deliver_at");
@@ -352,7 +398,13 @@ async fn campaigns_of_a_carousel_and_an_offer_take_one_parameter_set() {
     };
     refused(&s, "schedule_campaign", offer(None), "offer_expires_at").await;
     let past = (Utc::now() - TimeDelta::hours(1)).to_rfc3339();
-    refused(&s, "schedule_campaign", offer(Some(past)), "offer_expires_at").await;
+    refused(
+        &s,
+        "schedule_campaign",
+        offer(Some(past)),
+        "offer_expires_at",
+    )
+    .await;
     let later = (Utc::now() + TimeDelta::days(3)).to_rfc3339();
     let scheduled = s.ok("schedule_campaign", offer(Some(later))).await;
     assert!(scheduled["campaign_id"].is_string(), "{scheduled}");

@@ -13,7 +13,9 @@ use super::{COUNT, Template, VALUE};
 pub const AUTH_BODY: &str = "{{1}} is your verification code.";
 
 fn kind_of<'a>(components: &'a [TemplateComponent], kind: &str) -> Option<&'a TemplateComponent> {
-    components.iter().find(|c| c.kind.eq_ignore_ascii_case(kind))
+    components
+        .iter()
+        .find(|c| c.kind.eq_ignore_ascii_case(kind))
 }
 
 fn buttons_of(c: Option<&TemplateComponent>) -> Vec<Value> {
@@ -47,7 +49,11 @@ pub fn check_create(category: &str, components: &[TemplateComponent]) -> Result<
         if category != "MARKETING" {
             return Err("category: a limited-time offer template must be MARKETING".into());
         }
-        let offer = c.extra.get("limited_time_offer").cloned().unwrap_or(Value::Null);
+        let offer = c
+            .extra
+            .get("limited_time_offer")
+            .cloned()
+            .unwrap_or(Value::Null);
         let text = offer["text"].as_str().unwrap_or("");
         if text.is_empty() || text.chars().count() > 16 {
             return Err("limited_time_offer.text: 1 to 16 characters".into());
@@ -82,7 +88,10 @@ pub fn check_create(category: &str, components: &[TemplateComponent]) -> Result<
             if !package.contains('.') || package.starts_with('.') || package.ends_with('.') {
                 return Err("buttons[0].supported_apps[0].package_name: an Android package name is required for ONE_TAP and ZERO_TAP".into());
             }
-            if app["signature_hash"].as_str().is_none_or(|h| h.chars().count() != 11) {
+            if app["signature_hash"]
+                .as_str()
+                .is_none_or(|h| h.chars().count() != 11)
+            {
                 return Err("buttons[0].supported_apps[0].signature_hash: an 11-character hash is required for ONE_TAP and ZERO_TAP".into());
             }
         }
@@ -97,9 +106,15 @@ pub fn check_create(category: &str, components: &[TemplateComponent]) -> Result<
 }
 
 fn check_cards(cards: Option<&Value>) -> Result<(), String> {
-    let cards = cards.and_then(Value::as_array).map(Vec::as_slice).unwrap_or(&[]);
+    let cards = cards
+        .and_then(Value::as_array)
+        .map(Vec::as_slice)
+        .unwrap_or(&[]);
     if !(2..=10).contains(&cards.len()) {
-        return Err(format!("cards: a carousel has 2 to 10 cards, got {}", cards.len()));
+        return Err(format!(
+            "cards: a carousel has 2 to 10 cards, got {}",
+            cards.len()
+        ));
     }
     let mut first: Option<(String, Vec<String>)> = None;
     for (i, card) in cards.iter().enumerate() {
@@ -128,8 +143,13 @@ fn check_cards(cards: Option<&Value>) -> Result<(), String> {
             .iter()
             .map(button_type)
             .collect();
-        if types.is_empty() || types.len() > 2 || types.iter().any(|t| t != "QUICK_REPLY" && t != "URL") {
-            return Err(format!("cards[{i}].buttons: 1 or 2 QUICK_REPLY or URL buttons"));
+        if types.is_empty()
+            || types.len() > 2
+            || types.iter().any(|t| t != "QUICK_REPLY" && t != "URL")
+        {
+            return Err(format!(
+                "cards[{i}].buttons: 1 or 2 QUICK_REPLY or URL buttons"
+            ));
         }
         match &first {
             None => first = Some((format, types)),
@@ -158,7 +178,10 @@ pub fn check_send(t: &Template, tm: &TemplateMessage, now_ms: i64) -> Result<(),
             return Err((COUNT, "carousel: the template has no carousel".into()));
         }
         (Some(_), None) => {
-            return Err((COUNT, "carousel: the template's cards need a carousel component".into()));
+            return Err((
+                COUNT,
+                "carousel: the template's cards need a carousel component".into(),
+            ));
         }
         (Some(c), Some(given)) => check_send_cards(c, given)?,
         (None, None) => {}
@@ -168,10 +191,16 @@ pub fn check_send(t: &Template, tm: &TemplateMessage, now_ms: i64) -> Result<(),
         .map(|o| o["has_expiration"].as_bool() == Some(true));
     match (offer, component(tm, "limited_time_offer")) {
         (None | Some(false), Some(_)) => {
-            return Err((COUNT, "limited_time_offer: the template's offer has no expiration".into()));
+            return Err((
+                COUNT,
+                "limited_time_offer: the template's offer has no expiration".into(),
+            ));
         }
         (Some(true), None) => {
-            return Err((COUNT, "limited_time_offer: expiration_time_ms is required".into()));
+            return Err((
+                COUNT,
+                "limited_time_offer: expiration_time_ms is required".into(),
+            ));
         }
         (Some(true), Some(c)) => {
             let ms = c
@@ -199,7 +228,8 @@ pub fn check_send(t: &Template, tm: &TemplateMessage, now_ms: i64) -> Result<(),
         if code.is_empty() || code.chars().count() > 15 {
             return Err((
                 VALUE,
-                "buttons[0].parameters[0].text: the authentication code must be 1 to 15 characters".into(),
+                "buttons[0].parameters[0].text: the authentication code must be 1 to 15 characters"
+                    .into(),
             ));
         }
     }
@@ -207,17 +237,34 @@ pub fn check_send(t: &Template, tm: &TemplateMessage, now_ms: i64) -> Result<(),
 }
 
 fn check_send_cards(c: &TemplateComponent, given: &Component) -> Result<(), (i64, String)> {
-    let cards = c.extra.get("cards").and_then(Value::as_array).cloned().unwrap_or_default();
-    let sent = given.other.get("cards").and_then(Value::as_array).cloned().unwrap_or_default();
+    let cards = c
+        .extra
+        .get("cards")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    let sent = given
+        .other
+        .get("cards")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
     if sent.len() != cards.len() {
         return Err((
             COUNT,
-            format!("carousel.cards: the template has {} cards, the send {}", cards.len(), sent.len()),
+            format!(
+                "carousel.cards: the template has {} cards, the send {}",
+                cards.len(),
+                sent.len()
+            ),
         ));
     }
     for (i, (card, s)) in cards.iter().zip(&sent).enumerate() {
         if s["card_index"].as_u64() != Some(i as u64) {
-            return Err((VALUE, format!("carousel.cards[{i}].card_index: must be {i}")));
+            return Err((
+                VALUE,
+                format!("carousel.cards[{i}].card_index: must be {i}"),
+            ));
         }
         let list: Vec<TemplateComponent> =
             serde_json::from_value(card["components"].clone()).unwrap_or_default();
@@ -225,13 +272,18 @@ fn check_send_cards(c: &TemplateComponent, given: &Component) -> Result<(), (i64
             .and_then(|h| h.format.clone())
             .unwrap_or_default()
             .to_ascii_lowercase();
-        let parts: Vec<Component> = serde_json::from_value(s["components"].clone()).unwrap_or_default();
+        let parts: Vec<Component> =
+            serde_json::from_value(s["components"].clone()).unwrap_or_default();
         let header = parts.iter().find(|p| p.kind.eq_ignore_ascii_case("header"));
         let media = header
             .and_then(|h| h.parameters.first())
             .filter(|p| p.kind.eq_ignore_ascii_case(&format))
             .and_then(|p| p.other.get(&format));
-        let has = |k: &str| media.and_then(|m| m[k].as_str()).is_some_and(|v| !v.is_empty());
+        let has = |k: &str| {
+            media
+                .and_then(|m| m[k].as_str())
+                .is_some_and(|v| !v.is_empty())
+        };
         if !has("link") && !has("id") {
             return Err((
                 VALUE,
@@ -239,14 +291,23 @@ fn check_send_cards(c: &TemplateComponent, given: &Component) -> Result<(), (i64
             ));
         }
         for (j, b) in buttons_of(kind_of(&list, "BUTTONS")).iter().enumerate() {
-            let wants = button_type(b) == "URL" && b["url"].as_str().is_some_and(|u| u.contains("{{"));
+            let wants =
+                button_type(b) == "URL" && b["url"].as_str().is_some_and(|u| u.contains("{{"));
             let sent = parts.iter().find(|p| {
-                p.kind.eq_ignore_ascii_case("button") && p.index.as_deref() == Some(j.to_string().as_str())
+                p.kind.eq_ignore_ascii_case("button")
+                    && p.index.as_deref() == Some(j.to_string().as_str())
             });
-            if wants && sent.and_then(|p| p.parameters.first()).and_then(|p| p.text.as_deref()).is_none() {
+            if wants
+                && sent
+                    .and_then(|p| p.parameters.first())
+                    .and_then(|p| p.text.as_deref())
+                    .is_none()
+            {
                 return Err((
                     COUNT,
-                    format!("carousel.cards[{i}].buttons[{j}]: the URL's variable needs a text parameter"),
+                    format!(
+                        "carousel.cards[{i}].buttons[{j}]: the URL's variable needs a text parameter"
+                    ),
                 ));
             }
         }

@@ -88,7 +88,8 @@ pub(super) fn with_format(
         if buttons_given {
             return Err(SpecError {
                 field: "buttons".into(),
-                problem: "are written by otp_type in an AUTHENTICATION template; leave them out".into(),
+                problem: "are written by otp_type in an AUTHENTICATION template; leave them out"
+                    .into(),
             });
         }
         let minutes = f
