@@ -113,6 +113,7 @@ impl SendRequest {
                 sub_type: None,
                 index: None,
                 parameters,
+                other: Default::default(),
             }]
         };
         Self::template_with_components(to, name, language, components)
@@ -205,6 +206,9 @@ pub struct Component {
     pub index: Option<String>,
     #[serde(default)]
     pub parameters: Vec<Parameter>,
+    /// Other fields, kept as they came: a carousel's `cards`.
+    #[serde(flatten)]
+    pub other: serde_json::Map<String, serde_json::Value>,
 }
 
 /// One parameter. `text` (and a named template's `parameter_name`) is modelled; the

@@ -40,6 +40,7 @@ impl CreateTemplateRequest {
                 text: Some(body_text.to_owned()),
                 example,
                 buttons: None,
+                extra: Default::default(),
             }],
             parameter_format: None,
         }
@@ -65,6 +66,11 @@ pub struct TemplateComponent {
     /// BUTTONS: `[{type, text, url?, phone_number?, example?, otp_type?}]`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub buttons: Option<Value>,
+    /// The other formats' fields, kept as they came: CAROUSEL `cards`,
+    /// LIMITED_TIME_OFFER `limited_time_offer`, an authentication BODY's
+    /// `add_security_recommendation` and FOOTER's `code_expiration_minutes`.
+    #[serde(flatten)]
+    pub extra: serde_json::Map<String, Value>,
 }
 
 /// The answer to a template creation.

@@ -11,6 +11,11 @@ use serde_json::{Map, Value, json};
 use crate::kinds::TemplateCategory;
 use crate::templates::{placeholders, validate_template_body};
 
+/// Carousel, limited-time offer and authentication templates: each format's rules in its
+/// own file, reached through [`formats::TemplateFormat`].
+pub mod formats;
+pub use formats::TemplateFormat;
+
 /// Longest header text (platform).
 pub const MAX_HEADER_CHARS: usize = 60;
 /// Longest footer text (platform).
@@ -43,7 +48,7 @@ pub struct SpecError {
     pub problem: String,
 }
 
-fn err(field: impl Into<String>, problem: impl Into<String>) -> SpecError {
+pub(crate) fn err(field: impl Into<String>, problem: impl Into<String>) -> SpecError {
     SpecError {
         field: field.into(),
         problem: problem.into(),
@@ -235,6 +240,8 @@ pub struct TemplateSpec {
     pub footer: Option<String>,
     /// The buttons, in order (their index is their position).
     pub buttons: Vec<Button>,
+    /// A carousel, a limited-time offer or an authentication template; `Standard` otherwise.
+    pub format: TemplateFormat,
 }
 
 fn str_field<'a>(
@@ -303,6 +310,7 @@ pub fn parse_buttons(value: &Value) -> Result<Vec<Button>, SpecError> {
                     key.as_str(),
                     "type" | "text" | "url" | "phone_number" | "example" | "otp_type"
                 ) && !crate::template_flow::FLOW_KEYS.contains(&key.as_str())
+                    && !formats::authentication::is_otp_key(key)
                 {
                     return Err(err(&field, format!("has an unknown key {key:?}")));
                 }
@@ -419,6 +427,7 @@ impl TemplateSpec {
             && self.footer.is_none()
             && self.buttons.is_empty()
             && self.parameter_format == ParameterFormat::Positional
+            && self.format == TemplateFormat::Standard
     }
 
     /// The header's variable, when it has one: `Some(None)` positional (`{{1}}`),
@@ -437,6 +446,8 @@ impl TemplateSpec {
 
     /// Checks every component with the platform's rules for a template of `category`.
     pub fn validate(&self, category: TemplateCategory) -> Result<(), SpecError> {
+        // A format's own rules first: its category and the parts it may not have.
+        self.format.validate(self, category)?;
         match self.parameter_format {
             ParameterFormat::Positional => {
                 validate_template_body(&self.body).map_err(|e| err("body_text", e.to_string()))?
@@ -728,7 +739,7 @@ impl TemplateSpec {
                 .collect();
             out.push(json!({"type": "BUTTONS", "buttons": buttons}));
         }
-        out
+        self.format.shape_components(self, out)
     }
 
     /// Reads a template back from its `components` (as [`Self::to_components`] writes
@@ -764,6 +775,7 @@ impl TemplateSpec {
                 _ => {}
             }
         }
+        spec.format = TemplateFormat::read(list)?;
         Ok(spec)
     }
 }

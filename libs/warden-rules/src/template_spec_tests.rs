@@ -218,6 +218,7 @@ fn components_round_trip() {
             {"type": "COPY_CODE", "text": "Copy", "example": "SAVE10"},
         ]))
         .unwrap(),
+        ..Default::default()
     };
     s.validate(TemplateCategory::Marketing).unwrap();
     let c = json!(s.to_components());

@@ -15,7 +15,9 @@ use crate::reply::{
     unknown_object, waba_for,
 };
 use crate::state::{Refusal, Sim};
-use crate::templates::{CATEGORIES, Template, check_components, name_problem, named_params};
+use crate::templates::{
+    CATEGORIES, Template, check_components, formats, name_problem, named_params,
+};
 
 /// The platform's cap on a template body.
 const MAX_TEMPLATE_BODY: usize = 1024;
@@ -54,7 +56,18 @@ pub(crate) async fn create_template(
             create.category
         ));
     }
-    let Some(text) = create.body_text().filter(|t| !t.trim().is_empty()) else {
+    if let Err(problem) = formats::check_create(&category, &create.components) {
+        return invalid(problem);
+    }
+    // An authentication template's body is the platform's own.
+    let preset = (category == "AUTHENTICATION"
+        && formats::otp_button(&create.components).is_some())
+    .then_some(formats::AUTH_BODY);
+    let Some(text) = create
+        .body_text()
+        .or(preset)
+        .filter(|t| !t.trim().is_empty())
+    else {
         return invalid("components must hold a BODY component with text");
     };
     if text.chars().count() > MAX_TEMPLATE_BODY {

@@ -11,6 +11,9 @@ use warden_platform::template::{PlaceholderError, TemplateComponent, TemplateInf
 /// suggests (e.g. the binary runs from elsewhere).
 pub const EMBEDDED_TEMPLATES: &str = include_str!("../../../templates/sim-templates.json");
 
+/// Carousel, limited-time offer and authentication templates.
+pub mod formats;
+
 pub const CATEGORIES: [&str; 3] = ["MARKETING", "UTILITY", "AUTHENTICATION"];
 
 #[derive(Debug, Clone)]
@@ -61,6 +64,7 @@ impl Template {
                     text: Some(self.body.clone()),
                     example: None,
                     buttons: None,
+                    extra: Default::default(),
                 }))
                 .chain(
                     self.components
@@ -342,6 +346,7 @@ pub fn check_components(components: &[TemplateComponent]) -> Result<(), Componen
                     return Err(ComponentError::HeaderText);
                 }
             }
+            "FOOTER" if c.extra.contains_key("code_expiration_minutes") => {}
             "FOOTER" => {
                 if c.text.as_deref().is_none_or(|t| t.chars().count() > 60) {
                     return Err(ComponentError::FooterText);
@@ -371,6 +376,8 @@ pub fn check_components(components: &[TemplateComponent]) -> Result<(), Componen
                     }
                 }
             }
+            // Checked by `formats::check_create`.
+            "CAROUSEL" | "LIMITED_TIME_OFFER" => {}
             other => {
                 return Err(ComponentError::UnknownType {
                     kind: other.to_string(),
@@ -540,7 +547,10 @@ impl Template {
                 (None, _) => {}
             }
         }
-        Ok(())
+        let now_ms = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_millis() as i64);
+        formats::check_send(self, tm, now_ms)
     }
 }
 

@@ -155,6 +155,7 @@ impl SendKind {
                         }
                     },
                 };
+                components.extend(format_components(t)?);
                 Ok(SendKind::Template(TemplateSend {
                     name: name.to_string(),
                     locale: locale.to_string(),
@@ -169,6 +170,54 @@ impl SendKind {
             None => Err(ContentError::MissingType),
         }
     }
+}
+
+/// A template's `cards`, `offer_expires_at` and `code` as schedule_message's content
+/// writes them, as the components `resolve` checks (what is stored is the resolved form,
+/// so stored rows never hold these keys).
+fn format_components(t: &Value) -> Result<Vec<Value>, ContentError> {
+    use warden_rules::template_params::formats::{
+        carousel_component, code_component, offer_component,
+    };
+    let mut out = Vec::new();
+    if let Some(cards) = t.get("cards").filter(|c| !c.is_null()) {
+        out.push(carousel_component(cards));
+    }
+    if let Some(at) = t.get("offer_expires_at").filter(|c| !c.is_null()) {
+        let ms = at
+            .as_str()
+            .and_then(|s| chrono::DateTime::parse_from_rfc3339(s).ok())
+            .map(|t| t.timestamp_millis())
+            .ok_or_else(|| {
+                ContentError::Variables(
+                    "template.offer_expires_at must be an RFC 3339 time such as 2030-01-31T23:59:00Z"
+                        .into(),
+                )
+            })?;
+        out.push(offer_component(ms));
+    }
+    if let Some(code) = t.get("code").filter(|c| !c.is_null()) {
+        let code = code.as_str().ok_or_else(|| {
+            ContentError::Variables("template.code must be a string of 1 to 15 characters".into())
+        })?;
+        out.push(code_component(code));
+    }
+    Ok(out)
+}
+
+/// The platform delivers an authentication code only to a phone number: a customer known
+/// by a BSUID alone cannot get one (named as send_template's `to`).
+pub(crate) fn needs_phone(
+    category: warden_rules::kinds::TemplateCategory,
+    to: &warden_rules::phone::PhoneNumber,
+) -> Result<(), SendError> {
+    if category == warden_rules::kinds::TemplateCategory::Authentication && to.is_bsuid() {
+        return Err(SendError::InvalidArgument(format!(
+            "`to`: customer `{}` is known only by a BSUID, and an AUTHENTICATION template goes only to a phone number; send the code once the customer's phone number is known",
+            to.digits()
+        )));
+    }
+    Ok(())
 }
 
 /// Why a stored `content` is not a message [`SendKind::from_content`] can read.

@@ -693,6 +693,7 @@ impl Core {
         let category = template.category.parse::<TemplateCategory>().map_err(|e| {
             SendError::InvalidArgument(format!("template `{name}` has a bad category: {e}"))
         })?;
+        kind::needs_phone(category, &req.phone)?;
         Ok((Some(category), (!components.is_empty()).then_some(resolved)))
     }
 

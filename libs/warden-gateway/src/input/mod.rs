@@ -35,6 +35,7 @@ pub(crate) mod checks;
 pub(crate) mod fields;
 pub(crate) mod parsers;
 pub(crate) mod shared;
+pub(crate) mod template_values;
 
 use std::ops::Deref;
 

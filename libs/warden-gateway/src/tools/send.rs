@@ -20,6 +20,7 @@ use warden_rules::template_params::Variables;
 
 use crate::input::fields::{Customer, Json, Text};
 use crate::input::shared::{Keyed, OnChannel, template_locale};
+use crate::input::template_values::{FormatValuesIn, code_components};
 use crate::quoting::detail;
 use crate::tools::flows::TemplateFlowArgs;
 use crate::tools::{check_text, check_variables, components_of, parse_message_type};
@@ -67,6 +68,10 @@ pub struct SendTemplateIn {
     pub components: Option<Json>,
     #[serde(flatten)]
     pub flow: TemplateFlowArgs,
+    pub formats: FormatValuesIn,
+    /// For an AUTHENTICATION template (required there, refused otherwise): the one-time code, 1 to 15 characters; it fills the body and the code button. The customer must be known by phone number.
+    #[schemars(length(min = 1, max = 15))]
+    pub code: Option<Text>,
     #[serde(flatten)]
     pub on: OnChannel,
     #[serde(flatten)]
@@ -120,7 +125,8 @@ written; retry shortly).",
     #[tool(
         description = "Send an APPROVED message template (works outside the care window). Give variables as a JSON array with one \
 value per {{n}} placeholder (a named template: a JSON object keyed by name). A template with a media or variable header \
-or with URL/copy-code/OTP buttons also takes components (the platform's header/body/button parameters). Runs compliance (opt-outs, the marketing frequency cap, policies) by the template's category, \
+or with URL/copy-code/OTP buttons also takes components (the platform's header/body/button parameters); a carousel takes cards, a \
+limited-time offer offer_expires_at, an AUTHENTICATION template code (to a customer known by phone number). Runs compliance (opt-outs, the marketing frequency cap, policies) by the template's category, \
 records the message and queues it. Returns status \"queued\" and message_id. Errors: NOT_FOUND (no template of that name \
 and locale: see list_templates), TEMPLATE_NOT_APPROVED (wait for approval; sync_template_status shows it), INVALID_ARGUMENT \
 (variables do not match the placeholders, or another bad parameter), USER_OPTED_OUT, FREQUENCY_CAP_EXCEEDED (wait: \
@@ -220,6 +226,8 @@ impl Gateway {
         let name = a.template_name.0.clone();
         let locale = template_locale(&a.locale, &a.language)?;
         let (variables, mut components) = template_values(&a.variables, &a.components)?;
+        components.extend(a.formats.components(Utc::now())?);
+        components.extend(code_components(&a.code)?);
         let channel = a.on.channel();
         if warden_core::templates::impossible_name(&name) {
             // No template can have it: answer without asking the database.

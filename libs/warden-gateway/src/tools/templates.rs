@@ -28,6 +28,9 @@ use crate::quoting::{detail, echo, kind_message};
 use crate::tools::senders::sender_arg;
 use crate::tools::{page, platform_template, template_name_arg};
 
+/// create_template's carousel, limited-time offer and authentication parameters.
+mod formats;
+
 /// The longest status or category filter taken (the longest real value has 14 letters).
 const MAX_FILTER_CHARS: usize = 32;
 
@@ -81,9 +84,9 @@ pub struct CreateTemplateIn {
     /// Accepted for `language`, as the other template tools call it.
     #[schemars(skip)]
     pub locale: Option<Text>,
-    /// The body, at most 1024 characters, with numbered placeholders {{1}}, {{2}}, ... without gaps (or {{first_name}}-style names when parameter_format is named).
+    /// The body, at most 1024 characters, with numbered placeholders {{1}}, {{2}}, ... without gaps (or {{first_name}}-style names when parameter_format is named). Required, except for an AUTHENTICATION template with otp_type, whose body the platform writes.
     #[schemars(length(max = 1024))]
-    pub body_text: Text,
+    pub body_text: Option<Text>,
     /// JSON object (as a string): {"format": "TEXT"|"IMAGE"|"VIDEO"|"DOCUMENT"|"LOCATION", "text": "..."}; text only for TEXT, at most 60 characters with at most 1 variable.
     pub header: Option<Json>,
     /// Footer text, at most 60 characters, no variables.
@@ -94,6 +97,8 @@ pub struct CreateTemplateIn {
     /// "positional" ({{1}}, the default) or "named" ({{first_name}}: lower-case letters, digits and underscores).
     #[schemars(extend("default" = "positional"))]
     pub parameter_format: Option<Text>,
+    #[serde(flatten)]
+    pub formats: formats::FormatsIn,
     /// The business whose templates these are, named by one of its numbers: a sender id or
     /// its phone_number_id (list_senders lists them; templates belong to a business, shared
     /// by its numbers). Default: the default sender's business.
@@ -251,7 +256,7 @@ impl Gateway {
                 ));
             }
         };
-        let body = a.body_text.0.clone();
+        let body = formats::body_text(&a)?;
         warden_rules::templates::validate_template_name(&name).map_err(|e| {
             ToolError::invalid(
                 format!("The template name is not valid: {}.", detail(e)),
@@ -438,7 +443,9 @@ fn template_spec(
         body: body.to_owned(),
         footer: opt_string(&a.footer),
         buttons,
+        ..Default::default()
     };
+    let spec = formats::with_format(&a.formats, spec, a.buttons.is_some()).map_err(invalid)?;
     spec.validate(category).map_err(invalid)?;
     Ok(spec)
 }

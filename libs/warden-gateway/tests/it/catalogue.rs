@@ -100,7 +100,7 @@ fn spec() -> HashMap<&'static str, (Vec<&'static str>, Vec<&'static str>)> {
         ),
         (
             "create_template",
-            (vec!["name", "category", "language", "body_text"], vec![]),
+            (vec!["name", "category", "language"], vec![]),
         ),
         ("sync_webhooks", (vec![], vec![])),
         ("archive_chat", (vec!["conversation_id"], vec![])),

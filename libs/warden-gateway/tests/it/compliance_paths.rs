@@ -37,6 +37,12 @@ enum Content {
     Paused,
     /// A free-form Flow message (send_interactive kind flow).
     Flow,
+    /// A marketing carousel (its cards given at send).
+    Carousel,
+    /// A marketing limited-time offer (its expiry given at send).
+    Offer,
+    /// An authentication template made with otp_type (its code given at send).
+    Code,
 }
 
 impl Content {
@@ -47,14 +53,17 @@ impl Content {
             Content::Utility => Some("pt_utility"),
             Content::Authentication => Some("pt_authentication"),
             Content::Paused => Some("pt_paused"),
+            Content::Carousel => Some("pt_carousel"),
+            Content::Offer => Some("pt_offer"),
+            Content::Code => Some("pt_code"),
         }
     }
     fn category(self) -> &'static str {
         match self {
             Content::Text | Content::Flow => "service",
-            Content::Marketing => "marketing",
+            Content::Marketing | Content::Carousel | Content::Offer => "marketing",
             Content::Utility | Content::Paused => "utility",
-            Content::Authentication => "authentication",
+            Content::Authentication | Content::Code => "authentication",
         }
     }
     /// Free-form: judged by the care window, whatever the caller calls it.
@@ -70,11 +79,35 @@ impl Content {
                     "mode": "published", "flow_action": "navigate",
                     "flow_action_payload": {"screen": "BOOKING"}}}}});
         }
-        match self.template() {
-            None => json!({"type": "text", "text": {"body": "Your order shipped."}}),
-            Some(name) => json!({"type": "template",
-                "template": {"name": name, "language": "en", "variables": ["Ana"]}}),
+        let Some(name) = self.template() else {
+            return json!({"type": "text", "text": {"body": "Your order shipped."}});
+        };
+        let mut t = json!({"name": name, "language": "en", "variables": ["Ana"]});
+        match self {
+            Content::Carousel => t["cards"] = cards(),
+            Content::Offer => {
+                t["offer_expires_at"] = json!((Utc::now() + TimeDelta::days(2)).to_rfc3339());
+                t["components"] = json!([coupon()]);
+            }
+            Content::Code => t = json!({"name": name, "language": "en", "code": "493021"}),
+            _ => {}
         }
+        json!({"type": "template", "template": t})
+    }
+    /// send_template's arguments for this content to `phone`.
+    fn send_args(self, phone: &str) -> Value {
+        let mut a =
+            json!({"to": phone, "template_name": self.template().unwrap(), "variables": ["Ana"]});
+        match self {
+            Content::Carousel => a["cards"] = json!(cards().to_string()),
+            Content::Offer => {
+                a["offer_expires_at"] = json!((Utc::now() + TimeDelta::days(2)).to_rfc3339());
+                a["components"] = json!(json!([coupon()]).to_string());
+            }
+            Content::Code => a = json!({"to": phone, "template_name": "pt_code", "code": "493021"}),
+            _ => {}
+        }
+        a
     }
     fn kind(self) -> SendKind {
         SendKind::from_content(&self.json()).unwrap()
@@ -104,6 +137,71 @@ fn recheck_table(s: &Customer, h: Holder, c: Content) -> &'static str {
         h,
         c.category(),
     )
+}
+
+fn cards() -> Value {
+    json!([{"header": {"link": "https://shop.example/1.jpg"}}, {"header": {"link": "https://shop.example/2.jpg"}}])
+}
+
+fn coupon() -> Value {
+    json!({"type": "button", "sub_type": "copy_code", "index": 0,
+           "parameters": [{"type": "coupon_code", "coupon_code": "SAVE10"}]})
+}
+
+/// The stored components and body of the format templates (carousel, offer, code).
+fn format_template(c: Content) -> (Value, &'static str) {
+    use warden_rules::kinds::TemplateCategory;
+    use warden_rules::template_spec::formats::authentication::{Authentication, OtpType};
+    use warden_rules::template_spec::formats::carousel::parse_cards;
+    use warden_rules::template_spec::formats::offer::parse_offer;
+    use warden_rules::template_spec::{TemplateFormat, TemplateSpec, parse_buttons};
+    let card = json!({"header": {"format": "IMAGE", "example": "4::h"},
+                      "buttons": [{"type": "QUICK_REPLY", "text": "More"}]});
+    let (spec, category) = match c {
+        Content::Carousel => (
+            TemplateSpec {
+                body: "Hello {{1}}".into(),
+                format: TemplateFormat::Carousel(
+                    parse_cards(&json!([card.clone(), card])).unwrap(),
+                ),
+                ..Default::default()
+            },
+            TemplateCategory::Marketing,
+        ),
+        Content::Offer => (
+            TemplateSpec {
+                body: "Hello {{1}}".into(),
+                buttons: parse_buttons(&json!([
+                    {"type": "COPY_CODE", "text": "Copy", "example": "SAVE10"},
+                    {"type": "URL", "text": "Shop", "url": "https://shop.example"},
+                ]))
+                .unwrap(),
+                format: TemplateFormat::LimitedTimeOffer(
+                    parse_offer(&json!({"text": "Ends soon", "has_expiration": true})).unwrap(),
+                ),
+                ..Default::default()
+            },
+            TemplateCategory::Marketing,
+        ),
+        _ => (
+            Authentication {
+                otp_type: OtpType::CopyCode,
+                code_expiration_minutes: Some(5),
+                add_security_recommendation: true,
+                package_name: None,
+                signature_hash: None,
+            }
+            .into_spec(),
+            TemplateCategory::Authentication,
+        ),
+    };
+    spec.validate(category).unwrap();
+    let body = if c == Content::Code {
+        "{{1}} is your verification code."
+    } else {
+        "Hello {{1}}"
+    };
+    (Value::Array(spec.to_components()), body)
 }
 
 fn us_phone() -> String {
@@ -356,12 +454,7 @@ async fn one_case(
         }
         _ => {
             let phone = customer(h, s, held).await;
-            let (e, v) = h
-                .call(
-                    "send_template",
-                    json!({"to": phone, "template_name": c.template().unwrap(), "variables": ["Ana"]}),
-                )
-                .await;
+            let (e, v) = h.call("send_template", c.send_args(&phone)).await;
             prop_assert_eq!(code_of(e, &v), expected, "send_template {} {}", ctx, v);
         }
     }
@@ -520,6 +613,9 @@ fn content() -> impl Strategy<Value = Content> {
         Just(Content::Authentication),
         Just(Content::Paused),
         Just(Content::Flow),
+        Just(Content::Carousel),
+        Just(Content::Offer),
+        Just(Content::Code),
     ]
 }
 
@@ -534,6 +630,26 @@ async fn every_entry_path_gives_the_rule_tables_decision_whatever_the_label() {
     ] {
         h.insert_template(name, "en", category, status, "Hello {{1}}")
             .await;
+    }
+    for (c, category) in [
+        (Content::Carousel, "marketing"),
+        (Content::Offer, "marketing"),
+        (Content::Code, "authentication"),
+    ] {
+        use warden_store::schema::templates;
+        let name = c.template().unwrap();
+        let (components, body) = format_template(c);
+        h.insert_template(name, "en", category, "APPROVED", body)
+            .await;
+        let mut conn = h.conn().await;
+        diesel::update(templates::table.filter(templates::name.eq(name)))
+            .set((
+                templates::components.eq(Some(components)),
+                templates::parameter_format.eq(Some("positional")),
+            ))
+            .execute(&mut conn)
+            .await
+            .unwrap();
     }
     let cases: u32 = std::env::var("COMPLIANCE_PATH_CASES")
         .ok()

@@ -35,3 +35,4 @@ mod senders_platform;
 mod sending;
 mod start_elsewhere;
 mod template_components;
+mod template_formats;

@@ -94,7 +94,8 @@ impl Gateway {
         let template_name = a.template_name.0.clone();
         let (from, senders, stored) = self.campaign_senders(a)?;
         let locale = template_locale(&a.locale, &a.language)?;
-        let components = components_of(&a.components)?;
+        let mut components = components_of(&a.components)?;
+        components.extend(a.formats.components(Utc::now())?);
         let variables = match a.variables.as_ref().map(|j| &j.0) {
             None => Variables::Positional(Vec::new()),
             Some(v @ (Value::Object(_) | Value::Array(_))) => {

@@ -24,6 +24,7 @@ use crate::answer::finish;
 use crate::gateway::Gateway;
 use crate::input::fields::{Customer, Id, Json, Text, Timestamp};
 use crate::input::shared::{Keyed, OnChannel, SenderName};
+use crate::input::template_values::FormatValuesIn;
 use crate::schema::{self, *};
 use crate::tools::{check_text, check_variables, components_of, parse_message_type};
 
@@ -65,6 +66,8 @@ pub struct ScheduleCampaignIn {
     pub variables: Option<Json>,
     /// JSON array (as a string) of template components in the platform's shape, for a template with a media or variable header or with URL/copy-code/OTP buttons, e.g. "[{\"type\": \"header\", \"parameters\": [{\"type\": \"image\", \"image\": {\"link\": \"https://...\"}}]}, {\"type\": \"button\", \"sub_type\": \"url\", \"index\": \"0\", \"parameters\": [{\"type\": \"text\", \"text\": \"A1\"}]}]". Body values may be given here instead of in variables. Checked against the template's components (list_templates shows them).
     pub components: Option<Json>,
+    #[serde(flatten)]
+    pub formats: FormatValuesIn,
     /// JSON object (as a string) choosing recipients; every key optional: include_tags (any of), exclude_tags, customer_ids, opt_in ("marketing" or "utility"), active_within_days. "{}" or omitted means every known customer.
     pub audience_filter: Option<Json>,
     /// The business number the campaign goes out from: a sender id or its phone_number_id (list_senders lists them). Default: the default sender. Give `from` or `senders`, not both.

@@ -57,6 +57,20 @@ impl Gateway {
         let (from, keys) = (sender.id.clone(), core.senders().key_of(sender));
         let now = Utc::now();
         let deliver_at = future_time("deliver_at", at, now)?;
+        // An offer's countdown must still run when the message goes out.
+        if let Some(expires) = content
+            .pointer("/template/offer_expires_at")
+            .and_then(Value::as_str)
+            .and_then(|t| chrono::DateTime::parse_from_rfc3339(t).ok())
+            && expires.with_timezone(&Utc) <= deliver_at
+        {
+            return Err(ToolError::invalid(
+                format!(
+                    "The parameter `content.template.offer_expires_at` ({expires}) is not after deliver_at: the offer would have ended before the message goes out."
+                ),
+                "Pass content.template.offer_expires_at as an RFC 3339 time after deliver_at.",
+            ));
+        }
         let kind = SendKind::from_content(content).map_err(|e| {
             ToolError::invalid(
                 format!("The parameter `content` is not a message: {}.", detail(e)),
