@@ -19,10 +19,12 @@
 
 mod account;
 pub mod bodies;
+pub mod commerce;
 pub mod config;
 pub mod http;
 pub mod limits;
 pub mod listen;
+pub mod marketing;
 pub mod media;
 pub mod reply;
 pub mod routing;

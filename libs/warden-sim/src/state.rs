@@ -68,6 +68,8 @@ pub struct MessageStat {
     /// The send's `type` (text, template, image, interactive, ...), of the latest send.
     #[serde(rename = "type")]
     pub kind: String,
+    /// Where the latest send came in: `messages` or `marketing_messages`.
+    pub endpoint: String,
 }
 
 #[derive(Default)]
@@ -112,6 +114,8 @@ pub struct Accepted<'a> {
     pub template: Option<serde_json::Value>,
     /// The send's `type`.
     pub kind: &'a str,
+    /// `messages` or `marketing_messages`.
+    pub endpoint: &'a str,
 }
 
 /// The outcome of an accepted send.
@@ -321,6 +325,7 @@ impl Sim {
                         m.wamid.clone_from(&wamid);
                         m.template.clone_from(&a.template);
                         a.kind.clone_into(&mut m.kind);
+                        a.endpoint.clone_into(&mut m.endpoint);
                         a.number.id().clone_into(&mut m.phone_number_id);
                         true
                     }
@@ -334,6 +339,7 @@ impl Sim {
                                 phone_number_id: a.number.id().to_owned(),
                                 template: a.template.clone(),
                                 kind: a.kind.to_owned(),
+                                endpoint: a.endpoint.to_owned(),
                             },
                         );
                         false

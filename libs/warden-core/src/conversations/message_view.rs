@@ -15,6 +15,8 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
+use crate::conversations::order_view::{self, OrderView, ReferredProduct};
+
 /// The longest text kept from a payload (the platform's own text limit is 4096; captions
 /// and titles are shorter). Longer input is cut, never refused.
 pub const MAX_TEXT_CHARS: usize = 4096;
@@ -111,6 +113,10 @@ pub struct Normalised {
     pub timestamp: Option<i64>,
     /// A "user changed number" system message: the customer's new number (as sent).
     pub new_number: Option<String>,
+    /// A customer's cart (`order`), with its totals.
+    pub order: Option<OrderView>,
+    /// The product a customer asked about (`context.referred_product`).
+    pub referred_product: Option<ReferredProduct>,
 }
 
 /// The normalised view of a stored message content. Pure; never fails.
@@ -144,6 +150,8 @@ pub fn normalise(content: &Value) -> Normalised {
         amends: None,
         timestamp: timestamp_of(obj.get("timestamp")),
         new_number: None,
+        order: None,
+        referred_product: order_view::referred_product(obj),
     };
     match kind {
         "text" => n.text = long(part.get("body")),
@@ -193,7 +201,10 @@ pub fn normalise(content: &Value) -> Normalised {
                 });
             }
         }
-        "order" => n.text = long(part.get("text")),
+        "order" => {
+            n.text = long(part.get("text"));
+            n.order = Some(order_view::order(obj.get("order").unwrap_or(&Value::Null)));
+        }
         "system" => {
             n.text = long(part.get("body"));
             let sys_type = str_of(part.get("type")).unwrap_or_default();

@@ -20,6 +20,7 @@ use warden_store::schema::messages;
 use crate::CoreError;
 use crate::conversations::holder::HolderView;
 use crate::conversations::message_view::{Amend, InteractiveReply, Location, Media, normalise};
+use crate::conversations::order_view::{OrderView, ReferredProduct};
 use crate::senders::SenderRef;
 
 /// Statuses of rows that were never said (not yet due, or withdrawn): left out of history
@@ -89,6 +90,12 @@ pub struct HistoryMessage {
     /// The ad or post the customer came from, as the platform described it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub referral: Option<Value>,
+    /// type order: the customer's cart, its lines and exact totals per currency.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub order: Option<OrderView>,
+    /// The catalog product the customer asked about (a message sent from its page).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub referred_product: Option<ReferredProduct>,
     /// The customer changed the text after sending it.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub edited: bool,
@@ -136,6 +143,8 @@ pub struct InboxItem {
     pub last_inbound_at: String,
     /// The normalised text of their latest message (null for media without caption etc.).
     pub last_inbound_text: Option<String>,
+    /// The type of their latest message (text, image, order, ...), as history gives it.
+    pub last_inbound_kind: String,
     /// Their messages since our last outbound message.
     pub unanswered_count: i64,
     pub window_open: bool,
@@ -377,6 +386,8 @@ async fn render(
                 location: if deleted { None } else { v.location },
                 interactive: v.interactive,
                 referral: v.referral,
+                order: if deleted { None } else { v.order },
+                referred_product: v.referred_product,
                 edited,
                 deleted,
                 redacted: m.redacted_at.is_some(),
@@ -530,6 +541,7 @@ pub async fn inbox(
                 from: senders.id_of_key(&r.sender_id).to_string(),
                 last_inbound_at: rfc3339(wrote_at),
                 last_inbound_text: latest.text,
+                last_inbound_kind: latest.kind.to_string(),
                 unanswered_count: r.unanswered,
                 window_open: state.open,
                 time_remaining_secs: state.time_remaining_secs,

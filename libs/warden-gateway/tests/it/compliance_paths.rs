@@ -3,7 +3,8 @@
 //! reply_customer, send_template, schedule_message (at scheduling and at dispatch, as the
 //! scheduler builds the send), a campaign recipient (as the scheduler builds it),
 //! retry_failed_messages and the dispatcher's recheck, whatever `message_type` the caller
-//! gives, and that decision is the rule table's (`warden_test_support::rule_table`), with
+//! gives (free-form content: text, and send_interactive's commerce kinds product,
+//! product_list and catalog), and that decision is the rule table's (`warden_test_support::rule_table`), with
 //! the conversation held by nobody else, a person or another app (`rule_table::held`). Every
 //! case runs each path on a fresh customer set up in that state, against real Postgres,
 //! Redis and NATS.
@@ -24,10 +25,17 @@ use warden_rules::phone::canonicalize;
 use warden_store::schema::{conversations, message_frequencies, messages};
 use warden_test_support::rule_table::{self, Customer, Holder, OptOut, Window, customers, holders};
 
-/// What is sent: free text, or one of the test templates (stored category / status).
+/// What is sent: free text, a commerce interactive message, or one of the test templates
+/// (stored category / status).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Content {
     Text,
+    /// send_interactive kind product.
+    Product,
+    /// send_interactive kind product_list.
+    ProductList,
+    /// send_interactive kind catalog.
+    Catalog,
     Marketing,
     Utility,
     Authentication,
@@ -36,9 +44,13 @@ enum Content {
 }
 
 impl Content {
+    /// Free-form (a service message): it needs the care window.
+    fn free_form(self) -> bool {
+        self.template().is_none()
+    }
     fn template(self) -> Option<&'static str> {
         match self {
-            Content::Text => None,
+            Content::Text | Content::Product | Content::ProductList | Content::Catalog => None,
             Content::Marketing => Some("pt_marketing"),
             Content::Utility => Some("pt_utility"),
             Content::Authentication => Some("pt_authentication"),
@@ -47,13 +59,44 @@ impl Content {
     }
     fn category(self) -> &'static str {
         match self {
-            Content::Text => "service",
+            Content::Text | Content::Product | Content::ProductList | Content::Catalog => "service",
             Content::Marketing => "marketing",
             Content::Utility | Content::Paused => "utility",
             Content::Authentication => "authentication",
         }
     }
+    /// send_interactive's arguments for a commerce kind (without `to`).
+    fn interactive_args(self) -> Option<Value> {
+        match self {
+            Content::Product => Some(json!({"kind": "product", "catalog_id": "1234567890",
+                "product_retailer_id": "sku-1"})),
+            Content::ProductList => {
+                Some(json!({"kind": "product_list", "catalog_id": "1234567890",
+                "header": "Picks", "body": "Tap one",
+                "sections": [{"title": "Shoes", "product_items": [{"product_retailer_id": "sku-1"}]}]}))
+            }
+            Content::Catalog => Some(json!({"kind": "catalog", "body": "Browse"})),
+            _ => None,
+        }
+    }
     fn json(self) -> Value {
+        match self {
+            Content::Product => {
+                return json!({"type": "interactive", "interactive": {"type": "product",
+                    "action": {"catalog_id": "1234567890", "product_retailer_id": "sku-1"}}});
+            }
+            Content::ProductList => {
+                return json!({"type": "interactive", "interactive": {"type": "product_list",
+                    "header": {"type": "text", "text": "Picks"}, "body": {"text": "Tap one"},
+                    "action": {"catalog_id": "1234567890", "sections": [{"title": "Shoes",
+                        "product_items": [{"product_retailer_id": "sku-1"}]}]}}});
+            }
+            Content::Catalog => {
+                return json!({"type": "interactive", "interactive": {"type": "catalog_message",
+                    "body": {"text": "Browse"}, "action": {"name": "catalog_message"}}});
+            }
+            _ => {}
+        }
         match self.template() {
             None => json!({"type": "text", "text": {"body": "Your order shipped."}}),
             Some(name) => json!({"type": "template",
@@ -249,7 +292,7 @@ async fn one_case(
     // check_compliance: asked with the label that describes the content.
     if c != Content::Paused {
         let phone = customer(h, s, held).await;
-        let described = if c == Content::Text {
+        let described = if c.free_form() {
             "service"
         } else {
             c.category()
@@ -290,6 +333,13 @@ async fn one_case(
             };
             prop_assert_eq!(code_of(e, &v), reply, "reply_customer {} {}", ctx, v);
         }
+        Content::Product | Content::ProductList | Content::Catalog => {
+            let phone = customer(h, s, held).await;
+            let mut args = c.interactive_args().unwrap();
+            args["to"] = json!(phone);
+            let (e, v) = h.call("send_interactive", args).await;
+            prop_assert_eq!(code_of(e, &v), expected, "send_interactive {} {}", ctx, v);
+        }
         _ => {
             let phone = customer(h, s, held).await;
             let (e, v) = h
@@ -304,7 +354,7 @@ async fn one_case(
 
     // schedule_message with the caller's label: opt-out is judged at scheduling (by the
     // content's category), the rest when the scheduler sends it.
-    if !(c == Content::Text && label == "template") {
+    if !(c.free_form() && label == "template") {
         let phone = customer(h, s, held).await;
         let deliver_at = (Utc::now() + TimeDelta::minutes(30)).to_rfc3339();
         let (e, v) = h
@@ -363,7 +413,7 @@ async fn one_case(
     }
 
     // A campaign recipient, as warden-scheduler's campaigns.rs builds it.
-    if c != Content::Text {
+    if !c.free_form() {
         let phone = customer(h, s, held).await;
         let result = core
             .send(SendRequest {
@@ -451,6 +501,9 @@ async fn one_case(
 fn content() -> impl Strategy<Value = Content> {
     prop_oneof![
         Just(Content::Text),
+        Just(Content::Product),
+        Just(Content::ProductList),
+        Just(Content::Catalog),
         Just(Content::Marketing),
         Just(Content::Utility),
         Just(Content::Authentication),

@@ -18,6 +18,10 @@ pub use interactive::{
     Action, ActionFields, ButtonsAction, CtaParameters, CtaUrlAction, Header, Interactive,
     InteractiveFields, InteractiveType, ListAction, Reply, ReplyButton, Row, Section, TextObject,
 };
+pub use interactive::{
+    CatalogAction, CatalogParameters, MAX_PRODUCT_ID_CHARS, MAX_PRODUCT_ITEMS, Parameters,
+    ProductAction, ProductItem, ProductListAction, ProductSection,
+};
 pub use media::{MediaObject, MediaType};
 pub use upload::{KB, MB, check_upload, webp_is_animated};
 

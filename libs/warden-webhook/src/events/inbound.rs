@@ -66,6 +66,7 @@ impl Builder<'_> {
         let at =
             warden_core::conversations::inbound::plausible_time(msg.timestamp, now).unwrap_or(now);
         let content = clean_json(serde_json::to_value(&msg).unwrap_or(Value::Null));
+        super::commerce::note(&message_type, &content);
         self.push(
             format!("msg:{wamid}"),
             EventBody::Inbound(InboundEvent {

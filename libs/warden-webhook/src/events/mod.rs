@@ -26,6 +26,7 @@ use warden_platform::webhook::{Change, ErrorDetail, MessagesValue, Metadata};
 use {warden_core::conversations::inbound::NoWindow, warden_rules::keywords::OptChange};
 
 mod account;
+pub mod commerce;
 mod inbound;
 mod preferences;
 mod sanitize;

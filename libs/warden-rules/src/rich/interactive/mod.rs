@@ -15,16 +15,24 @@ use super::{
 use crate::text::TextKind;
 
 mod buttons;
+mod catalog;
 mod cta_url;
 mod fields;
 mod list;
+mod parameters;
+mod product;
+mod product_list;
 
 pub use buttons::{ButtonsAction, Reply, ReplyButton};
+pub use catalog::{CatalogAction, CatalogParameters};
 pub use cta_url::{CtaParameters, CtaUrlAction};
 pub use fields::{Action as ActionFields, Interactive as InteractiveFields};
 pub use list::{ListAction, Row, Section};
+pub use parameters::Parameters;
+pub use product::{MAX_PRODUCT_ID_CHARS, ProductAction};
+pub use product_list::{MAX_PRODUCT_ITEMS, ProductItem, ProductListAction, ProductSection};
 
-/// The three interactive kinds of `send_interactive`.
+/// The interactive kinds of `send_interactive`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum InteractiveType {
     /// Up to three reply buttons.
@@ -36,18 +44,34 @@ pub enum InteractiveType {
     /// One call-to-action URL button.
     #[serde(rename = "cta_url")]
     CtaUrl,
+    /// One product of a catalog.
+    #[serde(rename = "product")]
+    Product,
+    /// Up to 30 products of a catalog, in sections.
+    #[serde(rename = "product_list")]
+    ProductList,
+    /// The whole catalog behind a button (send_interactive's kind `catalog`).
+    #[serde(rename = "catalog_message")]
+    Catalog,
 }
 
 impl InteractiveType {
-    /// Tool spelling: `buttons|list|cta_url` (`button` also accepted).
+    /// Tool spelling: `buttons|list|cta_url|product|product_list|catalog` (`button` and
+    /// `catalog_message` also accepted).
     pub fn parse(s: &str) -> Result<Self, RichError> {
         match s.trim().to_ascii_lowercase().as_str() {
             "buttons" | "button" => Ok(Self::Buttons),
             "list" => Ok(Self::List),
             "cta_url" => Ok(Self::CtaUrl),
+            "product" => Ok(Self::Product),
+            "product_list" => Ok(Self::ProductList),
+            "catalog" | "catalog_message" => Ok(Self::Catalog),
             _ => Err(err(
                 "kind",
-                format!("is {}; use buttons, list or cta_url", shown(s)),
+                format!(
+                    "is {}; use buttons, list, cta_url, product, product_list or catalog",
+                    shown(s)
+                ),
             )),
         }
     }
@@ -58,14 +82,40 @@ impl InteractiveType {
             Self::Buttons => "button",
             Self::List => "list",
             Self::CtaUrl => "cta_url",
+            Self::Product => "product",
+            Self::ProductList => "product_list",
+            Self::Catalog => "catalog_message",
         }
     }
 
     /// Whether the platform takes an image, video or document header with this kind (a
     /// list's header is text only).
     pub fn takes_media_header(self) -> bool {
-        !matches!(self, Self::List)
+        !matches!(self, Self::List | Self::ProductList)
     }
+
+    /// What this kind says of a header: a product or catalog message shows the
+    /// product's or catalog's own image instead, and a product list needs a text one.
+    fn header_rule(self) -> HeaderRule {
+        match self {
+            Self::Product | Self::Catalog => HeaderRule::None,
+            Self::ProductList => HeaderRule::Required,
+            Self::Buttons | Self::List | Self::CtaUrl => HeaderRule::Optional,
+        }
+    }
+
+    /// Whether the body may be left out (only a single product's, which shows the
+    /// product's own name and price).
+    fn body_optional(self) -> bool {
+        matches!(self, Self::Product)
+    }
+}
+
+/// Whether a kind takes a header.
+enum HeaderRule {
+    Optional,
+    Required,
+    None,
 }
 
 /// `{"text": ...}`.
@@ -129,16 +179,36 @@ impl Header {
 fn check_shared(
     kind: InteractiveType,
     header: Option<&Header>,
-    body: &TextObject,
+    body: Option<&TextObject>,
     footer: Option<&TextObject>,
 ) -> Result<(), RichError> {
-    text("body", &body.text, MAX_BODY_CHARS, TextKind::FreeText)?;
+    match body {
+        Some(body) => text("body", &body.text, MAX_BODY_CHARS, TextKind::FreeText)?,
+        None if kind.body_optional() => {}
+        None => {
+            return Err(err(
+                "body",
+                format!("is required for a {} message", kind.as_str()),
+            ));
+        }
+    }
     if let Some(footer) = footer {
         text("footer", &footer.text, MAX_FOOTER_CHARS, TextKind::FreeText)?;
     }
-    match header {
-        Some(h) => h.validate(kind),
-        None => Ok(()),
+    match (header, kind.header_rule()) {
+        (Some(_), HeaderRule::None) => Err(err(
+            "header",
+            format!("is not allowed on a {} message", kind.as_str()),
+        )),
+        (None, HeaderRule::Required) => Err(err(
+            "header",
+            format!(
+                "is required for a {} message (text, at most {MAX_HEADER_CHARS} characters)",
+                kind.as_str()
+            ),
+        )),
+        (Some(h), _) => h.validate(kind),
+        (None, _) => Ok(()),
     }
 }
 
@@ -152,6 +222,12 @@ pub enum Action {
     List(ListAction),
     /// `cta_url`: one URL button.
     CtaUrl(CtaUrlAction),
+    /// `product`: one product of a catalog.
+    Product(ProductAction),
+    /// `product_list`: products of a catalog in sections.
+    ProductList(ProductListAction),
+    /// `catalog_message`: the whole catalog.
+    Catalog(CatalogAction),
 }
 
 impl Action {
@@ -161,6 +237,9 @@ impl Action {
             Self::Buttons(_) => InteractiveType::Buttons,
             Self::List(_) => InteractiveType::List,
             Self::CtaUrl(_) => InteractiveType::CtaUrl,
+            Self::Product(_) => InteractiveType::Product,
+            Self::ProductList(_) => InteractiveType::ProductList,
+            Self::Catalog(_) => InteractiveType::Catalog,
         }
     }
 
@@ -169,6 +248,9 @@ impl Action {
             Self::Buttons(a) => a.validate(),
             Self::List(a) => a.validate(),
             Self::CtaUrl(a) => a.validate(),
+            Self::Product(a) => a.validate(),
+            Self::ProductList(a) => a.validate(),
+            Self::Catalog(a) => a.validate(),
         }
     }
 
@@ -178,6 +260,11 @@ impl Action {
             InteractiveType::Buttons => Self::Buttons(ButtonsAction::from_fields(fields)?),
             InteractiveType::List => Self::List(ListAction::from_fields(fields)?),
             InteractiveType::CtaUrl => Self::CtaUrl(CtaUrlAction::from_fields(fields)?),
+            InteractiveType::Product => Self::Product(ProductAction::from_fields(fields)?),
+            InteractiveType::ProductList => {
+                Self::ProductList(ProductListAction::from_fields(fields)?)
+            }
+            InteractiveType::Catalog => Self::Catalog(CatalogAction::from_fields(fields)?),
         })
     }
 
@@ -187,6 +274,9 @@ impl Action {
             Self::Buttons(a) => a.to_fields(),
             Self::List(a) => a.to_fields(),
             Self::CtaUrl(a) => a.to_fields(),
+            Self::Product(a) => a.to_fields(),
+            Self::ProductList(a) => a.to_fields(),
+            Self::Catalog(a) => a.to_fields(),
         }
     }
 }
@@ -198,8 +288,8 @@ impl Action {
 pub struct Interactive {
     /// Optional header.
     pub header: Option<Header>,
-    /// The body text (required).
-    pub body: TextObject,
+    /// The body text (required but by `product`).
+    pub body: Option<TextObject>,
     /// Optional footer.
     pub footer: Option<TextObject>,
     /// Buttons, rows or the CTA.
@@ -216,7 +306,7 @@ impl Interactive {
         check_shared(
             self.kind(),
             self.header.as_ref(),
-            &self.body,
+            self.body.as_ref(),
             self.footer.as_ref(),
         )?;
         self.action.validate()
@@ -230,7 +320,12 @@ impl TryFrom<InteractiveFields> for Interactive {
     /// shared parts are checked first, as `validate` does, so a body breaking several
     /// rules is refused for the same one whichever step finds it.
     fn try_from(f: InteractiveFields) -> Result<Self, RichError> {
-        check_shared(f.kind, f.header.as_ref(), &f.body, f.footer.as_ref())?;
+        check_shared(
+            f.kind,
+            f.header.as_ref(),
+            f.body.as_ref(),
+            f.footer.as_ref(),
+        )?;
         Ok(Interactive {
             action: Action::from_fields(f.kind, f.action)?,
             header: f.header,
@@ -255,5 +350,7 @@ impl Serialize for Interactive {
     }
 }
 
+#[cfg(test)]
+mod commerce_tests;
 #[cfg(test)]
 mod tests;
