@@ -62,7 +62,7 @@ pub struct SendInteractiveIn {
     pub body: Option<Text>,
     /// kind buttons: JSON array (as a string, or the array itself) of 1 to 3 {"id", "title"} (title at most 20 characters, ids unique), e.g. [{"id":"yes","title":"Yes"},{"id":"no","title":"No"}].
     pub buttons: Option<Json>,
-    /// kind list: JSON array (as a string, or the array itself) of sections {"title"?, "rows": [{"id", "title" (at most 24), "description"? (at most 72)}]}, at most 10 rows in all; a title is required on each section when there are several. kind product_list: 1 to 10 sections {"title" (at most 24), "product_items": [{"product_retailer_id"}]}, 1 to 30 products in all, ids unique, e.g. [{"title":"Shoes","product_items":[{"product_retailer_id":"sku-1"}]}].
+    /// kind list: JSON array (string or array) of sections {"title"?, "rows": [{"id", "title" (≤ 24), "description"? (≤ 72)}]}, ≤ 10 rows in all, titles required when several. kind product_list: 1..10 sections {"title" (≤ 24), "product_items": [{"product_retailer_id"}]}, 1..30 products in all, ids unique.
     pub sections: Option<Json>,
     /// kind list: the label of the button that opens the list, at most 20 characters.
     pub button_label: Option<Text>,
