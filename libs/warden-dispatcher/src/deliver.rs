@@ -86,6 +86,9 @@ pub(crate) struct Ctx {
     /// The stored key of each sender's portfolio (a BSUID belongs to one), by sender key;
     /// a sender not listed is of the default portfolio.
     pub portfolios: HashMap<String, String>,
+    /// The Marketing Messages API's product policy of each sender that uses it, by stored
+    /// key (`crate::marketing`).
+    pub marketing: HashMap<String, warden_settings::ProductPolicy>,
     /// Each sender's bucket.
     pub pacing: Arc<Pacing>,
     pub pair: PairLimiter,
@@ -119,6 +122,7 @@ impl Ctx {
             platform,
             other_senders: HashMap::new(),
             portfolios: HashMap::new(),
+            marketing: HashMap::new(),
             pacing,
             pair,
             windows,
@@ -138,6 +142,16 @@ impl Ctx {
     /// The same context knowing each sender's portfolio (stored keys).
     pub fn with_portfolios(mut self, portfolios: HashMap<String, String>) -> Self {
         self.portfolios = portfolios;
+        self
+    }
+
+    /// The same context sending these senders' marketing templates through the Marketing
+    /// Messages API (product policy by stored key).
+    pub fn with_marketing_messages(
+        mut self,
+        marketing: HashMap<String, warden_settings::ProductPolicy>,
+    ) -> Self {
+        self.marketing = marketing;
         self
     }
 
@@ -517,7 +531,12 @@ async fn send(ctx: &Ctx, row: DeliveryRow) -> Verdict {
             .await;
         }
     };
-    // 5. The call.
+    // 5. The call, at `/messages` or the Marketing Messages API: the same call either way.
+    let (endpoint, request) = crate::marketing::route(
+        ctx.marketing.get(&row.sender_id).copied(),
+        &row.category,
+        request,
+    );
     let call_span = tracing::info_span!(
         "platform.send",
         otel.kind = "client",
@@ -533,7 +552,7 @@ async fn send(ctx: &Ctx, row: DeliveryRow) -> Verdict {
     let result = match tokio::time::timeout(
         budget,
         ctx.platform_for(&row.sender_id)
-            .send_message(&request)
+            .send_at(endpoint, &request)
             .instrument(call_span.clone()),
     )
     .await

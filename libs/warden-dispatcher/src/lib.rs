@@ -21,6 +21,7 @@ mod claimer;
 mod config;
 mod deliver;
 mod failures;
+pub mod marketing;
 mod metrics;
 mod pacing;
 pub mod sweep;
@@ -175,7 +176,8 @@ pub async fn start(
             deps.stream.as_ref().map(|s| s.hints.clone()),
         )
         .with_other_senders(other_senders)
-        .with_portfolios(portfolios),
+        .with_portfolios(portfolios)
+        .with_marketing_messages(marketing::policies(&deps.settings.senders())),
     );
     let sweeper = (!ctx.cfg.dispatch.sweep_interval.is_zero()).then(|| {
         tokio::spawn(sweep::run(

@@ -104,7 +104,17 @@ impl PlatformClient {
 
     /// `POST /{phone-number-id}/messages`.
     pub async fn send_message(&self, req: &SendRequest) -> Result<SendResponse, PlatformError> {
-        let url = self.url(&[&self.config.phone_number_id, "messages"], &[])?;
+        self.send_at(crate::SendEndpoint::Messages, req).await
+    }
+
+    /// `POST /{phone-number-id}/{endpoint}`: a send at `/messages` or at the Marketing
+    /// Messages API, the same call (errors, timeouts, answers) but for the path.
+    pub async fn send_at(
+        &self,
+        endpoint: crate::SendEndpoint,
+        req: &SendRequest,
+    ) -> Result<SendResponse, PlatformError> {
+        let url = self.url(&[&self.config.phone_number_id, endpoint.path()], &[])?;
         self.call(Method::POST, url, Some(req)).await
     }
 

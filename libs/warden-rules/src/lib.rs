@@ -28,6 +28,8 @@
 //! - [`audience`]: campaign audience filters.
 //! - [`campaign_status`]: a campaign's states and which of them are active / terminal.
 //! - [`pricing`]: the rate card as data (dated cards, validation) and what is billable.
+//! - [`order`]: a customer's cart (an inbound `order`) read leniently, and its totals per
+//!   currency in exact decimal arithmetic.
 //! - [`throughput`]: a business number's messages per second, from what the platform said.
 //! - [`import`]: streaming parsers for customer import files.
 //! - [`errors`]: one error type wrapping the module errors for callers that
@@ -46,6 +48,7 @@ pub mod import;
 pub mod keywords;
 pub mod kinds;
 pub mod message_status;
+pub mod order;
 pub mod phone;
 pub mod platform_limits;
 pub mod policy;

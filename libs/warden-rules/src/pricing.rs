@@ -15,7 +15,9 @@
 //! ```
 //!
 //! Billing rules kept here: service messages are free; a utility template sent inside an
-//! open care window is free ([`billable`]).
+//! open care window is free ([`billable`]). `marketing_lite` (a marketing template sent
+//! through the Marketing Messages API) is marketing: a card that gives it no rate of its
+//! own charges it the country's marketing rate.
 
 use std::collections::BTreeMap;
 
@@ -23,8 +25,9 @@ use chrono::NaiveDate;
 use serde::Deserialize;
 
 /// The categories a card prices (stored spellings of `conversation_type`).
-pub const CATEGORIES: [&str; 5] = [
+pub const CATEGORIES: [&str; 6] = [
     "marketing",
+    "marketing_lite",
     "utility",
     "authentication",
     "authentication_international",
@@ -170,6 +173,10 @@ pub fn parse(text: &str) -> Result<RateCard, PricingError> {
                     ));
                 }
             }
+            if !row.contains_key("marketing_lite") {
+                let marketing = row["marketing"];
+                row.insert("marketing_lite".to_owned(), marketing);
+            }
             rates.insert(country_key, row);
         }
         cards.push(DatedCard {
@@ -249,6 +256,20 @@ mod tests {
             e.to_string().starts_with("cards[0].rates.DEFAULT.service"),
             "{e}"
         );
+    }
+
+    #[test]
+    fn marketing_lite_is_charged_as_marketing_unless_the_card_says() {
+        let card = builtin();
+        for rates in card.cards[0].rates.values() {
+            assert_eq!(rates["marketing_lite"], rates["marketing"]);
+        }
+        let own = parse(
+            "currency: USD\ncards:\n  - effective_from: 2026-01-01\n    rates:\n      DEFAULT: {marketing: 0.05, marketing_lite: 0.04, utility: 0, authentication: 0, service: 0}\n",
+        )
+        .unwrap();
+        assert_eq!(own.cards[0].rates["DEFAULT"]["marketing_lite"], 400);
+        assert!(billable("marketing_lite", true));
     }
 
     #[test]

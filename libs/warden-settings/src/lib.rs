@@ -39,6 +39,7 @@ pub use mcp_http::{
 };
 pub use print::{REDACTED, is_secret};
 pub use secret::Secret;
+pub use senders::ProductPolicy;
 pub use senders::{
     DEFAULT_SENDER_ID, STORED_DEFAULT, Sender, SenderProblem, Senders, SendersError, StoreKeys,
     is_stored_default,

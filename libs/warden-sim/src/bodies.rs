@@ -77,10 +77,14 @@ fn media(sim: &Sim, kind: &str, m: &Value) -> Result<(), Refusal> {
 }
 
 fn interactive(sim: &Sim, i: &Value) -> Result<(), Refusal> {
-    let body = i
-        .get("body")
-        .ok_or_else(|| Refusal::new(400, 131008, "interactive.body is required"))?;
-    text(body, "text", 1024, "body.text")?;
+    let kind = i.get("type").and_then(Value::as_str);
+    match i.get("body") {
+        // A single product shows the product's own name and price.
+        None if kind == Some("product") => {}
+        None => return Err(Refusal::new(400, 131008, "interactive.body is required")),
+        Some(body) => text(body, "text", 1024, "body.text")?,
+    }
+    crate::commerce::header_rule(kind, i)?;
     if let Some(f) = i.get("footer") {
         text(f, "text", 60, "footer.text")?;
     }
@@ -104,6 +108,9 @@ fn interactive(sim: &Sim, i: &Value) -> Result<(), Refusal> {
         Some("flow") => crate::flows::flow_action(sim, action),
         Some("location_request_message") => crate::calls::location_request_action(i, action),
         Some("call_permission_request") => crate::calls::call_permission_action(i, action),
+        Some("product") => crate::commerce::product_action(action),
+        Some("product_list") => crate::commerce::product_list_action(action),
+        Some("catalog_message") => crate::commerce::catalog_action(action),
         Some(other) => Err(bad(format!("interactive type {other:?} is not supported"))),
         None => Err(Refusal::new(400, 131008, "interactive.type is required")),
     }

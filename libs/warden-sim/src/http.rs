@@ -3,6 +3,7 @@
 //! account reads in `crate::account`.
 
 use crate::account::{phone_numbers, read_node, sim_quality};
+use crate::marketing::Endpoint;
 use crate::reply::{
     NodeId, bad_request, control_json, invalid, number_for, refusal, reject_unauthorized,
     reject_unless_number, unknown_object,
@@ -41,6 +42,10 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
                     srv.call(req)
                 })
                 .route("/{id}/messages", web::post().to(send_message))
+                .route(
+                    "/{id}/marketing_messages",
+                    web::post().to(send_marketing_message),
+                )
                 .route("/{id}/message_templates", web::post().to(create_template))
                 .route("/{id}/message_templates", web::get().to(list_templates))
                 .route("/{id}/phone_numbers", web::get().to(phone_numbers))
@@ -84,6 +89,8 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
                 )
                 .route("/handover", web::post().to(crate::routing::sim_handover))
                 .route("/standby", web::post().to(crate::routing::sim_standby))
+                .route("/order", web::post().to(crate::commerce::sim_order))
+                .route("/enquiry", web::post().to(crate::commerce::sim_enquiry))
                 .route(
                     "/call_permission",
                     web::post().to(crate::calls::sim_call_permission),
@@ -136,6 +143,28 @@ async fn send_message(
     path: web::Path<NodeId>,
     body: web::Bytes,
 ) -> HttpResponse {
+    serve_send(sim, req, path, body, Endpoint::Messages).await
+}
+
+/// The Marketing Messages API (`POST /{phone_number_id}/marketing_messages`): a marketing
+/// template, answered like `/messages` ([`crate::marketing`]).
+async fn send_marketing_message(
+    sim: web::Data<Sim>,
+    req: HttpRequest,
+    path: web::Path<NodeId>,
+    body: web::Bytes,
+) -> HttpResponse {
+    serve_send(sim, req, path, body, Endpoint::Marketing).await
+}
+
+/// A send at `endpoint`: the same checks, limits and faults at either endpoint.
+async fn serve_send(
+    sim: web::Data<Sim>,
+    req: HttpRequest,
+    path: web::Path<NodeId>,
+    body: web::Bytes,
+    endpoint: Endpoint,
+) -> HttpResponse {
     if let Some(resp) = reject_unauthorized(&sim, &req) {
         return resp;
     }
@@ -148,14 +177,16 @@ async fn send_message(
     if let Some(delay) = sim.latency() {
         tokio::time::sleep(delay).await;
     }
-    if let Some(resp) = crate::listen::receipt(&sim, &body) {
+    if endpoint == Endpoint::Messages
+        && let Some(resp) = crate::listen::receipt(&sim, &body)
+    {
         return resp;
     }
     let send: SendRequest = match serde_json::from_slice(&body) {
         Ok(s) => s,
         Err(e) => return invalid(format!("Invalid JSON in request body: {e}")),
     };
-    match handle_send(&sim, number, send) {
+    match handle_send(&sim, number, send, endpoint) {
         Ok(resp) => HttpResponse::Ok().json(resp),
         Err(r) => refusal(r),
     }
@@ -163,7 +194,12 @@ async fn send_message(
 
 /// One send as the platform answers it: the recipient, then the body's own checks, then
 /// the number's limits and faults ([`Sim::accept_send`]), in the platform's order.
-fn handle_send(sim: &Sim, number: &Number, send: SendRequest) -> Result<SendResponse, Refusal> {
+fn handle_send(
+    sim: &Sim,
+    number: &Number,
+    send: SendRequest,
+    endpoint: Endpoint,
+) -> Result<SendResponse, Refusal> {
     if send.messaging_product != "whatsapp" {
         return Err(Refusal::new(
             400,
@@ -189,6 +225,8 @@ fn handle_send(sim: &Sim, number: &Number, send: SendRequest) -> Result<SendResp
             ("service", false)
         }
     };
+    // The Marketing Messages API sends marketing templates only, priced as marketing_lite.
+    let category = crate::marketing::check(endpoint, &send, category)?;
     let outcome = sim.accept_send(Accepted {
         number,
         to_digits: to_digits.clone(),
@@ -204,6 +242,7 @@ fn handle_send(sim: &Sim, number: &Number, send: SendRequest) -> Result<SendResp
             "text" | "template" => None,
             other => send.other.get(other).cloned(),
         },
+        endpoint: endpoint.as_str(),
     })?;
     Ok(SendResponse {
         messaging_product: "whatsapp".to_owned(),

@@ -20,12 +20,14 @@
 mod account;
 pub mod bodies;
 pub mod calls;
+pub mod commerce;
 pub mod config;
-pub mod flows;
 pub mod contacts;
+pub mod flows;
 pub mod http;
 pub mod limits;
 pub mod listen;
+pub mod marketing;
 pub mod media;
 pub mod reply;
 pub mod routing;

@@ -72,6 +72,8 @@ pub struct MessageStat {
     /// other than text and template, as received (tests check the body).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub body: Option<serde_json::Value>,
+    /// Where the latest send came in: `messages` or `marketing_messages`.
+    pub endpoint: String,
 }
 
 #[derive(Default)]
@@ -118,6 +120,8 @@ pub struct Accepted<'a> {
     pub kind: &'a str,
     /// The kind's own object of a send other than text and template, as received.
     pub body: Option<serde_json::Value>,
+    /// `messages` or `marketing_messages`.
+    pub endpoint: &'a str,
 }
 
 /// The outcome of an accepted send.
@@ -331,6 +335,7 @@ impl Sim {
                         m.template.clone_from(&a.template);
                         a.kind.clone_into(&mut m.kind);
                         m.body.clone_from(&a.body);
+                        a.endpoint.clone_into(&mut m.endpoint);
                         a.number.id().clone_into(&mut m.phone_number_id);
                         true
                     }
@@ -345,6 +350,7 @@ impl Sim {
                                 template: a.template.clone(),
                                 kind: a.kind.to_owned(),
                                 body: a.body.clone(),
+                                endpoint: a.endpoint.to_owned(),
                             },
                         );
                         false

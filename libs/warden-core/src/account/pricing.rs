@@ -145,7 +145,8 @@ fn normalise_type(kind: Option<&str>) -> Option<String> {
 /// One category's line of a cost report (amounts in 1/10000 of the currency).
 #[derive(Clone, Debug, PartialEq, Eq, QueryableByName)]
 pub struct CostLine {
-    /// The category Warden sent it as.
+    /// The category Warden sent it as; `marketing_lite` for marketing the platform
+    /// reported sent through the Marketing Messages API.
     #[diesel(sql_type = Text)]
     pub category: String,
     /// Delivered or read messages.
@@ -225,7 +226,8 @@ async fn report_of(
     // Window open at send: the customer wrote within the 24 h before the message.
     let sql = format!(
         "WITH rows AS (
-           SELECT m.category, mp.billable, mp.category AS reported_category, mp.pricing_type,
+           SELECT CASE WHEN mp.category = 'marketing_lite' THEN mp.category ELSE m.category END
+                    AS category, mp.billable, mp.category AS reported_category, mp.pricing_type,
                   mp.message_id IS NOT NULL AS reported,
                   m.status IN ('delivered', 'read') AS delivered,
                   (m.category = 'marketing' OR m.category LIKE 'authentication%'

@@ -15,6 +15,8 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
+use crate::conversations::order_view::{self, OrderView, ReferredProduct};
+
 /// The longest text kept from a payload (the platform's own text limit is 4096; captions
 /// and titles are shorter). Longer input is cut, never refused.
 pub const MAX_TEXT_CHARS: usize = 4096;
@@ -129,6 +131,10 @@ pub struct Normalised {
     pub flow: Option<FlowSubmission>,
     /// A `contacts` message: its cards in the platform's shape (at most [`MAX_CONTACTS`]).
     pub contacts: Option<Value>,
+    /// A customer's cart (`order`), with its totals.
+    pub order: Option<OrderView>,
+    /// The product a customer asked about (`context.referred_product`).
+    pub referred_product: Option<ReferredProduct>,
 }
 
 /// The normalised view of a stored message content. Pure; never fails.
@@ -164,6 +170,8 @@ pub fn normalise(content: &Value) -> Normalised {
         new_number: None,
         flow: None,
         contacts: None,
+        order: None,
+        referred_product: order_view::referred_product(obj),
     };
     match kind {
         "text" => n.text = long(part.get("body")),
@@ -220,8 +228,11 @@ pub fn normalise(content: &Value) -> Normalised {
                 });
             }
         }
-        "order" => n.text = long(part.get("text")),
         "contacts" => n.contacts = contacts_of(obj.get("contacts")),
+        "order" => {
+            n.text = long(part.get("text"));
+            n.order = Some(order_view::order(obj.get("order").unwrap_or(&Value::Null)));
+        }
         "system" => {
             n.text = long(part.get("body"));
             let sys_type = str_of(part.get("type")).unwrap_or_default();

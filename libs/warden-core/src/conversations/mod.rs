@@ -5,7 +5,8 @@
 //! In this folder: which inbound messages open the window ([`inbound`]) and a webhook
 //! batch of them recorded at once ([`inbound_batch`]), what an agent reads (history and
 //! inbox, [`view`]; a channel's conversations by window state, [`list`]; one stored message
-//! normalised, [`message_view`]; the messages a rich message refers to, [`quote`]),
+//! normalised, [`message_view`], and a customer's cart or product question in it,
+//! [`order_view`]; the messages a rich message refers to, [`quote`]),
 //! [`archive`] and [`read_receipts`]. On a shared number: who holds the conversation
 //! ([`holder`]) and what a person sent from the WhatsApp Business app ([`echoes`]).
 
@@ -16,6 +17,7 @@ pub mod inbound;
 pub mod inbound_batch;
 pub mod list;
 pub mod message_view;
+pub mod order_view;
 pub mod quote;
 pub mod read_receipts;
 pub mod view;

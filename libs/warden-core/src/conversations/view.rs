@@ -21,6 +21,7 @@ use crate::CoreError;
 use crate::conversations::holder::HolderView;
 use crate::conversations::message_view::{Amend, InteractiveReply, Location, Media, normalise};
 use crate::flows::responses::FlowResponseView;
+use crate::conversations::order_view::{OrderView, ReferredProduct};
 use crate::senders::SenderRef;
 
 /// Statuses of rows that were never said (not yet due, or withdrawn): left out of history
@@ -97,6 +98,12 @@ pub struct HistoryMessage {
     /// `emails`, `urls`, `org`, `addresses`, `birthday`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub contacts: Option<Value>,
+    /// type order: the customer's cart, its lines and exact totals per currency.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub order: Option<OrderView>,
+    /// The catalog product the customer asked about (a message sent from its page).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub referred_product: Option<ReferredProduct>,
     /// The customer changed the text after sending it.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub edited: bool,
@@ -144,7 +151,8 @@ pub struct InboxItem {
     pub last_inbound_at: String,
     /// The normalised text of their latest message (null for media without caption etc.).
     pub last_inbound_text: Option<String>,
-    /// The type of their latest message, as history names it (text, image, flow_response, ...).
+    /// The type of their latest message, as history names it (text, image, flow_response,
+    /// order, ...).
     pub last_inbound_kind: String,
     /// Their messages since our last outbound message.
     pub unanswered_count: i64,
@@ -411,6 +419,8 @@ async fn render(
                 }),
                 referral: v.referral,
                 contacts: if deleted { None } else { v.contacts },
+                order: if deleted { None } else { v.order },
+                referred_product: v.referred_product,
                 edited,
                 deleted,
                 redacted: m.redacted_at.is_some(),
@@ -563,8 +573,8 @@ pub async fn inbox(
                 customer_id: r.customer_phone,
                 from: senders.id_of_key(&r.sender_id).to_string(),
                 last_inbound_at: rfc3339(wrote_at),
-                last_inbound_kind: latest.kind.to_string(),
                 last_inbound_text: latest.text,
+                last_inbound_kind: latest.kind.to_string(),
                 unanswered_count: r.unanswered,
                 window_open: state.open,
                 time_remaining_secs: state.time_remaining_secs,

@@ -161,6 +161,10 @@ pub struct DeliveryRow {
     /// The stored key of the sender it goes out from (`default`: the default sender).
     #[diesel(sql_type = Text)]
     pub sender_id: String,
+    /// Its category as sent (`marketing`, `utility`, `service`, ...): a marketing template
+    /// of a sender with the Marketing Messages API goes out through it.
+    #[diesel(sql_type = Text)]
+    pub category: String,
 }
 
 impl DeliveryRow {
@@ -199,7 +203,7 @@ pub(crate) const ROW_COLUMNS: &str = "m.id, m.customer_phone, m.channel, m.direc
                      THEN (SELECT advanced_at FROM webhook_progress WHERE id = 1) END AS webhooks_advanced_at,
                 m.unknown_since, now() AS db_now,
                 COALESCE((SELECT sender_id FROM message_senders s WHERE s.message_id = m.id),
-                         'default') AS sender_id";
+                         'default') AS sender_id, m.category";
 
 /// The row a stream message is about, with its campaign's status and the webhooks'
 /// progress; `None` when there is no such message.

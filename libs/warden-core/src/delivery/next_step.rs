@@ -166,6 +166,7 @@ mod tests {
             customer_phone: "628123".into(),
             channel: "whatsapp".into(),
             sender_id: "default".into(),
+            category: "service".into(),
             direction: "outbound".into(),
             status: Some(status),
             content: json!({}),

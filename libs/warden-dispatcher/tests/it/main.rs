@@ -7,6 +7,7 @@ mod common;
 mod crash;
 mod dispatch;
 mod hot_pair;
+mod marketing_api;
 mod marketing_limit;
 mod recheck;
 mod senders;

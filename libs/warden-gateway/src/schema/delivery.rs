@@ -58,7 +58,7 @@ pub struct DeliveryOut {
 /// A message's pricing as the platform reported it.
 #[derive(Serialize, JsonSchema)]
 pub struct MessagePricingOut {
-    /// The category the platform charged: marketing, utility, authentication, service, ...
+    /// The category the platform charged: marketing, marketing_lite (a marketing template sent through the Marketing Messages API), utility, authentication, service, ...
     pub category: Option<String>,
     /// Whether the platform charges for it.
     pub billable: Option<bool>,

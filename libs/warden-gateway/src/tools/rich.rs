@@ -12,11 +12,10 @@ use schemars::JsonSchema;
 use uuid::Uuid;
 use warden_core::SendKind;
 use warden_rules::phone::PhoneNumber;
-use warden_rules::rich::flow::Parameters;
 use warden_rules::rich::{
     ActionFields, CallPermissionAction, CtaParameters, Header, Interactive, InteractiveFields,
-    InteractiveType, Location, LocationRequestAction, MediaObject, MediaType, Reaction, Reply,
-    ReplyButton, RichBody, RichError, RichMessage, Section, TextObject,
+    InteractiveType, Location, LocationRequestAction, MediaObject, MediaType, Parameters, Reaction,
+    Reply, ReplyButton, RichBody, RichError, RichMessage, Section, TextObject,
 };
 
 use serde::Deserialize;
@@ -29,6 +28,8 @@ use crate::input::shared::{Keyed, OnChannel};
 use crate::input::{Input, parse};
 use crate::schema::{self, SendOut};
 use crate::tools::flows::FlowArgs;
+
+mod commerce;
 
 #[derive(Deserialize, JsonSchema)]
 pub struct SendMediaIn {
@@ -56,13 +57,13 @@ pub struct SendMediaIn {
 pub struct SendInteractiveIn {
     /// Recipient: phone number with country code (e.g. "+6281234567890") or BSUID (e.g. "US.13491208655302741918").
     pub to: Customer,
-    /// buttons (1 to 3 reply buttons), list (up to 10 rows behind a button), cta_url (one URL button), flow (a button that opens a Flow: flow_id or flow_name, flow_cta, screen, ...), location_request (the customer's "Send location" button; body only) or call_permission_request (asks permission to call the customer; body only; refused while a grant is valid and after 2 requests in 24 h).
+    /// buttons (1 to 3 reply buttons), list (up to 10 rows behind a button), cta_url (one URL button), flow (a button that opens a Flow: flow_id or flow_name, flow_cta, screen, ...), location_request (the customer's "Send location" button; body only), call_permission_request (asks permission to call the customer; body only; refused while a grant is valid and after 2 requests in 24 h), product (one catalog product), product_list (up to 30 catalog products in sections) or catalog (the whole catalog behind a button).
     pub kind: Text,
-    /// The message text, at most 1024 characters.
-    pub body: Text,
+    /// The message text, at most 1024 characters; required by every kind but product.
+    pub body: Option<Text>,
     /// kind buttons: JSON array (as a string, or the array itself) of 1 to 3 {"id", "title"} (title at most 20 characters, ids unique), e.g. [{"id":"yes","title":"Yes"},{"id":"no","title":"No"}].
     pub buttons: Option<Json>,
-    /// kind list: JSON array (as a string, or the array itself) of sections {"title"?, "rows": [{"id", "title" (at most 24), "description"? (at most 72)}]}, at most 10 rows in all; a title is required on each section when there are several.
+    /// kind list: JSON array (string or array) of sections {"title"?, "rows": [{"id", "title" (≤ 24), "description"? (≤ 72)}]}, ≤ 10 rows in all, titles required when several. kind product_list: 1..10 sections {"title" (≤ 24), "product_items": [{"product_retailer_id"}]}, 1..30 products in all, ids unique.
     pub sections: Option<Json>,
     /// kind list: the label of the button that opens the list, at most 20 characters.
     pub button_label: Option<Text>,
@@ -70,7 +71,13 @@ pub struct SendInteractiveIn {
     pub url: Option<Text>,
     /// kind cta_url: the button text, at most 20 characters.
     pub display_text: Option<Text>,
-    /// Header text, at most 60 characters.
+    /// kinds product and product_list: the catalog's id.
+    pub catalog_id: Option<Text>,
+    /// kind product: the product's id in the catalog (its retailer id / SKU).
+    pub product_retailer_id: Option<Text>,
+    /// kind catalog: the product whose image is the message's thumbnail (default: the catalog's first).
+    pub thumbnail_product_retailer_id: Option<Text>,
+    /// Header text, at most 60 characters (required by kind product_list; not allowed with product and catalog).
     pub header: Option<Text>,
     /// Instead of `header`, a media header (kinds buttons and cta_url): JSON object (as a string, or the object itself) {"type": "image"|"video"|"document", "media_id" (from upload_media) or "link" (public http(s) URL), "filename"? (document only)}, e.g. {"type":"image","link":"https://shop.example/p.jpg"}.
     pub header_media: Option<Json>,
@@ -135,10 +142,12 @@ INVALID_ARGUMENT (names the parameter and the limit), NOT_FOUND (reply_to or mes
     #[tool(
         description = "Send an interactive message inside the customer's open care window: up to 3 reply buttons \
 (kind buttons), a list of up to 10 rows behind a button (kind list), one call-to-action URL button (kind cta_url), \
-or a button that opens a Flow (kind flow; the result carries its flow_token, and get_flow_responses reads the answers), \
-a request for the customer's location (kind location_request: body only; the answer is an inbound location), or a \
+a button that opens a Flow (kind flow; the result carries its flow_token, and get_flow_responses reads the answers), \
+a request for the customer's location (kind location_request: body only; the answer is an inbound location), a \
 request for permission to call them (kind call_permission_request: body only; the answer shows as call_permission in \
-get_customer_context). The customer's choice comes back as an inbound message. Returns status \"queued\" and message_id. \
+get_customer_context), one catalog product (kind product), up to 30 catalog products in sections (kind product_list) \
+or the whole catalog (kind catalog). The customer's choice (or cart, an inbound order) comes back as an inbound message. \
+Returns status \"queued\" and message_id. \
 Errors: TEMPLATE_REQUIRED (care window closed: only templates may be sent), USER_OPTED_OUT, POLICY_RESTRICTION, \
 FREQUENCY_CAP_EXCEEDED (call_permission_request: 2 already sent to this customer from this number in 24 h), \
 INVALID_ARGUMENT (names the parameter and the limit; call_permission while a grant is valid), NOT_FOUND (reply_to or message_id names no message), UNAVAILABLE.",
@@ -319,7 +328,7 @@ impl Gateway {
         let a: Input<SendInteractiveIn> = parse(args)?;
         let key = a.idempotency(&a.keyed, "send_interactive", self.actor())?;
         let phone = self.resolve(&a.to).await?;
-        let body = a.body.0.clone();
+        let body = a.body.as_ref().map(|b| TextObject { text: b.0.clone() });
         let kind = InteractiveType::parse(a.kind.as_str()).map_err(rich_error)?;
         let buttons: Option<Vec<ButtonArg>> = json_arg(
             &a.buttons,
@@ -329,7 +338,7 @@ impl Gateway {
         let sections: Option<Vec<Section>> = json_arg(
             &a.sections,
             "sections",
-            "a JSON array of {\"title\", \"rows\": [{\"id\", \"title\", \"description\"}]} objects",
+            "a JSON array of {\"title\", \"rows\": [{\"id\", \"title\", \"description\"}]} (or, for product_list, {\"title\", \"product_items\": [{\"product_retailer_id\"}]}) objects",
         )?;
         let url = opt_string(&a.url);
         let display_text = opt_string(&a.display_text);
@@ -339,7 +348,7 @@ impl Gateway {
         let mut flow_token = None;
         // Each kind's parameters into the platform's action keys. Some parameters of
         // another kind are passed on (as given, or emptied) so the rules refuse them by name.
-        let action = match kind {
+        let mut action = match kind {
             InteractiveType::Buttons => ActionFields {
                 buttons: Some(
                     buttons
@@ -386,6 +395,7 @@ impl Gateway {
                 buttons: buttons.map(|_| Vec::new()),
                 sections: sections.map(|_| Vec::new()),
                 button: opt_string(&a.button_label),
+                ..ActionFields::default()
             },
             InteractiveType::Flow => {
                 if let Some(field) = [("url", &url), ("display_text", &display_text)]
@@ -424,13 +434,18 @@ impl Gateway {
                     buttons: buttons.map(|_| Vec::new()),
                     sections: sections.map(|_| Vec::new()),
                     button: opt_string(&a.button_label),
+                    ..ActionFields::default()
                 }
             }
+            InteractiveType::Product | InteractiveType::ProductList | InteractiveType::Catalog => {
+                commerce::action(kind, &a, sections, buttons.is_some()).map_err(rich_error)?
+            }
         };
+        commerce::refuse_foreign(kind, &a, &mut action).map_err(rich_error)?;
         let interactive = Interactive::try_from(InteractiveFields {
             kind,
             header: interactive_header(&a)?,
-            body: TextObject { text: body },
+            body,
             footer: opt_string(&a.footer).map(|text| TextObject { text }),
             action,
         });

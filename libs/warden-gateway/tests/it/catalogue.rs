@@ -139,8 +139,12 @@ fn spec() -> HashMap<&'static str, (Vec<&'static str>, Vec<&'static str>)> {
         (
             "send_interactive",
             (
-                vec!["to", "kind", "body"],
+                vec!["to", "kind"],
                 vec![
+                    "body",
+                    "catalog_id",
+                    "product_retailer_id",
+                    "thumbnail_product_retailer_id",
                     "buttons",
                     "sections",
                     "button_label",

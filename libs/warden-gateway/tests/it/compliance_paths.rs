@@ -1,11 +1,12 @@
 //! Property test over the real entry paths: the same customer state and the same
 //! content get the same decision and reason code from check_compliance, send_message,
-//! reply_customer, send_template, schedule_message (at scheduling and at dispatch, as the
-//! scheduler builds the send), send_interactive of a Flow, a location request and a call
-//! permission request and send_contacts (free-form kinds like the text), a campaign
-//! recipient (as the scheduler builds it),
-//! retry_failed_messages and the dispatcher's recheck, whatever `message_type` the caller
-//! gives, and that decision is the rule table's (`warden_test_support::rule_table`), with
+//! reply_customer, send_template (plain, carousel, limited-time offer, authentication code),
+//! schedule_message (at scheduling and at dispatch, as the scheduler builds the send),
+//! send_interactive's free-form kinds (flow, location and call permission requests,
+//! product, product_list, catalog) and send_contacts, a campaign recipient (as the
+//! scheduler builds it), retry_failed_messages and the dispatcher's recheck, whatever
+//! `message_type` the caller gives, and that decision is the rule table's
+//! (`warden_test_support::rule_table`), with
 //! the conversation held by nobody else, a person or another app (`rule_table::held`). Every
 //! case runs each path on a fresh customer set up in that state, against real Postgres,
 //! Redis and NATS.
@@ -26,10 +27,17 @@ use warden_rules::phone::canonicalize;
 use warden_store::schema::{conversations, message_frequencies, messages};
 use warden_test_support::rule_table::{self, Customer, Holder, OptOut, Window, customers, holders};
 
-/// What is sent: free text, or one of the test templates (stored category / status).
+/// What is sent: free text, a commerce interactive message, or one of the test templates
+/// (stored category / status).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Content {
     Text,
+    /// send_interactive kind product.
+    Product,
+    /// send_interactive kind product_list.
+    ProductList,
+    /// send_interactive kind catalog.
+    Catalog,
     Marketing,
     Utility,
     Authentication,
@@ -46,9 +54,13 @@ enum Content {
 }
 
 impl Content {
+    /// Free-form (a service message): it needs the care window.
+    fn free_form(self) -> bool {
+        self.template().is_none()
+    }
     fn template(self) -> Option<&'static str> {
         match self {
-            Content::Text | Content::Flow => None,
+            Content::Text | Content::Flow | Content::Product | Content::ProductList | Content::Catalog => None,
             Content::Marketing => Some("pt_marketing"),
             Content::Utility => Some("pt_utility"),
             Content::Authentication => Some("pt_authentication"),
@@ -60,17 +72,44 @@ impl Content {
     }
     fn category(self) -> &'static str {
         match self {
-            Content::Text | Content::Flow => "service",
+            Content::Text | Content::Flow | Content::Product | Content::ProductList | Content::Catalog => "service",
             Content::Marketing | Content::Carousel | Content::Offer => "marketing",
             Content::Utility | Content::Paused => "utility",
             Content::Authentication | Content::Code => "authentication",
         }
     }
-    /// Free-form: judged by the care window, whatever the caller calls it.
-    fn free_form(self) -> bool {
-        matches!(self, Content::Text | Content::Flow)
+    /// send_interactive's arguments for a commerce kind (without `to`).
+    fn interactive_args(self) -> Option<Value> {
+        match self {
+            Content::Product => Some(json!({"kind": "product", "catalog_id": "1234567890",
+                "product_retailer_id": "sku-1"})),
+            Content::ProductList => {
+                Some(json!({"kind": "product_list", "catalog_id": "1234567890",
+                "header": "Picks", "body": "Tap one",
+                "sections": [{"title": "Shoes", "product_items": [{"product_retailer_id": "sku-1"}]}]}))
+            }
+            Content::Catalog => Some(json!({"kind": "catalog", "body": "Browse"})),
+            _ => None,
+        }
     }
     fn json(self) -> Value {
+        match self {
+            Content::Product => {
+                return json!({"type": "interactive", "interactive": {"type": "product",
+                    "action": {"catalog_id": "1234567890", "product_retailer_id": "sku-1"}}});
+            }
+            Content::ProductList => {
+                return json!({"type": "interactive", "interactive": {"type": "product_list",
+                    "header": {"type": "text", "text": "Picks"}, "body": {"text": "Tap one"},
+                    "action": {"catalog_id": "1234567890", "sections": [{"title": "Shoes",
+                        "product_items": [{"product_retailer_id": "sku-1"}]}]}}});
+            }
+            Content::Catalog => {
+                return json!({"type": "interactive", "interactive": {"type": "catalog_message",
+                    "body": {"text": "Browse"}, "action": {"name": "catalog_message"}}});
+            }
+            _ => {}
+        }
         if self == Content::Flow {
             return json!({"type": "interactive", "interactive": {"type": "flow",
                 "body": {"text": "Book a table"},
@@ -432,6 +471,13 @@ async fn one_case(
                 prop_assert_eq!(code_of(e, &v), expected, "{} {} {} {}", tool, args, ctx, v);
             }
         }
+        Content::Product | Content::ProductList | Content::Catalog => {
+            let phone = customer(h, s, held).await;
+            let mut args = c.interactive_args().unwrap();
+            args["to"] = json!(phone);
+            let (e, v) = h.call("send_interactive", args).await;
+            prop_assert_eq!(code_of(e, &v), expected, "send_interactive {} {}", ctx, v);
+        }
         Content::Flow => {
             let phone = customer(h, s, held).await;
             let (e, v) = h
@@ -608,6 +654,9 @@ async fn one_case(
 fn content() -> impl Strategy<Value = Content> {
     prop_oneof![
         Just(Content::Text),
+        Just(Content::Product),
+        Just(Content::ProductList),
+        Just(Content::Catalog),
         Just(Content::Marketing),
         Just(Content::Utility),
         Just(Content::Authentication),

@@ -29,6 +29,10 @@ pub mod flow {
         check_data, check_token, is_emoji, read_submission,
     };
 }
+pub use interactive::{
+    CatalogAction, CatalogParameters, MAX_PRODUCT_ID_CHARS, MAX_PRODUCT_ITEMS, Parameters,
+    ProductAction, ProductItem, ProductListAction, ProductSection,
+};
 pub use media::{MediaObject, MediaType};
 pub use upload::{KB, MB, check_upload, webp_is_animated};
 

@@ -245,7 +245,7 @@ fn rich() -> impl Strategy<Value = RichMessage> {
         .prop_map(|(body, titles, footer)| {
             RichBody::Interactive(Box::new(Interactive {
                 header: None,
-                body: TextObject { text: body },
+                body: Some(TextObject { text: body }),
                 footer: footer.map(|text| TextObject { text }),
                 action: Action::Buttons(ButtonsAction {
                     buttons: titles
@@ -276,14 +276,15 @@ fn rich() -> impl Strategy<Value = RichMessage> {
                     video: None,
                     document: None,
                 }),
-                body: TextObject {
+                body: Some(TextObject {
                     text: "Choose".into(),
-                },
+                }),
                 footer: None,
                 action: Action::List(ListAction {
                     button,
                     sections: vec![Section {
                         title: None,
+                        product_items: None,
                         rows: rows
                             .into_iter()
                             .enumerate()
@@ -301,7 +302,7 @@ fn rich() -> impl Strategy<Value = RichMessage> {
         |(body, display_text, path, with_footer)| {
             RichBody::Interactive(Box::new(Interactive {
                 header: None,
-                body: TextObject { text: body },
+                body: Some(TextObject { text: body }),
                 footer: with_footer.then(|| TextObject { text: "f".into() }),
                 action: Action::CtaUrl(CtaUrlAction {
                     parameters: CtaParameters {

@@ -15,6 +15,8 @@
 //!     app_secret_env: SENDER_A_APP_SECRET
 //!     mps: 80                     # optional: until the platform says
 //!     default: true               # exactly one
+//!     marketing_messages: true    # optional: MARKETING templates via the Marketing Messages API
+//!     marketing_product_policy: STRICT    # optional: CLOUD_API_FALLBACK (default) or STRICT
 //! ```
 //!
 //! [`Senders::load`] checks everything at once and reports every problem with its line
@@ -22,7 +24,10 @@
 //! never printed ([`crate::Secret`]).
 
 mod locate;
+mod marketing;
 mod parse;
+
+pub use marketing::ProductPolicy;
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -87,6 +92,11 @@ pub struct Sender {
     pub mps: Option<u32>,
     /// The sender used when a caller names none.
     pub default: bool,
+    /// Its MARKETING templates go out through the Marketing Messages API
+    /// (`/{phone_number_id}/marketing_messages`) instead of `/messages`.
+    pub marketing_messages: bool,
+    /// What the Marketing Messages API does when it cannot send a message itself.
+    pub marketing_product_policy: ProductPolicy,
 }
 
 /// The senders of this deployment: never empty, exactly one default, ids and phone number
@@ -115,6 +125,8 @@ impl Senders {
                 app_secret_env: "PLATFORM_APP_SECRET".to_string(),
                 mps: None,
                 default: true,
+                marketing_messages: false,
+                marketing_product_policy: ProductPolicy::default(),
             }],
             default: 0,
         }

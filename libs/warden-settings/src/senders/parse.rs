@@ -11,7 +11,9 @@ use serde_yaml::Value;
 use super::locate::{self, Step};
 use super::{MAX_ID_LEN, MAX_MPS, SenderProblem};
 use crate::secret::Secret;
-use crate::senders::Sender;
+use crate::senders::{ProductPolicy, Sender};
+
+mod marketing;
 
 /// The fields of an entry, in the documented order.
 pub(super) const FIELDS: &[&str] = &[
@@ -23,6 +25,8 @@ pub(super) const FIELDS: &[&str] = &[
     "app_secret_env",
     "mps",
     "default",
+    "marketing_messages",
+    "marketing_product_policy",
 ];
 
 /// The longest platform id (phone number, account, portfolio) accepted.
@@ -73,6 +77,8 @@ struct Draft {
     app_secret: Option<(String, Secret)>,
     mps: Option<u32>,
     default: bool,
+    marketing_messages: bool,
+    marketing_product_policy: ProductPolicy,
 }
 
 impl Draft {
@@ -90,6 +96,8 @@ impl Draft {
             app_secret_env,
             mps: self.mps,
             default: self.default,
+            marketing_messages: self.marketing_messages,
+            marketing_product_policy: self.marketing_product_policy,
         })
     }
 }
@@ -269,6 +277,8 @@ impl File<'_> {
             app_secret: None,
             mps: None,
             default: false,
+            marketing_messages: false,
+            marketing_product_policy: ProductPolicy::default(),
         };
         draft.id = self.text_field(index, map, "id", &|id| {
             if is_sender_id(id) {
@@ -301,6 +311,8 @@ impl File<'_> {
         draft.app_secret = self.secret_field(index, map, "app_secret_env", env);
         draft.mps = self.mps(index, map);
         draft.default = self.default_flag(index, map);
+        draft.marketing_messages = self.marketing_flag(index, map);
+        draft.marketing_product_policy = self.product_policy(index, map);
         Some(draft)
     }
 

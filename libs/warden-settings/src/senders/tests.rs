@@ -599,6 +599,8 @@ fn expected(specs: &[Spec], default: usize, env: &HashMap<String, String>) -> Se
             app_secret_env: secret_var(spec.business),
             mps: spec.mps,
             default: index == default,
+            marketing_messages: false,
+            marketing_product_policy: ProductPolicy::default(),
         })
         .collect();
     Senders { list, default }

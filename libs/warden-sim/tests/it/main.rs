@@ -2,6 +2,7 @@
 //! test, in process (no services needed); `common` holds the harness.
 
 mod client;
+mod commerce;
 mod common;
 mod media;
 mod retry_stats;

@@ -72,6 +72,7 @@ impl Builder<'_> {
             warden_core::conversations::inbound::plausible_time(msg.timestamp, now).unwrap_or(now);
         let content = clean_json(serde_json::to_value(&msg).unwrap_or(Value::Null));
         let flow = super::flows::flow_reply(&content);
+        super::commerce::note(&message_type, &content);
         self.push(
             format!("msg:{wamid}"),
             EventBody::Inbound(InboundEvent {

@@ -26,8 +26,9 @@ use warden_platform::webhook::{Change, ErrorDetail, MessagesValue, Metadata};
 use {warden_core::conversations::inbound::NoWindow, warden_rules::keywords::OptChange};
 
 mod account;
-mod flows;
 mod calls;
+pub mod commerce;
+mod flows;
 mod inbound;
 mod preferences;
 mod sanitize;

@@ -83,6 +83,9 @@ pub struct TestSender {
     /// `mps` in the senders file.
     pub mps: Option<u32>,
     pub default: bool,
+    /// `marketing_messages: true` (and this `marketing_product_policy`) in the senders
+    /// file: its MARKETING templates go through the Marketing Messages API.
+    pub marketing_messages: Option<&'static str>,
 }
 
 impl TestSender {
@@ -97,6 +100,7 @@ impl TestSender {
             token,
             mps: None,
             default,
+            marketing_messages: None,
         };
         [
             sender(
@@ -153,6 +157,11 @@ fn senders_file(senders: &[TestSender]) -> Senders {
         }
         if s.default {
             yaml.push_str("    default: true\n");
+        }
+        if let Some(policy) = s.marketing_messages {
+            yaml.push_str(&format!(
+                "    marketing_messages: true\n    marketing_product_policy: {policy}\n"
+            ));
         }
         env.insert(s.token_env(), s.token.to_owned());
         env.insert(s.secret_env(), s.secret());

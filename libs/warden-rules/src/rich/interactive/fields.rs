@@ -11,11 +11,13 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::catalog::NAME as CATALOG_MESSAGE;
 use super::cta_url::NAME as CTA_URL;
 use super::flow::NAME as FLOW;
 use super::{
-    ButtonsAction, CallPermissionAction, CtaParameters, CtaUrlAction, FlowAction, FlowParameters,
-    Header, InteractiveType, ListAction, LocationRequestAction, ReplyButton, Section, TextObject,
+    ButtonsAction, CallPermissionAction, CatalogAction, CatalogParameters, CtaUrlAction,
+    FlowAction, Header, InteractiveType, ListAction, LocationRequestAction, Parameters,
+    ProductAction, ProductListAction, ProductSection, ReplyButton, Section, TextObject,
 };
 use crate::rich::{RichError, err};
 
@@ -29,8 +31,9 @@ pub struct Interactive {
     /// Optional header.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub header: Option<Header>,
-    /// The body text (required).
-    pub body: TextObject,
+    /// The body text (required but by `product`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub body: Option<TextObject>,
     /// Optional footer.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub footer: Option<TextObject>,
@@ -52,47 +55,18 @@ pub struct Action {
     /// The list's sections (`list`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sections: Option<Vec<Section>>,
-    /// `cta_url` or `flow`.
+    /// `cta_url` (or `catalog_message`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub name: Option<String>,
-    /// The CTA's text and url (`cta_url`), or which flow opens where (`flow`).
+    /// The CTA's text and url (`cta_url`), or the catalog's thumbnail (`catalog_message`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub parameters: Option<Parameters>,
-}
-
-/// The action's `parameters`: one key, two kinds' shapes. Read by its keys (a flow's carry
-/// `flow_message_version`), so a CTA's errors read as they always did.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Parameters {
-    /// `cta_url`.
-    Cta(CtaParameters),
-    /// `flow`.
-    Flow(FlowParameters),
-}
-
-impl Serialize for Parameters {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        match self {
-            Self::Cta(p) => p.serialize(s),
-            Self::Flow(p) => p.serialize(s),
-        }
-    }
-}
-
-impl<'de> Deserialize<'de> for Parameters {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        use serde::de::Error;
-        let v = serde_json::Value::deserialize(d)?;
-        if v.get("flow_message_version").is_some() {
-            serde_json::from_value(v)
-                .map(Self::Flow)
-                .map_err(D::Error::custom)
-        } else {
-            serde_json::from_value(v)
-                .map(Self::Cta)
-                .map_err(D::Error::custom)
-        }
-    }
+    /// The catalog (`product`, `product_list`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub catalog_id: Option<String>,
+    /// The product (`product`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub product_retailer_id: Option<String>,
 }
 
 impl Action {
@@ -108,6 +82,8 @@ impl Action {
                 "flow_cta",
             ),
             (self.name.is_some() || self.parameters.is_some(), "url"),
+            (self.catalog_id.is_some(), "catalog_id"),
+            (self.product_retailer_id.is_some(), "product_retailer_id"),
         ];
         match left.into_iter().find(|(present, _)| *present) {
             Some((_, field)) => Err(err(
@@ -144,6 +120,12 @@ impl ListAction {
         let button = button.ok_or_else(|| err("button_label", "is required for a list"))?;
         // None given reads as none at all, which `validate` refuses by their count.
         let sections = sections.unwrap_or_default();
+        if let Some(s) = sections.iter().position(|s| s.product_items.is_some()) {
+            return Err(err(
+                format!("sections[{s}].product_items"),
+                "belongs to a product_list; a list's sections have rows",
+            ));
+        }
         Ok(Self { button, sections })
     }
 
@@ -172,8 +154,10 @@ impl CtaUrlAction {
         if name.as_deref() != Some(CTA_URL) {
             return Err(err("action.name", "must be \"cta_url\""));
         }
-        let parameters =
-            parameters.ok_or_else(|| err("url", "and `display_text` are required for cta_url"))?;
+        let parameters = match parameters {
+            Some(Parameters::Cta(p)) => p,
+            _ => return Err(err("url", "and `display_text` are required for cta_url")),
+        };
         Ok(Self { parameters })
     }
 
@@ -181,6 +165,110 @@ impl CtaUrlAction {
         Action {
             name: Some(CTA_URL.into()),
             parameters: Some(Parameters::Cta(self.parameters.clone())),
+            ..Action::default()
+        }
+    }
+}
+
+impl ProductAction {
+    pub(super) fn from_fields(mut f: Action) -> Result<Self, RichError> {
+        let (catalog, product) = (f.catalog_id.take(), f.product_retailer_id.take());
+        f.refuse_rest()?;
+        let catalog_id = catalog.ok_or_else(|| err("catalog_id", "is required for a product"))?;
+        let product_retailer_id =
+            product.ok_or_else(|| err("product_retailer_id", "is required for a product"))?;
+        Ok(Self {
+            catalog_id,
+            product_retailer_id,
+        })
+    }
+
+    pub(super) fn to_fields(&self) -> Action {
+        Action {
+            catalog_id: Some(self.catalog_id.clone()),
+            product_retailer_id: Some(self.product_retailer_id.clone()),
+            ..Action::default()
+        }
+    }
+}
+
+impl ProductListAction {
+    pub(super) fn from_fields(mut f: Action) -> Result<Self, RichError> {
+        let (catalog, sections) = (f.catalog_id.take(), f.sections.take());
+        f.refuse_rest()?;
+        let catalog_id =
+            catalog.ok_or_else(|| err("catalog_id", "is required for a product_list"))?;
+        // None given reads as none at all, which `validate` refuses by their count.
+        let mut out = Vec::new();
+        for (s, section) in sections.unwrap_or_default().into_iter().enumerate() {
+            if !section.rows.is_empty() {
+                return Err(err(
+                    format!("sections[{s}].rows"),
+                    "belongs to a list; a product_list's sections have product_items",
+                ));
+            }
+            out.push(ProductSection {
+                title: section
+                    .title
+                    .ok_or_else(|| err(format!("sections[{s}].title"), "is required"))?,
+                product_items: section.product_items.unwrap_or_default(),
+            });
+        }
+        Ok(Self {
+            catalog_id,
+            sections: out,
+        })
+    }
+
+    pub(super) fn to_fields(&self) -> Action {
+        let sections = self
+            .sections
+            .iter()
+            .map(|s| Section {
+                title: Some(s.title.clone()),
+                rows: Vec::new(),
+                product_items: Some(s.product_items.clone()),
+            })
+            .collect();
+        Action {
+            catalog_id: Some(self.catalog_id.clone()),
+            sections: Some(sections),
+            ..Action::default()
+        }
+    }
+}
+
+impl CatalogAction {
+    pub(super) fn from_fields(mut f: Action) -> Result<Self, RichError> {
+        let (name, parameters) = (f.name.take(), f.parameters.take());
+        f.refuse_rest()?;
+        if name.as_deref() != Some(CATALOG_MESSAGE) {
+            return Err(err("action.name", "must be \"catalog_message\""));
+        }
+        let thumbnail_product_retailer_id = match parameters {
+            None => None,
+            Some(Parameters::Catalog(p)) => p.thumbnail_product_retailer_id,
+            Some(Parameters::Cta(_)) => {
+                return Err(err(
+                    "url",
+                    "does not belong to this kind of interactive message",
+                ));
+            }
+        };
+        Ok(Self {
+            thumbnail_product_retailer_id,
+        })
+    }
+
+    pub(super) fn to_fields(&self) -> Action {
+        Action {
+            name: Some(CATALOG_MESSAGE.into()),
+            // Written only with a thumbnail, as the platform's own examples do.
+            parameters: self.thumbnail_product_retailer_id.as_ref().map(|t| {
+                Parameters::Catalog(CatalogParameters {
+                    thumbnail_product_retailer_id: Some(t.clone()),
+                })
+            }),
             ..Action::default()
         }
     }

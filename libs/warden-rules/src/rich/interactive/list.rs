@@ -4,6 +4,7 @@ use std::collections::HashSet;
 
 use serde::{Deserialize, Serialize};
 
+use super::ProductItem;
 use crate::rich::{
     MAX_BUTTON_TITLE_CHARS, MAX_LIST_ROWS, MAX_ROW_DESCRIPTION_CHARS, MAX_ROW_ID_CHARS,
     MAX_ROW_TITLE_CHARS, MAX_SECTIONS, RichError, err, text,
@@ -30,8 +31,12 @@ pub struct Section {
     /// Required when there are several sections; at most 24 characters.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub title: Option<String>,
-    /// The rows.
+    /// The rows (a list's; a product_list's sections have none).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub rows: Vec<Row>,
+    /// A product_list's products (see `product_list.rs`; a list's sections have none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub product_items: Option<Vec<ProductItem>>,
 }
 
 /// The action of a `list` message: `{"button": label, "sections": [...]}`.

@@ -16,16 +16,22 @@ use crate::text::TextKind;
 
 mod buttons;
 mod call_permission;
+mod catalog;
 mod cta_url;
 mod fields;
 mod flow;
 mod list;
 mod location_request;
 
+mod parameters;
+mod product;
+mod product_list;
+
 pub use buttons::{ButtonsAction, Reply, ReplyButton};
 pub use call_permission::CallPermissionAction;
+pub use catalog::{CatalogAction, CatalogParameters};
 pub use cta_url::{CtaParameters, CtaUrlAction};
-pub use fields::{Action as ActionFields, Interactive as InteractiveFields, Parameters};
+pub use fields::{Action as ActionFields, Interactive as InteractiveFields};
 pub use flow::{
     FLOW_ACTIONS, FLOW_MESSAGE_VERSION, FLOW_MODES, FlowAction, FlowActionPayload, FlowParameters,
     MAX_FLOW_CTA_CHARS, MAX_FLOW_TOKEN_CHARS, Submission, check_data, check_token, is_emoji,
@@ -33,6 +39,9 @@ pub use flow::{
 };
 pub use list::{ListAction, Row, Section};
 pub use location_request::LocationRequestAction;
+pub use parameters::Parameters;
+pub use product::{MAX_PRODUCT_ID_CHARS, ProductAction};
+pub use product_list::{MAX_PRODUCT_ITEMS, ProductItem, ProductListAction, ProductSection};
 
 /// The interactive kinds of `send_interactive`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -55,10 +64,20 @@ pub enum InteractiveType {
     /// Asks the customer's permission to call them.
     #[serde(rename = "call_permission_request")]
     CallPermissionRequest,
+    /// One product of a catalog.
+    #[serde(rename = "product")]
+    Product,
+    /// Up to 30 products of a catalog, in sections.
+    #[serde(rename = "product_list")]
+    ProductList,
+    /// The whole catalog behind a button (send_interactive's kind `catalog`).
+    #[serde(rename = "catalog_message")]
+    Catalog,
 }
 
 impl InteractiveType {
-    /// Tool spelling: `buttons|list|cta_url` (`button` also accepted).
+    /// Tool spelling: `buttons|list|cta_url|product|product_list|catalog` (`button` and
+    /// `catalog_message` also accepted).
     pub fn parse(s: &str) -> Result<Self, RichError> {
         match s.trim().to_ascii_lowercase().as_str() {
             "buttons" | "button" => Ok(Self::Buttons),
@@ -67,10 +86,13 @@ impl InteractiveType {
             "flow" => Ok(Self::Flow),
             "location_request" | "location_request_message" => Ok(Self::LocationRequest),
             "call_permission_request" => Ok(Self::CallPermissionRequest),
+            "product" => Ok(Self::Product),
+            "product_list" => Ok(Self::ProductList),
+            "catalog" | "catalog_message" => Ok(Self::Catalog),
             _ => Err(err(
                 "kind",
                 format!(
-                    "is {}; use buttons, list, cta_url, flow, location_request or call_permission_request",
+                    "is {}; use buttons, list, cta_url, flow, location_request, call_permission_request, product, product_list or catalog",
                     shown(s)
                 ),
             )),
@@ -86,6 +108,9 @@ impl InteractiveType {
             Self::Flow => "flow",
             Self::LocationRequest => "location_request_message",
             Self::CallPermissionRequest => "call_permission_request",
+            Self::Product => "product",
+            Self::ProductList => "product_list",
+            Self::Catalog => "catalog_message",
         }
     }
 
@@ -106,8 +131,36 @@ impl InteractiveType {
     /// Whether the platform takes an image, video or document header with this kind (a
     /// list's header is text only).
     pub fn takes_media_header(self) -> bool {
-        !matches!(self, Self::List | Self::Flow)
+        !matches!(self, Self::List | Self::Flow | Self::ProductList)
     }
+
+    /// What this kind says of a header: a product or catalog message shows the
+    /// product's or catalog's own image instead, and a product list needs a text one.
+    fn header_rule(self) -> HeaderRule {
+        match self {
+            Self::Product | Self::Catalog => HeaderRule::None,
+            Self::ProductList => HeaderRule::Required,
+            Self::Buttons
+            | Self::List
+            | Self::CtaUrl
+            | Self::Flow
+            | Self::LocationRequest
+            | Self::CallPermissionRequest => HeaderRule::Optional,
+        }
+    }
+
+    /// Whether the body may be left out (only a single product's, which shows the
+    /// product's own name and price).
+    fn body_optional(self) -> bool {
+        matches!(self, Self::Product)
+    }
+}
+
+/// Whether a kind takes a header.
+enum HeaderRule {
+    Optional,
+    Required,
+    None,
 }
 
 /// `{"text": ...}`.
@@ -171,10 +224,19 @@ impl Header {
 fn check_shared(
     kind: InteractiveType,
     header: Option<&Header>,
-    body: &TextObject,
+    body: Option<&TextObject>,
     footer: Option<&TextObject>,
 ) -> Result<(), RichError> {
-    text("body", &body.text, MAX_BODY_CHARS, TextKind::FreeText)?;
+    match body {
+        Some(body) => text("body", &body.text, MAX_BODY_CHARS, TextKind::FreeText)?,
+        None if kind.body_optional() => {}
+        None => {
+            return Err(err(
+                "body",
+                format!("is required for a {} message", kind.as_str()),
+            ));
+        }
+    }
     if kind.body_only() {
         let only_body = |field: &str| {
             err(
@@ -195,9 +257,20 @@ fn check_shared(
     if let Some(footer) = footer {
         text("footer", &footer.text, MAX_FOOTER_CHARS, TextKind::FreeText)?;
     }
-    match header {
-        Some(h) => h.validate(kind),
-        None => Ok(()),
+    match (header, kind.header_rule()) {
+        (Some(_), HeaderRule::None) => Err(err(
+            "header",
+            format!("is not allowed on a {} message", kind.as_str()),
+        )),
+        (None, HeaderRule::Required) => Err(err(
+            "header",
+            format!(
+                "is required for a {} message (text, at most {MAX_HEADER_CHARS} characters)",
+                kind.as_str()
+            ),
+        )),
+        (Some(h), _) => h.validate(kind),
+        (None, _) => Ok(()),
     }
 }
 
@@ -217,6 +290,12 @@ pub enum Action {
     LocationRequest(LocationRequestAction),
     /// `call_permission_request`: asks to call the customer.
     CallPermissionRequest(CallPermissionAction),
+    /// `product`: one product of a catalog.
+    Product(ProductAction),
+    /// `product_list`: products of a catalog in sections.
+    ProductList(ProductListAction),
+    /// `catalog_message`: the whole catalog.
+    Catalog(CatalogAction),
 }
 
 impl Action {
@@ -229,6 +308,9 @@ impl Action {
             Self::Flow(_) => InteractiveType::Flow,
             Self::LocationRequest(_) => InteractiveType::LocationRequest,
             Self::CallPermissionRequest(_) => InteractiveType::CallPermissionRequest,
+            Self::Product(_) => InteractiveType::Product,
+            Self::ProductList(_) => InteractiveType::ProductList,
+            Self::Catalog(_) => InteractiveType::Catalog,
         }
     }
 
@@ -240,6 +322,9 @@ impl Action {
             Self::Flow(a) => a.validate(),
             Self::LocationRequest(a) => a.validate(),
             Self::CallPermissionRequest(a) => a.validate(),
+            Self::Product(a) => a.validate(),
+            Self::ProductList(a) => a.validate(),
+            Self::Catalog(a) => a.validate(),
         }
     }
 
@@ -256,6 +341,11 @@ impl Action {
             InteractiveType::CallPermissionRequest => {
                 Self::CallPermissionRequest(CallPermissionAction::from_fields(fields)?)
             }
+            InteractiveType::Product => Self::Product(ProductAction::from_fields(fields)?),
+            InteractiveType::ProductList => {
+                Self::ProductList(ProductListAction::from_fields(fields)?)
+            }
+            InteractiveType::Catalog => Self::Catalog(CatalogAction::from_fields(fields)?),
         })
     }
 
@@ -268,6 +358,9 @@ impl Action {
             Self::Flow(a) => a.to_fields(),
             Self::LocationRequest(a) => a.to_fields(),
             Self::CallPermissionRequest(a) => a.to_fields(),
+            Self::Product(a) => a.to_fields(),
+            Self::ProductList(a) => a.to_fields(),
+            Self::Catalog(a) => a.to_fields(),
         }
     }
 }
@@ -279,8 +372,8 @@ impl Action {
 pub struct Interactive {
     /// Optional header.
     pub header: Option<Header>,
-    /// The body text (required).
-    pub body: TextObject,
+    /// The body text (required but by `product`).
+    pub body: Option<TextObject>,
     /// Optional footer.
     pub footer: Option<TextObject>,
     /// Buttons, rows or the CTA.
@@ -297,7 +390,7 @@ impl Interactive {
         check_shared(
             self.kind(),
             self.header.as_ref(),
-            &self.body,
+            self.body.as_ref(),
             self.footer.as_ref(),
         )?;
         self.action.validate()
@@ -311,7 +404,12 @@ impl TryFrom<InteractiveFields> for Interactive {
     /// shared parts are checked first, as `validate` does, so a body breaking several
     /// rules is refused for the same one whichever step finds it.
     fn try_from(f: InteractiveFields) -> Result<Self, RichError> {
-        check_shared(f.kind, f.header.as_ref(), &f.body, f.footer.as_ref())?;
+        check_shared(
+            f.kind,
+            f.header.as_ref(),
+            f.body.as_ref(),
+            f.footer.as_ref(),
+        )?;
         Ok(Interactive {
             action: Action::from_fields(f.kind, f.action)?,
             header: f.header,
@@ -336,5 +434,7 @@ impl Serialize for Interactive {
     }
 }
 
+#[cfg(test)]
+mod commerce_tests;
 #[cfg(test)]
 mod tests;
