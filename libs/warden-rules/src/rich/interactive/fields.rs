@@ -148,16 +148,15 @@ impl CtaUrlAction {
                 f.parameters = flow;
                 None
             }
-            None => None,
+            // Neither text nor url: refused below as missing both.
+            Some(Parameters::Catalog(_)) | None => None,
         };
         f.refuse_rest()?;
         if name.as_deref() != Some(CTA_URL) {
             return Err(err("action.name", "must be \"cta_url\""));
         }
-        let parameters = match parameters {
-            Some(Parameters::Cta(p)) => p,
-            _ => return Err(err("url", "and `display_text` are required for cta_url")),
-        };
+        let parameters =
+            parameters.ok_or_else(|| err("url", "and `display_text` are required for cta_url"))?;
         Ok(Self { parameters })
     }
 
@@ -248,6 +247,12 @@ impl CatalogAction {
         let thumbnail_product_retailer_id = match parameters {
             None => None,
             Some(Parameters::Catalog(p)) => p.thumbnail_product_retailer_id,
+            Some(Parameters::Flow(_)) => {
+                return Err(err(
+                    "flow_cta",
+                    "does not belong to this kind of interactive message",
+                ));
+            }
             Some(Parameters::Cta(_)) => {
                 return Err(err(
                     "url",
@@ -285,7 +290,8 @@ impl FlowAction {
                     "does not belong to this kind of interactive message",
                 ));
             }
-            None => None,
+            // No flow's keys at all: refused below as missing them.
+            Some(Parameters::Catalog(_)) | None => None,
         };
         f.refuse_rest()?;
         if name.as_deref() != Some(FLOW) {

@@ -118,6 +118,7 @@ impl Authentication {
                 phone_number: None,
                 example: None,
                 otp_type: Some(self.otp_type.as_upper().to_owned()),
+                flow: None,
             }],
             format: super::TemplateFormat::Authentication(self),
             ..Default::default()
