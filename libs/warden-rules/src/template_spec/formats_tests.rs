@@ -334,7 +334,7 @@ proptest! {
         let spec = carousel_spec(json!(vec![card(format, two_buttons()); n])).unwrap();
         let r = spec.validate(TemplateCategory::Marketing);
         prop_assert_eq!(r.is_ok(), (2..=10).contains(&n));
-        if n >= 2 && n <= 10 {
+        if (2..=10).contains(&n) {
             let back = TemplateSpec::from_components(&json!(spec.to_components()), None, "").unwrap();
             prop_assert_eq!(back, spec);
         }
