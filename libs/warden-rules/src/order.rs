@@ -62,7 +62,7 @@ impl Amount {
     }
 
     /// `self + other`, exact.
-    pub fn add(self, other: Amount) -> Amount {
+    pub fn plus(self, other: Amount) -> Amount {
         let scale = self.scale.max(other.scale);
         Amount {
             units: self.rescaled(scale) + other.rescaled(scale),
@@ -189,7 +189,7 @@ impl Order {
         for item in &self.items {
             let line = item.price.times(item.quantity);
             let sum = out.entry(item.currency.clone()).or_insert(Amount::ZERO);
-            *sum = sum.add(line);
+            *sum = sum.plus(line);
         }
         out
     }
