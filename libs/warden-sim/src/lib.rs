@@ -20,6 +20,7 @@
 mod account;
 pub mod bodies;
 pub mod config;
+pub mod flow_checks;
 pub mod flows;
 pub mod http;
 pub mod limits;
