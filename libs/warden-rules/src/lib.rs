@@ -23,7 +23,6 @@
 //! - [`keywords`]: stop / resume keywords in inbound texts.
 //! - [`text`]: control characters and template-parameter text the platform refuses.
 //! - [`tags`]: customer tags, compared case-insensitively (stored lower-cased).
-//! - [`template_flow`]: a template's FLOW button, created and filled at send time.
 //! - [`templates`]: template placeholders, variables, names and bodies.
 //! - [`audience`]: campaign audience filters.
 //! - [`campaign_status`]: a campaign's states and which of them are active / terminal.
@@ -57,7 +56,6 @@ pub mod recheck;
 pub mod rich;
 pub mod safety;
 pub mod tags;
-pub mod template_flow;
 pub mod template_params;
 pub mod template_spec;
 pub mod templates;

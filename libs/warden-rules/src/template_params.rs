@@ -510,7 +510,8 @@ fn button_parameter(
         // The token and first data; left out, the platform opens the flow without them.
         ButtonKind::Flow => {
             let Some(c) = given else { return Ok(None) };
-            crate::template_flow::send_parameter(parameters(c, &what)?, &what).map_err(perr)?
+            crate::template_spec::flow::send_parameter(parameters(c, &what)?, &what)
+                .map_err(perr)?
         }
         ButtonKind::Url | ButtonKind::PhoneNumber => {
             if given.is_some() {

@@ -159,7 +159,7 @@ pub enum ButtonKind {
     CopyCode,
     /// One-time password (AUTHENTICATION templates only).
     Otp,
-    /// Opens a Flow (`crate::template_flow`).
+    /// Opens a Flow (`flow`).
     Flow,
 }
 
@@ -217,7 +217,7 @@ pub struct Button {
     /// OTP buttons: COPY_CODE, ONE_TAP or ZERO_TAP.
     pub otp_type: Option<String>,
     /// FLOW buttons: the flow it opens and how.
-    pub flow: Option<crate::template_flow::FlowButton>,
+    pub flow: Option<flow::FlowButton>,
 }
 
 impl Button {
@@ -309,7 +309,7 @@ pub fn parse_buttons(value: &Value) -> Result<Vec<Button>, SpecError> {
                 if !matches!(
                     key.as_str(),
                     "type" | "text" | "url" | "phone_number" | "example" | "otp_type"
-                ) && !crate::template_flow::FLOW_KEYS.contains(&key.as_str())
+                ) && !flow::FLOW_KEYS.contains(&key.as_str())
                     && !formats::authentication::is_otp_key(key)
                 {
                     return Err(err(&field, format!("has an unknown key {key:?}")));
@@ -343,7 +343,7 @@ pub fn parse_buttons(value: &Value) -> Result<Vec<Button>, SpecError> {
                 phone_number: str_field(o, "phone_number", &field)?.map(str::to_owned),
                 example,
                 otp_type: str_field(o, "otp_type", &field)?.map(str::to_owned),
-                flow: crate::template_flow::read(o, kind == ButtonKind::Flow, &field)?,
+                flow: flow::read(o, kind == ButtonKind::Flow, &field)?,
             })
         })
         .collect()
@@ -539,7 +539,7 @@ impl TemplateSpec {
             (ButtonKind::PhoneNumber, MAX_PHONE_BUTTONS),
             (ButtonKind::CopyCode, MAX_COPY_CODE_BUTTONS),
             (ButtonKind::Otp, 1),
-            (ButtonKind::Flow, crate::template_flow::MAX_FLOW_BUTTONS),
+            (ButtonKind::Flow, flow::MAX_FLOW_BUTTONS),
         ] {
             let n = count(kind);
             if n > max {
@@ -779,6 +779,10 @@ impl TemplateSpec {
         Ok(spec)
     }
 }
+
+/// A FLOW button's own fields and send-time parameter.
+#[path = "template_spec_flow.rs"]
+pub mod flow;
 
 #[cfg(test)]
 #[path = "template_spec_tests.rs"]

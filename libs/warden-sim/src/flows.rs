@@ -4,47 +4,13 @@
 //! not from Warden's), and `POST /sim/flow_response`, a customer's submission sent as the
 //! signed `nfm_reply` webhook.
 
-use std::sync::RwLock;
-
 use actix_web::{HttpRequest, HttpResponse, web};
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
 use crate::reply::{NodeId, reject_unauthorized, reject_unless_waba, unknown_object};
+use crate::state::flows::SimFlow;
 use crate::state::{InboundContent, Refusal, Sim};
-
-/// One registered flow.
-#[derive(Debug, Clone, PartialEq)]
-pub struct SimFlow {
-    pub id: String,
-    pub name: String,
-    /// DRAFT, PUBLISHED, DEPRECATED, BLOCKED or THROTTLED.
-    pub status: String,
-    pub categories: Vec<String>,
-}
-
-/// The registered flows (every account of the sim sees them).
-#[derive(Debug, Default)]
-pub struct Flows(RwLock<Vec<SimFlow>>);
-
-impl Flows {
-    fn register(&self, flow: SimFlow) {
-        let mut all = self.0.write().unwrap_or_else(|p| p.into_inner());
-        all.retain(|f| f.id != flow.id);
-        all.push(flow);
-    }
-
-    fn all(&self) -> Vec<SimFlow> {
-        self.0.read().unwrap_or_else(|p| p.into_inner()).clone()
-    }
-
-    /// The flow a send names by id or by name.
-    fn find(&self, id: Option<&str>, name: Option<&str>) -> Option<SimFlow> {
-        self.all()
-            .into_iter()
-            .find(|f| id.is_some_and(|i| f.id == i) || name.is_some_and(|n| f.name == n))
-    }
-}
 
 fn bad(details: impl Into<String>) -> Refusal {
     Refusal::new(400, 131009, details)
@@ -96,7 +62,7 @@ pub fn flow_action(sim: &Sim, action: &Value) -> Result<(), Refusal> {
         return Err(bad("parameters.flow_cta may not contain emoji"));
     }
     if let Some(t) = p.get("flow_token")
-        && !t.as_str().is_some_and(|t| !t.is_empty())
+        && t.as_str().is_none_or(str::is_empty)
     {
         return Err(bad("parameters.flow_token must be a non-empty string"));
     }
@@ -122,7 +88,7 @@ pub fn flow_action(sim: &Sim, action: &Value) -> Result<(), Refusal> {
                 ));
             }
             if let Some(d) = payload.and_then(|x| x.get("data"))
-                && !d.as_object().is_some_and(|o| !o.is_empty())
+                && d.as_object().is_none_or(Map::is_empty)
             {
                 return Err(bad(
                     "parameters.flow_action_payload.data must be a non-empty object",
@@ -143,40 +109,6 @@ pub fn flow_action(sim: &Sim, action: &Value) -> Result<(), Refusal> {
         }
     }
     Ok(())
-}
-
-/// A template's FLOW button at create time (`i`: its position): its text, one of flow_id
-/// and flow_name, and a known flow_action.
-pub fn check_flow_button(i: usize, b: &Value) -> Result<(), String> {
-    let s = |k: &str| {
-        b.get(k).and_then(|v| {
-            v.as_str()
-                .map(str::to_owned)
-                .or_else(|| v.as_u64().map(|n| n.to_string()))
-        })
-    };
-    if s("text").is_none_or(|t| t.is_empty() || t.chars().count() > 25) {
-        return Err(format!(
-            "buttons[{i}].text is required and at most 25 characters"
-        ));
-    }
-    match (s("flow_id"), s("flow_name")) {
-        (Some(_), Some(_)) => {
-            return Err(format!("buttons[{i}]: give flow_id or flow_name, not both"));
-        }
-        (None, None) => return Err(format!("buttons[{i}].flow_id or flow_name is required")),
-        _ => {}
-    }
-    match s("flow_action").as_deref().unwrap_or("navigate") {
-        "navigate" => Ok(()),
-        "data_exchange" if s("navigate_screen").is_none() => Ok(()),
-        "data_exchange" => Err(format!(
-            "buttons[{i}].navigate_screen is only for flow_action navigate"
-        )),
-        _ => Err(format!(
-            "buttons[{i}].flow_action must be navigate or data_exchange"
-        )),
-    }
 }
 
 #[derive(Deserialize)]
@@ -327,6 +259,7 @@ pub(crate) async fn sim_flow_response(sim: web::Data<Sim>, body: web::Bytes) -> 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::flow_checks::check_flow_button;
 
     #[test]
     fn response_json_keeps_what_it_is_given() {

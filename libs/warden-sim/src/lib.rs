@@ -23,6 +23,7 @@ pub mod calls;
 pub mod commerce;
 pub mod config;
 pub mod contacts;
+pub mod flow_checks;
 pub mod flows;
 pub mod http;
 pub mod limits;

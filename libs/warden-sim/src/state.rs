@@ -3,6 +3,7 @@
 
 mod decisions;
 mod events;
+pub mod flows;
 mod limits;
 pub mod media;
 pub mod numbers;
@@ -153,7 +154,7 @@ pub struct Sim {
     /// Thread control on a shared number (`thread_control`, answered by `crate::routing`).
     pub routing: thread_control::Routing,
     /// The registered flows (`crate::flows`).
-    pub flows: crate::flows::Flows,
+    pub flows: flows::Flows,
     /// Runtime for timers, so they outlive the HTTP worker that scheduled them.
     runtime: tokio::runtime::Handle,
 }
@@ -190,7 +191,7 @@ impl Sim {
             media: media::MediaStore::default(),
             users: crate::users::Users::default(),
             routing: thread_control::Routing::default(),
-            flows: crate::flows::Flows::default(),
+            flows: flows::Flows::default(),
             runtime,
         };
         for (i, waba) in sim.numbers.wabas().into_iter().enumerate() {

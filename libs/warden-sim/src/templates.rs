@@ -372,7 +372,8 @@ pub fn check_components(components: &[TemplateComponent]) -> Result<(), Componen
                 }
                 for (i, b) in buttons.iter().enumerate() {
                     if b["type"].as_str() == Some("FLOW") {
-                        crate::flows::check_flow_button(i, b).map_err(ComponentError::Button)?;
+                        crate::flow_checks::check_flow_button(i, b)
+                            .map_err(ComponentError::Button)?;
                     }
                 }
             }

@@ -1,7 +1,7 @@
 //! Flows: the token of each flow message Warden sends (`sends`, written by the one send
 //! path), where a template's FLOW button is (`template_button`, for send_template),
 //! customers' submissions (`submissions`, written by the webhook's inbound rule in
-//! `platform_events::flow_replies`) and get_flow_responses (`responses`, read-only).
+//! `platform_events::inbound`) and get_flow_responses (`responses`, read-only).
 //!
 //! A submission names its flow message by `context.id` (a wamid) and, usually, by the
 //! `flow_token` inside its answers. Either may be unknown when it arrives: the dispatcher

@@ -2,7 +2,11 @@
 //! messages stored per number in one statement each (`conversations::inbound_batch`: only
 //! plausible customer messages open a window), a routed number's thread taken back
 //! (`conversations::holder::routed_inbound`); then, in each message's place among the
-//! batch's events, what it says: a changed number or BSUID, a STOP keyword.
+//! batch's events, what it says: a changed number or BSUID, a STOP keyword. A Flow
+//! submission (an interactive `nfm_reply`) is a customer message like any other, and besides
+//! is indexed for get_flow_responses (`crate::flows::submissions`); what it says is never
+//! refused: answers that are not JSON are kept raw, and a flow message or token not known
+//! yet is resolved when read.
 
 use std::collections::BTreeMap;
 
@@ -39,9 +43,18 @@ pub struct InboundMessage<'a> {
     /// A stop / resume keyword it carries.
     pub keyword: Option<OptChange>,
     /// A flow submission it carries (`interactive.nfm_reply`).
-    pub flow: Option<super::flow_replies::FlowReply<'a>>,
+    pub flow: Option<FlowReply<'a>>,
     /// The answer to a call permission request it carries (`call_permission_reply`).
     pub call_permission: Option<crate::calls::Reply>,
+}
+
+/// What the webhook read of a Flow submission (`warden-webhook`'s `events/flows.rs`).
+#[derive(Clone, Copy, Debug)]
+pub struct FlowReply<'a> {
+    /// `nfm_reply.response_json` as received (normally a string holding JSON).
+    pub response_json: Option<&'a Value>,
+    /// `context.id`: the wamid of the flow message answered.
+    pub context_wamid: Option<&'a str>,
 }
 
 /// Link the identifiers of every inbound message among `events` and store them all; returns
@@ -106,7 +119,15 @@ pub async fn record(
     for ((origin, m), key) in messages.iter().zip(&keys) {
         if let Some(reply) = &m.flow {
             let sender = origin.keys(ctx.senders).sender;
-            super::flow_replies::record(c, &sender, key, m, reply).await?;
+            let submission = crate::flows::submissions::Submission {
+                wamid: m.wamid,
+                sender: &sender,
+                customer: key.digits(),
+                context_wamid: reply.context_wamid,
+                response_json: reply.response_json,
+                at: m.at,
+            };
+            crate::flows::submissions::record(c, &submission).await?;
         }
     }
     Ok(keys)

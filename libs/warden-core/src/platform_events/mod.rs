@@ -5,7 +5,6 @@
 //!
 //! - [`inbound`]: customers' messages (identities linked, messages stored per number, the
 //!   care window; a changed number or BSUID; a STOP keyword).
-//! - [`flow_replies`]: a customer's flow submission (indexed beside its message).
 //! - [`calls`]: a customer's answer to a call permission request.
 //! - [`statuses`]: delivery statuses of outbound messages and what the platform charged.
 //! - [`templates`]: a template's review decisions and the platform's later changes.
@@ -25,7 +24,6 @@
 //! it; pricing and quality rows last, one statement each.
 
 pub mod account;
-pub mod flow_replies;
 pub mod calls;
 pub mod inbound;
 pub mod kept;

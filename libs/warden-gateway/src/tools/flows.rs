@@ -24,7 +24,6 @@ use crate::input::fields::{Customer, Id, Json, Text, Whole, opt_string, opt_whol
 use crate::input::shared::SenderName;
 use crate::input::{Input, parse};
 use crate::schema::{self, FlowOut, FlowResponseOut, FlowResponsesOut, FlowsOut, SendOut};
-use crate::tools::rich::rich_error;
 use crate::tools::senders::sender_arg;
 
 /// send_interactive's parameters of kind `flow` (flattened into its input).
@@ -110,6 +109,14 @@ impl FlowArgs {
             token,
         ))
     }
+}
+
+/// A flow rule broken: INVALID_ARGUMENT naming the field, as every rich message's refusal.
+fn rich_error(e: RichError) -> ToolError {
+    ToolError::invalid(
+        format!("The parameter {}.", crate::quoting::detail(e)),
+        "Fix that parameter to fit the platform's limit and call again.",
+    )
 }
 
 /// A new flow token: random and opaque (it travels to the customer's device and back).

@@ -70,13 +70,10 @@ fn inbound_message(i: &InboundEvent) -> inbound::InboundMessage<'_> {
         message_type: &i.message_type,
         content: &i.content,
         keyword: i.keyword,
-        flow: i
-            .flow
-            .as_ref()
-            .map(|f| warden_core::platform_events::flow_replies::FlowReply {
-                response_json: f.response_json.as_ref(),
-                context_wamid: f.context_wamid.as_deref(),
-            }),
+        flow: i.flow.as_ref().map(|f| inbound::FlowReply {
+            response_json: f.response_json.as_ref(),
+            context_wamid: f.context_wamid.as_deref(),
+        }),
         call_permission: i.call_permission.clone(),
     }
 }

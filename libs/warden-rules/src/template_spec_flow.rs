@@ -5,8 +5,8 @@
 
 use serde_json::{Map, Value, json};
 
+use super::SpecError;
 use crate::rich::flow::{check_data, check_token};
-use crate::template_spec::SpecError;
 
 /// Most FLOW buttons on one template (platform).
 pub const MAX_FLOW_BUTTONS: usize = 1;
