@@ -56,7 +56,7 @@ fn keys(v: &Value, path: &str, allowed: &[&str]) -> Result<(), Refusal> {
             k.as_str(),
             "name" | "phones" | "emails" | "urls" | "org" | "addresses"
         ) && allowed == CARD;
-        if !nested && !x.as_str().is_some_and(|s| !s.trim().is_empty()) {
+        if !nested && x.as_str().is_none_or(|s| s.trim().is_empty()) {
             return Err(bad(format!("{path}.{k} must be a non-empty string")));
         }
     }

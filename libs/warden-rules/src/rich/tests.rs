@@ -127,7 +127,10 @@ fn media_rules() {
     );
     assert_eq!(field(&m("image", json!({"id": "1", "bogus": 1}))), "image");
     // Contact cards are a kind of their own now: an empty list is refused by name.
-    assert_eq!(field(&json!({"type": "contacts", "contacts": []})), "contacts");
+    assert_eq!(
+        field(&json!({"type": "contacts", "contacts": []})),
+        "contacts"
+    );
 }
 
 #[test]
