@@ -20,8 +20,8 @@ use warden_store::schema::messages;
 use crate::CoreError;
 use crate::conversations::holder::HolderView;
 use crate::conversations::message_view::{Amend, InteractiveReply, Location, Media, normalise};
-use crate::flows::responses::FlowResponseView;
 use crate::conversations::order_view::{OrderView, ReferredProduct};
+use crate::flows::responses::FlowResponseView;
 use crate::senders::SenderRef;
 
 /// Statuses of rows that were never said (not yet due, or withdrawn): left out of history

@@ -68,6 +68,7 @@ pub struct SendTemplateIn {
     pub components: Option<Json>,
     #[serde(flatten)]
     pub flow: TemplateFlowArgs,
+    #[serde(flatten)]
     pub formats: FormatValuesIn,
     /// For an AUTHENTICATION template (required there, refused otherwise): the one-time code, 1 to 15 characters; it fills the body and the code button. The customer must be known by phone number.
     #[schemars(length(min = 1, max = 15))]

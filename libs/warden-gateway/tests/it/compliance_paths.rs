@@ -60,7 +60,11 @@ impl Content {
     }
     fn template(self) -> Option<&'static str> {
         match self {
-            Content::Text | Content::Flow | Content::Product | Content::ProductList | Content::Catalog => None,
+            Content::Text
+            | Content::Flow
+            | Content::Product
+            | Content::ProductList
+            | Content::Catalog => None,
             Content::Marketing => Some("pt_marketing"),
             Content::Utility => Some("pt_utility"),
             Content::Authentication => Some("pt_authentication"),
@@ -72,7 +76,11 @@ impl Content {
     }
     fn category(self) -> &'static str {
         match self {
-            Content::Text | Content::Flow | Content::Product | Content::ProductList | Content::Catalog => "service",
+            Content::Text
+            | Content::Flow
+            | Content::Product
+            | Content::ProductList
+            | Content::Catalog => "service",
             Content::Marketing | Content::Carousel | Content::Offer => "marketing",
             Content::Utility | Content::Paused => "utility",
             Content::Authentication | Content::Code => "authentication",

@@ -113,7 +113,7 @@ async fn text_send_answers_the_platform_body() {
     assert_eq!(
         stats["by_message"]["msg-1"],
         json!({"count": 1, "wamid": wamid, "recipient": "628123456789", "type": "text",
-               "phone_number_id": PHONE_NUMBER_ID})
+               "phone_number_id": PHONE_NUMBER_ID, "endpoint": "messages"})
     );
     assert_eq!(stats["by_recipient"]["628123456789"], 2);
 }
@@ -675,7 +675,14 @@ async fn stats_have_exactly_the_contract_shape_and_reset_clears_them() {
     let entry_keys: HashSet<&str> = entry.keys().map(String::as_str).collect();
     assert_eq!(
         entry_keys,
-        HashSet::from(["count", "wamid", "recipient", "type", "phone_number_id"])
+        HashSet::from([
+            "count",
+            "wamid",
+            "recipient",
+            "type",
+            "phone_number_id",
+            "endpoint"
+        ])
     );
     assert_eq!(entry["phone_number_id"], PHONE_NUMBER_ID);
 
