@@ -46,13 +46,14 @@ ALL_TOOLS = {
     "send_media", "upload_media", "send_interactive", "send_location", "send_contacts", "react_to_message", "get_media",
     "get_spend", "list_senders", "resume_sender",
     "hand_off_conversation", "release_conversation", "preview_campaign",
+    "get_flow_responses", "list_flows",
 }
 READ_ONLY = {
     "check_compliance", "explain_error", "check_conversation", "check_frequency_cap",
     "get_customer_context", "get_delivery_status", "get_rate_limit", "list_conversations",
     "list_templates", "estimate_cost", "estimate_pricing", "get_campaign", "get_media",
     "get_conversation_history", "list_inbox", "get_account_quality", "get_spend",
-    "list_senders", "preview_campaign",
+    "list_senders", "preview_campaign", "get_flow_responses", "list_flows",
 }
 UNKNOWN_ID = "00000000-0000-4000-8000-000000000000"
 
