@@ -3,7 +3,7 @@
 //! ([`crate::input`]):
 //! - [`send`]: check_compliance, send_message, send_template, reply_customer
 //! - [`rich`]: send_media, send_interactive, send_location, react_to_message
-//! - [`contacts`]: send_contacts
+//! - [`contacts`]: send_contacts, contact cards
 //! - [`media`]: upload_media, get_media
 //! - [`conversations`]: check_conversation, list_conversations, list_inbox,
 //!   get_conversation_history, mark_as_read, archive_chat
