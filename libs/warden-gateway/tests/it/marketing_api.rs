@@ -1,6 +1,6 @@
 //! The Marketing Messages API end to end: a1 has it (`marketing_messages: true` in the
-//! senders file), a2 of the same business has not. A campaign of a MARKETING template from
-//! each, run by the scheduler, goes out through the dispatcher: a1's message at
+//! senders file), a2 of the same business has not. A campaign of a MARKETING carousel
+//! template from each, run by the scheduler, goes out through the dispatcher: a1's message at
 //! `/marketing_messages` (platform-sim's stats say which endpoint), a2's at `/messages`;
 //! the sim's status webhooks price them `marketing_lite` and `marketing`, which
 //! get_delivery_status and get_spend report. Nothing else changes for the caller.
@@ -16,9 +16,12 @@ use warden_settings::Senders;
 
 use crate::common::phone;
 use crate::common::stack::Stack;
+use crate::template_formats::{card, carousel_args, send_cards};
 
 const WAIT: Duration = Duration::from_secs(60);
 const SENDERS_YAML: &str = include_str!("../../../../examples/senders.yaml");
+/// Business A's account in examples/sim-senders.json (a1 and a2 share it).
+const WABA_A: &str = "204000000000001";
 const DEFAULT_LINE: &str =
     "    default: true                     # used when a caller names no sender\n";
 
@@ -68,13 +71,23 @@ async fn campaign_message(s: &Stack, campaign: Uuid) -> Option<Uuid> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_marketing_campaign_takes_the_marketing_api_only_from_the_sender_that_has_it() {
     let s = stack().await;
-    s.insert_template(
-        "warden_promo",
-        "en",
-        "marketing",
-        "APPROVED",
-        "Hi {{1}}, we have a new offer for you. Reply STOP to opt out.",
-    )
+    // A carousel made through create_template and approved by the platform's webhook.
+    let mut create = carousel_args("warden_picks", json!([card("IMAGE"), card("IMAGE")]));
+    create["from"] = json!("a1");
+    s.ok("create_template", create).await;
+    s.sim
+        .decide_in(WABA_A, "warden_picks", "en", "APPROVED", None)
+        .expect("the sim has the template");
+    warden_test_support::wait::until(WAIT, "template approved", || async {
+        use warden_store::schema::templates;
+        let mut c = s.deps.pg.get().await.unwrap();
+        templates::table
+            .filter(templates::name.eq("warden_picks"))
+            .select(templates::status)
+            .first::<String>(&mut c)
+            .await
+            .is_ok_and(|st| st == "APPROVED")
+    })
     .await;
     let later = (Utc::now() + TimeDelta::hours(1)).to_rfc3339();
     let mut campaigns = Vec::new();
@@ -86,8 +99,9 @@ async fn a_marketing_campaign_takes_the_marketing_api_only_from_the_sender_that_
             .ok(
                 "schedule_campaign",
                 json!({"name": format!("spring-{from}"), "type": "marketing",
-                       "template_name": "warden_promo", "deliver_at": later,
+                       "template_name": "warden_picks", "deliver_at": later,
                        "variables": "{\"1\": \"Ana\"}", "from": from,
+                       "cards": send_cards().to_string(),
                        "audience_filter": json!({"customer_ids": [to]}).to_string()}),
             )
             .await;
@@ -135,6 +149,11 @@ async fn a_marketing_campaign_takes_the_marketing_api_only_from_the_sender_that_
         let stat = s.sim.stats().by_message[id].clone();
         assert_eq!(stat.endpoint, endpoint, "{from}");
         assert_eq!(stat.kind, "template", "{from}");
+        let components = stat.template.as_ref().unwrap()["components"].to_string();
+        assert!(
+            components.contains("carousel"),
+            "{from}: the cards went out: {components}"
+        );
         assert_eq!(stat.count, 1, "{from}: sent once");
     }
 

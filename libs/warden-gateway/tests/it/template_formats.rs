@@ -68,18 +68,18 @@ async fn refused(s: &Stack, tool: &str, args: Value, field: &str) -> Value {
     e
 }
 
-fn card(format: &str) -> Value {
+pub(crate) fn card(format: &str) -> Value {
     json!({"header": {"format": format, "example": "4::aW1hZ2U="}, "body": "Only {{1}}",
            "buttons": [{"type": "QUICK_REPLY", "text": "More like this"},
                        {"type": "URL", "text": "Buy", "url": "https://shop.example/p/{{1}}"}]})
 }
 
-fn carousel_args(name: &str, cards: Value) -> Value {
+pub(crate) fn carousel_args(name: &str, cards: Value) -> Value {
     json!({"name": name, "category": "MARKETING", "language": "en",
            "body_text": "Hi {{1}}, picks for you", "cards": cards.to_string()})
 }
 
-fn send_cards() -> Value {
+pub(crate) fn send_cards() -> Value {
     json!([
         {"header": {"link": "https://shop.example/1.jpg"}, "variables": ["$10"], "buttons": [{"payload": "more-1"}, {"text": "p1"}]},
         {"header": {"link": "https://shop.example/2.jpg"}, "variables": ["$12"], "buttons": [null, {"text": "p2"}]},
